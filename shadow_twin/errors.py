@@ -1,0 +1,30 @@
+"""Exception types of shadow_twin.
+
+Every error that bad user input can cause is a :class:`ShadowTwinError`, so the
+command line can print it as one line and exit non-zero, while programming
+errors still show a traceback.
+"""
+
+
+class ShadowTwinError(Exception):
+    """Base class: a problem with the user's input, named in the message."""
+
+
+class ModelError(ShadowTwinError):
+    """An MJCF model is missing, does not compile, or lacks a named element."""
+
+
+class RecordingError(ShadowTwinError):
+    """A bag is missing, unreadable, or its joint states are unusable."""
+
+
+class TrajectoryError(ShadowTwinError):
+    """A trajectory file or message is malformed or inconsistent."""
+
+
+class SearchSpaceError(ShadowTwinError):
+    """A search-space YAML names unknown joints/attributes or bad bounds."""
+
+
+class ConfigError(ShadowTwinError):
+    """A configuration YAML (gains, joint map, CLI arguments) is invalid."""

@@ -1,0 +1,51 @@
+"""Error metrics between aligned real and simulated joint positions.
+
+All errors are in rad (RMSE) or rad^2 (MSE), per joint over the aligned time
+base. The objective of a calibration is a weighted mean of per-joint MSE; the
+``published`` setting (mean of the per-joint MSE of rh_FFJ1..rh_FFJ4) is the
+figure of the study whose numbers ship with the real recording
+(default model 0.056890 rad^2).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+PUBLISHED_JOINTS = ('rh_FFJ1', 'rh_FFJ2', 'rh_FFJ3', 'rh_FFJ4')
+PUBLISHED_DEFAULT_MSE = 0.056890  # rad^2, default model, ../shared/data/shadow_hand_e/README.md
+FINGER_GROUPS = {finger: tuple(f'rh_{finger}J{k}' for k in (1, 2, 3, 4)) for finger in ('FF', 'MF', 'RF', 'LF')}
+
+
+def per_joint_mse(real: np.ndarray, sim: np.ndarray, joints: Sequence[str]) -> dict[str, float]:
+    """MSE per joint, rad^2. ``real``/``sim``: (N, J) on the same time base."""
+    real = np.asarray(real, dtype=float)
+    sim = np.asarray(sim, dtype=float)
+    if real.shape != sim.shape or real.shape[1] != len(joints):
+        raise ValueError(f'shape mismatch: real {real.shape}, sim {sim.shape}, {len(joints)} joints')
+    err = np.mean((sim - real) ** 2, axis=0)
+    return {j: float(e) for j, e in zip(joints, err)}
+
+
+def rmse(mse: Mapping[str, float]) -> dict[str, float]:
+    """RMSE (rad) from per-joint MSE (rad^2)."""
+    return {j: float(np.sqrt(v)) for j, v in mse.items()}
+
+
+def group_means(mse: Mapping[str, float], groups: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Mean MSE of each group's joints that are present (groups with none are left out)."""
+    out = {}
+    for name, joints in groups.items():
+        present = [mse[j] for j in joints if j in mse]
+        if present:
+            out[name] = float(np.mean(present))
+    return out
+
+
+def weighted_objective(mse: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """Sum(w_j * MSE_j) / sum(w_j), rad^2. Raises KeyError for a weighted joint without MSE."""
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError('objective weights must sum to a positive number')
+    return float(sum(w * mse[j] for j, w in weights.items()) / total)
