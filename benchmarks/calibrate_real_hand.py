@@ -118,7 +118,7 @@ def overhead(report: dict, baseline_budget: int, model_path: Path | None) -> Non
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--budget', type=int, default=150)
-    parser.add_argument('--baseline-budget', type=int, default=60,
+    parser.add_argument('--baseline-budget', type=int, default=150,
                         help='evaluations of the gp_minimize baseline (0 skips it)')
     parser.add_argument('--model', choices=('shadow', 'built-in'), default='shadow',
                         help="model to calibrate: Shadow's MJCF (as published) or the built-in one")
