@@ -110,8 +110,9 @@ class Calibration:
         self.out_dir = Path(out_dir)
         self.checkpoint = self.out_dir / CHECKPOINT
         self.header = {'run': run_info or {}, 'settings': asdict(settings), 'space': space.to_dict()}
-        self.header['settings'].pop('workers')  # may change between resumes...
-        self.header['settings']['batch_size'] = settings.batch  # ...the batch size may not
+        self.header['settings'].pop('workers')  # may change between resumes, and so may
+        self.header['settings'].pop('budget')   # the budget; the batch size may not:
+        self.header['settings']['batch_size'] = settings.batch
         self.resume = resume
         self.previous = self._load() if resume else []
         if not resume and self.checkpoint.exists():
@@ -135,6 +136,13 @@ class Calibration:
                 evaluations.append(Evaluation(**json.loads(line)))
             except (json.JSONDecodeError, TypeError):
                 break  # a line cut by a crash: everything after it is redone
+        # Keep whole batches only: a batch cut short by a crash is evaluated again.
+        sizes: dict[int, int] = {}
+        for ev in evaluations:
+            sizes[ev.batch] = sizes.get(ev.batch, 0) + 1
+        last = max(sizes) if sizes else None
+        if last is not None and sizes[last] < self.settings.batch:
+            evaluations = [ev for ev in evaluations if ev.batch != last]
         return evaluations
 
     def run(self, progress: Callable[[int, int, float], None] | None = None) -> CalibrationResult:
@@ -160,6 +168,7 @@ class Calibration:
             n = min(s.batch, s.budget - len(evaluations))
             t0 = time.perf_counter()
             points = optimiser.ask(n)
+            n = len(points)  # a population method may end its generation early
             optimiser_time += time.perf_counter() - t0
             if replay:
                 done, replay = replay[:n], replay[n:]

@@ -66,18 +66,19 @@ class ControllerGains:
     def __init__(self, gains: dict[str, dict] | None = None,
                  default: dict | None = None) -> None:
         self.default = self._parse('default', {**DEFAULT_GAINS, **(default or {})})
-        self.entries = {key: self._parse(key, value) for key, value in (gains or {}).items()}
+        self.entries = {key: self._parse(key, value, self.default) for key, value in (gains or {}).items()}
 
     @staticmethod
-    def _parse(key: str, value) -> PidGains:
+    def _parse(key: str, value, base: PidGains | None = None) -> PidGains:
         if not isinstance(value, dict):
             raise ConfigError(f'gains for {key!r} must be a mapping with p, i, d')
         unknown = set(value) - {'p', 'i', 'd', 'i_clamp', 'antiwindup'}
         if unknown:
             raise ConfigError(f'gains for {key!r}: unknown key(s) {sorted(unknown)}')
         try:
-            gains = PidGains(float(value.get('p', DEFAULT_GAINS['p'])), float(value.get('i', 0.0)),
-                             float(value.get('d', DEFAULT_GAINS['d'])))
+            gains = PidGains(float(value.get('p', base.p if base else DEFAULT_GAINS['p'])),
+                             float(value.get('i', 0.0)),
+                             float(value.get('d', base.d if base else DEFAULT_GAINS['d'])))
         except (TypeError, ValueError):
             raise ConfigError(f'gains for {key!r} must be numbers') from None
         if not gains.p > 0 or gains.d < 0:
@@ -219,6 +220,12 @@ class SimController:
             raise ConfigError(f'actuator {model.actuator(a).name!r} drives {joints} whose gains differ '
                               f'({sorted(map(str, gains))}); one tendon actuator needs one p and d')
         g = gains.pop()
+        if model.actuator_ctrllimited[a]:
+            # A motor's ctrlrange limits torque; ctrl becomes a set point, so the
+            # limit moves to the actuator force.
+            model.actuator_forcelimited[a] = 1
+            model.actuator_forcerange[a] = model.actuator_ctrlrange[a]
+            model.actuator_ctrllimited[a] = 0
         model.actuator_biastype[a] = mujoco.mjtBias.mjBIAS_AFFINE
         model.actuator_gainprm[a, 0] = g.p
         model.actuator_biasprm[a, :3] = (0.0, -g.p, -g.d)

@@ -247,9 +247,19 @@ def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) 
 
 
 def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
-    """Set several parameters in place; see :func:`set_parameter`."""
+    """Set several parameters in place; see :func:`set_parameter`.
+
+    Armature enters constants that MuJoCo derives at compile time (``dof_M0``,
+    the inverse weights, ``actuator_acc0``); when it changes they are recomputed
+    with ``mj_setConst``, as the compiler does, so the in-place model moves as the
+    recompiled MJCF would.
+    """
     for target, value in values.items():
         set_parameter(model, target, value)
+    if any(t.kind == 'joint' and t.attribute == 'armature' for t in values):
+        spring = model.qpos_spring.copy()
+        mujoco.mj_setConst(model, mujoco.MjData(model))
+        model.qpos_spring[:] = spring
 
 
 def _spec_set(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:

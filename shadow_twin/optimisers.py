@@ -30,7 +30,7 @@ OPTIMISERS = ('bo', 'random', 'pso', 'cmaes')
 
 
 class Optimiser(Protocol):
-    """ask(n) -> (n, D) points in parameter units; tell(points, objectives)."""
+    """ask(n) -> (m, D) points in parameter units, 1 <= m <= n; tell(points, objectives)."""
 
     def ask(self, n: int) -> np.ndarray: ...
 
@@ -120,11 +120,13 @@ class _Generational:
         self._told: list[tuple[np.ndarray, float]] = []
 
     def ask(self, n: int) -> np.ndarray:
-        out = []
-        while len(out) < n:
-            if not self._pending:
-                self._pending = list(self._generation())
-            out.append(self._pending.pop(0))
+        """Up to ``n`` points of the current generation (fewer at its end: the next
+        generation needs this one's objectives first)."""
+        if not self._pending:
+            if self._told:
+                raise RuntimeError('tell the outstanding points before asking for a new generation')
+            self._pending = list(self._generation())
+        out, self._pending = self._pending[:n], self._pending[n:]
         self._asked.extend(out)
         return self.space.from_unit(np.array(out))
 

@@ -189,8 +189,11 @@ def _resolve_entry(entry, k: int, twin: TwinModel, path: Path) -> Dimension:
 
 def _bounds(spec, centre, where: str) -> tuple[float, float]:
     if isinstance(spec, dict) and set(spec) == {'relative'}:
-        fraction = float(spec['relative'])
-        centre = float(centre)
+        try:
+            fraction, centre = float(spec['relative']), float(centre)
+        except (TypeError, ValueError):
+            raise SearchSpaceError(f'{where}: relative bounds and "around" must be numbers, '
+                                   f'got {spec["relative"]!r} around {centre!r}') from None
         if fraction <= 0 or centre == 0:
             raise SearchSpaceError(f'{where}: relative bounds of {fraction:g} around {centre:g} have zero '
                                    f'width; give absolute bounds [low, high] or "around"')

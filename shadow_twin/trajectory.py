@@ -151,6 +151,8 @@ class JointTrajectory:
             rows = [list(getattr(p, attr)) for p in points]
             if all(len(r) == 0 for r in rows):
                 return None
+            if any(len(r) == 0 for r in rows) and attr != 'positions':
+                return None  # not on every point: sampled as if absent
             if any(len(r) != len(msg.joint_names) for r in rows):
                 bad = next(i for i, r in enumerate(rows) if len(r) != len(msg.joint_names))
                 raise TrajectoryError(f'point {bad} has {len(rows[bad])} {attr} for '

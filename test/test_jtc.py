@@ -210,10 +210,11 @@ def test_old_header_timestamp_only_if_whole_trajectory_is_over():
     assert info.value.error_code == OLD_HEADER_TIMESTAMP
 
 
-def test_trajectory_error_of_conversion_becomes_invalid_goal():
-    # velocities at one point only: the JTC accepts it, JointTrajectory does not
+def test_velocities_on_some_points_only_are_accepted_and_sampled_as_absent():
+    # the JTC accepts velocities on some points only; JointTrajectory then ignores them
     p = [point(1.0, [0.1, 0.2, 0.3], velocities=[0.1, 0.1, 0.1]), point(2.0, [0.2, 0.4, 0.6])]
-    reject(msg(p), INVALID_GOAL, 'point 1', 'velocities')
+    traj = validate_goal_msg(msg(p), JOINTS, LIMITS, now=0.0)
+    assert traj.velocities is None and traj.positions.shape == (2, 3)
 
 
 def test_goal_rejected_needs_error_code():
