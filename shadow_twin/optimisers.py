@@ -167,10 +167,12 @@ class ParticleSwarm(_Generational):
     """Global-best PSO (``pyswarms.backend``; c1 0.5, c2 0.3, w 0.9 as its examples), in the unit cube."""
 
     def __init__(self, space: SearchSpace, seed: int = 0, particles: int = 10) -> None:
-        from pyswarms.backend.topology import Star
-        import pyswarms.backend as backend
+        with _quiet_pyswarms():
+            from pyswarms.backend.topology import Star
+            import pyswarms.backend as backend
+            topology = Star()
         super().__init__(space)
-        self._backend, self._topology = backend, Star()
+        self._backend, self._topology = backend, topology
         self._rng_state = np.random.RandomState(seed)
         dims = len(space.dimensions)
         with self._seeded():
@@ -185,7 +187,8 @@ class ParticleSwarm(_Generational):
         saved = np.random.get_state()
         np.random.set_state(self._rng_state.get_state())
         try:
-            yield
+            with _quiet_pyswarms():
+                yield
         finally:
             self._rng_state.set_state(np.random.get_state())
             np.random.set_state(saved)
@@ -206,8 +209,30 @@ class ParticleSwarm(_Generational):
         swarm = self._swarm
         swarm.position = units
         swarm.current_cost = objectives
-        swarm.pbest_pos, swarm.pbest_cost = self._backend.compute_pbest(swarm)
-        swarm.best_pos, swarm.best_cost = self._topology.compute_gbest(swarm)
+        with _quiet_pyswarms():
+            swarm.pbest_pos, swarm.pbest_cost = self._backend.compute_pbest(swarm)
+            swarm.best_pos, swarm.best_cost = self._topology.compute_gbest(swarm)
+
+
+@contextlib.contextmanager
+def _quiet_pyswarms():
+    """pyswarms' Reporter, created on import and by its handlers, configures the root
+    logger and opens ``report.log`` in the working directory unless ``LOG_CFG`` names
+    a logging config: point it at an empty one while pyswarms runs."""
+    import os
+    import tempfile
+    saved = os.environ.get('LOG_CFG')
+    with tempfile.NamedTemporaryFile('w', suffix='.yaml') as config:
+        config.write('version: 1\ndisable_existing_loggers: false\n')
+        config.flush()
+        os.environ['LOG_CFG'] = config.name
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop('LOG_CFG', None)
+            else:
+                os.environ['LOG_CFG'] = saved
 
 
 def make_optimiser(name: str, space: SearchSpace, seed: int = 0, **options) -> Optimiser:

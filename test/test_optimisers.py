@@ -99,3 +99,13 @@ def test_unknown_optimiser(space):
 def test_batches_that_do_not_divide_the_population(space, name, batch):
     best, points = minimise(make_optimiser(name, space, seed=0), space, 40, batch)
     assert points.shape == (40, 3) and np.isfinite(best)
+
+
+def test_pso_leaves_logging_and_working_directory_alone(space, tmp_path, monkeypatch):
+    # pyswarms' Reporter would add root handlers and open report.log in the cwd
+    import logging
+    monkeypatch.chdir(tmp_path)
+    before = list(logging.getLogger().handlers)
+    minimise(make_optimiser('pso', space, seed=1), space, 20, 10)
+    assert logging.getLogger().handlers == before
+    assert not (tmp_path / 'report.log').exists()
