@@ -38,6 +38,7 @@ setup(
     entry_points={
         'console_scripts': [
             'shadow-twin = shadow_twin.cli:main',
+            'mujoco_bridge = mujoco_bridge.main:main',
         ],
     },
 )

@@ -1,0 +1,364 @@
+"""The ``mujoco_bridge`` node: the live MuJoCo twin on ROS 2.
+
+* A stepping thread advances physics so that sim time tracks the wall clock
+  times ``real_time_factor`` (a lag above ``max_catch_up`` is dropped and
+  logged), then publishes ``sensor_msgs/JointState`` on ``joint_states_topic``
+  at ``publish_rate``, stamped with the ROS time the state refers to (with
+  ``publish_clock``: the sim time, also published on ``/clock``).
+* The achieved real-time factor is measured over a sliding window, logged
+  every ``rtf_log_period`` s and published on ``/diagnostics``.
+* ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
+  simulated joint trajectory controller (see ``trajectory_server``).
+* Services: ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
+  state by joint name; on failure answer success false with MuJoCo's text and
+  keep the old model running), ``~/reset`` (std_srvs/Trigger: back to
+  keyframe 0 / qpos0) and ``~/pause`` (std_srvs/SetBool).
+
+Run a second instance as mock hardware with another name and parameter file:
+``mujoco_bridge --ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+import time
+from pathlib import Path
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+
+from shadow_twin.errors import ShadowTwinError
+from shadow_twin.joint_map import JointNameMap
+from shadow_twin.live_sim import LiveSimulation, ParameterOverrides
+from shadow_twin.model import builtin_model_path
+from shadow_twin.paths import config_path
+
+from . import params
+from .timing import RateMeter, SimClock
+from .trajectory_server import SimulatedTrajectoryController
+
+NODE_NAME = 'mujoco_bridge'
+#: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
+RTF_WARN, RTF_ERROR = 0.95, 0.5
+
+
+def ros_time(ns: int) -> Time:
+    """``builtin_interfaces/Time`` of ``ns`` nanoseconds."""
+    ns = max(0, int(ns))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+class MujocoBridge(Node):
+    """The live twin node (see module doc).
+
+    Args:
+        node_name: default node name (remappable with ``-r __node:=NAME``).
+        kwargs: passed to ``rclpy.node.Node`` (e.g. ``context``, ``parameter_overrides``).
+    Raises:
+        ShadowTwinError: the model does not compile, or the gains, joint map or
+            overrides are invalid (the message says which and why).
+    """
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        params.declare(self, params.SPECS)
+        p = self._param
+        self.publish_clock = bool(p('publish_clock'))
+        self.sim = LiveSimulation(self._model_path(), gains=self._gains_file(),
+                                  joint_map=JointNameMap.from_yaml(p('joint_map_file') or None),
+                                  overrides=ParameterOverrides.from_yaml_text(p('overrides')))
+        params.declare(self, params.joint_specs(self.sim.controlled_joints))
+        self._warn_unknown_constraints()
+        self._settings = self._read_settings()
+        self.add_on_set_parameters_callback(params.validate_change)
+        self.add_post_set_parameters_callback(self._after_set)
+
+        self.clock = SimClock(p('real_time_factor'))
+        self.meter = RateMeter(window=p('rtf_log_period'))
+        self._dropped_s = 0.0
+        self._last_drop_log = 0.0
+        self._stop = threading.Event()
+        self._loop_thread = threading.Thread(target=self._loop, name='mujoco_stepping', daemon=True)
+
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.joint_state_pub = self.create_publisher(JointState, p('joint_states_topic'), qos)
+        self.clock_pub = None
+        if self.publish_clock:
+            from rosgraph_msgs.msg import Clock
+            self._clock_msg = Clock()
+            self.clock_pub = self.create_publisher(Clock, '/clock', qos)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+
+        self.jtc = SimulatedTrajectoryController(
+            self, self.sim, p('action_name'), settings=lambda: self._settings, now_s=self._now_s,
+            to_sim_time=self._to_sim_time, stamp_of=self.stamp_of)
+        services = MutuallyExclusiveCallbackGroup()
+        self.create_service(Trigger, '~/reload', self._on_reload, callback_group=services)
+        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=services)
+        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=services)
+        self.create_timer(p('diagnostics_period'), self._publish_diagnostics)
+        self.create_timer(p('rtf_log_period'), self._log_rate)
+        self.viewer = None
+        if p('viewer'):
+            from .viewer import PassiveViewer
+            self.viewer = PassiveViewer(self.sim, self.get_logger())
+
+        self._msg = JointState(name=list(self.sim.joint_names))
+        self._msg_names = self.sim.joint_names
+        self.get_logger().info(
+            f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
+            f'joint states on {self.joint_state_pub.topic_name} at {self._settings["publish_rate"]:g} Hz, '
+            f'trajectory action {p("action_name")}, real-time factor {self.clock.real_time_factor:g}'
+            + (', publishing /clock' if self.publish_clock else '')
+            + (f', overrides: {self._overrides_text()}' if self.sim.applied_overrides else ''))
+        if self._settings['publish_rate'] > 1.0 / self.sim.dt + 1e-9:
+            self.get_logger().warning(
+                f'publish_rate {self._settings["publish_rate"]:g} Hz is above the physics rate '
+                f'{1.0 / self.sim.dt:g} Hz: consecutive messages may repeat a state (same stamp)')
+
+    def _warn_unknown_constraints(self) -> None:
+        """Warn about ``constraints.*`` values given for joints the model does not have
+        (undeclared parameters are otherwise ignored silently)."""
+        given = getattr(self, '_parameter_overrides', {}) or {}
+        unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
+        if unknown:
+            self.get_logger().warning(f'ignoring constraints for joints the model does not have: {unknown}')
+
+    def _overrides_text(self) -> str:
+        rules = ', '.join(rule.describe() for rule in self.sim.overrides.rules)
+        return f'{rules} ({len(self.sim.applied_overrides)} values set)'
+
+    # -- parameters ----------------------------------------------------------------------------
+    def _param(self, name: str):
+        return self.get_parameter(name).value
+
+    def _model_path(self) -> str | None:
+        return self._param('model_path') or None
+
+    def _gains_file(self) -> Path:
+        return Path(self._param('gains_file') or config_path('controllers', 'shadow_hand_e.yaml'))
+
+    def _read_settings(self) -> dict:
+        p = self._param
+        return {
+            'publish_rate': float(p('publish_rate')),
+            'max_catch_up': float(p('max_catch_up')),
+            'feedback_rate': float(p('feedback_rate')),
+            'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
+            'velocity_limits': params.parse_velocity_limits(p('velocity_limits')),
+            'constraints': params.constraints_config(self, self.sim.controlled_joints),
+        }
+
+    def _after_set(self, changed: list[Parameter]) -> None:
+        self._settings = self._read_settings()
+        for param in changed:
+            if param.name == 'real_time_factor':
+                self._anchor(real_time_factor=float(param.value))
+                self.get_logger().info(f'real-time factor set to {param.value:g}')
+            elif param.name in ('model_path', 'overrides', 'gains_file'):
+                self.get_logger().info(f'{param.name} set to {param.value!r}; takes effect on ~/reload')
+
+    # -- time -------------------------------------------------------------------------------------
+    def _ros_now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _anchor(self, real_time_factor: float | None = None) -> None:
+        """Declare the current sim time to be now (no catching up on time before this)."""
+        self.clock.anchor(time.monotonic(), self._ros_now_ns(), self.sim.time, real_time_factor)
+        self.meter.reset()
+
+    def stamp_of(self, sim_time: float) -> Time:
+        """Stamp of a state at ``sim_time`` (s): sim time with publish_clock; while paused,
+        now (the frozen state holds now); else the ROS time at which sim time was ``sim_time``."""
+        if self.publish_clock:
+            return ros_time(round(sim_time * 1e9))
+        if self.sim.paused:
+            return ros_time(self._ros_now_ns())
+        return ros_time(self.clock.stamp_ns(sim_time))
+
+    def _now_s(self) -> float:
+        """"Now" on the clock of goal header stamps, s."""
+        return self.sim.time if self.publish_clock else self._ros_now_ns() * 1e-9
+
+    def _to_sim_time(self, stamp_s: float) -> float:
+        return stamp_s if self.publish_clock else self.clock.sim_time_at(int(round(stamp_s * 1e9)))
+
+    # -- stepping loop -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Anchor sim time to now and start stepping (and the viewer, if enabled)."""
+        self._anchor()
+        self._loop_thread.start()
+        if self.viewer is not None:
+            self.viewer.start()
+
+    def _loop(self) -> None:
+        """Tick at ``publish_rate`` on a fixed schedule of monotonic times."""
+        next_tick = time.monotonic()
+        while not self._stop.is_set():
+            period = 1.0 / self._settings['publish_rate']
+            next_tick += period
+            delay = next_tick - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -period:      # fell behind by more than a period: do not burst
+                next_tick = time.monotonic()
+            try:
+                self._tick(next_tick)
+            except Exception as exc:  # keep stepping; a bug is logged, not fatal
+                if not self.context.ok():   # ROS is shutting down (Ctrl-C, SIGTERM)
+                    return
+                self.get_logger().error(f'stepping failed: {exc!r}', throttle_duration_sec=5.0)
+
+    def _tick(self, scheduled: float) -> None:
+        """Step to the sim time of the ``scheduled`` tick (monotonic s) and publish.
+
+        Stepping to the scheduled rather than the actual wake-up time gives every
+        tick the same number of physics steps (2 at 250 Hz with a 2 ms timestep),
+        so stamps are evenly spaced whatever the wake-up jitter. Below the physics
+        rate a tick that took no step (after a re-anchor) publishes nothing, so
+        stamps strictly increase; above it, states repeat by design.
+        """
+        sim = self.sim
+        stepped = 0
+        if not sim.paused:
+            max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
+            steps = sim.steps_until(self.clock.target(scheduled))
+            stepped = sim.step(min(steps, max_steps))
+            if steps > max_steps:
+                self._drop_lag(steps * sim.dt, (steps - max_steps) * sim.dt)
+        state = sim.joint_state()
+        self.meter.tick(scheduled, state.sim_time)
+        if stepped == 0 and not sim.paused and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9:
+            return
+        msg = self._msg
+        if state.names is not self._msg_names:      # a reload changed the joints
+            msg.name, self._msg_names = list(state.names), state.names
+        msg.header.stamp = self.stamp_of(state.sim_time)
+        msg.position = _doubles(state.position)
+        msg.velocity = _doubles(state.velocity)
+        msg.effort = _doubles(state.effort)
+        self.joint_state_pub.publish(msg)
+        if self.clock_pub is not None:
+            self._clock_msg.clock = ros_time(round(state.sim_time * 1e9))
+            self.clock_pub.publish(self._clock_msg)
+
+    def _drop_lag(self, lag_s: float, dropped_s: float) -> None:
+        """Sim time fell ``lag_s`` behind; ``max_catch_up`` of it was stepped, ``dropped_s`` is given up."""
+        self._dropped_s += dropped_s
+        self._anchor()
+        now = time.monotonic()
+        if now - self._last_drop_log > 5.0:
+            self._last_drop_log = now
+            self.get_logger().warning(
+                f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (CPU starved?); caught up '
+                f'max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
+                f'({self._dropped_s:.3f} s dropped since start)')
+
+    # -- rates and diagnostics -----------------------------------------------------------------
+    def _log_rate(self) -> None:
+        report = self.meter.report()
+        if self.sim.paused:
+            self.get_logger().info(f'paused at sim time {self.sim.time:.3f} s')
+        elif report is not None:
+            self.get_logger().info(
+                f'sim time {self.sim.time:.3f} s: real-time factor {report.real_time_factor:.3f} '
+                f'(target {self.clock.real_time_factor:g}) over the last {report.window:.1f} s; '
+                f'joint states at {report.rate:.1f} Hz')
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """Status of the physics loop: level by achieved vs target real-time factor."""
+        report = self.meter.report()
+        target = self.clock.real_time_factor
+        status = DiagnosticStatus(name=f'{self.get_name()}: physics', hardware_id=str(self.sim.path))
+        if self.sim.paused:
+            status.level, status.message = DiagnosticStatus.OK, 'paused'
+        elif report is None:
+            status.level, status.message = DiagnosticStatus.STALE, 'starting'
+        else:
+            ratio = report.real_time_factor / target
+            status.level = (DiagnosticStatus.OK if ratio >= RTF_WARN else
+                            DiagnosticStatus.WARN if ratio >= RTF_ERROR else DiagnosticStatus.ERROR)
+            status.message = f'real-time factor {report.real_time_factor:.3f} (target {target:g})'
+        values = {
+            'real_time_factor_target': f'{target:g}',
+            'real_time_factor_achieved': '' if report is None else f'{report.real_time_factor:.4f}',
+            'publish_rate_target_hz': f'{self._settings["publish_rate"]:g}',
+            'publish_rate_achieved_hz': '' if report is None else f'{report.rate:.1f}',
+            'window_s': '' if report is None else f'{report.window:.2f}',
+            'sim_time_s': f'{self.sim.time:.4f}',
+            'dropped_sim_time_s': f'{self._dropped_s:.4f}',
+            'paused': str(self.sim.paused).lower(),
+            'goal_active': str(self.jtc.active).lower(),
+            'model_path': str(self.sim.path),
+        }
+        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        return status
+
+    def _publish_diagnostics(self) -> None:
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [self.diagnostic_status()]
+        self.diagnostics_pub.publish(msg)
+
+    # -- services ---------------------------------------------------------------------------------
+    def _on_reload(self, request, response):
+        path = self._model_path()
+        try:
+            overrides = ParameterOverrides.from_yaml_text(self._param('overrides'))
+            report = self.sim.reload(path if path is not None else builtin_model_path(), overrides=overrides,
+                                     gains=self._gains_file())
+        except ShadowTwinError as exc:
+            response.success, response.message = False, str(exc)
+            self.get_logger().error(f'reload failed, the previous model keeps running: {exc}')
+            return response
+        params.declare(self, params.joint_specs(self.sim.controlled_joints))
+        self._settings = self._read_settings()
+        response.success, response.message = True, report.summary()
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_reset(self, request, response):
+        self.sim.reset()
+        self.jtc.stop_active('simulation reset')
+        response.success = True
+        response.message = f'reset to {"keyframe 0" if self.sim.model.nkey else "qpos0"} at sim time ' \
+                           f'{self.sim.time:.3f} s'
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_pause(self, request, response):
+        if request.data and not self.sim.paused:
+            self.sim.paused = True
+            response.message = f'paused at sim time {self.sim.time:.3f} s'
+        elif not request.data and self.sim.paused:
+            self._anchor()
+            self.sim.paused = False
+            response.message = f'resumed at sim time {self.sim.time:.3f} s'
+        else:
+            response.message = 'already paused' if request.data else 'already running'
+        response.success = True
+        self.get_logger().info(response.message)
+        return response
+
+    # -- shutdown ----------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Stop stepping and the viewer, abort a running goal."""
+        self._stop.set()
+        if self._loop_thread.is_alive():
+            self._loop_thread.join(timeout=2.0)
+        if self.viewer is not None:
+            self.viewer.stop()
+        self.jtc.destroy()
+
+
+def _doubles(values) -> array.array:
+    out = array.array('d')
+    out.frombytes(values.tobytes())
+    return out

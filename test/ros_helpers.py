@@ -1,0 +1,224 @@
+"""Helpers for tests that talk to real ROS 2 processes over DDS.
+
+* :func:`isolate_domain` gives the test run its own ``ROS_DOMAIN_ID`` (from the
+  pid, 1..100) and keeps discovery on this host; call it before ``rclpy.init``
+  (it sets ``os.environ``, which child processes inherit).
+* :class:`NodeProcess` runs a node as a child process (``python -m MODULE
+  --ros-args ...``) with its output in a log file, and stops it (SIGINT, then
+  SIGTERM, then SIGKILL).
+* :class:`RosClient` is an rclpy context + node spinning in a background
+  thread, with blocking helpers: wait for messages, call services, set remote
+  parameters, send FollowJointTrajectory goals.
+
+Import this module only after ``pytest.importorskip('rclpy')``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = str(REPO / '.venv' / 'bin' / 'python') if (REPO / '.venv' / 'bin' / 'python').exists() else sys.executable
+
+
+def domain_id_for(pid: int | None = None) -> int:
+    """A ROS domain id in 1..100 derived from ``pid`` (default: this process)."""
+    return 1 + (os.getpid() if pid is None else pid) % 100
+
+
+def isolate_domain(domain_id: int | None = None) -> int:
+    """Put this process (and its future children) on their own ROS domain, localhost only.
+
+    Returns the domain id. Must run before ``rclpy.init``.
+    """
+    domain = domain_id_for() if domain_id is None else int(domain_id)
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    return domain
+
+
+class NodeProcess:
+    """A ROS node in a child process.
+
+    Args:
+        module: Python module to run with ``-m`` (e.g. ``mujoco_bridge.main``).
+        ros_args: arguments after ``--ros-args`` (params files, remaps).
+        log_path: file receiving the child's stdout and stderr.
+    """
+
+    def __init__(self, module: str, ros_args: list[str], log_path: Path) -> None:
+        self.log_path = Path(log_path)
+        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+        self._log = open(self.log_path, 'wb')
+        self.command = [PYTHON, '-m', module, '--ros-args', *ros_args]
+        self.proc = subprocess.Popen(self.command, cwd=REPO, env=env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        """Everything the process has printed so far."""
+        self._log.flush()
+        return self.log_path.read_text(errors='replace')
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """Stop the process (SIGINT, SIGTERM, SIGKILL, as needed); returns its exit status."""
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                break
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                continue
+        self._log.close()
+        return self.proc.poll()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` s pass; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+class Recorder:
+    """Messages of one topic with their monotonic receive times (s)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.items: list[tuple[float, object]] = []
+
+    def __call__(self, msg) -> None:
+        with self.lock:
+            self.items.append((time.monotonic(), msg))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+    def snapshot(self) -> list[tuple[float, object]]:
+        with self.lock:
+            return list(self.items)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.items)
+
+    def last(self):
+        with self.lock:
+            return self.items[-1][1] if self.items else None
+
+    def since(self, t: float) -> list[tuple[float, object]]:
+        with self.lock:
+            return [(r, m) for r, m in self.items if r >= t]
+
+
+class RosClient:
+    """An rclpy node spinning in a background thread, for tests and benchmarks.
+
+    Args:
+        name: node name.
+        domain_id: ROS domain (default: ``ROS_DOMAIN_ID`` of the environment).
+    """
+
+    def __init__(self, name: str = 'test_client', domain_id: int | None = None) -> None:
+        self.context = rclpy.Context()
+        if domain_id is None:
+            domain_id = int(os.environ.get('ROS_DOMAIN_ID', '0'))
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+        self._action_clients: dict[str, ActionClient] = {}
+        self._service_clients: dict[tuple, object] = {}
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        """Stop spinning and shut the context down."""
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self._thread.join(timeout=2.0)
+
+    # -- topics ---------------------------------------------------------------------------------
+    def record(self, msg_type, topic: str, depth: int = 100) -> Recorder:
+        """Subscribe to ``topic`` and collect its messages."""
+        recorder = Recorder()
+        self.node.create_subscription(msg_type, topic, recorder, QoSProfile(depth=depth))
+        return recorder
+
+    # -- futures --------------------------------------------------------------------------------
+    @staticmethod
+    def wait_future(future, timeout: float):
+        """The future's result; TimeoutError if not done in ``timeout`` s."""
+        if not wait_until(future.done, timeout, interval=0.002):
+            raise TimeoutError(f'no answer within {timeout} s')
+        return future.result()
+
+    # -- services -------------------------------------------------------------------------------
+    def call(self, srv_type, name: str, request=None, timeout: float = 10.0):
+        """Call service ``name`` and return the response (waits for the server first)."""
+        key = (srv_type, name)
+        client = self._service_clients.get(key)
+        if client is None:
+            client = self._service_clients[key] = self.node.create_client(srv_type, name)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f'service {name} not available within {timeout} s')
+        return self.wait_future(client.call_async(request if request is not None else srv_type.Request()),
+                                timeout)
+
+    def set_parameters(self, node_name: str, values: dict, timeout: float = 10.0) -> list:
+        """Set parameters on a remote node (``/<node>/set_parameters``); returns the per-parameter results."""
+        from rcl_interfaces.srv import SetParameters
+        request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg()
+                                                    for k, v in values.items()])
+        return self.call(SetParameters, f'{node_name}/set_parameters', request, timeout).results
+
+    # -- actions --------------------------------------------------------------------------------
+    def action_client(self, action_type, name: str, timeout: float = 10.0) -> ActionClient:
+        """An action client for ``name``, its server found."""
+        client = self._action_clients.get(name)
+        if client is None:
+            client = self._action_clients[name] = ActionClient(self.node, action_type, name)
+        if not client.wait_for_server(timeout_sec=timeout):
+            raise TimeoutError(f'action server {name} not available within {timeout} s')
+        return client
+
+    def send_goal(self, action_type, name: str, goal, feedback: Callable | None = None,
+                  timeout: float = 10.0):
+        """Send ``goal``; returns the goal handle once the server has answered (accepted or not)."""
+        client = self.action_client(action_type, name, timeout)
+        return self.wait_future(client.send_goal_async(goal, feedback_callback=feedback), timeout)
