@@ -39,6 +39,7 @@ setup(
         'console_scripts': [
             'shadow-twin = shadow_twin.cli:main',
             'mujoco_bridge = mujoco_bridge.main:main',
+            'twin_server = shadow_twin.twin_server:main',
         ],
     },
 )

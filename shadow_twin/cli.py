@@ -3,6 +3,7 @@
 Subcommands:
   evaluate   score a model (optionally with parameters) against a recording
   calibrate  fit MJCF parameters to a recording with an optimiser
+  up         start the live twin (bridge, optional mock hardware, twin server) in one process
 
 Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 """
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument('--params', type=Path, help='parameters YAML (as written by calibrate) to apply first')
     ev.add_argument('--json', action='store_true', help='print one JSON object instead of a table')
 
+    sub.add_parser('up', add_help=False,
+                   help='start the live twin: shadow-twin up [--mock-hardware] [--config FILE] [--mode sim|real|both]')
     cal = sub.add_parser('calibrate', help='fit MJCF parameters to a real recording')
     _add_common(cal)
     cal.add_argument('--space', type=Path, required=True, help='search-space YAML (see config/calibration/)')
@@ -208,6 +211,10 @@ def cmd_calibrate(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shadow-twin``; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == 'up':  # its own parser, and ROS arguments after --ros-args
+        from . import up
+        return up.main(argv[1:])
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')
