@@ -207,6 +207,27 @@ def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
     unknown = send(client, make_goal({'rh_FFJ3': 0.5, 'rh_FFJ9': 0.1}, 0.5))
     outside = send(client, make_goal({'rh_FFJ3': 2.5}, 0.5))
     assert not unknown.accepted and not outside.accepted
+    # the other JTC rejections, over DDS too (their codes and texts: test_jtc.py)
+    from builtin_interfaces.msg import Duration, Time
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    bad = {}
+    bad['no joint names'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['no joint names'].trajectory.joint_names = []
+    bad['no points'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['no points'].trajectory.points = []
+    bad['duplicate joint'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['duplicate joint'].trajectory.joint_names = ['rh_FFJ3', 'rh_FFJ3']
+    bad['duplicate joint'].trajectory.points[0].positions = [0.5, 0.5]
+    bad['size mismatch'] = make_goal({'rh_FFJ3': 0.5, 'rh_MFJ3': 0.5}, 0.5)
+    bad['size mismatch'].trajectory.points[0].positions = [0.5]
+    bad['NaN'] = make_goal({'rh_FFJ3': float('nan')}, 0.5)
+    bad['non-increasing time'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['non-increasing time'].trajectory.points.append(JointTrajectoryPoint(
+        positions=[0.6], time_from_start=Duration(sec=0, nanosec=400_000_000)))
+    bad['start already past'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['start already past'].trajectory.header.stamp = Time(sec=1, nanosec=0)
+    for what, goal in bad.items():
+        assert not send(client, goal).accepted, what
     time.sleep(0.4)
     for side in ('real', 'sim'):
         assert np.abs(positions(states[side].last(), list(TARGET)) - before[side]).max() < 1e-3
