@@ -51,6 +51,24 @@ def duration(seconds: float) -> Duration:
     return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def screen_goal(validate: Callable, goal, logger, lock: threading.Lock, pending: dict) -> GoalResponse:
+    """Goal callback shared by the action servers: ``validate(goal)`` either returns
+    what the accepted goal needs (kept in ``pending`` under ``id(goal)``) or raises
+    ``jtc.GoalRejected``; the goal is then rejected, the reason logged, nothing moves.
+    Any other exception rejects the goal too, so a bug cannot take the server down."""
+    try:
+        result = validate(goal)
+    except jtc.GoalRejected as exc:
+        logger.warning(f'rejected goal ({exc.error_name}): {exc}')
+        return GoalResponse.REJECT
+    except Exception as exc:
+        logger.error(f'rejected goal: validation failed unexpectedly: {exc!r}')
+        return GoalResponse.REJECT
+    with lock:
+        pending[id(goal)] = result
+    return GoalResponse.ACCEPT
+
+
 @dataclass
 class ActiveGoal:
     """A goal being executed: its handle, trajectory token in the simulation and tolerances."""
@@ -134,17 +152,7 @@ class SimulatedTrajectoryController:
         return PendingGoal(trajectory, tolerances, start)
 
     def _on_goal(self, goal) -> GoalResponse:
-        try:
-            pending = self._validate(goal)
-        except jtc.GoalRejected as exc:
-            self.log.warning(f'rejected goal ({exc.error_name}): {exc}')
-            return GoalResponse.REJECT
-        except Exception as exc:  # a bug must not take the server down
-            self.log.error(f'rejected goal: validation failed unexpectedly: {exc!r}')
-            return GoalResponse.REJECT
-        with self._lock:
-            self._pending[id(goal)] = pending
-        return GoalResponse.ACCEPT
+        return screen_goal(self._validate, goal, self.log, self._lock, self._pending)
 
     def _on_accepted(self, handle) -> None:
         with self._lock:

@@ -70,7 +70,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from mujoco_bridge import params as bridge_params
-from mujoco_bridge.trajectory_server import doubles, duration
+from mujoco_bridge.trajectory_server import doubles, duration, screen_goal
 
 from . import jtc
 from . import twin_split as split
@@ -308,17 +308,7 @@ class TwinServer(Node):
         return trajectory, goal_split, tolerances
 
     def _on_goal(self, goal) -> GoalResponse:
-        try:
-            pending = self._validate(goal)
-        except jtc.GoalRejected as exc:
-            self.get_logger().warning(f'rejected goal ({exc.error_name}): {exc}')
-            return GoalResponse.REJECT
-        except Exception as exc:  # a bug must not take the server down
-            self.get_logger().error(f'rejected goal: validation failed unexpectedly: {exc!r}')
-            return GoalResponse.REJECT
-        with self._lock:
-            self._pending[id(goal)] = pending
-        return GoalResponse.ACCEPT
+        return screen_goal(self._validate, goal, self.get_logger(), self._lock, self._pending)
 
     def _on_accepted(self, handle) -> None:
         with self._lock:
