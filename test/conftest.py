@@ -160,3 +160,16 @@ def calibration_run(tmp_path_factory, real_bag, trajectories_yaml):
     with contextlib.redirect_stdout(stdout):
         code = cli.main(calibrate_args(real_bag, trajectories_yaml, out))
     return code, stdout.getvalue(), out
+
+
+@pytest.fixture(scope='module')
+def ros(request):
+    """(ros_helpers module, RosClient) on this test run's private ROS domain, one client per
+    test module; skips without rclpy or control_msgs."""
+    pytest.importorskip('rclpy')
+    pytest.importorskip('control_msgs.action')
+    import ros_helpers
+    ros_helpers.isolate_domain()
+    client = ros_helpers.RosClient(request.module.__name__.rsplit('.', 1)[-1] + '_client')
+    yield ros_helpers, client
+    client.close()

@@ -58,13 +58,15 @@ class NodeProcess:
         module: Python module to run with ``-m`` (e.g. ``mujoco_bridge.main``).
         ros_args: arguments after ``--ros-args`` (params files, remaps).
         log_path: file receiving the child's stdout and stderr.
+        command: a whole command line to run instead of ``-m module --ros-args ...``.
     """
 
-    def __init__(self, module: str, ros_args: list[str], log_path: Path) -> None:
+    def __init__(self, module: str | None, ros_args: list[str], log_path: Path,
+                 command: list[str] | None = None) -> None:
         self.log_path = Path(log_path)
         env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
         self._log = open(self.log_path, 'wb')
-        self.command = [PYTHON, '-m', module, '--ros-args', *ros_args]
+        self.command = command or [PYTHON, '-m', module, '--ros-args', *ros_args]
         self.proc = subprocess.Popen(self.command, cwd=REPO, env=env, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -33,16 +33,6 @@ BUILTIN = builtin_model_path()
 
 
 # ------------------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope='module')
-def ros():
-    """(ros_helpers module, RosClient, message/action types) on this run's private domain."""
-    pytest.importorskip('rclpy')
-    pytest.importorskip('control_msgs.action')
-    import ros_helpers
-    ros_helpers.isolate_domain()
-    client = ros_helpers.RosClient('mujoco_bridge_test')
-    yield ros_helpers, client
-    client.close()
 
 
 def start_bridge(ros, log_path: Path, ros_args: list[str], topic: str):

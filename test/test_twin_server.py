@@ -10,7 +10,6 @@ file test skips without launch_ros.
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import time
 from pathlib import Path
 
@@ -62,15 +61,7 @@ def result_of(client, handle, timeout: float = 15.0):
 
 def start_process(helpers, command: list[str], log_path: Path):
     """A ``ros_helpers.NodeProcess`` running an arbitrary ``command`` (not ``-m MODULE --ros-args``)."""
-    import os
-    proc = helpers.NodeProcess.__new__(helpers.NodeProcess)
-    proc.log_path = Path(log_path)
-    proc._log = open(proc.log_path, 'wb')
-    proc.command = command
-    env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
-    proc.proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=proc._log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
-    return proc
+    return helpers.NodeProcess(None, [], log_path, command=command)
 
 
 def wait_flowing(helpers, recorders, procs, what: str) -> None:
@@ -83,17 +74,6 @@ def wait_flowing(helpers, recorders, procs, what: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ fixtures
-@pytest.fixture(scope='module')
-def ros():
-    pytest.importorskip('rclpy')
-    pytest.importorskip('control_msgs.action')
-    import ros_helpers
-    ros_helpers.isolate_domain()
-    client = ros_helpers.RosClient('twin_server_test')
-    yield ros_helpers, client
-    client.close()
-
-
 @pytest.fixture(scope='module')
 def states(ros):
     """Recorders of /joint_states (real), /sim/joint_states and /twin/divergence."""
