@@ -40,6 +40,8 @@ setup(
             'shadow-twin = shadow_twin.cli:main',
             'mujoco_bridge = mujoco_bridge.main:main',
             'twin_server = shadow_twin.twin_server:main',
+            'twin_monitor = shadow_twin.twin_monitor:main',
+            'calibration_node = calibration_node.node:main',
         ],
     },
 )

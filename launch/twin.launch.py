@@ -1,13 +1,15 @@
-"""Launch the live twin as separate processes: the sim bridge, optional mock hardware, the twin server.
+"""Launch the live twin as separate processes: the sim bridge, optional mock hardware, the twin
+server and the twin monitor.
 
     ros2 launch shadow_twin twin.launch.py [mode:=sim|real|both] [use_mock_hardware:=true]
                                            [model:=/path/hand.xml] [config:=/path/twin.yaml]
 
 The same nodes and YAML files as ``shadow-twin up`` (which runs them in one process):
 ``mujoco_bridge`` with config/mujoco_bridge.yaml, ``mujoco_bridge`` renamed ``mock_hardware``
-with config/mock_hardware.yaml (when use_mock_hardware), and ``twin_server`` with
-config/twin.yaml (or ``config``). ``model`` (MJCF, '' = built-in) is given to every node
-as ``model_path``.
+with config/mock_hardware.yaml (when use_mock_hardware), ``twin_server`` with
+config/twin.yaml (or ``config``), and ``twin_monitor`` (sim vs real on /twin/joint_error
+and /diagnostics) with config/twin_monitor.yaml. ``model`` (MJCF, '' = built-in) is given
+to the bridges and the twin server as ``model_path``.
 """
 
 import os
@@ -43,4 +45,6 @@ def generate_launch_description() -> LaunchDescription:
              parameters=[_config('mock_hardware.yaml'), {'model_path': model}], condition=IfCondition(mock)),
         Node(package='shadow_twin', executable='twin_server', name='shadow_twin', output='screen',
              parameters=[config, {'mode': mode, 'model_path': model}]),
+        Node(package='shadow_twin', executable='twin_monitor', name='twin_monitor', output='screen',
+             parameters=[_config('twin_monitor.yaml')]),
     ])

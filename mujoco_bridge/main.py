@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.logging import get_logger
+from rclpy.executors import MultiThreadedExecutor
 
-from shadow_twin.errors import ShadowTwinError
+from shadow_twin.spinning import run_node
 
 from .bridge_node import NODE_NAME, MujocoBridge
 
@@ -30,30 +27,16 @@ from .bridge_node import NODE_NAME, MujocoBridge
 EXECUTOR_THREADS = 6
 
 
+def _stop(node: MujocoBridge) -> None:
+    if node.context.ok():
+        node.get_logger().info('shutting down')
+    node.shutdown()
+
+
 def main(args: list[str] | None = None) -> int:
     """Run the bridge until shutdown; returns the exit status."""
-    rclpy.init(args=args)
-    try:
-        node = MujocoBridge()
-    except (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError) as exc:
-        get_logger(NODE_NAME).fatal(f'cannot start: {" ".join(str(exc).split())}')
-        rclpy.try_shutdown()
-        return 1
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-    executor.add_node(node)
-    node.start()
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node.context.ok():
-            node.get_logger().info('shutting down')
-        node.shutdown()
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(MujocoBridge, NODE_NAME, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS), args,
+                    on_start=lambda node: node.start(), on_stop=_stop)
 
 
 if __name__ == '__main__':

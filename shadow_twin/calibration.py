@@ -41,6 +41,7 @@ class CalibrationSettings:
         seed: random seed.
         n_initial_points: BO Latin-hypercube design size (default max(10, 2 D)).
         acq_func: BO acquisition ('gp_hedge' or 'EI', ...).
+        log_objective: BO models log(objective) (see ``optimisers.BayesianOptimiser``).
     """
 
     optimizer: str = 'bo'
@@ -50,12 +51,14 @@ class CalibrationSettings:
     seed: int = 0
     n_initial_points: int | None = None
     acq_func: str = 'gp_hedge'
+    log_objective: bool = False
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMISERS:
             raise ConfigError(f'unknown optimizer {self.optimizer!r}; use one of {OPTIMISERS}')
         if self.budget < 1 or self.workers < 1 or (self.batch_size is not None and self.batch_size < 1):
-            raise ConfigError('budget, workers and batch size must be at least 1')
+            raise ConfigError(f'budget, workers and batch size must be at least 1, got budget {self.budget}, '
+                              f'workers {self.workers}, batch size {self.batch_size}')
 
     @property
     def batch(self) -> int:
@@ -154,7 +157,8 @@ class Calibration:
         started = time.perf_counter()
         initial = self.evaluator.evaluate([{}])[0]  # the model as given
         n_init = s.n_initial_points or max(10, 2 * len(self.space.dimensions))
-        options = {'n_initial_points': n_init, 'acq_func': s.acq_func} if s.optimizer == 'bo' else {}
+        options = ({'n_initial_points': n_init, 'acq_func': s.acq_func, 'log_objective': s.log_objective}
+                   if s.optimizer == 'bo' else {})
         optimiser = make_optimiser(s.optimizer, self.space, s.seed, **options)
         evaluations: list[Evaluation] = []
         optimiser_time = simulation_time = 0.0

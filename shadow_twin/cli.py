@@ -1,9 +1,13 @@
 """``shadow-twin``: command line of the shadow_twin digital twin.
 
 Subcommands:
-  evaluate   score a model (optionally with parameters) against a recording
-  calibrate  fit MJCF parameters to a recording with an optimiser
-  up         start the live twin (bridge, optional mock hardware, twin server) in one process
+  evaluate        score a model (optionally with parameters) against a recording
+  calibrate       fit MJCF parameters to a recording with an optimiser
+  up              start the live twin (bridge, optional mock hardware, twin server, monitor) in one process
+  calibrate-live  ask the running calibration_node to calibrate the twin, and follow it
+  demo            the whole twin with mock hardware, calibrated live, error before/after
+  plot            PNGs of real vs sim per joint from a bag
+  perspective     write an rqt perspective (real vs sim plots, diagnostics) for chosen joints
 
 Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 """
@@ -22,6 +26,15 @@ from .errors import ConfigError, ShadowTwinError
 
 log = logging.getLogger('shadow_twin')
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
+#: Subcommands with their own parser: name -> (module with main(argv), help).
+DELEGATED = {
+    'up': ('shadow_twin.up', 'start the live twin: shadow-twin up [--mock-hardware] [--config FILE] '
+                             '[--mode sim|real|both]'),
+    'calibrate-live': ('calibration_node.client', 'trigger the running calibration_node and follow it'),
+    'demo': ('shadow_twin.demo', 'twin + mock hardware, live calibration, error before/after (the main job)'),
+    'plot': ('shadow_twin.plot', 'PNGs of real vs sim per joint from a bag: shadow-twin plot --bag BAG'),
+    'perspective': ('shadow_twin.perspective', 'write an rqt perspective for chosen joints'),
+}
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -61,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument('--params', type=Path, help='parameters YAML (as written by calibrate) to apply first')
     ev.add_argument('--json', action='store_true', help='print one JSON object instead of a table')
 
-    sub.add_parser('up', add_help=False,
-                   help='start the live twin: shadow-twin up [--mock-hardware] [--config FILE] [--mode sim|real|both]')
+    for name, (_, text) in DELEGATED.items():
+        sub.add_parser(name, add_help=False, help=text)
     cal = sub.add_parser('calibrate', help='fit MJCF parameters to a real recording')
     _add_common(cal)
     cal.add_argument('--space', type=Path, required=True, help='search-space YAML (see config/calibration/)')
@@ -74,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument('--initial-points', type=int, help='BO Latin-hypercube design size (default: max(10, 2 D))')
     cal.add_argument('--acq-func', default='gp_hedge', choices=('gp_hedge', 'EI', 'PI', 'LCB'),
                      help='BO acquisition function (default: gp_hedge)')
+    cal.add_argument('--log-objective', action='store_true',
+                     help='BO models log(objective) (better when errors span orders of magnitude)')
     cal.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
     cal.add_argument('--resume', action='store_true', help='continue the run checkpointed in --out')
     cal.add_argument('--no-progress', action='store_true', help='no progress bar')
@@ -171,7 +186,7 @@ def cmd_calibrate(args) -> int:
 
     _check_out_dir(args.out, args.resume)
     settings = CalibrationSettings(args.optimizer, args.budget, args.workers, args.batch_size, args.seed,
-                                   args.initial_points, args.acq_func)
+                                   args.initial_points, args.acq_func, args.log_objective)
     twin, controller, evaluator, gains_file = _setup(args)
     space = SearchSpace.from_yaml(args.space, twin)
     traj_file = args.trajectory.rsplit(':', 1)[0]
@@ -212,9 +227,9 @@ def cmd_calibrate(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shadow-twin``; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == 'up':  # its own parser, and ROS arguments after --ros-args
-        from . import up
-        return up.main(argv[1:])
+    if argv and argv[0] in DELEGATED:  # their own parsers (up: ROS arguments after --ros-args)
+        import importlib
+        return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')

@@ -8,7 +8,7 @@ writes numbers into a compiled model copy and runs ``mujoco.rollout``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -32,7 +32,11 @@ class AlignmentSettings:
     Attributes:
         onset_threshold: joint speed that marks the motion onset, rad/s.
         smoothing: moving-average window for onset detection, s.
-        max_delay: largest sim-to-real delay the fit may find, s (0 disables the fit).
+        max_delay: largest sim-to-real delay the fit may find, s (0 disables the fit),
+            for recordings aligned by their motion onset.
+        stamped_max_delay: the same for recordings whose trajectory start time is known
+            (a stamped goal): default 0, since a fitted delay would absorb part of the
+            slower or faster response the calibration is there to find.
         settle_time: time compared after the trajectory ends, s. The default
             3.0 s covers the motion settling; with it the default Shadow model
             scores 0.057 rad^2, the published figure.
@@ -47,6 +51,7 @@ class AlignmentSettings:
     onset_threshold: float = 0.1
     smoothing: float = 0.05
     max_delay: float = 0.3
+    stamped_max_delay: float = 0.0
     settle_time: float = 3.0
     matching: str = 'interpolate'
     rate: float | None = None
@@ -78,6 +83,11 @@ class Evaluator:
         objective_joints: joints whose MSE the objective averages.
         weights: optional {joint: weight} (default: equal).
         settings: alignment settings.
+        trajectory_start: when the trajectory started, s on the recording's
+            clock (e.g. the goal's ``header.stamp`` for a live recording); the
+            default (None) finds it from the motion onset, for recordings whose
+            start time was not recorded.
+        label: name of the recording in reports (default: the recording's label).
     Raises:
         RecordingError: joints missing, NaN samples, no motion, recording
         shorter than the trajectory after the onset.
@@ -87,10 +97,14 @@ class Evaluator:
     def __init__(self, twin: TwinModel, controller: SimController, recording: JointStateRecording,
                  trajectory: JointTrajectory, objective_joints: Sequence[str],
                  weights: Mapping[str, float] | None = None,
-                 settings: AlignmentSettings | None = None) -> None:
+                 settings: AlignmentSettings | None = None, trajectory_start: float | None = None,
+                 label: str | None = None) -> None:
         self.twin = twin
+        self.label = label or recording.label
         self.controller = controller
         self.settings = settings or AlignmentSettings()
+        if trajectory_start is not None:
+            self.settings = replace(self.settings, max_delay=self.settings.stamped_max_delay)
         s = self.settings
         missing = [j for j in objective_joints if j not in trajectory.joint_names]
         if missing:
@@ -103,19 +117,23 @@ class Evaluator:
         recording.values(self.objective_joints)  # absent joints / NaN -> RecordingError
         real_times = recording.times
         real = recording.values(self.joints)
-        moving = [self.joints.index(j) for j in trajectory.joint_names
-                  if j in self.joints and np.ptp(trajectory.positions[:, trajectory.joint_names.index(j)]) > 0]
-        self.onset = alignment.detect_motion_onset(real_times, real[:, moving or slice(None)],
-                                                   s.onset_threshold, s.smoothing)
-        start = self.onset - trajectory.motion_start()
+        if trajectory_start is None:
+            moving = [self.joints.index(j) for j in trajectory.joint_names
+                      if j in self.joints and np.ptp(trajectory.positions[:, trajectory.joint_names.index(j)]) > 0]
+            self.onset = alignment.detect_motion_onset(real_times, real[:, moving or slice(None)],
+                                                       s.onset_threshold, s.smoothing)
+            start = self.onset - trajectory.motion_start()
+        else:
+            start = float(trajectory_start)
+            self.onset = start + trajectory.motion_start()
         self.window = trajectory.duration + s.settle_time
         available = real_times[-1] - start
         if available < trajectory.duration:
             raise RecordingError(f'{recording.label}: recording ends {available:.2f} s after the trajectory '
                                  f'start, shorter than the trajectory ({trajectory.duration:.2f} s)')
         if start < real_times[0]:
-            raise RecordingError(f'{recording.label}: motion starts {self.onset - real_times[0]:.2f} s into the '
-                                 f'recording, before the trajectory could have started')
+            raise RecordingError(f'{recording.label}: the trajectory starts {start - real_times[0]:+.2f} s from the '
+                                 f'start of the recording, before it')
         self.window = min(self.window, available - s.max_delay)
         initial = dict(zip(self.joints, alignment.resample(real_times, real, [start])[0]))
         self.simulator = TrajectorySimulator(twin.model, controller, trajectory,
@@ -127,8 +145,8 @@ class Evaluator:
         if s.max_delay > 0:
             self._fit_delay()
         self._set_time_base()
-        log.info('aligned: onset %.3f s, trajectory start %.3f s, delay %+.3f s, window %.2f s',
-                 self.onset, self.start, self.delay, self.window)
+        log.info('%s aligned: onset %.3f s, trajectory start %.3f s, delay %+.3f s, window %.2f s',
+                 self.label, self.onset, self.start, self.delay, self.window)
 
     def _fit_delay(self) -> None:
         """Refine the trajectory start by the delay that best fits the default model."""
@@ -179,3 +197,49 @@ class Evaluator:
             apply_parameters(model, values)
         positions = self.simulator.run(models, nthread)
         return [self.score(p, keep_positions) for p in positions]
+
+
+class EvaluatorSet:
+    """Several recordings scored together: the objective is the mean of their objectives.
+
+    Has the interface of :class:`Evaluator` that a :class:`~shadow_twin.calibration.Calibration`
+    and the report use (``evaluate``, ``objective_joints``, ``weights``, ``settings``,
+    ``parts``). Per-joint MSE (rad^2) is averaged over the recordings that compare the joint.
+
+    Args:
+        parts: evaluators of the same model and controller (at least one).
+    Raises:
+        ValueError: no parts.
+    """
+
+    def __init__(self, parts: Sequence[Evaluator]) -> None:
+        if not parts:
+            raise ValueError('an EvaluatorSet needs at least one recording')
+        self.parts = list(parts)
+        first = self.parts[0]
+        self.twin, self.controller, self.settings = first.twin, first.controller, first.settings
+        self.objective_joints = list(dict.fromkeys(j for p in self.parts for j in p.objective_joints))
+        self.weights = {j: 1.0 for j in self.objective_joints}
+        self.joints = list(dict.fromkeys(j for p in self.parts for j in p.joints))
+
+    @property
+    def labels(self) -> list[str]:
+        return [p.label for p in self.parts]
+
+    def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
+                 keep_positions: bool = False) -> list[Score]:
+        """Score each parameter set on every recording; objective = mean over recordings (rad^2)."""
+        per_part = [p.evaluate(parameter_sets, nthread) for p in self.parts]
+        return [combine_scores([scores[k] for scores in per_part]) for k in range(len(parameter_sets))]
+
+
+def combine_scores(scores: Sequence[Score]) -> Score:
+    """Mean objective and per-joint mean MSE (over the scores that have the joint) of several scores."""
+    joints = list(dict.fromkeys(j for sc in scores for j in sc.per_joint_mse))
+    mse = {j: float(np.mean([sc.per_joint_mse[j] for sc in scores if j in sc.per_joint_mse])) for j in joints}
+    return Score(float(np.mean([sc.objective for sc in scores])), mse)
+
+
+def parts_of(evaluator: 'Evaluator | EvaluatorSet') -> list[Evaluator]:
+    """The single-recording evaluators behind ``evaluator``."""
+    return list(getattr(evaluator, 'parts', [evaluator]))

@@ -49,3 +49,26 @@ def weighted_objective(mse: Mapping[str, float], weights: Mapping[str, float]) -
     if total <= 0:
         raise ValueError('objective weights must sum to a positive number')
     return float(sum(w * mse[j] for j, w in weights.items()) / total)
+
+
+def recording_mse(real, sim, joints: Sequence[str], start: float, end: float,
+                  rate: float = 125.0) -> dict[str, float]:
+    """Per-joint MSE (rad^2) between two recorded streams over [start, end] s of their common clock.
+
+    Both streams (``JointStateRecording``, e.g. /joint_states and /sim/joint_states of one
+    bag, stamped by the same clock) are resampled by linear interpolation onto a uniform
+    time base at ``rate`` Hz covering the part of [start, end] that both cover.
+
+    Raises:
+        RecordingError: the streams do not overlap [start, end] or lack a joint.
+    """
+    from .alignment import resample, uniform_time_base
+    from .errors import RecordingError
+    lo = max(start, real.times[0], sim.times[0])
+    hi = min(end, real.times[-1], sim.times[-1])
+    if hi - lo < 2.0 / rate:
+        raise RecordingError(f'{real.label} and {sim.label} do not overlap in [{start:.3f}, {end:.3f}] s')
+    base = uniform_time_base(lo, hi, rate)
+    joints = list(joints)
+    return per_joint_mse(resample(real.times, real.values(joints), base),
+                         resample(sim.times, sim.values(joints), base), joints)

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .errors import RecordingError
+from .errors import RecordingError, TrajectoryError
+from .trajectory import JointTrajectory
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 QUANTITIES = ('position', 'velocity', 'effort')
+TRAJECTORY = 'trajectory_msgs/msg/JointTrajectory'
 
 
 def typestore():
@@ -118,6 +121,16 @@ def joint_state_topics(path: str | Path) -> list[str]:
         reader.close()
 
 
+def bag_topics(path: str | Path) -> dict[str, str]:
+    """{topic: message type} of a ROS 1 or ROS 2 bag. Raises RecordingError for a missing or
+    unreadable bag."""
+    reader = _open_reader(Path(path))
+    try:
+        return {c.topic: c.msgtype for c in reader.connections}
+    finally:
+        reader.close()
+
+
 def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateRecording:
     """Read one ``sensor_msgs/JointState`` topic of a ROS 1 or ROS 2 bag.
 
@@ -178,6 +191,52 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
     return JointStateRecording(frame, topic, str(path))
 
 
+@contextmanager
+def _new_bag(path: Path, storage: str):
+    """A rosbags ``Writer`` on a temporary directory beside ``path``, renamed to ``path`` on success.
+
+    Raises RecordingError if ``path`` exists (never overwritten) or ``storage`` is unknown.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    if path.exists():
+        raise RecordingError(f'{path} exists; a recording is never overwritten')
+    plugins = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+    if storage not in plugins:
+        raise RecordingError(f'unknown bag storage {storage!r}; use mcap or sqlite3')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_root = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', dir=path.parent))
+    tmp = tmp_root / path.name
+    try:
+        with Writer(tmp, version=9, storage_plugin=plugins[storage]) as writer:
+            yield writer
+        tmp.rename(path)
+    finally:
+        shutil.rmtree(tmp_root, ignore_errors=True)
+
+
+def joint_state_messages(recording: JointStateRecording) -> list[tuple[str, int, bytes]]:
+    """The recording as CDR-serialized ``sensor_msgs/JointState`` messages: (topic, stamp ns, bytes).
+
+    Quantities that are NaN for every joint of a sample are left empty in its message.
+    """
+    store = typestore()
+    JointState = store.types[JOINT_STATE]
+    Header = store.types['std_msgs/msg/Header']
+    Time = store.types['builtin_interfaces/msg/Time']
+    joints = recording.joint_names
+    blocks = {q: recording.frame[q][joints].to_numpy(dtype=float) for q in QUANTITIES}
+    out = []
+    for k, t in enumerate(recording.times):
+        sec = int(np.floor(t))
+        nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+        fields = {q: (np.array([], dtype=np.float64) if np.isnan(blocks[q][k]).all()
+                      else blocks[q][k].astype(np.float64)) for q in QUANTITIES}
+        msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''), name=list(joints),
+                         **fields)
+        out.append((recording.topic, sec * 1_000_000_000 + nanosec, bytes(store.serialize_cdr(msg, JOINT_STATE))))
+    return out
+
+
 def write_joint_states(path: str | Path, recordings: Sequence[JointStateRecording],
                        storage: str = 'mcap') -> Path:
     """Write recordings (one topic each) as a new ROS 2 bag directory.
@@ -186,36 +245,120 @@ def write_joint_states(path: str | Path, recordings: Sequence[JointStateRecordin
     into place when complete. Raises RecordingError if ``path`` exists (a
     recording is never overwritten) or ``storage`` is not 'mcap'/'sqlite3'.
     """
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    messages = [m for rec in recordings for m in joint_state_messages(rec)]
+    messages.sort(key=lambda m: m[1])
+    return write_serialized_bag(path, {rec.topic: JOINT_STATE for rec in recordings}, messages, storage)
+
+
+def largest_gap(recording: JointStateRecording) -> tuple[float, float]:
+    """(longest interval between consecutive samples, s; the time it starts, s). (0, t0) for
+    fewer than two samples."""
+    times = recording.times
+    if times.size < 2:
+        return 0.0, float(times[0]) if times.size else 0.0
+    steps = np.diff(times)
+    k = int(np.argmax(steps))
+    return float(steps[k]), float(times[k])
+
+
+def write_serialized_bag(path: str | Path, topics: Mapping[str, str],
+                         messages: Iterable[tuple[str, int, bytes]], storage: str = 'mcap') -> Path:
+    """Write CDR-serialized messages (as received by a raw rclpy subscription) as a new ROS 2 bag.
+
+    Args:
+        path: bag directory to create (written beside it, renamed when complete).
+        topics: {topic: message type, e.g. 'sensor_msgs/msg/JointState'}; types must be in
+            the Jazzy typestore.
+        messages: (topic, receive time ns, CDR bytes) in time order.
+        storage: 'mcap' (default) or 'sqlite3'.
+    Raises:
+        RecordingError: ``path`` exists, unknown storage, a message on a topic not in ``topics``,
+        or a type unknown to the typestore.
+    """
     path = Path(path)
-    if path.exists():
-        raise RecordingError(f'{path} exists; a recording is never overwritten')
-    plugins = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
-    if storage not in plugins:
-        raise RecordingError(f'unknown bag storage {storage!r}; use mcap or sqlite3')
     store = typestore()
-    JointState = store.types[JOINT_STATE]
-    Header = store.types['std_msgs/msg/Header']
-    Time = store.types['builtin_interfaces/msg/Time']
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_root = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', dir=path.parent))
-    tmp = tmp_root / path.name
-    try:
-        with Writer(tmp, version=9, storage_plugin=plugins[storage]) as writer:
-            for rec in recordings:
-                connection = writer.add_connection(rec.topic, JOINT_STATE, typestore=store)
-                joints = rec.joint_names
-                blocks = {q: rec.frame[q][joints].to_numpy(dtype=float) for q in QUANTITIES}
-                for k, t in enumerate(rec.times):
-                    sec = int(np.floor(t))
-                    nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
-                    fields = {q: (np.array([], dtype=np.float64) if np.isnan(blocks[q][k]).all()
-                                  else blocks[q][k].astype(np.float64)) for q in QUANTITIES}
-                    msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''),
-                                     name=list(joints), **fields)
-                    writer.write(connection, sec * 1_000_000_000 + nanosec,
-                                 store.serialize_cdr(msg, JOINT_STATE))
-        tmp.rename(path)
-    finally:
-        shutil.rmtree(tmp_root, ignore_errors=True)
+    unknown = sorted(t for t in topics.values() if t not in store.types)
+    if unknown:
+        raise RecordingError(f'message type(s) {unknown} are not in the ROS 2 Jazzy typestore')
+    with _new_bag(path, storage) as writer:
+        connections = {topic: writer.add_connection(topic, msgtype, typestore=store)
+                       for topic, msgtype in topics.items()}
+        for topic, time_ns, data in messages:
+            if topic not in connections:
+                raise RecordingError(f'message on topic {topic!r}, which is not among the bag\'s topics '
+                                     f'{sorted(connections)}')
+            writer.write(connections[topic], int(time_ns), bytes(data))
     return path
+
+
+def trajectory_cdr(trajectory: JointTrajectory, start: float) -> bytes:
+    """``trajectory`` as a CDR-serialized ``trajectory_msgs/JointTrajectory`` stamped ``start`` (s).
+
+    Serialized with the rosbags typestore (rclpy's ``serialize_message`` of this wheel
+    returns its buffer with trailing bytes, which strict readers reject).
+    """
+    store = typestore()
+    t = store.types
+    e = np.array([], dtype=np.float64)
+
+    def duration(seconds: float):
+        sec = int(np.floor(seconds))
+        return t['builtin_interfaces/msg/Duration'](sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)),
+                                                                         999_999_999))
+
+    def row(arr, k):
+        return e if arr is None else np.asarray(arr[k], dtype=np.float64)
+    points = [t['trajectory_msgs/msg/JointTrajectoryPoint'](
+        positions=row(trajectory.positions, k), velocities=row(trajectory.velocities, k),
+        accelerations=row(trajectory.accelerations, k), effort=e, time_from_start=duration(tk))
+        for k, tk in enumerate(trajectory.times)]
+    sec = int(np.floor(start))
+    stamp = t['builtin_interfaces/msg/Time'](sec=sec, nanosec=min(int(round((start - sec) * 1e9)), 999_999_999))
+    msg = t[TRAJECTORY](header=t['std_msgs/msg/Header'](stamp=stamp, frame_id=''),
+                        joint_names=list(trajectory.joint_names), points=points)
+    return bytes(store.serialize_cdr(msg, TRAJECTORY))
+
+
+def read_commanded_trajectory(path: str | Path, topic: str | None = None) -> tuple[JointTrajectory, float]:
+    """The commanded trajectory stored in a bag and its start time.
+
+    Bags recorded by the calibration node hold the goal's trajectory as one
+    ``trajectory_msgs/JointTrajectory`` message whose ``header.stamp`` is the time
+    the trajectory started (the same clock as the joint-state stamps).
+
+    Args:
+        path: ROS 1 or ROS 2 bag.
+        topic: the trajectory topic (default: the only JointTrajectory topic).
+    Returns:
+        (trajectory named after the bag, start time in s).
+    Raises:
+        RecordingError: unreadable bag, no or several JointTrajectory topics, an empty topic,
+        an unstamped or malformed trajectory.
+    """
+    path = Path(path)
+    reader = _open_reader(path)
+    try:
+        topics = sorted({c.topic for c in reader.connections if c.msgtype == TRAJECTORY})
+        if topic is None and len(topics) != 1:
+            raise RecordingError(f'{path}: expected one {TRAJECTORY} topic with the commanded trajectory, '
+                                 f'found {topics or "none"}')
+        topic = topic or topics[0]
+        connections = [c for c in reader.connections if c.topic == topic and c.msgtype == TRAJECTORY]
+        if not connections:
+            raise RecordingError(f'{path}: no {TRAJECTORY} topic {topic!r}; found {topics or "none"}')
+        msg = None
+        for connection, _, raw in reader.messages(connections=connections):
+            msg = reader.deserialize(raw, connection.msgtype)
+            break
+    finally:
+        reader.close()
+    if msg is None:
+        raise RecordingError(f'{path}: topic {topic} has no messages')
+    start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    if start <= 0:
+        raise RecordingError(f'{path}: the commanded trajectory on {topic} is not stamped with its start time')
+    try:
+        trajectory = JointTrajectory.from_msg(msg, name=path.stem)
+    except TrajectoryError as exc:
+        raise RecordingError(f'{path}: commanded trajectory on {topic}: {exc}') from None
+    return trajectory, float(start)

@@ -17,7 +17,7 @@ import yaml
 from . import metrics
 from .calibration import CalibrationResult
 from .control import SimController
-from .evaluation import Evaluator, Score
+from .evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
 from .files import write_bytes_atomic, write_text_atomic
 from .model import ParameterTarget, TwinModel, write_calibrated_mjcf
 from .search_space import SearchSpace
@@ -121,12 +121,22 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
     write_bytes_atomic(path, _figure_bytes(fig))
 
 
-def calibration_report(result: CalibrationResult, evaluator: Evaluator, space: SearchSpace,
-                       final: Score, inputs: Mapping[str, Mapping[str, str]], outputs: Mapping[str, str]) -> dict:
-    """The ``report.json`` document (objectives in rad^2, times in s)."""
+def _alignment_of(part: Evaluator) -> dict:
+    return {'recording': part.label, 'motion_onset_s': part.onset, 'trajectory_start_s': part.start,
+            'fitted_delay_s': part.delay, 'window_s': part.window, 'samples': int(part.time_base.size)}
+
+
+def calibration_report(result: CalibrationResult, evaluator: Evaluator | EvaluatorSet, space: SearchSpace,
+                       final: Score, inputs: Mapping[str, Mapping[str, str]], outputs: Mapping[str, str],
+                       recordings: Sequence[dict] = ()) -> dict:
+    """The ``report.json`` document (objectives in rad^2, times in s).
+
+    ``recordings``: per-recording before/after objectives (several recordings only).
+    """
     before, after = result.initial.per_joint_mse, final.per_joint_mse
     reduction = 1.0 - final.objective / result.initial.objective if result.initial.objective > 0 else 0.0
-    return {
+    parts = parts_of(evaluator)
+    report = {
         'objective': {'joints': evaluator.objective_joints, 'weights': evaluator.weights,
                       'initial': result.initial.objective, 'best': final.objective,
                       'reduction_percent': 100.0 * reduction},
@@ -142,14 +152,15 @@ def calibration_report(result: CalibrationResult, evaluator: Evaluator, space: S
         'optimiser_time_s': result.optimiser_time,
         'simulation_time_s': result.simulation_time,
         'optimizer': result.settings,
-        'alignment': {**asdict(evaluator.settings), 'motion_onset_s': evaluator.onset,
-                      'trajectory_start_s': evaluator.start, 'fitted_delay_s': evaluator.delay,
-                      'window_s': evaluator.window, 'samples': int(evaluator.time_base.size)},
+        'alignment': {**asdict(evaluator.settings), **_alignment_of(parts[0])},
         'inputs': dict(inputs),
         'outputs': dict(outputs),
         'environment': {'python': platform.python_version(), 'mujoco': _version('mujoco'),
                         'scikit-optimize': _version('scikit-optimize')},
     }
+    if len(parts) > 1:
+        report['recordings'] = [{**_alignment_of(p), **extra} for p, extra in zip(parts, recordings)]
+    return report
 
 
 def _version(dist: str) -> str:
@@ -160,9 +171,18 @@ def _version(dist: str) -> str:
         return 'unknown'
 
 
-def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator,
+def _safe(label: str) -> str:
+    return ''.join(c if c.isalnum() or c in '-_' else '_' for c in Path(label.split()[0]).stem)[:40]
+
+
+def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
                   space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]]) -> dict:
-    """Write every output of a finished calibration into ``out_dir``; returns report.json's content."""
+    """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
+
+    Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
+    ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
+    (one per recording of an :class:`EvaluatorSet`), ``report.json``.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     best_values = space.values(result.best.x)
     mjcf_values, _ = split_values(best_values, controller, twin.model)
@@ -171,14 +191,22 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
     doc = parameters_document(space, result.best.x, controller, twin.model)
     write_text_atomic(out_dir / 'parameters.yaml', yaml.safe_dump(doc, sort_keys=False))
     write_history_csv(out_dir / 'history.csv', result, space)
-    before, after = evaluator.evaluate([{}, best_values], keep_positions=True)
     plot_convergence(out_dir / 'convergence.png', result)
-    plot_joints(out_dir / 'joints_before_after.png', evaluator.time_base, evaluator.joints, evaluator.real,
-                {'sim before': before.positions, 'sim after': after.positions},
-                title=f'Real vs simulated: objective {before.objective:.4g} -> {after.objective:.4g} rad$^2$')
+    parts = parts_of(evaluator)
+    plots, recordings, afters = ['convergence.png'], [], []
+    for k, part in enumerate(parts):
+        before, after = part.evaluate([{}, best_values], keep_positions=True)
+        name = 'joints_before_after.png' if len(parts) == 1 else f'joints_before_after_{k}_{_safe(part.label)}.png'
+        title = (f'{part.label if len(parts) > 1 else "Real vs simulated"}: objective '
+                 f'{before.objective:.4g} -> {after.objective:.4g} rad$^2$')
+        plot_joints(out_dir / name, part.time_base, part.joints, part.real,
+                    {'sim before': before.positions, 'sim after': after.positions}, title=title)
+        plots.append(name)
+        recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
+        afters.append(after)
+    final = combine_scores(afters) if len(parts) > 1 else afters[0]
     outputs = {'calibrated_model': model_file.name, 'parameters': 'parameters.yaml',
-               'history': 'history.csv', 'plots': ['convergence.png', 'joints_before_after.png'],
-               'checkpoint': 'checkpoint.jsonl'}
-    report = calibration_report(result, evaluator, space, after, inputs, outputs)
+               'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
+    report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings)
     write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
     return report

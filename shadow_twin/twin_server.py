@@ -37,10 +37,8 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
   preempts the running one (aborted, INVALID_GOAL "preempted by a new goal", as
   the sim does); the old controller goals are canceled.
 
-Sim-real divergence (not part of the action: FollowJointTrajectory has no field
-for it) is published at ``divergence_rate`` on ``divergence_topic``
-(``/twin/divergence``) as ``sensor_msgs/JointState``: per joint in both states,
-position = sim - real (rad), velocity = sim - real (rad/s), effort empty.
+How far the sim is from the robot (sim minus real per joint, RMS levels on
+/diagnostics) is the ``twin_monitor`` node's job (``shadow_twin.twin_monitor``).
 
 Run: ``twin_server --ros-args --params-file config/twin.yaml`` (or
 ``python -m shadow_twin.twin_server ...``); all together: ``shadow-twin up``.
@@ -48,24 +46,19 @@ Run: ``twin_server --ros-args --params-file config/twin.yaml`` (or
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
-import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Time
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
-from rclpy.logging import get_logger
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -74,8 +67,9 @@ from mujoco_bridge.trajectory_server import doubles, duration, screen_goal
 
 from . import jtc
 from . import twin_split as split
-from .errors import ConfigError, ShadowTwinError
+from .errors import ShadowTwinError
 from .model import builtin_model_path
+from .spinning import BackgroundSpinner, run_node
 
 NODE_NAME = 'shadow_twin'
 Result = FollowJointTrajectory.Result
@@ -99,8 +93,6 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
     Spec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
     Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.', read_only=True),
-    Spec('divergence_topic', '/twin/divergence', 'JointState of sim minus real.', read_only=True),
-    Spec('divergence_rate', 20.0, 'Rate of divergence messages, Hz.', read_only=True, bounds=(0.1, 1000.0)),
     Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
     Spec('start_lead', 0.1, 'Start an unstamped goal this long after acceptance, s.', bounds=(0.0, 10.0)),
 )
@@ -167,10 +159,9 @@ class TwinServer(Node):
         self._pending: dict[int, tuple] = {}
         self._accepted: dict[int, TwinGoal] = {}
         self.group = ReentrantCallbackGroup()
-        self.divergence_pub = self.create_publisher(JointState, p('divergence_topic'), 10)
         # Joint states arrive at 2 x 250 Hz: a MultiThreadedExecutor spends most of a core on
         # them (and delays the action traffic), so a helper node on its own single-threaded
-        # executor takes them (and the divergence timer).
+        # executor takes them.
         self._listener = Node(f'{self.get_name()}_states', namespace=self.get_namespace(), context=self.context,
                               use_global_arguments=False, start_parameter_services=False)
         qos = QoSProfile(depth=10)
@@ -178,11 +169,7 @@ class TwinServer(Node):
                                            lambda m: self._on_state('real', m), qos)
         self._listener.create_subscription(JointState, p('sim_joint_states_topic'),
                                            lambda m: self._on_state('sim', m), qos)
-        self._listener.create_timer(1.0 / float(p('divergence_rate')), self._publish_divergence)
-        self._listener_executor = SingleThreadedExecutor(context=self.context)
-        self._listener_executor.add_node(self._listener)
-        self._listener_thread = threading.Thread(target=self._spin_listener, name='twin_states', daemon=True)
-        self._listener_thread.start()
+        self._listener_spinner = BackgroundSpinner([self._listener], 'joint state listener')
         self.clients_by_name: dict[str, ActionClient] = {}
         self.action_names: dict[str, str] = {}
         if self.mode in ('sim', 'both'):
@@ -196,20 +183,10 @@ class TwinServer(Node):
                                    cancel_callback=self._on_cancel, callback_group=self.group)
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
         self.get_logger().info(f'serving {p("action_name")}, mode {self.mode}; real controllers: {real or "none"}; '
-                               f'sim: {p("sim_action")}; divergence on {p("divergence_topic")}')
-
-    def _spin_listener(self) -> None:
-        try:
-            self._listener_executor.spin()
-        except ExternalShutdownException:
-            pass
-        except Exception as exc:
-            if self.context.ok():
-                self.get_logger().error(f'joint state listener stopped: {exc!r}')
+                               f'sim: {p("sim_action")}')
 
     def destroy_node(self) -> None:
-        self._listener_executor.shutdown(timeout_sec=1.0)
-        self._listener_thread.join(timeout=2.0)
+        self._listener_spinner.shutdown()
         self._listener.destroy_node()
         super().destroy_node()
 
@@ -259,14 +236,6 @@ class TwinServer(Node):
     @property
     def _actual_source(self) -> str:
         return 'sim' if self.mode == 'sim' else 'real'
-
-    def _publish_divergence(self) -> None:
-        names, dpos, dvel = split.divergence(self._state('sim'), self._state('real'))
-        if not names:
-            return
-        msg = JointState(name=names, position=doubles(dpos), velocity=doubles(dvel))
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.divergence_pub.publish(msg)
 
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -534,50 +503,10 @@ class TwinServer(Node):
             goal.done.wait(timeout)
 
 
-def run_until_signal(executor, on_stop) -> None:
-    """Spin ``executor`` in a thread until SIGINT/SIGTERM (or until it stops), then call
-    ``on_stop()`` while it still spins (so goals can be canceled over ROS), then shut it down.
-    Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``."""
-    stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def spin():
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-    thread = threading.Thread(target=spin, name='executor', daemon=True)
-    thread.start()
-    try:
-        while not stop.wait(0.1) and thread.is_alive():
-            pass
-    finally:
-        try:
-            on_stop()
-        finally:
-            executor.shutdown(timeout_sec=1.0)
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
-
-
 def main(args: list[str] | None = None) -> int:
     """Console entry point ``twin_server``: run the node until shutdown; returns the exit status."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        node = TwinServer()
-    except (ShadowTwinError, ConfigError, InvalidParameterTypeException, InvalidParameterValueException,
-            ValueError) as exc:
-        get_logger(NODE_NAME).fatal(f'cannot start: {" ".join(str(exc).split())}')
-        rclpy.try_shutdown()
-        return 1
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-    executor.add_node(node)
-    try:
-        run_until_signal(executor, node.shutdown)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(TwinServer, NODE_NAME, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS), args,
+                    on_stop=lambda node: node.shutdown())
 
 
 if __name__ == '__main__':

@@ -9,8 +9,8 @@
 * :func:`start_stamp`: the one stamped start time all controllers get.
 * :class:`DesiredSampler`: the desired state of a goal at a given time, as the
   JTC interpolates it (from the state at acceptance to the first point).
-* :func:`state_arrays`, :func:`divergence`: actual state in goal joint order;
-  sim minus real per joint (published on ``/twin/divergence``).
+* :func:`state_arrays`: actual state in goal joint order (sim minus real per
+  joint is ``shadow_twin.monitor.joint_error``, published by the twin monitor).
 * :func:`decide`: the twin's verdict from its own tolerance check and the
   outcomes of the controller goals it started.
 
@@ -196,19 +196,6 @@ def state_arrays(joint_names: Sequence[str], state: Mapping[str, tuple[float, fl
     pos = np.array([state[j][0] if j in state else math.nan for j in joint_names], dtype=float)
     vel = np.array([state[j][1] if j in state else math.nan for j in joint_names], dtype=float)
     return pos, vel
-
-
-def divergence(sim: Mapping[str, tuple[float, float]], real: Mapping[str, tuple[float, float]],
-               joints: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Sim minus real per joint: (names, position differences rad, velocity differences rad/s).
-
-    Joints are those in both states (in ``sim`` order), or ``joints`` filtered to
-    those in both.
-    """
-    names = [j for j in (joints if joints is not None else sim) if j in sim and j in real]
-    dpos = np.array([sim[j][0] - real[j][0] for j in names], dtype=float)
-    dvel = np.array([sim[j][1] - real[j][1] for j in names], dtype=float)
-    return names, dpos, dvel
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,20 @@
 
 Starts, on one MultiThreadedExecutor, the ``mujoco_bridge`` node (the sim,
 ``config/mujoco_bridge.yaml``), with ``--mock-hardware`` a second bridge named
-``mock_hardware`` standing in for the robot (``config/mock_hardware.yaml``), and
+``mock_hardware`` standing in for the robot (``config/mock_hardware.yaml``),
 the ``shadow_twin`` trajectory action server (``config/twin.yaml`` or
-``--config``). Parameters come from the same YAML files as the separate
-executables: they are passed as ``--params-file`` ROS arguments and each node
-picks the section of its name. Further ROS arguments may follow ``--ros-args``.
+``--config``), and the ``twin_monitor`` (sim vs real on ``/twin/joint_error`` and
+``/diagnostics``, ``config/twin_monitor.yaml`` or ``--monitor-config``; it spins on
+its own single-threaded executor thread, so that its two 250 Hz subscriptions do
+not load the shared executor). Parameters come from the same YAML files as the
+separate executables: they are passed as ``--params-file`` ROS arguments and each
+node picks the section of its name. Further ROS arguments may follow ``--ros-args``.
 
 Usage::
 
     shadow-twin up [--mock-hardware] [--config FILE] [--mode sim|real|both]
-                   [--bridge-config FILE] [--mock-config FILE] [--ros-args ...]
+                   [--bridge-config FILE] [--mock-config FILE] [--monitor-config FILE]
+                   [--ros-args ...]
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start, 2 on bad arguments.
 """
@@ -29,7 +33,7 @@ EXECUTOR_THREADS = 8
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='shadow-twin up', description='Start the sim bridge, optional mock '
-                                     'hardware and the twin trajectory server in one process.')
+                                     'hardware, the twin trajectory server and the twin monitor in one process.')
     parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge')
     parser.add_argument('--config', type=Path, default=None, help='twin parameters (default config/twin.yaml)')
     parser.add_argument('--mode', choices=('sim', 'real', 'both'), default=None,
@@ -38,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help='sim bridge parameters (default config/mujoco_bridge.yaml)')
     parser.add_argument('--mock-config', type=Path, default=None,
                         help='mock hardware parameters (default config/mock_hardware.yaml)')
+    parser.add_argument('--monitor-config', type=Path, default=None,
+                        help='twin monitor parameters (default config/twin_monitor.yaml)')
     return parser
 
 
@@ -47,6 +53,7 @@ def ros_arguments(args: argparse.Namespace, extra: list[str]) -> list[str]:
     if args.mock_hardware:
         files.append(args.mock_config or config_path('mock_hardware.yaml'))
     files.append(args.config or config_path('twin.yaml'))
+    files.append(args.monitor_config or config_path('twin_monitor.yaml'))
     out = ['shadow-twin-up', '--ros-args']
     for f in files:
         if not Path(f).is_file():
@@ -78,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from mujoco_bridge.bridge_node import MujocoBridge
 
-    from .twin_server import TwinServer, run_until_signal
+    from .twin_monitor import TwinMonitor
+    from .spinning import run_until_signal
+    from .twin_server import TwinServer
 
     rclpy.init(args=init_args, signal_handler_options=SignalHandlerOptions.NO)
     log = get_logger('shadow_twin_up')
@@ -89,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             nodes.append(MujocoBridge('mock_hardware'))
         overrides = [Parameter('mode', value=args.mode)] if args.mode else []
         nodes.append(TwinServer(parameter_overrides=overrides))
+        nodes.append(TwinMonitor())
     except Exception as exc:
         log.fatal(f'cannot start: {" ".join(str(exc).split())}')
         for node in nodes:
@@ -97,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     for node in nodes:
+        if isinstance(node, TwinMonitor):
+            node.start()            # its own single-threaded executor
+            continue
         executor.add_node(node)
         if isinstance(node, MujocoBridge):
             node.start()

@@ -78,8 +78,9 @@ class NodeProcess:
         return self.proc.poll() is None
 
     def output(self) -> str:
-        """Everything the process has printed so far."""
-        self._log.flush()
+        """Everything the process has printed so far (also after :meth:`stop`)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors='replace')
 
     def stop(self, timeout: float = 5.0) -> int | None:

@@ -109,3 +109,20 @@ def test_pso_leaves_logging_and_working_directory_alone(space, tmp_path, monkeyp
     minimise(make_optimiser('pso', space, seed=1), space, 20, 10)
     assert logging.getLogger().handlers == before
     assert not (tmp_path / 'report.log').exists()
+
+
+def test_bo_log_objective_models_the_logarithm(space):
+    """With log_objective the GP is fitted to log(objective) (MSE spans orders of magnitude)."""
+    told = []
+    for log_objective in (False, True):
+        opt = make_optimiser('bo', space, seed=1, n_initial_points=4, log_objective=log_objective)
+        values = []
+        for _ in range(3):
+            points = opt.ask(2)
+            batch = [float(np.sum((p - space.defaults) ** 2)) + 1e-6 for p in points]
+            opt.tell(points, batch)
+            values += batch
+        told.append((np.array(opt._opt.yi), np.array(values)))
+    (raw_yi, raw), (log_yi, logged) = told
+    np.testing.assert_allclose(raw_yi, raw)
+    np.testing.assert_allclose(log_yi, np.log(logged))

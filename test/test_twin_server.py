@@ -73,15 +73,31 @@ def wait_flowing(helpers, recorders, procs, what: str) -> None:
         pytest.fail(f'{what} did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs))
 
 
+def wait_twin_ready(helpers, client, procs, what: str, action: str = TWIN_ACTION,
+                    subscribers: dict[str, int] | None = None) -> None:
+    """Wait until the twin serves ``action`` and ``subscribers`` {topic: at least} is met (the
+    twin's joint-state listener has subscribed: the states reach it a period later)."""
+    from control_msgs.action import FollowJointTrajectory
+    wanted = subscribers or {'/joint_states': 2, '/sim/joint_states': 2}     # this client's and the twin's
+    try:
+        client.action_client(FollowJointTrajectory, action, timeout=START_TIMEOUT)
+    except TimeoutError:
+        for p in procs:
+            p.stop()
+        pytest.fail(f'{what}: no action server {action}:\n' + '\n'.join(p.output()[-3000:] for p in procs))
+    ok = helpers.wait_until(lambda: all(client.node.count_subscribers(t) >= n for t, n in wanted.items()),
+                            START_TIMEOUT)
+    assert ok, f'{what} did not subscribe to the joint states: {wanted}'
+
+
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope='module')
 def states(ros):
-    """Recorders of /joint_states (real), /sim/joint_states and /twin/divergence."""
+    """Recorders of /joint_states (real) and /sim/joint_states."""
     from sensor_msgs.msg import JointState
     _, client = ros
     return {'real': client.record(JointState, '/joint_states', depth=10),
-            'sim': client.record(JointState, '/sim/joint_states', depth=10),
-            'divergence': client.record(JointState, '/twin/divergence', depth=10)}
+            'sim': client.record(JointState, '/sim/joint_states', depth=10)}
 
 
 @pytest.fixture(scope='module')
@@ -96,12 +112,8 @@ def cell(ros, states, tmp_path_factory):
         'twin': helpers.NodeProcess('shadow_twin.twin_server', ['--params-file', str(TWIN_PARAMS)],
                                     folder / 'twin.log'),
     }
-    wait_flowing(helpers, [states['real'], states['sim'], states['divergence']], list(procs.values()), 'the cell')
-    try:
-        client.action_client(__import__('control_msgs.action', fromlist=['x']).FollowJointTrajectory, TWIN_ACTION,
-                             timeout=START_TIMEOUT)
-    except TimeoutError:
-        pytest.fail(f'no twin action server:\n{procs["twin"].output()}')
+    wait_flowing(helpers, [states['real'], states['sim']], list(procs.values()), 'the cell')
+    wait_twin_ready(helpers, client, list(procs.values()), 'the twin server')
     yield procs
     statuses = {name: p.stop() for name, p in procs.items()}
     assert statuses == {'mock': 0, 'sim': 0, 'twin': 0}, {n: p.log_path.read_text()[-2000:]
@@ -131,15 +143,20 @@ def rest(ros, cell, states):
 
 # ------------------------------------------------------------------------------------- tests
 def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
-    """``shadow-twin up --mock-hardware`` (shadow_twin.up.main in a subprocess): one process, goal succeeds.
-    Runs before the ``cell`` fixture starts, so it is alone on the domain."""
+    """``shadow-twin up --mock-hardware`` (shadow_twin.up.main in a subprocess): one process with the
+    bridges, the twin server and the twin monitor; a goal succeeds. Runs before the ``cell`` fixture
+    starts, so it is alone on the domain."""
     from action_msgs.msg import GoalStatus
+    from sensor_msgs.msg import JointState
     helpers, client = ros
+    joint_error = client.record(JointState, '/twin/joint_error', depth=10)
     proc = start_process(helpers, [helpers.PYTHON, '-c', 'import sys; from shadow_twin.up import main; '
                                    'sys.exit(main(sys.argv[1:]))', '--mock-hardware'], tmp_path / 'up.log')
     try:
-        # divergence flows once the twin has both joint states
-        wait_flowing(helpers, [states['real'], states['sim'], states['divergence']], [proc], 'shadow-twin up')
+        # the monitor's sim - real flows once it has both joint states
+        wait_flowing(helpers, [states['real'], states['sim'], joint_error], [proc], 'shadow-twin up')
+        wait_twin_ready(helpers, client, [proc], 'shadow-twin up')
+        assert len(joint_error.last().name) == 24
         handle = send(client, make_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, goal_tolerance=0.05))
         assert handle.accepted, proc.output()[-3000:]
         status, result = result_of(client, handle)
@@ -174,11 +191,7 @@ def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
                                np.array(fb.desired.positions) - np.array(fb.actual.positions), atol=1e-12)
     # actual is the robot (mock hardware)
     np.testing.assert_allclose(fb.actual.positions, positions(states['real'].last(), list(TARGET)), atol=0.02)
-    div = states['divergence'].last()
-    assert div is not None and len(div.name) == 24
-    sim_now, real_now = states['sim'].last(), states['real'].last()
-    np.testing.assert_allclose(positions(div, ['rh_FFJ3']),
-                               positions(sim_now, ['rh_FFJ3']) - positions(real_now, ['rh_FFJ3']), atol=0.02)
+    # sim minus real of the two: the twin monitor's job (test_twin_monitor.py)
 
 
 def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
@@ -264,7 +277,7 @@ def second_twin(helpers, folder: Path, name: str, **changes):
     """Another twin server process named ``name`` serving /``name``/follow_joint_trajectory."""
     params = yaml.safe_load(TWIN_PARAMS.read_text())
     values = params.pop('/**/shadow_twin')['ros__parameters']
-    values.update(action_name=f'/{name}/follow_joint_trajectory', divergence_topic=f'/{name}/divergence')
+    values.update(action_name=f'/{name}/follow_joint_trajectory')
     values.update(changes)
     params[f'/**/{name}'] = {'ros__parameters': values}
     params_file = folder / f'{name}.yaml'
@@ -276,11 +289,12 @@ def second_twin(helpers, folder: Path, name: str, **changes):
 def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
     from action_msgs.msg import GoalStatus
     helpers, client = ros
-    from sensor_msgs.msg import JointState
-    divergence = client.record(JointState, '/twin_sim/divergence', depth=10)
-    proc = second_twin(helpers, tmp_path, 'twin_sim', mode='sim')
+    listening = {t: client.node.count_subscribers(t) + 1 for t in ('/joint_states', '/sim/joint_states')}
+    # a fresh process: give it time to discover the sim's action server on a loaded machine
+    proc = second_twin(helpers, tmp_path, 'twin_sim', mode='sim', server_timeout=5.0)
     try:
-        wait_flowing(helpers, [divergence], [proc], 'the sim-mode twin')     # it has the joint states
+        wait_twin_ready(helpers, client, [proc], 'the sim-mode twin', '/twin_sim/follow_joint_trajectory',
+                        listening)
         real_before = positions(states['real'].last(), ['rh_FFJ3'])[0]
         feedback = []
         handle = send(client, make_goal({'rh_FFJ3': 0.7}, 0.4, goal_tolerance=0.05),
@@ -347,4 +361,5 @@ def test_launch_description():
     arguments = {a.name for a in description.entities if isinstance(a, DeclareLaunchArgument)}
     assert {'mode', 'use_mock_hardware', 'model', 'config'} <= arguments
     nodes = [e for e in description.entities if isinstance(e, Node)]
-    assert len(nodes) == 3
+    assert len(nodes) == 4
+    assert [n.node_executable for n in nodes][-1] == 'twin_monitor'

@@ -1,0 +1,80 @@
+"""The calibration node's link to the running ``mujoco_bridge``: read the model it runs, install a new one.
+
+Uses the bridge's parameter services (``AsyncParameterClient``) and its ``~/reload``
+(std_srvs/Trigger). Called from a worker thread while the node's executor spins: every
+wait polls a future.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+from std_srvs.srv import Trigger
+
+#: Seconds a reload may take beyond the service timeout (a big MJCF compiles in seconds).
+RELOAD_EXTRA = 30.0
+
+
+def wait_result(future, timeout: float):
+    """The future's result, or None if it is not done within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    return future.result()
+
+
+class BridgeLink:
+    """Talk to bridge node ``bridge`` (e.g. ``/mujoco_bridge``).
+
+    Args:
+        node: the owning node. bridge: the bridge's node name. timeout: wait per request, s.
+        callback_group: for the clients.
+    """
+
+    def __init__(self, node: Node, bridge: str, timeout: float, callback_group=None) -> None:
+        self.bridge = bridge.rstrip('/')
+        self.timeout = timeout
+        self.params = AsyncParameterClient(node, self.bridge, callback_group=callback_group)
+        self.reload_client = node.create_client(Trigger, f'{self.bridge}/reload', callback_group=callback_group)
+
+    def _get(self, names: list[str]) -> list[str] | None:
+        if not self.params.wait_for_services(timeout_sec=self.timeout):
+            return None
+        answer = wait_result(self.params.get_parameters(names), self.timeout)
+        return None if answer is None else [v.string_value for v in answer.values]
+
+    def _set(self, name: str, value: str) -> tuple[bool, str]:
+        answer = wait_result(self.params.set_parameters([Parameter(name, value=value)]), self.timeout)
+        if answer is None:
+            return False, 'no answer'
+        return answer.results[0].successful, answer.results[0].reason
+
+    def model_and_gains(self) -> tuple[str, str] | None:
+        """(model_path, gains_file) parameters of the bridge ('' = its defaults), or None if unreachable."""
+        values = self._get(['model_path', 'gains_file'])
+        return None if values is None else (values[0], values[1])
+
+    def install(self, model: str) -> tuple[bool, str]:
+        """Set the bridge's ``model_path`` to ``model`` and reload it; (installed, what happened).
+
+        If the reload fails, ``model_path`` is set back: the bridge keeps running its previous
+        model, and the parameter says so.
+        """
+        if not self.params.wait_for_services(timeout_sec=self.timeout) or \
+                not self.reload_client.wait_for_service(timeout_sec=self.timeout):
+            return False, f'bridge {self.bridge} not reachable: calibrated model written to {model} but not loaded'
+        old = (self._get(['model_path']) or [''])[0]
+        ok, reason = self._set('model_path', model)
+        if not ok:
+            return False, f'bridge refused model_path {model}: {reason}'
+        reply = wait_result(self.reload_client.call_async(Trigger.Request()), self.timeout + RELOAD_EXTRA)
+        if reply is not None and reply.success:
+            return True, f'bridge {self.bridge} reloaded {model}'
+        self._set('model_path', old)
+        why = reply.message if reply is not None else 'no answer'
+        return False, f'bridge reload failed ({why}); it keeps its previous model {old or "(built-in)"}'

@@ -1,0 +1,155 @@
+"""``shadow-twin calibrate-live``: ask the running calibration node to calibrate, and follow it.
+
+Calls ``<node>/calibrate`` (std_srvs/Trigger), then prints the node's ``~/status``
+(diagnostic_msgs/DiagnosticStatus) as it changes until the run ends.
+
+Exit status: 0 the calibration finished (installed, or written with install off);
+3 it was refused (hold-out worse / nothing better); 1 it failed; 2 the node did not
+answer or refused to start; 124 timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+
+FINAL = {'done': 0, 'refused': 3, 'failed': 1}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='shadow-twin calibrate-live',
+                                     description='Trigger a calibration of the running twin and follow it.')
+    parser.add_argument('--node', default='/calibration_node', help='calibration node (default /calibration_node)')
+    parser.add_argument('--timeout', type=float, default=3600.0, help='give up after this many s (default 3600)')
+    parser.add_argument('--service-timeout', type=float, default=10.0,
+                        help='wait for the node to appear, s (default 10)')
+    return parser
+
+
+class SpinningNode:
+    """An rclpy context with one node spun by a SingleThreadedExecutor in a background thread,
+    for command-line tools that wait on futures. ``close()`` shuts it down in the order that
+    lets the spinning thread end before the process does (else rclpy's C++ threads abort it).
+
+    Args:
+        name: node name.
+    """
+
+    def __init__(self, name: str) -> None:
+        import rclpy
+
+        from shadow_twin.spinning import BackgroundSpinner
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.spinner = BackgroundSpinner([self.node], 'spin')
+
+    def close(self) -> None:
+        import rclpy
+        self.spinner.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def wait_done(future, timeout: float) -> bool:
+    """Poll ``future`` (spun elsewhere) until done or ``timeout`` s; returns whether it is done."""
+    deadline = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return future.done()
+
+
+class StatusFollower:
+    """Collect ``<node>/status`` messages (latched) as {key: value} dicts on a node."""
+
+    def __init__(self, node, node_name: str) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        self._cond = threading.Condition()
+        self.statuses: list[dict] = []
+        qos = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(DiagnosticStatus, f'{node_name.rstrip("/")}/status', self._on_status, qos)
+
+    def _on_status(self, msg) -> None:
+        status = {kv.key: kv.value for kv in msg.values}
+        status['message'] = msg.message
+        with self._cond:
+            if not self.statuses or self.statuses[-1] != status:
+                self.statuses.append(status)
+                self._cond.notify_all()
+
+    def wait_next(self, seen: int, timeout: float) -> list[dict]:
+        """Statuses after the first ``seen``, waiting up to ``timeout`` s for one."""
+        with self._cond:
+            self._cond.wait_for(lambda: len(self.statuses) > seen, timeout)
+            return self.statuses[seen:]
+
+
+def _worth_printing(status: dict, previous: dict) -> bool:
+    """Every phase change; while calibrating, a better objective or each tenth of the budget."""
+    if status.get('phase') != previous.get('phase') or status.get('phase') != 'calibrating':
+        return status.get('message') != previous.get('message')
+    try:
+        done, budget = int(status['evaluations']), int(status['budget'])
+        before = int(previous.get('evaluations', 0))
+    except (KeyError, ValueError):
+        return True
+    step = max(1, budget // 10)
+    return (status.get('best_objective') != previous.get('best_objective') or done // step > before // step
+            or done == budget)
+
+
+def follow(node, follower: StatusFollower, run_dir: str, timeout: float, out=print) -> tuple[int, dict]:
+    """Print the statuses of run ``run_dir`` until it ends; returns (exit status, last status)."""
+    deadline = time.monotonic() + timeout
+    seen, last = 0, {}
+    while time.monotonic() < deadline:
+        for status in follower.wait_next(seen, min(1.0, max(0.0, deadline - time.monotonic()))):
+            seen += 1
+            if status.get('run_dir') != run_dir:
+                continue
+            if _worth_printing(status, last):
+                out(f'[{status.get("phase")}] {status.get("message")}')
+            last = status
+            if status.get('phase') in FINAL:
+                return FINAL[status['phase']], status
+    return 124, last
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``shadow-twin calibrate-live``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    from std_srvs.srv import Trigger
+    ros = SpinningNode('calibrate_live_client')
+    try:
+        follower = StatusFollower(ros.node, args.node)
+        client = ros.node.create_client(Trigger, f'{args.node.rstrip("/")}/calibrate')
+        if not client.wait_for_service(timeout_sec=args.service_timeout):
+            print(f'shadow-twin calibrate-live: error: no service {args.node}/calibrate '
+                  f'(is the calibration_node running on the ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)
+            return 2
+        future = client.call_async(Trigger.Request())
+        if not wait_done(future, 30.0):
+            print('shadow-twin calibrate-live: error: the node did not answer within 30 s', file=sys.stderr)
+            return 2
+        answer = future.result()
+        print(answer.message, flush=True)
+        if not answer.success:
+            return 2
+        run_dir = answer.message.split(': ', 1)[1].strip()
+        code, status = follow(ros.node, follower, run_dir, args.timeout,
+                              out=lambda line: print(line, flush=True))
+        if code == 124:
+            print(f'shadow-twin calibrate-live: still running after {args.timeout:g} s; the node continues',
+                  file=sys.stderr)
+        elif 'report' in status:
+            print(f'report: {status["report"]}')
+        return code
+    finally:
+        ros.close()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

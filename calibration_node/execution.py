@@ -1,0 +1,84 @@
+"""Execute one trajectory through a FollowJointTrajectory action, with a known start time.
+
+Used from a worker thread while the node's executor spins elsewhere: every wait
+polls a future. The goal is stamped ``now + start_lead`` (the JTC starts a
+stamped goal at its stamp), so the recording knows exactly when the trajectory
+started.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from action_msgs.msg import GoalStatus
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from shadow_twin.errors import TrajectoryError
+
+STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: 'succeeded', GoalStatus.STATUS_ABORTED: 'aborted',
+                GoalStatus.STATUS_CANCELED: 'canceled'}
+
+
+class TrajectoryExecutor:
+    """Send trajectories to ``action_name`` and wait for them.
+
+    Args:
+        node: the node owning the action client.
+        action_name: FollowJointTrajectory action (the twin's, to move robot and sim together).
+        callback_group: callback group of the client.
+        server_timeout: wait for the action server, s.
+    """
+
+    def __init__(self, node: Node, action_name: str, callback_group=None, server_timeout: float = 10.0) -> None:
+        self.node = node
+        self.action_name = action_name
+        self.server_timeout = server_timeout
+        self.client = ActionClient(node, FollowJointTrajectory, action_name, callback_group=callback_group)
+
+    @staticmethod
+    def _wait(future, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise TrajectoryError(f'no answer from {what} within {timeout:g} s')
+            time.sleep(0.005)
+        return future.result()
+
+    def execute(self, trajectory, start_lead: float, tail: float,
+                on_sent: Callable[[int], None] | None = None) -> int:
+        """Run ``trajectory`` (``trajectory_msgs/JointTrajectory``), then wait ``tail`` s more.
+
+        Args:
+            trajectory: the message; its header.stamp is set to now + ``start_lead``.
+            start_lead: s between sending and the start.
+            tail: s to wait after the trajectory's end (the recording's settling part).
+            on_sent: called with the start stamp (ns) before the goal is sent.
+        Returns:
+            The start stamp, ns (node clock).
+        Raises:
+            TrajectoryError: no action server, goal rejected, or not succeeded (names the reason).
+        """
+        if not self.client.wait_for_server(timeout_sec=self.server_timeout):
+            raise TrajectoryError(f'action server {self.action_name} is not available')
+        start_ns = self.node.get_clock().now().nanoseconds + int(start_lead * 1e9)
+        trajectory.header.stamp.sec, trajectory.header.stamp.nanosec = divmod(start_ns, 1_000_000_000)
+        last = trajectory.points[-1].time_from_start
+        duration = last.sec + last.nanosec * 1e-9
+        if on_sent is not None:
+            on_sent(start_ns)
+        goal = FollowJointTrajectory.Goal(trajectory=trajectory)
+        handle = self._wait(self.client.send_goal_async(goal), 10.0, self.action_name)
+        if not handle.accepted:
+            raise TrajectoryError(f'{self.action_name} rejected the trajectory (see its log for the reason)')
+        answer = self._wait(handle.get_result_async(), start_lead + duration + 60.0, self.action_name)
+        if answer.status != GoalStatus.STATUS_SUCCEEDED:
+            result = answer.result
+            raise TrajectoryError(f'trajectory {STATUS_NAMES.get(answer.status, answer.status)} on '
+                                  f'{self.action_name}: error_code {result.error_code} {result.error_string}')
+        end = start_ns * 1e-9 + duration + tail
+        while self.node.get_clock().now().nanoseconds * 1e-9 < end:
+            time.sleep(0.01)
+        return start_ns

@@ -1,0 +1,355 @@
+"""The ``calibration_node``: calibrate the running twin against the robot, on request.
+
+On ``~/calibrate`` (``std_srvs/srv/Trigger``; also ``shadow-twin calibrate-live``)
+the node starts (or resumes) a calibration run in a worker thread and answers at
+once with the run directory. A run:
+
+1. **live** (``bag`` empty): executes each trajectory of ``trajectories`` and
+   ``holdout`` through the twin's ``/twin/follow_joint_trajectory`` (robot and
+   sim together) with a known start stamp, recording ``/joint_states``,
+   ``/sim/joint_states`` and the commanded trajectory (stamped with its start)
+   into an MCAP bag per trajectory (``<run>/bags/<name>``);
+   **offline** (``bag:=A[,B...]``): uses those bags (ROS 1 or ROS 2) and moves nothing;
+2. fits the search space to the fit recordings with the foundation's alignment,
+   metrics and optimiser, checkpointing every evaluation, and writes the report;
+3. scores the held-out recordings before and after, and refuses the calibration
+   if it made them worse (or found nothing better);
+4. installs an accepted model: copies it to ``<output_dir>/models/`` under a new
+   versioned name, sets the bridge's ``model_path`` to it and calls its
+   ``~/reload``; if the reload fails the bridge keeps its model and the parameter
+   is set back.
+
+Progress: log lines, ``~/status`` (``diagnostic_msgs/DiagnosticStatus``, latched,
+on every change and each ``status_period``) and the same status on /diagnostics.
+A run killed midway resumes on the next ``~/calibrate``, or at start when
+``auto_resume`` and its recordings are all there (nothing has to move).
+
+Run: ``calibration_node --ros-args --params-file config/calibration_node.yaml``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+from mujoco_bridge import params as bridge_params
+from shadow_twin.calibration import CalibrationSettings
+from shadow_twin.calibration_job import CalibrationJob, publish_model
+from shadow_twin.calibration_plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
+                                          unfinished_runs)
+from shadow_twin.errors import ConfigError, RecordingError, ShadowTwinError
+from shadow_twin.model import builtin_model_path
+from shadow_twin.paths import config_path
+from shadow_twin.files import versioned_path
+from shadow_twin.recording import TRAJECTORY, largest_gap, read_joint_states, trajectory_cdr
+from shadow_twin.trajectory import load_waypoint_yaml
+from shadow_twin.spinning import run_node
+
+from .bridge_link import BridgeLink
+from .execution import TrajectoryExecutor
+from .recorder import BagRecorder
+from .status import StatusBoard
+
+NODE_NAME = 'calibration_node'
+TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
+Spec = bridge_params.Spec
+SPECS = (
+    Spec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
+         'config/trajectories/calibration.yaml.'),
+    Spec('trajectories', ['curl_all', 'stagger'], 'Trajectories a live run executes and records.'),
+    Spec('holdout', 'auto', "Recordings only scored, not fitted: 'auto' = the last one when there are two or "
+         "more, '' = none, else comma-separated names (trajectory names; bag names offline)."),
+    Spec('bag', '', 'Offline: comma-separated ROS 1/2 bags to calibrate from, nothing moves; empty = live.'),
+    Spec('bag_trajectory', '', 'Offline: FILE.yaml:NAME of the trajectory the bags executed, for bags that do '
+         'not hold it (bags recorded by this node do).'),
+    Spec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
+    Spec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
+    Spec('optimizer', 'bo', 'bo | random | pso | cmaes.'),
+    Spec('budget', 60, 'Evaluations of the optimiser.', bounds=(1, 100000)),
+    Spec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
+    Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
+    Spec('acq_func', 'EI', 'BO acquisition function (EI, gp_hedge, PI, LCB).'),
+    Spec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
+    Spec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
+    Spec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
+         '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
+    Spec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
+         bounds=(0.0, 5.0)),
+    Spec('start_lead', 0.3, 'A trajectory starts this long after its goal is sent, s.', bounds=(0.05, 10.0)),
+    Spec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
+         '(~/.ros/...).'),
+    Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and sim.'),
+    Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.'),
+    Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.'),
+    Spec('bridge_node', '/mujoco_bridge', 'The sim bridge: its model_path/gains_file are the starting point, '
+         'its model_path is set to the calibrated model and its ~/reload called.'),
+    Spec('model_path', '', 'Base MJCF when the bridge cannot be asked (offline without a bridge); '
+         "empty = built-in."),
+    Spec('gains_file', '', 'Controller gains when the bridge cannot be asked; empty = shipped.'),
+    Spec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
+    Spec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
+    Spec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
+         'one is refused (messages were lost) and recorded again.', bounds=(0.005, 10.0)),
+    Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
+    Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
+         bounds=(0.05, 60.0)),
+)
+
+
+def ros_home() -> Path:
+    """``$ROS_HOME`` or ``~/.ros`` (where ROS 2 tools keep their files)."""
+    return Path(os.environ.get('ROS_HOME') or Path.home() / '.ros')
+
+
+class CalibrationNode(Node):
+    """See module doc. Raises ConfigError for invalid parameters at start."""
+
+    def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        bridge_params.declare(self, SPECS)
+        self._settings()
+        self.output_dir = Path(self._p('output_dir') or ros_home() / 'shadow_twin' / 'calibration').expanduser()
+        self._worker: threading.Thread | None = None
+        group = ReentrantCallbackGroup()
+        self.status = StatusBoard(self)
+        self.create_service(Trigger, '~/calibrate', self._on_calibrate,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(float(self._p('status_period')), self.status.publish)
+        self.trajectories = TrajectoryExecutor(self, self._p('action_name'), group)
+        self.recorder = BagRecorder(self, {self._p('real_joint_states_topic'): JointState,
+                                           self._p('sim_joint_states_topic'): JointState})
+        self.bridge = BridgeLink(self, self._p('bridge_node'), float(self._p('bridge_timeout')), group)
+        mode = f'offline, bags {self._p("bag")}' if self._p('bag') else 'live'
+        self.get_logger().info(f'ready: ~/calibrate ({mode}); runs in {self.output_dir}')
+        if self._p('auto_resume'):
+            self._resume_timer = self.create_timer(0.5, self._auto_resume, callback_group=group)
+
+    def _p(self, name: str):
+        return self.get_parameter(name).value
+
+    def set_status(self, *args, **kwargs) -> None:
+        """See :meth:`StatusBoard.set`."""
+        self.status.set(*args, **kwargs)
+
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    # -- requests --------------------------------------------------------------------------------
+    def _on_calibrate(self, request, response):
+        if self.busy:
+            response.success = False
+            response.message = f'a calibration is already running ({self.status.phase}: {self.status.message})'
+            return response
+        try:
+            run_dir, resumed = self._open_run()
+        except ShadowTwinError as exc:
+            response.success, response.message = False, f'cannot start a calibration: {exc}'
+            self.set_status('failed', response.message, DiagnosticStatus.ERROR)
+            return response
+        self._start(run_dir)
+        response.success = True
+        response.message = f'calibration {"resumed" if resumed else "started"}: {run_dir}'
+        return response
+
+    def _auto_resume(self) -> None:
+        self.destroy_timer(self._resume_timer)
+        runs = unfinished_runs(self.output_dir)
+        if not runs or self.busy:
+            return
+        run_dir = runs[-1]
+        try:
+            plan = CalibrationPlan.read(run_dir)
+        except ConfigError as exc:
+            self.get_logger().warning(f'interrupted run {run_dir} cannot be resumed: {exc}')
+            return
+        pending = plan.pending(run_dir)
+        if pending:
+            self.get_logger().info(f'interrupted run {run_dir} still has to record {[e.name for e in pending]}; '
+                                   f'call ~/calibrate to continue it')
+            return
+        self.get_logger().info(f'resuming the interrupted calibration {run_dir}')
+        self._start(run_dir)
+
+    def _start(self, run_dir: Path) -> None:
+        self._worker = threading.Thread(target=self._work, args=(run_dir,), name='calibration', daemon=True)
+        self._worker.start()
+
+    def _open_run(self) -> tuple[Path, bool]:
+        """The latest interrupted run, or a new one with a new plan; (run dir, resumed).
+        Raises ShadowTwinError (bad parameters, missing files) before creating anything."""
+        runs = unfinished_runs(self.output_dir)
+        if runs:
+            return runs[-1], True
+        fields = self._plan_fields()
+        CalibrationPlan(run_id='check', **fields)     # validates before anything is written
+        run_id, run_dir = new_run_dir(self.output_dir)
+        CalibrationPlan(run_id=run_id, **fields).write(run_dir)
+        return run_dir, False
+
+    def _plan_fields(self) -> dict:
+        """The fields of a new plan, from the parameters and the bridge's model."""
+        p = self._p
+        model_path, gains_file = self._base_model()
+        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
+        if not space.is_file():
+            raise ConfigError(f'space_file {space} does not exist')
+        alignment = {'settle_time': float(p('settle_time')), 'max_delay': float(p('max_delay')),
+                     'stamped_max_delay': float(p('stamped_max_delay'))}
+        bags = [b.strip() for b in p('bag').split(',') if b.strip()]
+        if bags:
+            mode = OFFLINE
+            missing = [b for b in bags if not Path(b).exists()]
+            if missing:
+                raise ConfigError(f'bag(s) not found: {missing}')
+            names = [Path(b).name.split('.')[0] for b in bags]
+            held = holdout_names(names, p('holdout'))
+            trajectory = p('bag_trajectory') or None
+            entries = [PlanEntry(n, str(Path(b).resolve()), trajectory, n in held) for n, b in zip(names, bags)]
+        else:
+            mode = LIVE
+            file = Path(p('trajectories_file') or config_path('trajectories', 'calibration.yaml')).resolve()
+            names = list(p('trajectories'))
+            if not names:
+                raise ConfigError('no trajectories to record (parameter trajectories is empty)')
+            for name in names:
+                load_waypoint_yaml(file, name)   # TrajectoryError naming it
+            held = holdout_names(names, p('holdout'))
+            entries = [PlanEntry(n, f'bags/{n}', f'{file}:{n}', n in held) for n in names]
+        return dict(mode=mode, model_path=model_path, gains_file=gains_file, space_file=str(space.resolve()),
+                    objective_joints=list(p('objective_joints')), settings=self._settings(), alignment=alignment,
+                    entries=entries, real_topic=p('real_joint_states_topic'), sim_topic=p('sim_joint_states_topic'))
+
+    def _settings(self) -> dict:
+        """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
+        p = self._p
+        settings = {'optimizer': p('optimizer'), 'budget': int(p('budget')), 'workers': int(p('workers')),
+                    'seed': int(p('seed')), 'acq_func': p('acq_func'), 'log_objective': bool(p('log_objective'))}
+        CalibrationSettings(**settings)
+        return settings
+
+    def _base_model(self) -> tuple[str, str]:
+        """(model_path, gains_file) the bridge runs, else this node's parameters (absolute paths).
+        Raises ConfigError if a file does not exist."""
+        model, gains = self._p('model_path'), self._p('gains_file')
+        from_bridge = self.bridge.model_and_gains()
+        if from_bridge is not None:
+            model, gains = from_bridge
+        else:
+            self.get_logger().warning(f'bridge {self.bridge.bridge} not found; calibrating '
+                                      f'{model or "the built-in model"}')
+        model = Path(model) if model else builtin_model_path()
+        gains = Path(gains) if gains else config_path('controllers', 'shadow_hand_e.yaml')
+        for what, path in (('model', model), ('gains file', gains)):
+            if not path.is_file():
+                raise ConfigError(f'the {what} {path} does not exist')
+        return str(model.resolve()), str(gains.resolve())
+
+    # -- the run ---------------------------------------------------------------------------------
+    def _work(self, run_dir: Path) -> None:
+        try:
+            plan = CalibrationPlan.read(run_dir)
+            self.set_status('starting', f'run {plan.run_id} ({plan.mode})', run_dir=str(run_dir))
+            if plan.mode == LIVE:
+                self._record(plan, run_dir)
+            self._calibrate(plan, run_dir)
+        except ShadowTwinError as exc:
+            self.set_status('failed', str(exc), DiagnosticStatus.ERROR)
+        except Exception as exc:   # keep the node up; the traceback is in the log
+            self.get_logger().error(traceback.format_exc())
+            self.set_status('failed', f'unexpected error: {exc!r}', DiagnosticStatus.ERROR)
+
+    def _record(self, plan: CalibrationPlan, run_dir: Path) -> None:
+        pending = plan.pending(run_dir)
+        for k, entry in enumerate(pending):
+            trajectory = load_waypoint_yaml(*entry.trajectory.rsplit(':', 1))
+            self.set_status('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
+                            f'{trajectory.duration:.1f} s)', trajectory=entry.name)
+            self.recorder.start()
+            start_ns = self.trajectories.execute(
+                trajectory.to_msg(), float(self._p('start_lead')),
+                float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3,
+                on_sent=lambda ns: self.recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
+                                                     trajectory_cdr(trajectory, ns * 1e-9)))
+            counts = ', '.join(f'{n} on {t}' for t, n in self.recorder.counts().items())
+            bag = self.recorder.stop(plan.bag_path(entry, run_dir))
+            self.get_logger().info(f'recorded {entry.name} (start {start_ns * 1e-9:.3f} s): {counts} -> {bag}')
+            self._check_gaps(bag, (plan.real_topic, plan.sim_topic), run_dir)
+
+    def _check_gaps(self, bag: Path, topics, run_dir: Path) -> None:
+        """Refuse a recording with a gap longer than ``max_gap`` s: move it to ``bags/rejected/`` (kept
+        for inspection) and raise RecordingError; the next ~/calibrate records it again."""
+        limit = float(self._p('max_gap'))
+        for topic in topics:
+            gap, at = largest_gap(read_joint_states(bag, topic))
+            if gap > limit:
+                rejected = versioned_path(run_dir / 'bags' / 'rejected' / bag.name)
+                rejected.parent.mkdir(parents=True, exist_ok=True)
+                bag.rename(rejected)
+                raise RecordingError(f'{topic} in the recording of {bag.name} has a {gap:.3f} s gap at '
+                                     f'{at:.3f} s (max_gap {limit:g} s): messages were lost; moved it to '
+                                     f'{rejected}; call ~/calibrate again to record it anew')
+
+    def _calibrate(self, plan: CalibrationPlan, run_dir: Path) -> None:
+        self.set_status('preparing', f'aligning {len(plan.entries)} recording(s)')
+        job = CalibrationJob(plan.job_spec(run_dir), run_dir)
+        budget = plan.settings['budget']
+
+        step = max(1, budget // 10)
+        logged = {'best': None, 'done': 0}
+
+        def progress(done, total, best):
+            # status on every batch; a log line when the best improves or every tenth of the budget
+            log = best != logged['best'] or done // step > logged['done'] // step or done == total
+            if log:
+                logged.update(best=best, done=done)
+            self.set_status('calibrating', f'{done}/{total} evaluations, best objective {best:.6g} rad^2',
+                            log=log, evaluations=done, budget=total, best_objective=f'{best:.6g}')
+        self.set_status('calibrating', f'0/{budget} evaluations ({plan.settings["optimizer"]}, '
+                        f'{len(job.space.dimensions)} parameters)', evaluations=0, budget=budget)
+        result = job.run(progress)
+        document = result.to_dict()
+        summary = dict(fit_before=f'{result.fit_before:.6g}', fit_after=f'{result.fit_after:.6g}',
+                       report=str(run_dir / 'report.json'))
+        for name, v in result.holdout.items():
+            summary[f'holdout_{name}'] = f'{v["before"]:.6g} -> {v["after"]:.6g}'
+        if not result.accept:
+            document['installed'] = False
+            job.write_result(document)
+            self.set_status('refused', result.reason, DiagnosticStatus.WARN, **summary)
+            return
+        model = publish_model(result.calibrated_model, self.output_dir / 'models', Path(plan.model_path),
+                              plan.run_id)
+        document['model'] = str(model)
+        installed, message = False, 'install is false: not installed'
+        if self._p('install'):
+            self.set_status('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
+            installed, message = self.bridge.install(str(model))
+        document.update(installed=installed, install_message=message)
+        job.write_result(document)
+        level = DiagnosticStatus.OK if installed or not self._p('install') else DiagnosticStatus.ERROR
+        phase = 'done' if level == DiagnosticStatus.OK else 'failed'
+        self.set_status(phase, f'{result.reason}; {message}', level, model=str(model), **summary)
+
+    def destroy_node(self) -> None:
+        self.recorder.destroy()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console entry point ``calibration_node``; returns the exit status."""
+    return run_node(CalibrationNode, NODE_NAME, lambda: MultiThreadedExecutor(num_threads=4), args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
