@@ -59,22 +59,31 @@ class BridgeLink:
         values = self._get(['model_path', 'gains_file'])
         return None if values is None else (values[0], values[1])
 
-    def install(self, model: str) -> tuple[bool, str]:
-        """Set the bridge's ``model_path`` to ``model`` and reload it; (installed, what happened).
+    def install(self, model: str, gains: str | None = None) -> tuple[bool, str]:
+        """Set the bridge's ``model_path`` (and ``gains_file`` if given) and reload it;
+        (installed, what happened).
 
-        If the reload fails, ``model_path`` is set back: the bridge keeps running its previous
-        model, and the parameter says so.
+        If the reload fails, the parameters are set back: the bridge keeps running its previous
+        model, and its parameters say so.
         """
         if not self.params.wait_for_services(timeout_sec=self.timeout) or \
                 not self.reload_client.wait_for_service(timeout_sec=self.timeout):
             return False, f'bridge {self.bridge} not reachable: calibrated model written to {model} but not loaded'
-        old = (self._get(['model_path']) or [''])[0]
-        ok, reason = self._set('model_path', model)
-        if not ok:
-            return False, f'bridge refused model_path {model}: {reason}'
+        wanted = {'model_path': model, **({'gains_file': gains} if gains else {})}
+        old = dict(zip(wanted, self._get(list(wanted)) or [''] * len(wanted)))
+        for name, value in wanted.items():
+            ok, reason = self._set(name, value)
+            if not ok:
+                self._restore(old)
+                return False, f'bridge refused {name} {value}: {reason}'
         reply = wait_result(self.reload_client.call_async(Trigger.Request()), self.timeout + RELOAD_EXTRA)
         if reply is not None and reply.success:
-            return True, f'bridge {self.bridge} reloaded {model}'
-        self._set('model_path', old)
+            return True, f'bridge {self.bridge} reloaded {model}' + (f' with gains {gains}' if gains else '')
+        self._restore(old)
         why = reply.message if reply is not None else 'no answer'
-        return False, f'bridge reload failed ({why}); it keeps its previous model {old or "(built-in)"}'
+        return False, (f'bridge reload failed ({why}); it keeps its previous model '
+                       f'{old["model_path"] or "(built-in)"}')
+
+    def _restore(self, old: dict[str, str]) -> None:
+        for name, value in old.items():
+            self._set(name, value)

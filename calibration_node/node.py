@@ -44,7 +44,7 @@ from std_srvs.srv import Trigger
 
 from mujoco_bridge import params as bridge_params
 from shadow_twin.calibration import CalibrationSettings
-from shadow_twin.calibration_job import CalibrationJob, publish_model
+from shadow_twin.calibration_job import CalibrationJob, publish_gains, publish_model
 from shadow_twin.calibration_plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
                                           unfinished_runs)
 from shadow_twin.errors import ConfigError, RecordingError, ShadowTwinError
@@ -328,13 +328,14 @@ class CalibrationNode(Node):
             job.write_result(document)
             self.set_status('refused', result.reason, DiagnosticStatus.WARN, **summary)
             return
-        model = publish_model(result.calibrated_model, self.output_dir / 'models', Path(plan.model_path),
-                              plan.run_id)
-        document['model'] = str(model)
+        models = self.output_dir / 'models'
+        model = publish_model(result.calibrated_model, models, Path(plan.model_path), plan.run_id)
+        gains = publish_gains(run_dir / 'parameters.yaml', models, Path(plan.model_path), plan.run_id)
+        document.update(model=str(model), gains_file=str(gains) if gains else None)
         installed, message = False, 'install is false: not installed'
         if self._p('install'):
             self.set_status('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
-            installed, message = self.bridge.install(str(model))
+            installed, message = self.bridge.install(str(model), str(gains) if gains else None)
         document.update(installed=installed, install_message=message)
         job.write_result(document)
         level = DiagnosticStatus.OK if installed or not self._p('install') else DiagnosticStatus.ERROR

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import yaml
+
 from . import metrics
 from .calibration import CHECKPOINT, Calibration, CalibrationSettings
 from .control import ControllerGains, SimController
@@ -281,7 +283,11 @@ class CalibrationJob:
         return write_text_atomic(self.run_dir / RESULT, json.dumps(document, indent=2) + '\n')
 
 
-_CALIBRATED_SUFFIX = re.compile(r'(_calibrated.*)$')
+_CALIBRATED_SUFFIX = re.compile(r'(_calibrated.*|_gains_.*)$')
+
+
+def _base_stem(base_model: Path) -> str:
+    return _CALIBRATED_SUFFIX.sub('', Path(base_model).stem) or 'model'
 
 
 def publish_model(calibrated: Path, models_dir: str | Path, base_model: Path, run_id: str) -> Path:
@@ -291,6 +297,24 @@ def publish_model(calibrated: Path, models_dir: str | Path, base_model: Path, ru
     existing file of that name is never replaced (a ``.1``, ``.2``... version is used).
     Written atomically; returns the new path. Raises OSError if it cannot be written.
     """
-    stem = _CALIBRATED_SUFFIX.sub('', Path(base_model).stem) or 'model'
-    target = versioned_path(Path(models_dir) / f'{stem}_calibrated_{run_id}.xml')
+    target = versioned_path(Path(models_dir) / f'{_base_stem(base_model)}_calibrated_{run_id}.xml')
     return write_bytes_atomic(target, Path(calibrated).read_bytes())
+
+
+def publish_gains(parameters_file: Path, models_dir: str | Path, base_model: Path, run_id: str) -> Path | None:
+    """Write the calibrated controller gains of a run as a gains YAML the bridge loads.
+
+    Controller gains (kp/kd of the simulated effort controller) are not part of the MJCF: when
+    the search space calibrated them, ``parameters.yaml`` has a ``controller`` section, written
+    here to ``<models_dir>/<base>_gains_<run_id>.yaml`` (versioned, atomic, in the
+    ``config/controllers`` format). Returns its path, or None when no gains were calibrated.
+    Raises ConfigError if ``parameters_file`` is not a parameters document.
+    """
+    try:
+        doc = yaml.safe_load(Path(parameters_file).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f'{parameters_file}: cannot read the calibrated parameters ({exc})') from None
+    if not isinstance(doc, dict) or 'controller' not in doc:
+        return None
+    target = versioned_path(Path(models_dir) / f'{_base_stem(base_model)}_gains_{run_id}.yaml')
+    return write_text_atomic(target, yaml.safe_dump({'controller': doc['controller']}, sort_keys=False))

@@ -297,3 +297,27 @@ def test_holdout_names():
         holdout_names(['a', 'b'], 'x')
     with pytest.raises(ConfigError, match='every recording is held out'):
         holdout_names(['a', 'b'], 'a,b')
+
+
+def test_calibrated_controller_gains_are_published_for_the_bridge(bags, tmp_path):
+    """Gains are not MJCF: a space with controller gains yields a gains YAML the bridge loads."""
+    from shadow_twin.calibration_job import publish_gains
+    space = tmp_path / 'space.yaml'
+    space.write_text(yaml.safe_dump({'parameters': [
+        {'name': 'FJ3_kp', 'actuators': ['rh_[FMRL]FJ3'], 'attribute': 'kp', 'bounds': [2.0, 8.0]},
+        {'name': 'J3_damping', 'joints': ['rh_[FMRL]FJ3'], 'attribute': 'damping', 'bounds': [0.01, 0.5]}]}))
+    job_spec = spec([RecordingSource('curl_all', bags['curl_all'])], budget=4)
+    job_spec.space_file = space
+    result = CalibrationJob(job_spec, tmp_path / 'run').run()
+    kp = result.report['best_parameters']['FJ3_kp']
+    gains_file = publish_gains(tmp_path / 'run' / 'parameters.yaml', tmp_path / 'models', builtin_model_path(), 'r1')
+    assert gains_file.name == 'shadow_hand_e_gains_r1.yaml'
+    gains = ControllerGains.from_yaml(gains_file)
+    assert gains.for_joint('rh_MFJ3').p == pytest.approx(kp) and gains.for_joint('rh_FFJ4').p == pytest.approx(4.0)
+    again = publish_gains(tmp_path / 'run' / 'parameters.yaml', tmp_path / 'models', gains_file, 'r1')
+    assert again.name == 'shadow_hand_e_gains_r1.1.yaml'          # never over an earlier file
+    # a space without gains: nothing to publish
+    plain = CalibrationJob(spec([RecordingSource('curl_all', bags['curl_all'])], budget=2), tmp_path / 'plain')
+    plain.run()
+    assert publish_gains(tmp_path / 'plain' / 'parameters.yaml', tmp_path / 'models', builtin_model_path(),
+                         'r2') is None

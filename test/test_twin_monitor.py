@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BRIDGE_PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
@@ -227,3 +228,19 @@ def test_thresholds_change_at_runtime_and_bad_values_are_refused(ros, cell, topi
     # the worst joint is now rh_LFJ3: ERROR (0.3 rad >= 0.2) outranks rh_FFJ3's larger error at WARN
     assert level(summary) == 2 and kv(summary)['worst_joint'] == 'rh_LFJ3' and 'rh_LFJ3' in summary.message
     assert kv(diag['twin_monitor: rh_MFJ3'])['warn_rad'] == '0.05'  # no override
+
+
+def test_diagnostic_aggregator_config_covers_every_status_name():
+    """config/diagnostic_aggregator.yaml (for rqt_robot_monitor) groups the statuses this package
+    publishes: their names start with the publishing node's name."""
+    from calibration_node.node import NODE_NAME as CALIBRATION
+    from mujoco_bridge.bridge_node import NODE_NAME as BRIDGE
+    from shadow_twin.twin_monitor import NODE_NAME as MONITOR
+    config = yaml.safe_load((REPO / 'config' / 'diagnostic_aggregator.yaml').read_text())
+    analyzers = config['analyzers']['ros__parameters']
+    groups = {k: v for k, v in analyzers.items() if isinstance(v, dict)}
+    assert all(g['type'] == 'diagnostic_aggregator/GenericAnalyzer' for g in groups.values())
+    prefixes = [p for g in groups.values() for p in g['startswith']]
+    for status in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{BRIDGE}: physics', 'mock_hardware: physics',
+                   f'{CALIBRATION}: calibration'):
+        assert sum(status.startswith(p) for p in prefixes) == 1, status

@@ -361,5 +361,5 @@ def test_launch_description():
     arguments = {a.name for a in description.entities if isinstance(a, DeclareLaunchArgument)}
     assert {'mode', 'use_mock_hardware', 'model', 'config'} <= arguments
     nodes = [e for e in description.entities if isinstance(e, Node)]
-    assert len(nodes) == 4
-    assert [n.node_executable for n in nodes][-1] == 'twin_monitor'
+    assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'twin_server', 'twin_monitor',
+                                                  'aggregator_node']
