@@ -49,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help='trajectory of config/trajectories/calibration.yaml kept out of the calibration '
                              '(default slow_grasp)')
     parser.add_argument('--domain-id', type=int, default=None,
-                        help='ROS_DOMAIN_ID of the demo (default: a random one in 150..229); discovery stays '
-                             'on this host')
+                        help="ROS_DOMAIN_ID of the demo (default: a random one in 51..101, the top of the range "
+                             "whose ports stay below Linux's ephemeral ports); discovery stays on this host")
     parser.add_argument('--timeout', type=float, default=900.0, help='give up after this many s (default 900)')
     return parser
 
@@ -200,7 +200,7 @@ def run(args) -> int:
     held = holdout_names(calibration_names, 'auto')
     for sub in ('logs', 'bags', 'plots'):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    domain = args.domain_id if args.domain_id is not None else random.randrange(150, 230)
+    domain = args.domain_id if args.domain_id is not None else random.randrange(51, 102)
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_LOCALHOST_ONLY', None)
