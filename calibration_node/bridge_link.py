@@ -2,30 +2,20 @@
 
 Uses the bridge's parameter services (``AsyncParameterClient``) and its ``~/reload``
 (std_srvs/Trigger). Called from a worker thread while the node's executor spins: every
-wait polls a future.
+wait polls a future (:func:`shadow_twin.spinning.result_within`).
 """
 
 from __future__ import annotations
-
-import time
 
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_srvs.srv import Trigger
 
+from shadow_twin.spinning import result_within
+
 #: Seconds a reload may take beyond the service timeout (a big MJCF compiles in seconds).
 RELOAD_EXTRA = 30.0
-
-
-def wait_result(future, timeout: float):
-    """The future's result, or None if it is not done within ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.01)
-    return future.result()
 
 
 class BridgeLink:
@@ -45,11 +35,11 @@ class BridgeLink:
     def _get(self, names: list[str]) -> list[str] | None:
         if not self.params.wait_for_services(timeout_sec=self.timeout):
             return None
-        answer = wait_result(self.params.get_parameters(names), self.timeout)
+        answer = result_within(self.params.get_parameters(names), self.timeout)
         return None if answer is None else [v.string_value for v in answer.values]
 
     def _set(self, name: str, value: str) -> tuple[bool, str]:
-        answer = wait_result(self.params.set_parameters([Parameter(name, value=value)]), self.timeout)
+        answer = result_within(self.params.set_parameters([Parameter(name, value=value)]), self.timeout)
         if answer is None:
             return False, 'no answer'
         return answer.results[0].successful, answer.results[0].reason
@@ -76,7 +66,7 @@ class BridgeLink:
             if not ok:
                 self._restore(old)
                 return False, f'bridge refused {name} {value}: {reason}'
-        reply = wait_result(self.reload_client.call_async(Trigger.Request()), self.timeout + RELOAD_EXTRA)
+        reply = result_within(self.reload_client.call_async(Trigger.Request()), self.timeout + RELOAD_EXTRA)
         if reply is not None and reply.success:
             return True, f'bridge {self.bridge} reloaded {model}' + (f' with gains {gains}' if gains else '')
         self._restore(old)

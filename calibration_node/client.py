@@ -53,12 +53,30 @@ class SpinningNode:
         rclpy.try_shutdown(context=self.context)
 
 
-def wait_done(future, timeout: float) -> bool:
-    """Poll ``future`` (spun elsewhere) until done or ``timeout`` s; returns whether it is done."""
-    deadline = time.monotonic() + timeout
-    while not future.done() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return future.done()
+def request_calibration(node, node_name: str, service_timeout: float, answer_timeout: float = 30.0):
+    """Call ``<node_name>/calibrate`` from ``node`` (spun elsewhere); returns the Trigger response.
+
+    Its ``message`` names the run directory when ``success`` (see :func:`run_dir_of`).
+    Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer within
+    ``answer_timeout`` s.
+    """
+    from std_srvs.srv import Trigger
+
+    from shadow_twin.errors import ShadowTwinError
+    from shadow_twin.spinning import result_within
+    name = f'{node_name.rstrip("/")}/calibrate'
+    client = node.create_client(Trigger, name)
+    if not client.wait_for_service(timeout_sec=service_timeout):
+        raise ShadowTwinError(f'no service {name} within {service_timeout:g} s')
+    answer = result_within(client.call_async(Trigger.Request()), answer_timeout)
+    if answer is None:
+        raise ShadowTwinError(f'{name} did not answer within {answer_timeout:g} s')
+    return answer
+
+
+def run_dir_of(answer) -> str:
+    """The run directory named by a successful ``~/calibrate`` answer ('calibration started: DIR')."""
+    return answer.message.split(': ', 1)[1].strip()
 
 
 class StatusFollower:
@@ -121,25 +139,20 @@ def follow(node, follower: StatusFollower, run_dir: str, timeout: float, out=pri
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shadow-twin calibrate-live``; returns the exit status."""
     args = build_parser().parse_args(argv)
-    from std_srvs.srv import Trigger
+    from shadow_twin.errors import ShadowTwinError
     ros = SpinningNode('calibrate_live_client')
     try:
         follower = StatusFollower(ros.node, args.node)
-        client = ros.node.create_client(Trigger, f'{args.node.rstrip("/")}/calibrate')
-        if not client.wait_for_service(timeout_sec=args.service_timeout):
-            print(f'shadow-twin calibrate-live: error: no service {args.node}/calibrate '
-                  f'(is the calibration_node running on the ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)
+        try:
+            answer = request_calibration(ros.node, args.node, args.service_timeout)
+        except ShadowTwinError as exc:
+            print(f'shadow-twin calibrate-live: error: {exc} (is the calibration_node running on the '
+                  f'ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)
             return 2
-        future = client.call_async(Trigger.Request())
-        if not wait_done(future, 30.0):
-            print('shadow-twin calibrate-live: error: the node did not answer within 30 s', file=sys.stderr)
-            return 2
-        answer = future.result()
         print(answer.message, flush=True)
         if not answer.success:
             return 2
-        run_dir = answer.message.split(': ', 1)[1].strip()
-        code, status = follow(ros.node, follower, run_dir, args.timeout,
+        code, status = follow(ros.node, follower, run_dir_of(answer), args.timeout,
                               out=lambda line: print(line, flush=True))
         if code == 124:
             print(f'shadow-twin calibrate-live: still running after {args.timeout:g} s; the node continues',

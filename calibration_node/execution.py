@@ -9,6 +9,7 @@ started.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 from action_msgs.msg import GoalStatus
@@ -17,7 +18,12 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from shadow_twin.errors import TrajectoryError
+from shadow_twin.recording import TRAJECTORY, trajectory_cdr
+from shadow_twin.spinning import result_within
+from shadow_twin.trajectory import JointTrajectory
 
+#: Topic of the commanded trajectory in recorded bags (a JointTrajectory stamped with its start).
+TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
 STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: 'succeeded', GoalStatus.STATUS_ABORTED: 'aborted',
                 GoalStatus.STATUS_CANCELED: 'canceled'}
 
@@ -40,12 +46,10 @@ class TrajectoryExecutor:
 
     @staticmethod
     def _wait(future, timeout: float, what: str):
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise TrajectoryError(f'no answer from {what} within {timeout:g} s')
-            time.sleep(0.005)
-        return future.result()
+        answer = result_within(future, timeout)
+        if answer is None:
+            raise TrajectoryError(f'no answer from {what} within {timeout:g} s')
+        return answer
 
     def execute(self, trajectory, start_lead: float, tail: float,
                 on_sent: Callable[[int], None] | None = None) -> int:
@@ -82,3 +86,19 @@ class TrajectoryExecutor:
         while self.node.get_clock().now().nanoseconds * 1e-9 < end:
             time.sleep(0.01)
         return start_ns
+
+    def record(self, recorder, trajectory: JointTrajectory, bag: Path, start_lead: float,
+               tail: float) -> tuple[int, dict[str, int]]:
+        """:meth:`execute` ``trajectory`` while ``recorder`` (a BagRecorder) records, with the
+        commanded trajectory stamped with its start on ``TRAJECTORY_TOPIC``; write the bag ``bag``.
+
+        Returns (start stamp ns, messages recorded per topic). Raises TrajectoryError as
+        :meth:`execute`, RecordingError if ``bag`` exists.
+        """
+        recorder.start()
+        start_ns = self.execute(trajectory.to_msg(), start_lead, tail,
+                                on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
+                                                                trajectory_cdr(trajectory, ns * 1e-9)))
+        counts = recorder.counts()
+        recorder.stop(bag)
+        return start_ns, counts

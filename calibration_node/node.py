@@ -51,7 +51,7 @@ from shadow_twin.errors import ConfigError, RecordingError, ShadowTwinError
 from shadow_twin.model import builtin_model_path
 from shadow_twin.paths import config_path
 from shadow_twin.files import versioned_path
-from shadow_twin.recording import TRAJECTORY, largest_gap, read_joint_states, trajectory_cdr
+from shadow_twin.recording import largest_gap, read_joint_states
 from shadow_twin.trajectory import load_waypoint_yaml
 from shadow_twin.spinning import run_node
 
@@ -61,7 +61,6 @@ from .recorder import BagRecorder
 from .status import StatusBoard
 
 NODE_NAME = 'calibration_node'
-TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
 Spec = bridge_params.Spec
 SPECS = (
     Spec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
@@ -137,10 +136,6 @@ class CalibrationNode(Node):
     def _p(self, name: str):
         return self.get_parameter(name).value
 
-    def set_status(self, *args, **kwargs) -> None:
-        """See :meth:`StatusBoard.set`."""
-        self.status.set(*args, **kwargs)
-
     @property
     def busy(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
@@ -155,7 +150,7 @@ class CalibrationNode(Node):
             run_dir, resumed = self._open_run()
         except ShadowTwinError as exc:
             response.success, response.message = False, f'cannot start a calibration: {exc}'
-            self.set_status('failed', response.message, DiagnosticStatus.ERROR)
+            self.status.set('failed', response.message, DiagnosticStatus.ERROR)
             return response
         self._start(run_dir)
         response.success = True
@@ -259,30 +254,27 @@ class CalibrationNode(Node):
     def _work(self, run_dir: Path) -> None:
         try:
             plan = CalibrationPlan.read(run_dir)
-            self.set_status('starting', f'run {plan.run_id} ({plan.mode})', run_dir=str(run_dir))
+            self.status.set('starting', f'run {plan.run_id} ({plan.mode})', run_dir=str(run_dir))
             if plan.mode == LIVE:
                 self._record(plan, run_dir)
             self._calibrate(plan, run_dir)
         except ShadowTwinError as exc:
-            self.set_status('failed', str(exc), DiagnosticStatus.ERROR)
+            self.status.set('failed', str(exc), DiagnosticStatus.ERROR)
         except Exception as exc:   # keep the node up; the traceback is in the log
             self.get_logger().error(traceback.format_exc())
-            self.set_status('failed', f'unexpected error: {exc!r}', DiagnosticStatus.ERROR)
+            self.status.set('failed', f'unexpected error: {exc!r}', DiagnosticStatus.ERROR)
 
     def _record(self, plan: CalibrationPlan, run_dir: Path) -> None:
         pending = plan.pending(run_dir)
         for k, entry in enumerate(pending):
             trajectory = load_waypoint_yaml(*entry.trajectory.rsplit(':', 1))
-            self.set_status('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
+            self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
                             f'{trajectory.duration:.1f} s)', trajectory=entry.name)
-            self.recorder.start()
-            start_ns = self.trajectories.execute(
-                trajectory.to_msg(), float(self._p('start_lead')),
-                float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3,
-                on_sent=lambda ns: self.recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
-                                                     trajectory_cdr(trajectory, ns * 1e-9)))
-            counts = ', '.join(f'{n} on {t}' for t, n in self.recorder.counts().items())
-            bag = self.recorder.stop(plan.bag_path(entry, run_dir))
+            bag = plan.bag_path(entry, run_dir)
+            start_ns, recorded = self.trajectories.record(
+                self.recorder, trajectory, bag, float(self._p('start_lead')),
+                float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3)
+            counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
             self.get_logger().info(f'recorded {entry.name} (start {start_ns * 1e-9:.3f} s): {counts} -> {bag}')
             self._check_gaps(bag, (plan.real_topic, plan.sim_topic), run_dir)
 
@@ -301,7 +293,7 @@ class CalibrationNode(Node):
                                      f'{rejected}; call ~/calibrate again to record it anew')
 
     def _calibrate(self, plan: CalibrationPlan, run_dir: Path) -> None:
-        self.set_status('preparing', f'aligning {len(plan.entries)} recording(s)')
+        self.status.set('preparing', f'aligning {len(plan.entries)} recording(s)')
         job = CalibrationJob(plan.job_spec(run_dir), run_dir)
         budget = plan.settings['budget']
 
@@ -313,9 +305,9 @@ class CalibrationNode(Node):
             log = best != logged['best'] or done // step > logged['done'] // step or done == total
             if log:
                 logged.update(best=best, done=done)
-            self.set_status('calibrating', f'{done}/{total} evaluations, best objective {best:.6g} rad^2',
+            self.status.set('calibrating', f'{done}/{total} evaluations, best objective {best:.6g} rad^2',
                             log=log, evaluations=done, budget=total, best_objective=f'{best:.6g}')
-        self.set_status('calibrating', f'0/{budget} evaluations ({plan.settings["optimizer"]}, '
+        self.status.set('calibrating', f'0/{budget} evaluations ({plan.settings["optimizer"]}, '
                         f'{len(job.space.dimensions)} parameters)', evaluations=0, budget=budget)
         result = job.run(progress)
         document = result.to_dict()
@@ -326,7 +318,7 @@ class CalibrationNode(Node):
         if not result.accept:
             document['installed'] = False
             job.write_result(document)
-            self.set_status('refused', result.reason, DiagnosticStatus.WARN, **summary)
+            self.status.set('refused', result.reason, DiagnosticStatus.WARN, **summary)
             return
         models = self.output_dir / 'models'
         model = publish_model(result.calibrated_model, models, Path(plan.model_path), plan.run_id)
@@ -334,13 +326,13 @@ class CalibrationNode(Node):
         document.update(model=str(model), gains_file=str(gains) if gains else None)
         installed, message = False, 'install is false: not installed'
         if self._p('install'):
-            self.set_status('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
+            self.status.set('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
             installed, message = self.bridge.install(str(model), str(gains) if gains else None)
         document.update(installed=installed, install_message=message)
         job.write_result(document)
         level = DiagnosticStatus.OK if installed or not self._p('install') else DiagnosticStatus.ERROR
         phase = 'done' if level == DiagnosticStatus.OK else 'failed'
-        self.set_status(phase, f'{result.reason}; {message}', level, model=str(model), **summary)
+        self.status.set(phase, f'{result.reason}; {message}', level, model=str(model), **summary)
 
     def destroy_node(self) -> None:
         self.recorder.destroy()

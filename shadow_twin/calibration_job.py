@@ -49,7 +49,9 @@ from .evaluation import AlignmentSettings, Evaluator, EvaluatorSet
 from .files import sha256_of, versioned_path, write_bytes_atomic, write_text_atomic
 from .joint_map import JointNameMap
 from .model import TwinModel
-from .recording import JOINT_STATE, TRAJECTORY, bag_topics, read_commanded_trajectory, read_joint_states
+from .metrics import reduction_percent
+from .recording import (JOINT_STATE, JointStateRecording, bag_topics, read_commanded_trajectory,
+                        read_joint_states)
 from .report import write_outputs
 from .search_space import SearchSpace
 from .trajectory import JointTrajectory
@@ -93,12 +95,6 @@ class RecordingSource:
         trajectory.name = self.name
         return RecordingSource(self.name, Path(self.bag), trajectory, self.start if self.start is not None else start,
                                self.real_topic, self.sim_topic)
-
-
-def bag_has_trajectory(bag: str | Path) -> bool:
-    """Whether ``bag`` holds a commanded trajectory (a JointTrajectory topic). Raises RecordingError
-    for an unreadable bag."""
-    return TRAJECTORY in bag_topics(bag).values()
 
 
 @dataclass
@@ -155,15 +151,11 @@ class JobResult:
 
     def to_dict(self) -> dict:
         return {'fit': {'before': self.fit_before, 'after': self.fit_after,
-                        'reduction_percent': _reduction(self.fit_before, self.fit_after)},
-                'holdout': {name: {**v, 'reduction_percent': _reduction(v['before'], v['after'])}
+                        'reduction_percent': reduction_percent(self.fit_before, self.fit_after)},
+                'holdout': {name: {**v, 'reduction_percent': reduction_percent(v['before'], v['after'])}
                             for name, v in self.holdout.items()},
                 'accept': self.accept, 'reason': self.reason,
                 'calibrated_model': str(self.calibrated_model), 'live_mse_before': self.live}
-
-
-def _reduction(before: float, after: float) -> float:
-    return 100.0 * (1.0 - after / before) if before > 0 else 0.0
 
 
 def install_decision(fit_before: float, fit_after: float,
@@ -178,14 +170,14 @@ def install_decision(fit_before: float, fit_after: float,
         return False, f'no better parameters found (fit objective {fit_before:.6g} -> {fit_after:.6g} rad^2)'
     if not holdout:
         return True, (f'fit objective {fit_before:.6g} -> {fit_after:.6g} rad^2 '
-                      f'({_reduction(fit_before, fit_after):.1f} % lower); no hold-out recording to check')
+                      f'({reduction_percent(fit_before, fit_after):.1f} % lower); no hold-out recording to check')
     before = sum(v['before'] for v in holdout.values()) / len(holdout)
     after = sum(v['after'] for v in holdout.values()) / len(holdout)
     if after > before * (1 + HOLDOUT_TOLERANCE):
         return False, (f'hold-out error would rise {before:.6g} -> {after:.6g} rad^2 '
-                       f'({-_reduction(before, after):.1f} % worse): calibration not installed')
+                       f'({-reduction_percent(before, after):.1f} % worse): calibration not installed')
     return True, (f'fit objective {fit_before:.6g} -> {fit_after:.6g} rad^2; hold-out {before:.6g} -> '
-                  f'{after:.6g} rad^2 ({_reduction(before, after):.1f} % lower)')
+                  f'{after:.6g} rad^2 ({reduction_percent(before, after):.1f} % lower)')
 
 
 def objective_joints_of(globs: Sequence[str], trajectory: JointTrajectory) -> list[str]:
@@ -195,6 +187,27 @@ def objective_joints_of(globs: Sequence[str], trajectory: JointTrajectory) -> li
         raise ConfigError(f'objective_joints {list(globs)} match none of the joints of trajectory '
                           f'{trajectory.name!r}: {trajectory.joint_names}')
     return joints
+
+
+def recorded_mse(source: RecordingSource, objective_globs: Sequence[str], settle_time: float,
+                 real: JointStateRecording | None = None) -> dict[str, float]:
+    """Per-joint MSE (rad^2) between the sim and the robot *as recorded* in ``source``'s bag (the
+    live twin's error, no simulation), over the trajectory and ``settle_time`` s after it.
+
+    Args:
+        source: a resolved recording (trajectory and start known) whose bag holds ``sim_topic``.
+        objective_globs: joints compared (globs on the trajectory's joints).
+        settle_time: s compared after the trajectory ends.
+        real: the robot stream when already read (else read from the bag).
+    Raises:
+        RecordingError: no start time, topics missing, or streams not covering the window.
+    """
+    if source.trajectory is None or source.start is None:
+        raise RecordingError(f'{source.name}: the trajectory start is not known')
+    real = real if real is not None else read_joint_states(source.bag, source.real_topic)
+    sim = read_joint_states(source.bag, source.sim_topic)
+    return metrics.recording_mse(real, sim, objective_joints_of(objective_globs, source.trajectory), source.start,
+                                 source.start + source.trajectory.duration + settle_time)
 
 
 class CalibrationJob:
@@ -217,13 +230,14 @@ class CalibrationJob:
         self.controller = SimController(self.twin.model, ControllerGains.from_yaml(spec.gains_file),
                                         JointNameMap.from_yaml(spec.joint_map_file))
         self.space = SearchSpace.from_yaml(spec.space_file, self.twin)
+        self._real: dict[str, JointStateRecording] = {}   # robot streams, by recording name
         self.fit = [s.resolved() for s in spec.fit]
         self.holdout = [s.resolved() for s in spec.holdout]
         self.fit_set = EvaluatorSet([self._evaluator(s) for s in self.fit])
         self.holdout_parts = [self._evaluator(s) for s in self.holdout]
 
     def _evaluator(self, source: RecordingSource) -> Evaluator:
-        recording = read_joint_states(source.bag, source.real_topic)
+        recording = self._real[source.name] = read_joint_states(source.bag, source.real_topic)
         joints = objective_joints_of(self.spec.objective_joints, source.trajectory)
         return Evaluator(self.twin, self.controller, recording, source.trajectory, joints,
                          settings=self.spec.alignment, trajectory_start=source.start, label=source.name)
@@ -268,10 +282,10 @@ class CalibrationJob:
             if not source.sim_topic or bag_topics(source.bag).get(source.sim_topic) != JOINT_STATE:
                 continue
             try:
-                real = read_joint_states(source.bag, source.real_topic)
-                sim = read_joint_states(source.bag, source.sim_topic)
-                mse = metrics.recording_mse(real, sim, part.objective_joints, part.start,
-                                            part.start + source.trajectory.duration + self.spec.alignment.settle_time)
+                aligned = RecordingSource(source.name, source.bag, source.trajectory, part.start, source.real_topic,
+                                          source.sim_topic)
+                mse = recorded_mse(aligned, self.spec.objective_joints, self.spec.alignment.settle_time,
+                                   self._real[source.name])
             except RecordingError as exc:
                 log.warning('%s: no live error: %s', source.name, exc)
                 continue

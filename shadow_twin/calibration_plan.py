@@ -22,7 +22,7 @@ import yaml
 
 from .calibration import CalibrationSettings
 from .calibration_job import RESULT, JobSpec, RecordingSource
-from .errors import ConfigError
+from .errors import ConfigError, RecordingError
 from .evaluation import AlignmentSettings
 from .files import write_text_atomic
 from .trajectory import parse_trajectory_arg
@@ -112,7 +112,6 @@ class CalibrationPlan:
             trajectory = parse_trajectory_arg(entry.trajectory) if entry.trajectory else None
             bag = self.bag_path(entry, run_dir)
             if not bag.exists():
-                from .errors import RecordingError
                 raise RecordingError(f'recording {entry.name!r}: bag {bag} does not exist')
             sources[entry.holdout].append(RecordingSource(entry.name, bag, trajectory, None, self.real_topic,
                                                           self.sim_topic))

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from .errors import ShadowTwinError
+from .metrics import reduction_percent
 from .paths import config_path
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
@@ -85,17 +86,13 @@ class Processes:
                 proc.wait()
 
 
-def live_error(bag: Path, trajectory_duration: float) -> dict:
-    """Sim-vs-real error of a recorded trajectory: {'mse': rad^2, 'rmse': rad, 'per_joint_mse': {...}}."""
+def live_error(bag: Path) -> dict:
+    """Sim-vs-real error of a trajectory recorded with its commanded trajectory:
+    {'mse': rad^2, 'rmse': rad, 'per_joint_mse': {...}}."""
     import numpy as np
 
-    from . import metrics
-    from .calibration_job import objective_joints_of
-    from .recording import read_commanded_trajectory, read_joint_states
-    trajectory, start = read_commanded_trajectory(bag)
-    joints = objective_joints_of(OBJECTIVE_JOINTS, trajectory)
-    mse = metrics.recording_mse(read_joint_states(bag, '/joint_states'), read_joint_states(bag, '/sim/joint_states'),
-                                joints, start, start + trajectory_duration + SETTLE)
+    from .calibration_job import RecordingSource, recorded_mse
+    mse = recorded_mse(RecordingSource(bag.name, bag).resolved(), OBJECTIVE_JOINTS, SETTLE)
     mean = float(np.mean(list(mse.values())))
     return {'mse': mean, 'rmse': float(np.sqrt(mean)), 'per_joint_mse': mse}
 
@@ -129,29 +126,21 @@ class DemoClient:
 
     def record(self, name: str, trajectory, bag: Path) -> dict:
         """Run ``trajectory`` through the twin, record it into ``bag``; returns its live error."""
-        from .recording import TRAJECTORY, trajectory_cdr
         print(f'  running {name} ({trajectory.duration:.1f} s) ...', flush=True)
-        self.recorder.start()
-        self.runner.execute(trajectory.to_msg(), 0.3, SETTLE + 0.3,
-                            on_sent=lambda ns: self.recorder.add('/calibration_node/commanded_trajectory',
-                                                                 TRAJECTORY, trajectory_cdr(trajectory, ns * 1e-9)))
-        self.recorder.stop(bag)
-        return live_error(bag, trajectory.duration)
+        self.runner.record(self.recorder, trajectory, bag, 0.3, SETTLE + 0.3)
+        return live_error(bag)
 
     def calibrate(self, timeout: float) -> tuple[int, dict]:
         """Trigger the calibration node and follow it; (exit status as calibrate-live, last status)."""
-        from std_srvs.srv import Trigger
-
-        from calibration_node.client import follow, wait_done
-        client = self.node.create_client(Trigger, '/calibration_node/calibrate')
-        if not client.wait_for_service(timeout_sec=30.0):
-            raise ShadowTwinError('the calibration node did not come up (see logs/calibration_node.log)')
-        future = client.call_async(Trigger.Request())
-        answer = future.result() if wait_done(future, 30.0) else None
-        if answer is None or not answer.success:
-            raise ShadowTwinError(f'calibration did not start: {answer.message if answer else "no answer"}')
-        run_dir = answer.message.split(': ', 1)[1].strip()
-        return follow(self.node, self.follower, run_dir, timeout, out=lambda line: print(f'  {line}', flush=True))
+        from calibration_node.client import follow, request_calibration, run_dir_of
+        try:
+            answer = request_calibration(self.node, '/calibration_node', 30.0)
+        except ShadowTwinError as exc:
+            raise ShadowTwinError(f'the calibration node did not come up: {exc} (see logs/calibration_node.log)') from None
+        if not answer.success:
+            raise ShadowTwinError(f'calibration did not start: {answer.message}')
+        return follow(self.node, self.follower, run_dir_of(answer), timeout,
+                      out=lambda line: print(f'  {line}', flush=True))
 
     def close(self) -> None:
         self.recorder.destroy()
@@ -166,7 +155,7 @@ def plot_error_bars(path: Path, rows: list[dict]) -> None:
     import numpy as np
 
     from .files import write_bytes_atomic
-    from .report import _figure_bytes
+    from .report import figure_png
     labels = [f'{r["trajectory"]}\n({r["role"]})' for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(1.8 + 2.0 * len(rows), 3.8))
@@ -180,7 +169,7 @@ def plot_error_bars(path: Path, rows: list[dict]) -> None:
     ax.set_title('Twin error before and after live calibration')
     ax.legend()
     ax.grid(True, axis='y', alpha=0.3)
-    write_bytes_atomic(path, _figure_bytes(fig))
+    write_bytes_atomic(path, figure_png(fig))
 
 
 def run(args) -> int:
@@ -232,7 +221,7 @@ def run(args) -> int:
         rows = []
         for name in calibration_names:
             trajectory = load_waypoint_yaml(trajectories_file, name)
-            before = live_error(run_dir / 'bags' / name, trajectory.duration)
+            before = live_error(run_dir / 'bags' / name)
             after = client.record(name, trajectory, out / 'bags' / f'{name}_after')
             rows.append(_row(name, 'held out' if name in held else 'fitted', before, after,
                              run_dir / 'bags' / name, out / 'bags' / f'{name}_after'))
@@ -270,8 +259,8 @@ def run(args) -> int:
 
 def _row(name: str, role: str, before: dict, after: dict, before_bag: Path, after_bag: Path) -> dict:
     return {'trajectory': name, 'role': role, 'before': before, 'after': after,
-            'reduction_percent_mse': 100.0 * (1.0 - after['mse'] / before['mse']) if before['mse'] > 0 else 0.0,
-            'reduction_percent_rmse': 100.0 * (1.0 - after['rmse'] / before['rmse']) if before['rmse'] > 0 else 0.0,
+            'reduction_percent_mse': reduction_percent(before['mse'], after['mse']),
+            'reduction_percent_rmse': reduction_percent(before['rmse'], after['rmse']),
             'before_bag': str(before_bag), 'after_bag': str(after_bag)}
 
 

@@ -222,10 +222,6 @@ class EvaluatorSet:
         self.weights = {j: 1.0 for j in self.objective_joints}
         self.joints = list(dict.fromkeys(j for p in self.parts for j in p.joints))
 
-    @property
-    def labels(self) -> list[str]:
-        return [p.label for p in self.parts]
-
     def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
                  keep_positions: bool = False) -> list[Score]:
         """Score each parameter set on every recording; objective = mean over recordings (rad^2)."""

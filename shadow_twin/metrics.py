@@ -51,6 +51,11 @@ def weighted_objective(mse: Mapping[str, float], weights: Mapping[str, float]) -
     return float(sum(w * mse[j] for j, w in weights.items()) / total)
 
 
+def reduction_percent(before: float, after: float) -> float:
+    """How much lower ``after`` is than ``before``, in % (negative: higher); 0 when ``before`` <= 0."""
+    return 100.0 * (1.0 - after / before) if before > 0 else 0.0
+
+
 def recording_mse(real, sim, joints: Sequence[str], start: float, end: float,
                   rate: float = 125.0) -> dict[str, float]:
     """Per-joint MSE (rad^2) between two recorded streams over [start, end] s of their common clock.

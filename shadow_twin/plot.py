@@ -274,8 +274,8 @@ def _file_names(joints: Sequence[str]) -> list[str]:
 
 
 def _png(fig) -> bytes:
-    from .report import _figure_bytes
-    return _figure_bytes(fig)
+    from .report import figure_png
+    return figure_png(fig)
 
 
 def _labels(cmp: BagComparison) -> tuple[str, str]:

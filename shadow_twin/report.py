@@ -65,7 +65,8 @@ def write_history_csv(path: Path, result: CalibrationResult, space: SearchSpace)
     write_text_atomic(path, buffer.getvalue())
 
 
-def _figure_bytes(fig) -> bytes:
+def figure_png(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (110 dpi, tight); closes the figure."""
     import matplotlib.pyplot as plt
     buffer = io.BytesIO()
     fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
@@ -88,7 +89,7 @@ def plot_convergence(path: Path, result: CalibrationResult, title: str = '') -> 
     ax.set_title(title or 'Calibration convergence')
     ax.legend()
     ax.grid(True, which='both', alpha=0.3)
-    write_bytes_atomic(path, _figure_bytes(fig))
+    write_bytes_atomic(path, figure_png(fig))
 
 
 def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: np.ndarray,
@@ -118,7 +119,7 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
         ax.set_ylabel('angle (rad)')
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title or 'Real vs simulated joint angles')
-    write_bytes_atomic(path, _figure_bytes(fig))
+    write_bytes_atomic(path, figure_png(fig))
 
 
 def _alignment_of(part: Evaluator) -> dict:
@@ -134,12 +135,11 @@ def calibration_report(result: CalibrationResult, evaluator: Evaluator | Evaluat
     ``recordings``: per-recording before/after objectives (several recordings only).
     """
     before, after = result.initial.per_joint_mse, final.per_joint_mse
-    reduction = 1.0 - final.objective / result.initial.objective if result.initial.objective > 0 else 0.0
     parts = parts_of(evaluator)
     report = {
         'objective': {'joints': evaluator.objective_joints, 'weights': evaluator.weights,
                       'initial': result.initial.objective, 'best': final.objective,
-                      'reduction_percent': 100.0 * reduction},
+                      'reduction_percent': metrics.reduction_percent(result.initial.objective, final.objective)},
         'per_joint_mse': {'before': before, 'after': after},
         'per_joint_rmse': {'before': metrics.rmse(before), 'after': metrics.rmse(after)},
         'finger_mean_mse': {'before': metrics.group_means(before, metrics.FINGER_GROUPS),

@@ -5,6 +5,7 @@
   MultiThreadedExecutor, or a node beside others in one process).
 * :func:`run_until_signal` spins an executor until SIGINT/SIGTERM and lets the
   nodes clean up over ROS before it stops.
+* :func:`result_within` waits for a future that another thread's executor completes.
 * :func:`run_node` is the body of every console entry point: init, build the node
   (a bad configuration ends with one fatal log line and exit status 1), spin until
   a signal, shut down (exit status 0).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Callable
 
 import rclpy
@@ -27,6 +29,17 @@ from .errors import ShadowTwinError
 
 #: Exceptions that mean "the node's configuration is wrong" when raised while it is built.
 STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
+
+
+def result_within(future, timeout: float, interval: float = 0.005):
+    """The result of ``future`` (completed by an executor spinning in another thread), or None
+    if it is not done within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+    return future.result()
 
 
 class BackgroundSpinner:

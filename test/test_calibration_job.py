@@ -321,3 +321,15 @@ def test_calibrated_controller_gains_are_published_for_the_bridge(bags, tmp_path
     plain.run()
     assert publish_gains(tmp_path / 'plain' / 'parameters.yaml', tmp_path / 'models', builtin_model_path(),
                          'r2') is None
+
+
+def test_recorded_mse_is_the_live_error_as_recorded(bags):
+    """The sim-vs-robot error of a bag as recorded (no simulation), over trajectory + settling."""
+    from shadow_twin.calibration_job import recorded_mse
+    source = RecordingSource('curl_all', bags['curl_all']).resolved()
+    mse = recorded_mse(source, [FINGERS], 3.0)
+    assert set(mse) == set(objective_joints_of([FINGERS], source.trajectory)) and min(mse.values()) > 0
+    same = recorded_mse(RecordingSource('like_sim', bags['stagger_like_sim']).resolved(), [FINGERS], 3.0)
+    assert max(same.values()) < 1e-12            # robot moved exactly like the sim
+    with pytest.raises(RecordingError, match='the trajectory start is not known'):
+        recorded_mse(RecordingSource('x', bags['curl_all']), [FINGERS], 3.0)

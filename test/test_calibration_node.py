@@ -35,6 +35,16 @@ def node_process(helpers, name: str, folder: Path, *params: str):
     return helpers.NodeProcess('calibration_node.node', args, folder / f'{name}.log')
 
 
+def calibrate_live(helpers, node, name: str) -> subprocess.CompletedProcess:
+    """Run ``shadow-twin calibrate-live --node NAME`` to the end, then stop ``node`` (exit 0 asserted)."""
+    try:
+        return subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate-live', '--node', name,
+                               '--service-timeout', str(START_TIMEOUT), '--timeout', '200'],
+                              cwd=REPO, capture_output=True, text=True, timeout=260)
+    finally:
+        assert node.stop() == 0, node.output()[-3000:]
+
+
 def bridge_model_path(client) -> str:
     from rcl_interfaces.srv import GetParameters
     answer = client.call(GetParameters, '/mujoco_bridge/get_parameters', GetParameters.Request(names=['model_path']))
@@ -243,12 +253,7 @@ def test_calibration_worsening_the_holdout_is_not_installed(ros, cell, live_run,
     assert client.call(Trigger, '/mujoco_bridge/reload').success
     model_before = bridge_model_path(client)
     node = node_process(helpers, 'strict_calibration', tmp_path, f'bag:={fit},{like_sim}', 'holdout:=like_sim')
-    try:
-        cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate-live', '--node',
-                              '/strict_calibration', '--service-timeout', str(START_TIMEOUT), '--timeout', '200'],
-                             cwd=REPO, capture_output=True, text=True, timeout=260)
-    finally:
-        assert node.stop() == 0, node.output()[-3000:]
+    cli = calibrate_live(helpers, node, '/strict_calibration')
     assert cli.returncode == 3, cli.stdout + cli.stderr + node.output()[-2000:]
     assert '[refused] hold-out error would rise' in cli.stdout, cli.stdout
     run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')
@@ -302,12 +307,7 @@ def test_offline_ros1_bag_of_the_real_hand(ros, cell, tmp_path, real_bag, trajec
     model_before = bridge_model_path(client)
     node = node_process(helpers, 'replay_calibration', tmp_path, f'bag:={real_bag}',
                         f'bag_trajectory:={trajectories_yaml}:hand_closing', 'install:=false')
-    try:
-        cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate-live', '--node',
-                              '/replay_calibration', '--service-timeout', str(START_TIMEOUT), '--timeout', '200'],
-                             cwd=REPO, capture_output=True, text=True, timeout=260)
-    finally:
-        assert node.stop() == 0, node.output()[-3000:]
+    cli = calibrate_live(helpers, node, '/replay_calibration')
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert '(offline)' in cli.stdout and 'install is false' in cli.stdout
     run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')

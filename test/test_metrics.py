@@ -59,3 +59,10 @@ def test_shape_mismatch(streams):
         metrics.per_joint_mse(real, sim[:-1], JOINTS)
     with pytest.raises(ValueError, match='shape mismatch'):
         metrics.per_joint_mse(real, sim, JOINTS[:-1])
+
+
+def test_reduction_percent():
+    from shadow_twin.metrics import reduction_percent
+    assert reduction_percent(0.5, 0.1) == pytest.approx(80.0)
+    assert reduction_percent(0.1, 0.3) == pytest.approx(-200.0)
+    assert reduction_percent(0.0, 0.3) == 0.0
