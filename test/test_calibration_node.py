@@ -318,3 +318,12 @@ def test_offline_ros1_bag_of_the_real_hand(ros, cell, tmp_path, real_bag, trajec
     assert report['alignment']['recording'] == 'hand_closing_real'
     assert report['alignment']['fitted_delay_s'] != 0.0          # onset-aligned: the delay is fitted
     assert bridge_model_path(client) == model_before
+
+
+def test_calibrate_live_without_a_node_says_so(ros):
+    """No calibration node on the domain: exit 2 and a message naming the service."""
+    helpers, _ = ros
+    cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate-live', '--node', '/nobody_here',
+                          '--service-timeout', '1'], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 2
+    assert 'no service /nobody_here/calibrate within 1 s' in cli.stderr and 'ROS_DOMAIN_ID' in cli.stderr
