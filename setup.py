@@ -2,7 +2,7 @@
 
 from glob import glob
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 PACKAGE = 'shadow_twin'
 
@@ -19,14 +19,14 @@ def tree(folder: str) -> list[tuple[str, list[str]]]:
 setup(
     name=PACKAGE,
     version='0.1.0',
-    packages=[PACKAGE, 'mujoco_bridge', 'calibration_node'],
-    package_data={PACKAGE: ['models/*.xml']},
+    packages=find_packages(include=[PACKAGE, f'{PACKAGE}.*', 'mujoco_bridge', 'calibration_node']),
+    package_data={f'{PACKAGE}.model': ['builtin/*.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),
         *tree('launch'),
         *tree('config'),
-        (f'share/{PACKAGE}/models', glob(f'{PACKAGE}/models/*.xml')),
+        (f'share/{PACKAGE}/models', glob(f'{PACKAGE}/model/builtin/*.xml')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -37,10 +37,10 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'shadow-twin = shadow_twin.cli:main',
+            'shadow-twin = shadow_twin.cli.main:main',
             'mujoco_bridge = mujoco_bridge.main:main',
-            'twin_server = shadow_twin.twin_server:main',
-            'twin_monitor = shadow_twin.twin_monitor:main',
+            'twin_server = shadow_twin.ros.twin_server:main',
+            'twin_monitor = shadow_twin.ros.twin_monitor:main',
             'calibration_node = calibration_node.node:main',
         ],
     },

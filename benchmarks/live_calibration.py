@@ -29,7 +29,7 @@ def main() -> int:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix='live_calibration_')) / 'demo'
     started = time.monotonic()
-    run = subprocess.run([sys.executable, '-m', 'shadow_twin.cli', 'demo', '--out', str(out),
+    run = subprocess.run([sys.executable, '-m', 'shadow_twin.cli.main', 'demo', '--out', str(out),
                           '--budget', str(args.budget)], cwd=REPO, capture_output=True, text=True)
     wall = time.monotonic() - started
     if run.returncode != 0:

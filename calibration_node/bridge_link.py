@@ -2,7 +2,7 @@
 
 Uses the bridge's parameter services (``AsyncParameterClient``) and its ``~/reload``
 (std_srvs/Trigger). Called from a worker thread while the node's executor spins: every
-wait polls a future (:func:`shadow_twin.spinning.result_within`).
+wait polls a future (:func:`shadow_twin.ros.spinning.result_within`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_srvs.srv import Trigger
 
-from shadow_twin.spinning import result_within
+from shadow_twin.ros.spinning import result_within
 
 #: Seconds a reload may take beyond the service timeout (a big MJCF compiles in seconds).
 RELOAD_EXTRA = 30.0

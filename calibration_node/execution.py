@@ -17,10 +17,10 @@ from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionClient
 from rclpy.node import Node
 
-from shadow_twin.errors import TrajectoryError
-from shadow_twin.recording import TRAJECTORY, trajectory_cdr
-from shadow_twin.spinning import result_within
-from shadow_twin.trajectory import JointTrajectory
+from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
+from shadow_twin.ros.spinning import result_within
+from shadow_twin.control.trajectory import JointTrajectory
 
 #: Topic of the commanded trajectory in recorded bags (a JointTrajectory stamped with its start).
 TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'

@@ -42,23 +42,23 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from mujoco_bridge import params as bridge_params
-from shadow_twin.calibration import CalibrationSettings
-from shadow_twin.calibration_job import CalibrationJob, publish_gains, publish_model
-from shadow_twin.calibration_plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
+from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
+from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
                                           unfinished_runs)
-from shadow_twin.errors import ConfigError, RecordingError, ShadowTwinError
-from shadow_twin.model import builtin_model_path
-from shadow_twin.paths import config_path
-from shadow_twin.files import versioned_path
-from shadow_twin.recording import largest_gap, read_joint_states
-from shadow_twin.trajectory import load_waypoint_yaml
-from shadow_twin.spinning import run_node
+from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
+from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.common.paths import config_path
+from shadow_twin.common.files import versioned_path
+from shadow_twin.calibration.recording import largest_gap, read_joint_states
+from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.ros.spinning import run_node
 
-from .bridge_link import BridgeLink
-from .execution import TrajectoryExecutor
-from .recorder import BagRecorder
-from .status import StatusBoard
+from calibration_node.bridge_link import BridgeLink
+from calibration_node.execution import TrajectoryExecutor
+from calibration_node.recorder import BagRecorder
+from calibration_node.status import StatusBoard
 
 NODE_NAME = 'calibration_node'
 Spec = bridge_params.Spec

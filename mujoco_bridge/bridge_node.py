@@ -34,15 +34,15 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
-from shadow_twin.errors import ShadowTwinError
-from shadow_twin.joint_map import JointNameMap
-from shadow_twin.live_sim import LiveSimulation, ParameterOverrides
-from shadow_twin.model import builtin_model_path
-from shadow_twin.paths import config_path
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.common.paths import config_path
 
-from . import params
-from .timing import RateMeter, SimClock
-from .trajectory_server import SimulatedTrajectoryController
+from shadow_twin.ros import parameters as params
+from mujoco_bridge.timing import RateMeter, SimClock
+from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 
 NODE_NAME = 'mujoco_bridge'
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
@@ -107,7 +107,7 @@ class MujocoBridge(Node):
         self.create_timer(p('rtf_log_period'), self._log_rate)
         self.viewer = None
         if p('viewer'):
-            from .viewer import PassiveViewer
+            from mujoco_bridge.viewer import PassiveViewer
             self.viewer = PassiveViewer(self.sim, self.get_logger())
 
         self._msg = JointState(name=list(self.sim.joint_names))

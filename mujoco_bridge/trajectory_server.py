@@ -1,8 +1,8 @@
 """The simulated joint trajectory controller: a ``control_msgs/action/FollowJointTrajectory``
-server that drives a :class:`shadow_twin.live_sim.LiveSimulation`.
+server that drives a :class:`shadow_twin.simulation.live.LiveSimulation`.
 
 Semantics follow ros2_controllers' joint_trajectory_controller (through
-``shadow_twin.jtc``): goals are validated (joint names, points, stamps, model
+``shadow_twin.control.jtc``): goals are validated (joint names, points, stamps, model
 position limits, optional velocity limits) and rejected when invalid; an
 accepted goal starts at ``header.stamp`` if that is in the future, else now, from
 the current joint positions; feedback (desired, actual, error) is published at
@@ -17,56 +17,25 @@ current position, as the JTC does.
 
 from __future__ import annotations
 
-import array
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from shadow_twin import jtc
-from shadow_twin.errors import ShadowTwinError
-from shadow_twin.live_sim import LiveSimulation, TrackingSample
-from shadow_twin.trajectory import JointTrajectory
+from shadow_twin.control import jtc
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.simulation.live import LiveSimulation, TrackingSample
+from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.ros.action_server import screen_goal
+from shadow_twin.ros.conversions import doubles, duration_msg as duration
 
 Result = FollowJointTrajectory.Result
-
-
-def doubles(values) -> array.array:
-    """A float64 ``array.array`` (what rclpy accepts fastest for ``float64[]`` fields)."""
-    out = array.array('d')
-    out.frombytes(memoryview(values.astype('float64', copy=False).tobytes()))
-    return out
-
-
-def duration(seconds: float) -> Duration:
-    """``builtin_interfaces/Duration`` of ``seconds`` (>= 0)."""
-    ns = max(0, int(round(seconds * 1e9)))
-    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-def screen_goal(validate: Callable, goal, logger, lock: threading.Lock, pending: dict) -> GoalResponse:
-    """Goal callback shared by the action servers: ``validate(goal)`` either returns
-    what the accepted goal needs (kept in ``pending`` under ``id(goal)``) or raises
-    ``jtc.GoalRejected``; the goal is then rejected, the reason logged, nothing moves.
-    Any other exception rejects the goal too, so a bug cannot take the server down."""
-    try:
-        result = validate(goal)
-    except jtc.GoalRejected as exc:
-        logger.warning(f'rejected goal ({exc.error_name}): {exc}')
-        return GoalResponse.REJECT
-    except Exception as exc:
-        logger.error(f'rejected goal: validation failed unexpectedly: {exc!r}')
-        return GoalResponse.REJECT
-    with lock:
-        pending[id(goal)] = result
-    return GoalResponse.ACCEPT
 
 
 @dataclass

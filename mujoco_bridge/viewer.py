@@ -20,7 +20,7 @@ import threading
 import time
 import warnings
 
-from shadow_twin.live_sim import LiveSimulation
+from shadow_twin.simulation.live import LiveSimulation
 
 
 def display_problem() -> str | None:
@@ -37,7 +37,7 @@ def _viewer_process(conn, path: str) -> None:
     import mujoco.viewer
     import glfw
 
-    from shadow_twin.model import TwinModel
+    from shadow_twin.model.mjcf import TwinModel
 
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

@@ -1,0 +1,212 @@
+"""Outputs of a calibration: calibrated MJCF, parameters YAML, report.json,
+history CSV and PNG plots, all written atomically into the output directory."""
+
+from __future__ import annotations
+
+import io
+import json
+import platform
+from dataclasses import asdict
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from shadow_twin.calibration import metrics
+from shadow_twin.calibration.run import CalibrationResult
+from shadow_twin.control.controller import SimController
+from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
+from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.model.mjcf import ParameterTarget, TwinModel, write_calibrated_mjcf
+from shadow_twin.calibration.search_space import SearchSpace
+
+
+def split_values(values: Mapping[ParameterTarget, float], controller: SimController,
+                 model) -> tuple[dict, dict]:
+    """Split calibrated values into (MJCF values, controller-gain values)."""
+    mjcf, gains = {}, {}
+    for target, value in values.items():
+        if target.kind == 'actuator' and controller.is_controller_gain(target.name, model):
+            gains[target] = value
+        else:
+            mjcf[target] = value
+    return mjcf, gains
+
+
+def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimController, model) -> dict:
+    """YAML-ready document of a parameter point: named values, per-target values,
+    and the resulting controller gains when any were calibrated."""
+    values = space.values(x)
+    doc = {'parameters': space.named(x), 'values': {str(t): v for t, v in values.items()}}
+    _, gains = split_values(values, controller, model)
+    if gains:
+        scratch = model.__copy__()
+        from shadow_twin.model.mjcf import apply_parameters
+        apply_parameters(scratch, gains)
+        doc['controller'] = {'gains': {j: {'p': g.p, 'i': 0.0, 'd': g.d}
+                                       for j, g in controller.current_gains(scratch).items()}}
+    return doc
+
+
+def write_history_csv(path: Path, result: CalibrationResult, space: SearchSpace) -> None:
+    """One row per evaluation: index, batch, parameter values, objective, best so far, per-joint MSE."""
+    rows = []
+    best = np.inf
+    for ev in result.evaluations:
+        best = min(best, ev.objective)
+        row = {'evaluation': ev.index, 'batch': ev.batch, **space.named(ev.x),
+               'objective': ev.objective, 'best_objective': best, 'wall_time_s': ev.wall_time}
+        row.update({f'mse_{j}': v for j, v in ev.per_joint_mse.items()})
+        rows.append(row)
+    buffer = io.StringIO()
+    pd.DataFrame(rows).to_csv(buffer, index=False)
+    write_text_atomic(path, buffer.getvalue())
+
+
+def figure_png(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (110 dpi, tight); closes the figure."""
+    import matplotlib.pyplot as plt
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def plot_convergence(path: Path, result: CalibrationResult, title: str = '') -> None:
+    """Objective per evaluation and best so far (log scale), with the default model's level."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    y = np.array([e.objective for e in result.evaluations])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.semilogy(np.arange(1, y.size + 1), y, '.', color='0.6', label='evaluation')
+    ax.semilogy(np.arange(1, y.size + 1), np.minimum.accumulate(y), '-', color='C0', label='best so far')
+    ax.axhline(result.initial.objective, color='C3', ls='--', label='default model')
+    ax.set_xlabel('evaluation')
+    ax.set_ylabel('objective: mean MSE (rad$^2$)')
+    ax.set_title(title or 'Calibration convergence')
+    ax.legend()
+    ax.grid(True, which='both', alpha=0.3)
+    write_bytes_atomic(path, figure_png(fig))
+
+
+def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: np.ndarray,
+                sims: Mapping[str, np.ndarray], title: str = '') -> None:
+    """Real vs simulated angle per joint (one panel each) for several simulated runs.
+
+    ``real``: (N, J) rad; ``sims``: {label: (N, J) rad}.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    cols = 4 if len(joints) > 4 else len(joints)
+    rows = int(np.ceil(len(joints) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows), sharex=True, squeeze=False)
+    for k, joint in enumerate(joints):
+        ax = axes.flat[k]
+        ax.plot(time_base, real[:, k], color='k', lw=1.6, label='real')
+        for n, (label, sim) in enumerate(sims.items()):
+            ax.plot(time_base, sim[:, k], lw=1.1, ls='--' if n == 0 else '-', color=f'C{n}', label=label)
+        ax.set_title(joint, fontsize=9)
+        ax.grid(True, alpha=0.3)
+    for ax in axes.flat[len(joints):]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel('time from trajectory start (s)')
+    for ax in axes[:, 0]:
+        ax.set_ylabel('angle (rad)')
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(title or 'Real vs simulated joint angles')
+    write_bytes_atomic(path, figure_png(fig))
+
+
+def _alignment_of(part: Evaluator) -> dict:
+    return {'recording': part.label, 'motion_onset_s': part.onset, 'trajectory_start_s': part.start,
+            'fitted_delay_s': part.delay, 'window_s': part.window, 'samples': int(part.time_base.size)}
+
+
+def calibration_report(result: CalibrationResult, evaluator: Evaluator | EvaluatorSet, space: SearchSpace,
+                       final: Score, inputs: Mapping[str, Mapping[str, str]], outputs: Mapping[str, str],
+                       recordings: Sequence[dict] = ()) -> dict:
+    """The ``report.json`` document (objectives in rad^2, times in s).
+
+    ``recordings``: per-recording before/after objectives (several recordings only).
+    """
+    before, after = result.initial.per_joint_mse, final.per_joint_mse
+    parts = parts_of(evaluator)
+    report = {
+        'objective': {'joints': evaluator.objective_joints, 'weights': evaluator.weights,
+                      'initial': result.initial.objective, 'best': final.objective,
+                      'reduction_percent': metrics.reduction_percent(result.initial.objective, final.objective)},
+        'per_joint_mse': {'before': before, 'after': after},
+        'per_joint_rmse': {'before': metrics.rmse(before), 'after': metrics.rmse(after)},
+        'finger_mean_mse': {'before': metrics.group_means(before, metrics.FINGER_GROUPS),
+                            'after': metrics.group_means(after, metrics.FINGER_GROUPS)},
+        'best_parameters': space.named(result.best.x),
+        'search_space': space.to_dict(),
+        'evaluations': len(result.evaluations),
+        'resumed_evaluations': result.resumed_evaluations,
+        'wall_time_s': result.wall_time,
+        'optimiser_time_s': result.optimiser_time,
+        'simulation_time_s': result.simulation_time,
+        'optimizer': result.settings,
+        'alignment': {**asdict(evaluator.settings), **_alignment_of(parts[0])},
+        'inputs': dict(inputs),
+        'outputs': dict(outputs),
+        'environment': {'python': platform.python_version(), 'mujoco': _version('mujoco'),
+                        'scikit-optimize': _version('scikit-optimize')},
+    }
+    if len(parts) > 1:
+        report['recordings'] = [{**_alignment_of(p), **extra} for p, extra in zip(parts, recordings)]
+    return report
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return 'unknown'
+
+
+def _safe(label: str) -> str:
+    return ''.join(c if c.isalnum() or c in '-_' else '_' for c in Path(label.split()[0]).stem)[:40]
+
+
+def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
+                  space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]]) -> dict:
+    """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
+
+    Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
+    ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
+    (one per recording of an :class:`EvaluatorSet`), ``report.json``.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    best_values = space.values(result.best.x)
+    mjcf_values, _ = split_values(best_values, controller, twin.model)
+    model_file = out_dir / f'{twin.path.stem}_calibrated.xml'
+    write_calibrated_mjcf(twin, mjcf_values, model_file)
+    doc = parameters_document(space, result.best.x, controller, twin.model)
+    write_text_atomic(out_dir / 'parameters.yaml', yaml.safe_dump(doc, sort_keys=False))
+    write_history_csv(out_dir / 'history.csv', result, space)
+    plot_convergence(out_dir / 'convergence.png', result)
+    parts = parts_of(evaluator)
+    plots, recordings, afters = ['convergence.png'], [], []
+    for k, part in enumerate(parts):
+        before, after = part.evaluate([{}, best_values], keep_positions=True)
+        name = 'joints_before_after.png' if len(parts) == 1 else f'joints_before_after_{k}_{_safe(part.label)}.png'
+        title = (f'{part.label if len(parts) > 1 else "Real vs simulated"}: objective '
+                 f'{before.objective:.4g} -> {after.objective:.4g} rad$^2$')
+        plot_joints(out_dir / name, part.time_base, part.joints, part.real,
+                    {'sim before': before.positions, 'sim after': after.positions}, title=title)
+        plots.append(name)
+        recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
+        afters.append(after)
+    final = combine_scores(afters) if len(parts) > 1 else afters[0]
+    outputs = {'calibrated_model': model_file.name, 'parameters': 'parameters.yaml',
+               'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
+    report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings)
+    write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
+    return report

@@ -1,0 +1,218 @@
+"""Search spaces: which MJCF parameters a calibration varies, and within which bounds.
+
+YAML::
+
+    parameters:
+      - name: J1_damping            # one value shared by every matched element
+        joints: ['rh_[FMRL]FJ1']    # globs on joint names, and/or
+        classes: [FJ1]              # MJCF default classes
+        attribute: damping          # damping frictionloss armature stiffness
+                                    # springref range_lower range_upper
+        bounds: {relative: 0.7}     # +/-70 % of the model default (or of 'around')
+        log: false                  # search on a log scale (positive bounds only)
+      - name: J0_kp
+        actuators: ['rh_*J0']       # actuator globs, attributes kp / kd
+        attribute: kp
+        bounds: [1.0, 10.0]         # absolute [low, high]
+
+``around`` gives the centre of relative bounds where the model default is
+zero or not the value to search around.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import yaml
+
+from shadow_twin.common.errors import ModelError, SearchSpaceError
+from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter
+
+_KEYS = {'name', 'joints', 'classes', 'actuators', 'attribute', 'bounds', 'log', 'around'}
+
+
+@dataclass
+class Dimension:
+    """One searched value, shared by ``targets``.
+
+    Attributes:
+        name: label used in histories and reports.
+        targets: parameters set to this value.
+        low, high: bounds in the attribute's unit.
+        default: the model's value (mean over targets).
+        log: search on a log scale.
+    """
+
+    name: str
+    targets: list[ParameterTarget]
+    low: float
+    high: float
+    default: float
+    log: bool = False
+
+    def skopt_dimension(self):
+        """The scikit-optimize ``Real`` dimension."""
+        from skopt.space import Real
+        return Real(self.low, self.high, prior='log-uniform' if self.log else 'uniform', name=self.name)
+
+
+class SearchSpace:
+    """A list of :class:`Dimension` resolved against a model.
+
+    Raises SearchSpaceError (from :meth:`from_yaml`) naming the entry at fault:
+    unknown joint, class, actuator or attribute; missing or inverted bounds;
+    zero-width relative bounds; log scale with non-positive bounds; duplicate names
+    or a parameter claimed by two entries.
+    """
+
+    def __init__(self, dimensions: Sequence[Dimension], source: str = '') -> None:
+        self.dimensions = list(dimensions)
+        self.source = source
+        if not self.dimensions:
+            raise SearchSpaceError(f'{source}: search space has no parameters')
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.dimensions]
+
+    @property
+    def lows(self) -> np.ndarray:
+        return np.array([d.low for d in self.dimensions])
+
+    @property
+    def highs(self) -> np.ndarray:
+        return np.array([d.high for d in self.dimensions])
+
+    @property
+    def defaults(self) -> np.ndarray:
+        """(D,) model defaults (clipped into the bounds)."""
+        return np.clip([d.default for d in self.dimensions], self.lows, self.highs)
+
+    def values(self, x: Sequence[float]) -> dict[ParameterTarget, float]:
+        """Expand a point (D,) into {target: value} for every shared target."""
+        if len(x) != len(self.dimensions):
+            raise ValueError(f'point has {len(x)} values, space has {len(self.dimensions)} dimensions')
+        return {t: float(v) for d, v in zip(self.dimensions, x) for t in d.targets}
+
+    def named(self, x: Sequence[float]) -> dict[str, float]:
+        """{dimension name: value} for a point."""
+        return {d.name: float(v) for d, v in zip(self.dimensions, x)}
+
+    def to_unit(self, x: np.ndarray) -> np.ndarray:
+        """Map points (N, D) to [0, 1]^D (log dimensions in log space)."""
+        x = np.atleast_2d(x)
+        lo, hi, out = self.lows, self.highs, np.empty_like(x, dtype=float)
+        for k, d in enumerate(self.dimensions):
+            if d.log:
+                out[:, k] = (np.log(x[:, k]) - np.log(lo[k])) / (np.log(hi[k]) - np.log(lo[k]))
+            else:
+                out[:, k] = (x[:, k] - lo[k]) / (hi[k] - lo[k])
+        return out
+
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`to_unit`; (N, D) in [0, 1] -> parameter values."""
+        u = np.clip(np.atleast_2d(u), 0.0, 1.0)
+        lo, hi, out = self.lows, self.highs, np.empty_like(u, dtype=float)
+        for k, d in enumerate(self.dimensions):
+            if d.log:
+                out[:, k] = np.exp(np.log(lo[k]) + u[:, k] * (np.log(hi[k]) - np.log(lo[k])))
+            else:
+                out[:, k] = lo[k] + u[:, k] * (hi[k] - lo[k])
+        return out
+
+    def to_dict(self) -> dict:
+        """Resolved space (names, targets, bounds) for reports."""
+        return {d.name: {'targets': [str(t) for t in d.targets], 'low': d.low, 'high': d.high,
+                         'default': d.default, 'log': d.log} for d in self.dimensions}
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, twin: TwinModel) -> 'SearchSpace':
+        """Load and resolve a search-space YAML against ``twin``'s model."""
+        path = Path(path)
+        if not path.is_file():
+            raise SearchSpaceError(f'search space file not found: {path}')
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise SearchSpaceError(f'{path}: not valid YAML ({" ".join(str(exc).split())})') from None
+        entries = data.get('parameters') if isinstance(data, dict) else None
+        if not isinstance(entries, list) or not entries:
+            raise SearchSpaceError(f'{path}: needs a non-empty "parameters" list')
+        dims, claimed = [], {}
+        for k, entry in enumerate(entries):
+            dim = _resolve_entry(entry, k, twin, path)
+            if dim.name in [d.name for d in dims]:
+                raise SearchSpaceError(f'{path}: duplicate parameter name {dim.name!r}')
+            for target in dim.targets:
+                if target in claimed:
+                    raise SearchSpaceError(f'{path}: {target} is in both {claimed[target]!r} and {dim.name!r}')
+                claimed[target] = dim.name
+            dims.append(dim)
+        return cls(dims, str(path))
+
+
+def _resolve_entry(entry, k: int, twin: TwinModel, path: Path) -> Dimension:
+    where = f'{path}: parameter {k}'
+    if not isinstance(entry, dict):
+        raise SearchSpaceError(f'{where}: must be a mapping')
+    unknown = set(entry) - _KEYS
+    if unknown:
+        raise SearchSpaceError(f'{where}: unknown key(s) {sorted(unknown)}')
+    name = str(entry.get('name') or f'p{k}')
+    where = f'{path}: parameter {name!r}'
+    attribute = entry.get('attribute')
+    kind = 'actuator' if entry.get('actuators') else 'joint'
+    known = ACTUATOR_ATTRIBUTES if kind == 'actuator' else JOINT_ATTRIBUTES
+    if attribute not in known:
+        raise SearchSpaceError(f'{where}: unknown {kind} attribute {attribute!r}; known: {list(known)}')
+    try:
+        if kind == 'actuator':
+            names = twin.select('actuator', _as_list(entry.get('actuators')))
+        else:
+            patterns, classes = _as_list(entry.get('joints')), _as_list(entry.get('classes'))
+            if not patterns and not classes:
+                raise SearchSpaceError(f'{where}: give joints, classes or actuators')
+            names = twin.select('joint', patterns, classes)
+        targets = [twin.target(kind, n, attribute) for n in names]
+    except ModelError as exc:
+        raise SearchSpaceError(f'{where}: {exc}') from None
+    default = float(np.mean([get_parameter(twin.model, t) for t in targets]))
+    low, high = _bounds(entry.get('bounds'), entry.get('around', default), where)
+    log = bool(entry.get('log', False))
+    if log and low <= 0:
+        raise SearchSpaceError(f'{where}: log scale needs positive bounds, got [{low}, {high}]')
+    return Dimension(name, targets, low, high, default, log)
+
+
+def _bounds(spec, centre, where: str) -> tuple[float, float]:
+    if isinstance(spec, dict) and set(spec) == {'relative'}:
+        try:
+            fraction, centre = float(spec['relative']), float(centre)
+        except (TypeError, ValueError):
+            raise SearchSpaceError(f'{where}: relative bounds and "around" must be numbers, '
+                                   f'got {spec["relative"]!r} around {centre!r}') from None
+        if fraction <= 0 or centre == 0:
+            raise SearchSpaceError(f'{where}: relative bounds of {fraction:g} around {centre:g} have zero '
+                                   f'width; give absolute bounds [low, high] or "around"')
+        low, high = sorted((centre * (1 - fraction), centre * (1 + fraction)))
+    elif isinstance(spec, (list, tuple)) and len(spec) == 2:
+        try:
+            low, high = float(spec[0]), float(spec[1])
+        except (TypeError, ValueError):
+            raise SearchSpaceError(f'{where}: bounds must be numbers, got {spec}') from None
+        if not low < high:
+            raise SearchSpaceError(f'{where}: inverted or empty bounds [{low}, {high}] (need low < high)')
+    else:
+        raise SearchSpaceError(f'{where}: bounds must be [low, high] or {{relative: fraction}}, got {spec!r}')
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise SearchSpaceError(f'{where}: bounds must be finite')
+    return low, high
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(v) for v in value]

@@ -1,0 +1,284 @@
+"""``shadow-twin demo``: the whole twin on one machine, calibrated live, with before/after numbers.
+
+1. Starts, on a private ROS domain kept on this host, ``shadow-twin up
+   --mock-hardware`` (sim bridge, a mock robot whose finger damping and friction
+   differ from the sim's, the twin server and monitor) and the
+   ``calibration_node``, each as its own process (logs in ``<out>/logs``).
+2. Runs the *unseen* trajectory (not used by the calibration) through the twin
+   and records robot and sim: the sim-real error before calibration.
+3. Calibrates live through the node's ``~/calibrate`` (records the calibration
+   trajectories, fits, checks the hold-out, installs and reloads the bridge).
+4. Runs the calibration trajectories and the unseen trajectory again: the error after.
+5. Prints a before/after table, writes ``demo_report.json``, the bags, real-vs-sim
+   plots of each recording (``plots/<recording>/``) and ``error_before_after.png``.
+
+Errors are the mean over the objective joints (J1-J3 of FF, MF, RF, LF) of the
+position MSE between /sim/joint_states and /joint_states over the trajectory plus
+its settling time (rad^2), and its square root (rad).
+
+Exit status: 0 when the demo ran (whatever the numbers), 1 when a step failed, 2 on
+bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.calibration.metrics import reduction_percent
+from shadow_twin.common.paths import config_path
+
+OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
+SETTLE = 3.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='shadow-twin demo', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--out', type=Path, default=None,
+                        help='output directory (default ./shadow_twin_demo/<date-time>); must not exist')
+    parser.add_argument('--budget', type=int, default=60, help='calibration evaluations (default 60)')
+    parser.add_argument('--workers', type=int, default=2, help='parallel simulations (default 2)')
+    parser.add_argument('--unseen', default='slow_grasp',
+                        help='trajectory of config/trajectories/calibration.yaml kept out of the calibration '
+                             '(default slow_grasp)')
+    parser.add_argument('--domain-id', type=int, default=None,
+                        help="ROS_DOMAIN_ID of the demo (default: a random one in 51..101, the top of the range "
+                             "whose ports stay below Linux's ephemeral ports); discovery stays on this host")
+    parser.add_argument('--timeout', type=float, default=900.0, help='give up after this many s (default 900)')
+    return parser
+
+
+class Processes:
+    """Child processes with logs, stopped with SIGINT (then SIGKILL)."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, command: list[str]) -> None:
+        log = open(self.log_dir / f'{name}.log', 'w')
+        self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
+        log.close()
+
+    def check(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = (self.log_dir / f'{name}.log').read_text()[-1500:]
+                raise ShadowTwinError(f'{name} exited with status {proc.returncode}:\n{tail}')
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def live_error(bag: Path) -> dict:
+    """Sim-vs-real error of a trajectory recorded with its commanded trajectory:
+    {'mse': rad^2, 'rmse': rad, 'per_joint_mse': {...}}."""
+    import numpy as np
+
+    from shadow_twin.calibration.job import RecordingSource, recorded_mse
+    mse = recorded_mse(RecordingSource(bag.name, bag).resolved(), OBJECTIVE_JOINTS, SETTLE)
+    mean = float(np.mean(list(mse.values())))
+    return {'mse': mean, 'rmse': float(np.sqrt(mean)), 'per_joint_mse': mse}
+
+
+class DemoClient:
+    """The demo's own ROS node: runs and records trajectories through the twin, triggers calibration."""
+
+    def __init__(self) -> None:
+        from sensor_msgs.msg import JointState
+
+        from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower
+        from calibration_node.execution import TrajectoryExecutor
+        from calibration_node.recorder import BagRecorder
+        self.ros = SpinningNode('shadow_twin_demo')
+        self.node = self.ros.node
+        self.runner = TrajectoryExecutor(self.node, '/twin/follow_joint_trajectory', server_timeout=60.0)
+        self.recorder = BagRecorder(self.node, {'/joint_states': JointState, '/sim/joint_states': JointState})
+        self.follower = StatusFollower(self.node, '/calibration_node')
+
+    def wait_for_twin(self, processes: Processes, timeout: float) -> None:
+        """Until the twin's action server and both joint-state streams are up."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            processes.check()
+            if self.runner.client.server_is_ready() and all(
+                    self.node.count_publishers(t) > 0 for t in ('/joint_states', '/sim/joint_states')):
+                time.sleep(1.0)    # let the first states reach the twin server
+                return
+            time.sleep(0.2)
+        raise ShadowTwinError(f'the twin did not come up within {timeout:g} s (see the logs)')
+
+    def record(self, name: str, trajectory, bag: Path) -> dict:
+        """Run ``trajectory`` through the twin, record it into ``bag``; returns its live error."""
+        print(f'  running {name} ({trajectory.duration:.1f} s) ...', flush=True)
+        self.runner.record(self.recorder, trajectory, bag, 0.3, SETTLE + 0.3)
+        return live_error(bag)
+
+    def calibrate(self, timeout: float) -> tuple[int, dict]:
+        """Trigger the calibration node and follow it; (exit status as calibrate-live, last status)."""
+        from shadow_twin.ros.calibration_client import follow, request_calibration, run_dir_of
+        try:
+            answer = request_calibration(self.node, '/calibration_node', 30.0)
+        except ShadowTwinError as exc:
+            raise ShadowTwinError(f'the calibration node did not come up: {exc} (see logs/calibration_node.log)') from None
+        if not answer.success:
+            raise ShadowTwinError(f'calibration did not start: {answer.message}')
+        return follow(self.node, self.follower, run_dir_of(answer), timeout,
+                      out=lambda line: print(f'  {line}', flush=True))
+
+    def close(self) -> None:
+        self.recorder.destroy()
+        self.ros.close()
+
+
+def plot_error_bars(path: Path, rows: list[dict]) -> None:
+    """Bar chart of the RMS sim-real error (rad) before and after calibration per trajectory."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from shadow_twin.common.files import write_bytes_atomic
+    from shadow_twin.calibration.report import figure_png
+    labels = [f'{r["trajectory"]}\n({r["role"]})' for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(1.8 + 2.0 * len(rows), 3.8))
+    ax.bar(x - 0.2, [r['before']['rmse'] for r in rows], 0.4, label='before calibration', color='C3')
+    ax.bar(x + 0.2, [r['after']['rmse'] for r in rows], 0.4, label='after calibration', color='C0')
+    for k, r in enumerate(rows):
+        ax.annotate(f'-{r["reduction_percent_mse"]:.0f} % MSE', (x[k], max(r['before']['rmse'], r['after']['rmse'])),
+                    ha='center', va='bottom', fontsize=8)
+    ax.set_xticks(x, labels)
+    ax.set_ylabel('RMS sim - real, J1-J3 (rad)')
+    ax.set_title('Twin error before and after live calibration')
+    ax.legend()
+    ax.grid(True, axis='y', alpha=0.3)
+    write_bytes_atomic(path, figure_png(fig))
+
+
+def run(args) -> int:
+    """The demo (see module doc); returns the exit status."""
+    from shadow_twin.calibration.plan import holdout_names
+    from shadow_twin.plots.bag_plots import plot_bag
+    from shadow_twin.control.trajectory import load_waypoint_yaml
+    started = time.monotonic()
+    out = (args.out or Path('shadow_twin_demo') / time.strftime('%Y%m%d-%H%M%S')).resolve()
+    if out.exists():
+        raise ShadowTwinError(f'--out {out} exists; the demo never writes over earlier results')
+    trajectories_file = config_path('trajectories', 'calibration.yaml')
+    unseen = load_waypoint_yaml(trajectories_file, args.unseen)
+    calibration_names = ['curl_all', 'stagger']
+    if args.unseen in calibration_names:
+        raise ShadowTwinError(f'--unseen {args.unseen} is one of the calibration trajectories {calibration_names}')
+    held = holdout_names(calibration_names, 'auto')
+    for sub in ('logs', 'bags', 'plots'):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    domain = args.domain_id if args.domain_id is not None else random.randrange(51, 102)
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    print(f'shadow-twin demo: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
+    processes = Processes(out / 'logs')
+    python = sys.executable
+    processes.start('twin', [python, '-m', 'shadow_twin.cli.main', 'up', '--mock-hardware'])
+    processes.start('calibration_node', [
+        python, '-m', 'calibration_node.node', '--ros-args', '--params-file',
+        str(config_path('calibration_node.yaml')), '-p', f'output_dir:={out / "calibration"}',
+        '-p', f'budget:={args.budget}', '-p', f'workers:={args.workers}', '-p', 'auto_resume:=false',
+        '-p', f'trajectories:={json.dumps(calibration_names)}'])
+    client = None
+    try:
+        client = DemoClient()
+        print('1. starting the twin with mock hardware (finger damping x3, friction loss x0.5) ...', flush=True)
+        client.wait_for_twin(processes, 60.0)
+        print(f'2. sim-real error before calibration, unseen trajectory {args.unseen}:', flush=True)
+        before_unseen = client.record(args.unseen, unseen, out / 'bags' / f'{args.unseen}_before')
+        print(f'     mean MSE {before_unseen["mse"]:.3g} rad^2 (RMS {before_unseen["rmse"]:.4f} rad)', flush=True)
+        print('3. calibrating live (calibration_node ~/calibrate):', flush=True)
+        code, status = client.calibrate(args.timeout - (time.monotonic() - started))
+        processes.check()
+        if code != 0:
+            raise ShadowTwinError(f'the calibration ended {status.get("phase", "without an answer")}: '
+                                  f'{status.get("message", "")}')
+        run_dir = Path(status['run_dir'])
+        print('4. sim-real error after calibration (the bridge runs the calibrated model):', flush=True)
+        rows = []
+        for name in calibration_names:
+            trajectory = load_waypoint_yaml(trajectories_file, name)
+            before = live_error(run_dir / 'bags' / name)
+            after = client.record(name, trajectory, out / 'bags' / f'{name}_after')
+            rows.append(_row(name, 'held out' if name in held else 'fitted', before, after,
+                             run_dir / 'bags' / name, out / 'bags' / f'{name}_after'))
+        after_unseen = client.record(args.unseen, unseen, out / 'bags' / f'{args.unseen}_after')
+        rows.append(_row(args.unseen, 'unseen', before_unseen, after_unseen, out / 'bags' / f'{args.unseen}_before',
+                         out / 'bags' / f'{args.unseen}_after'))
+    finally:
+        if client is not None:
+            client.close()
+        processes.stop()
+    for row in rows:
+        for when in ('before', 'after'):
+            plot_bag(row[f'{when}_bag'], out / 'plots' / f'{row["trajectory"]}_{when}')
+    plot_error_bars(out / 'error_before_after.png', rows)
+    elapsed = time.monotonic() - started
+    report = {'rows': rows, 'calibration_run': str(run_dir), 'calibration_result': json.loads(
+        (run_dir / 'result.json').read_text()), 'wall_time_s': elapsed, 'domain_id': domain,
+        'budget': args.budget, 'error': 'mean over rh_[FMRL]FJ[123] of the position MSE sim vs real over '
+        'the trajectory + 3 s (rad^2); rmse = its square root (rad)'}
+    from shadow_twin.common.files import write_text_atomic
+    write_text_atomic(out / 'demo_report.json', json.dumps(report, indent=2, default=str) + '\n')
+    print('\nsim-real error, J1-J3 of FF/MF/RF/LF (mean position MSE, rad^2; RMS, rad):')
+    print(f'  {"trajectory":14s} {"role":9s} {"before":>22s} {"after":>22s} {"MSE change":>11s}')
+    for r in rows:
+        print(f'  {r["trajectory"]:14s} {r["role"]:9s} {r["before"]["mse"]:10.3g} ({r["before"]["rmse"]:.4f} rad) '
+              f'{r["after"]["mse"]:10.3g} ({r["after"]["rmse"]:.4f} rad) {-r["reduction_percent_mse"]:+10.1f} %')
+    unseen_row = rows[-1]
+    print(f'\nunseen trajectory {args.unseen}: error {unseen_row["reduction_percent_mse"]:.1f} % lower (MSE), '
+          f'{unseen_row["reduction_percent_rmse"]:.1f} % lower (RMS)')
+    print(f'calibrated model: {report["calibration_result"].get("model")}')
+    print(f'report: {out / "demo_report.json"}; plots: {out / "plots"}, {out / "error_before_after.png"}')
+    print(f'demo finished in {elapsed:.0f} s')
+    return 0
+
+
+def _row(name: str, role: str, before: dict, after: dict, before_bag: Path, after_bag: Path) -> dict:
+    return {'trajectory': name, 'role': role, 'before': before, 'after': after,
+            'reduction_percent_mse': reduction_percent(before['mse'], after['mse']),
+            'reduction_percent_rmse': reduction_percent(before['rmse'], after['rmse']),
+            'before_bag': str(before_bag), 'after_bag': str(after_bag)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``shadow-twin demo``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    if args.budget < 1 or args.workers < 1:
+        print('shadow-twin demo: error: --budget and --workers must be at least 1', file=sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except ShadowTwinError as exc:
+        print(f'shadow-twin demo: error: {exc}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print('shadow-twin demo: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""``shadow-twin plot``: PNGs of real vs simulated joint positions from a bag, and the RMS
+sim - real error per joint (rad). Exit status 0, or 2 with one line for bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.plots.bag_plots import (MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, BagComparison, check_out_dir,
+                                         compare_bag, default_out_dir, write_plots)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``shadow-twin plot``."""
+    parser = argparse.ArgumentParser(
+        prog='shadow-twin plot',
+        description='Plot real vs simulated joint positions of a bag as PNGs (one per joint and an overview), '
+                    'and print the RMS sim - real error per joint (rad).')
+    parser.add_argument('--bag', type=Path, required=True,
+                        help='recording: ROS 1 .bag or ROS 2 bag (directory, .mcap or .db3)')
+    parser.add_argument('--out', type=Path,
+                        help='output directory (default: <bag name>_plots in the current directory)')
+    parser.add_argument('--real-topic', help=f'real JointState topic (default: {REAL_TOPIC})')
+    parser.add_argument('--sim-topic', help=f'simulated JointState topic (default: {SIM_TOPIC})')
+    parser.add_argument('--joints', metavar='GLOB,GLOB',
+                        help="joints to plot, comma-separated fnmatch globs, e.g. 'rh_FF*,rh_THJ4' "
+                             '(default: every joint that moves)')
+    parser.add_argument('--all-joints', action='store_true',
+                        help=f'also plot joints that do not move (position range <= {MOVING_RANGE} rad)')
+    return parser
+
+
+def format_table(cmp: BagComparison) -> list[str]:
+    """Lines of the per-joint table: RMS and max |sim - real| (rad), or the range of a single stream."""
+    width = max([len('joint'), *(len(t.joint) for t in cmp.traces)])
+    if not cmp.paired:
+        lines = [f'{"joint":<{width}}  {"range (rad)":>12}']
+        return lines + [f'{t.joint:<{width}}  {t.range:12.6f}' for t in cmp.traces]
+    lines = [f'{"joint":<{width}}  {"RMS sim-real (rad)":>18}  {"max |sim-real| (rad)":>20}  {"samples":>7}']
+    for t in cmp.traces:
+        if t.err.size:
+            lines.append(f'{t.joint:<{width}}  {t.rms:18.6f}  {t.max_abs:20.6f}  {t.err.size:7d}')
+        else:
+            only = 'real' if t.real_t.size else 'sim'
+            lines.append(f'{t.joint:<{width}}  {"n/a (only in " + only + ")":>18}')
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``shadow-twin plot``; returns the exit status (0 ok, 2 bad input)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, printed by argparse)
+        return int(exc.code or 0)
+    try:
+        joints = None
+        if args.joints is not None:
+            joints = [j.strip() for j in args.joints.split(',') if j.strip()]
+            if not joints:
+                raise ConfigError('--joints is empty')
+        out_dir = args.out if args.out is not None else default_out_dir(args.bag)
+        check_out_dir(out_dir, args.bag)
+        cmp = compare_bag(args.bag, args.real_topic, args.sim_topic, joints, moving_only=not args.all_joints)
+        written = write_plots(cmp, out_dir)
+    except ShadowTwinError as exc:
+        print(f'shadow-twin plot: error: {exc}', file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f'shadow-twin plot: error: cannot write plots: {exc}', file=sys.stderr)
+        return 2
+    if cmp.paired:
+        print(f'{cmp.bag}: real {cmp.real_topic} vs sim {cmp.sim_topic}, {len(cmp.traces)} joint(s)')
+    else:
+        print(f'{cmp.bag}: {cmp.real_topic or cmp.sim_topic} only (no second JointState stream), '
+              f'{len(cmp.traces)} joint(s)')
+    for line in format_table(cmp):
+        print(line)
+    print(f'wrote {len(written)} plots to {out_dir}')
+    return 0
+
+
+if __name__ == '__main__':  # pragma: no cover
+    sys.exit(main())

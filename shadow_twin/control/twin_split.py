@@ -1,0 +1,241 @@
+"""ROS-free logic of the twin's trajectory action server (``shadow_twin.ros.twin_server``).
+
+* :class:`ControllerSpec` / :func:`controllers_from_config`: the real trajectory
+  controllers and the joints (fnmatch globs on ROS names) each one drives.
+* :func:`split_goal`: which goal joints go to which real controller (first
+  matching controller wins) and to the sim (which gets every joint).
+* :func:`pick` / :func:`filter_tolerances`: per-controller slices of point
+  fields and JointTolerance lists (duck-typed, no message types needed).
+* :func:`start_stamp`: the one stamped start time all controllers get.
+* :class:`DesiredSampler`: the desired state of a goal at a given time, as the
+  JTC interpolates it (from the state at acceptance to the first point).
+* :func:`state_arrays`: actual state in goal joint order (sim minus real per
+  joint is ``shadow_twin.monitoring.joint_error.joint_error``, published by the twin monitor).
+* :func:`decide`: the twin's verdict from its own tolerance check and the
+  outcomes of the controller goals it started.
+
+Units: positions rad, velocities rad/s, times s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from shadow_twin.control import jtc
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.control.trajectory import JointTrajectory
+
+MODES = ('sim', 'real', 'both')
+#: Controller name used for the simulation in splits and outcomes.
+SIM = 'sim'
+
+
+def parse_mode(mode: str) -> str:
+    """``mode`` lower-cased; ConfigError unless one of sim, real, both."""
+    value = str(mode).strip().lower()
+    if value not in MODES:
+        raise ConfigError(f'mode must be one of {list(MODES)}, got {mode!r}')
+    return value
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """A real joint trajectory controller: its name, action and joint globs."""
+
+    name: str
+    action: str
+    joints: tuple[str, ...]
+
+    def matches(self, joint: str) -> bool:
+        """True if ``joint`` matches one of the globs (case-sensitive)."""
+        return any(fnmatchcase(joint, pattern) for pattern in self.joints)
+
+
+def controllers_from_config(names: Sequence[str], entries: Mapping[str, Mapping[str, Any]]) -> list[ControllerSpec]:
+    """Controllers ``names`` (in order) from ``{name: {action: str, joints: [globs]}}``.
+
+    Raises ConfigError: a name listed twice, or without an action or joints.
+    """
+    out = []
+    seen = set()
+    for name in names:
+        name = str(name)
+        if name in seen:
+            raise ConfigError(f'real controller {name!r} is listed twice')
+        seen.add(name)
+        entry = entries.get(name) or {}
+        action = str(entry.get('action') or '').strip()
+        joints = tuple(str(j) for j in (entry.get('joints') or ()) if str(j).strip())
+        if not action:
+            raise ConfigError(f'real controller {name!r} has no action (controllers.{name}.action)')
+        if not joints:
+            raise ConfigError(f'real controller {name!r} has no joints (controllers.{name}.joints)')
+        out.append(ControllerSpec(name, action, joints))
+    return out
+
+
+@dataclass
+class GoalSplit:
+    """Where each goal joint goes.
+
+    Attributes:
+        joint_names: the goal's joints, in goal order.
+        groups: {controller name: indices into ``joint_names``} for every real
+            controller that gets part of the goal (in config order); the sim, when
+            it takes part, is under :data:`SIM` with every index.
+    """
+
+    joint_names: list[str]
+    groups: dict[str, list[int]]
+
+    def joints_of(self, controller: str) -> list[str]:
+        """The goal joints sent to ``controller``."""
+        return [self.joint_names[i] for i in self.groups[controller]]
+
+    @property
+    def real(self) -> list[str]:
+        """Names of the real controllers taking part."""
+        return [name for name in self.groups if name != SIM]
+
+
+def split_goal(joint_names: Sequence[str], controllers: Sequence[ControllerSpec], mode: str) -> GoalSplit:
+    """Split goal joints by controller.
+
+    In ``real`` and ``both`` mode every joint must match a real controller
+    (the first matching one in ``controllers`` takes it); ``sim`` and ``both``
+    send all joints to the sim.
+    Raises GoalRejected(INVALID_JOINTS) for a joint no real controller drives.
+    """
+    mode = parse_mode(mode)
+    names = [str(j) for j in joint_names]
+    groups: dict[str, list[int]] = {}
+    if mode in ('real', 'both'):
+        unmatched = []
+        for i, joint in enumerate(names):
+            owner = next((c for c in controllers if c.matches(joint)), None)
+            if owner is None:
+                unmatched.append(joint)
+            else:
+                groups.setdefault(owner.name, []).append(i)
+        if unmatched:
+            raise jtc.GoalRejected(jtc.INVALID_JOINTS, f'no real controller drives joint(s) {unmatched} '
+                                                       f'(controllers: {[c.name for c in controllers]})')
+        order = [c.name for c in controllers]
+        groups = {name: groups[name] for name in order if name in groups}
+    if mode in ('sim', 'both'):
+        groups[SIM] = list(range(len(names)))
+    return GoalSplit(names, groups)
+
+
+def pick(values: Sequence, indices: Sequence[int]) -> list:
+    """``values`` at ``indices`` ([] if ``values`` is empty: an absent point field)."""
+    if values is None or len(values) == 0:
+        return []
+    return [values[i] for i in indices]
+
+
+def filter_tolerances(tolerances: Iterable | None, joints: Iterable[str]) -> list:
+    """The JointTolerance entries (objects or mappings with ``name``) of ``joints``."""
+    keep = set(joints)
+    out = []
+    for tol in tolerances or ():
+        name = tol.get('name') if isinstance(tol, Mapping) else getattr(tol, 'name', None)
+        if name in keep:
+            out.append(tol)
+    return out
+
+
+def start_stamp(goal_stamp_s: float, now_s: float, lead_s: float) -> float:
+    """The common start time, s: ``now + lead`` for an unstamped goal (stamp 0),
+    else the goal's own stamp (a future one delays the start; a past one, already
+    validated to end in the future, is joined mid-way as the JTC does)."""
+    if goal_stamp_s == 0.0:
+        return now_s + lead_s
+    return goal_stamp_s
+
+
+class DesiredSampler:
+    """Desired state of a goal trajectory over time.
+
+    Args:
+        trajectory: the goal (JointTrajectory, times from its start).
+        start_positions: (J,) positions at acceptance, rad; prepended at t = 0
+            (as the JTC does) when the first point is later; NaN entries take
+            the first point's value.
+        start_s: start time, s (same clock as the ``now`` passed to :meth:`at`).
+    """
+
+    def __init__(self, trajectory: JointTrajectory, start_positions: Sequence[float], start_s: float) -> None:
+        start = np.asarray(start_positions, dtype=float).reshape(-1)
+        start = np.where(np.isfinite(start), start, trajectory.positions[0])
+        self.trajectory = trajectory.with_start(start)
+        self.start_s = float(start_s)
+        self.end_s = self.start_s + trajectory.duration
+
+    def at(self, now_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """(positions, velocities, accelerations, s since start) at ``now_s``; before the
+        start the start state (at rest) is desired, after the end the last point."""
+        t = now_s - self.start_s
+        pos, vel, acc = self.trajectory.sample(min(max(t, 0.0), self.trajectory.duration))
+        if t < 0 or t > self.trajectory.duration:
+            vel, acc = np.zeros_like(vel), np.zeros_like(acc)
+            if t > self.trajectory.duration and self.trajectory.velocities is not None:
+                vel = np.array(self.trajectory.velocities[-1], dtype=float)
+        return pos, vel, acc, t
+
+
+def state_arrays(joint_names: Sequence[str], state: Mapping[str, tuple[float, float]]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, velocities) of ``joint_names`` from ``{joint: (position, velocity)}``;
+    NaN where a joint has no state (a NaN counts as a tolerance violation)."""
+    pos = np.array([state[j][0] if j in state else math.nan for j in joint_names], dtype=float)
+    vel = np.array([state[j][1] if j in state else math.nan for j in joint_names], dtype=float)
+    return pos, vel
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a controller goal ended: status one of 'succeeded', 'aborted', 'canceled',
+    'rejected', 'lost' (server gone); code and message from its Result."""
+
+    status: str
+    code: int = jtc.SUCCESSFUL
+    message: str = ''
+
+
+def decide(check: tuple[str, int, str], reached: bool, outcomes: Mapping[str, Outcome | None]
+           ) -> tuple[str, int, str]:
+    """The twin goal's state from its own check and the controller goals' outcomes.
+
+    Args:
+        check: (state, code, message) of ``jtc.check_path``/``check_goal`` on the
+            actual state (real; sim in sim mode).
+        reached: the twin's check has succeeded at some point after the end.
+        outcomes: {controller: Outcome, or None while running}.
+    Returns:
+        (state, code, message): a controller goal that ended other than
+        succeeded aborts (with its code, INVALID_GOAL if it had none); a failed
+        own check aborts; success needs ``reached`` and every controller
+        succeeded; else running.
+    """
+    for name, outcome in outcomes.items():
+        if outcome is not None and outcome.status != 'succeeded':
+            code = outcome.code if outcome.code != jtc.SUCCESSFUL else jtc.INVALID_GOAL
+            text = f'{name} controller goal {outcome.status}'
+            if outcome.code != jtc.SUCCESSFUL:
+                text += f' ({jtc.RESULT_NAMES.get(outcome.code, outcome.code)})'
+            if outcome.message:
+                text += f': {outcome.message}'
+            return jtc.ABORTED, code, text
+    state, code, message = check
+    if state == jtc.ABORTED:
+        return state, code, message
+    if reached and all(o is not None for o in outcomes.values()):
+        return jtc.SUCCEEDED, jtc.SUCCESSFUL, ('goal reached: all joints within their goal tolerances; '
+                                               f'controllers succeeded: {", ".join(outcomes) or "none"}')
+    return jtc.RUNNING, jtc.SUCCESSFUL, message

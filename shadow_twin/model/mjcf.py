@@ -1,0 +1,350 @@
+"""MJCF models: load (with includes and meshes), compile, name parameters, read/set
+them on the compiled model in place, and write a calibrated MJCF.
+
+Calibratable parameters are addressed by :class:`ParameterTarget` (a joint or
+actuator name and an attribute). They are read and written directly in the
+compiled ``mujoco.MjModel`` arrays, so an evaluation never re-parses XML; the
+``mujoco.MjSpec`` kept alongside is only used to write a calibrated MJCF.
+
+Joint attributes map to compiled fields as documented in the MuJoCo XML
+reference (``mjModel``): damping -> ``dof_damping``, frictionloss ->
+``dof_frictionloss``, armature -> ``dof_armature``, stiffness ->
+``jnt_stiffness``, springref -> ``qpos_spring``, range_lower/range_upper ->
+``jnt_range``. Actuator attributes kp/kd are the gains of a PD servo written as
+an affine-bias actuator (force = kp*ctrl - kp*length - kd*velocity), which is
+how MuJoCo's own ``<position>`` actuator is built.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Sequence
+from xml.etree import ElementTree
+
+import mujoco
+import numpy as np
+
+from shadow_twin.common.errors import ModelError
+from shadow_twin.common.files import write_text_atomic
+
+JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
+                    'range_lower', 'range_upper')
+ACTUATOR_ATTRIBUTES = ('kp', 'kd')
+BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml'}
+
+
+def builtin_model_path(name: str = 'shadow_hand_e') -> Path:
+    """Path of a model shipped with the package (default: the right Shadow Hand E)."""
+    if name not in BUILTIN_MODELS:
+        raise ModelError(f'no built-in model {name!r}; known: {sorted(BUILTIN_MODELS)}')
+    return Path(str(resources.files('shadow_twin.model') / 'builtin' / BUILTIN_MODELS[name]))
+
+
+@dataclass(frozen=True)
+class ParameterTarget:
+    """One calibratable scalar: ``kind`` 'joint' or 'actuator', element name, attribute."""
+
+    kind: str
+    name: str
+    attribute: str
+
+    def __str__(self) -> str:
+        return f'{self.name}.{self.attribute}'
+
+
+def _include_stubs(path: Path) -> dict[str, bytes]:
+    """Resolve git symlink stubs among the files a model includes.
+
+    A repository checked out without symlink support stores a symlink as a
+    small text file holding the target path (Shadow's model does this for its
+    ``duplicate_geoms``). MuJoCo cannot parse those, so each included file whose
+    content is a relative path to an existing file is served from its target
+    through MjSpec's ``include`` mapping. Returns {include file name: bytes}.
+    """
+    stubs: dict[str, bytes] = {}
+    seen: set[Path] = set()
+    root = path.parent
+
+    def visit(file: Path) -> None:
+        if file in seen or not file.is_file():
+            return
+        seen.add(file)
+        try:
+            tree = ElementTree.parse(file)
+        except ElementTree.ParseError:
+            return
+        for element in tree.iter('include'):
+            name = element.get('file')
+            if not name:
+                continue
+            target = root / name
+            text = target.read_bytes() if target.is_file() else b''
+            if text and b'<' not in text and len(text) < 1024:
+                linked = (target.parent / text.decode().strip()).resolve()
+                if linked.is_file():
+                    stubs[name] = linked.read_bytes()
+                    target = linked
+            visit(target)
+    visit(path)
+    return stubs
+
+
+def load_spec(path: str | os.PathLike) -> mujoco.MjSpec:
+    """Parse an MJCF file (following includes) into an ``MjSpec``.
+
+    Raises ModelError if the file is missing or does not parse.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f'model file not found: {path}')
+    try:
+        return mujoco.MjSpec.from_file(str(path), include=_include_stubs(path) or None)
+    except Exception as exc:  # mujoco raises ValueError with its own message
+        raise ModelError(f'{path}: MJCF does not parse: {_one_line(exc)}') from None
+
+
+def _one_line(exc: Exception) -> str:
+    return ' '.join(str(exc).split())
+
+
+class TwinModel:
+    """An MJCF model: its path, its ``MjSpec`` and the compiled ``MjModel``.
+
+    Args:
+        path: MJCF file (default: the built-in Shadow Hand E).
+    Raises:
+        ModelError: missing file, parse or compile error (MuJoCo's text included).
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.path = Path(path) if path is not None else builtin_model_path()
+        self.spec = load_spec(self.path)
+        try:
+            self.model = self.spec.compile()
+        except Exception as exc:
+            raise ModelError(f'{self.path}: MJCF does not compile: {_one_line(exc)}') from None
+
+    # -- names -----------------------------------------------------------------------
+    @property
+    def joint_names(self) -> list[str]:
+        """Names of all named joints, in model order."""
+        return [self.model.joint(i).name for i in range(self.model.njnt) if self.model.joint(i).name]
+
+    @property
+    def actuator_names(self) -> list[str]:
+        """Names of all named actuators, in model order."""
+        return [self.model.actuator(i).name for i in range(self.model.nu) if self.model.actuator(i).name]
+
+    def joint_id(self, name: str) -> int:
+        """Index of joint ``name``; ModelError if absent."""
+        jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise ModelError(f'{self.path.name}: no joint named {name!r}')
+        return jid
+
+    def joint_class(self, name: str) -> str:
+        """Default class of joint ``name`` in the MJCF ('main' when none)."""
+        joint = self.spec.joint(name)
+        if joint is None:
+            raise ModelError(f'{self.path.name}: no joint named {name!r}')
+        return joint.classname.name or 'main'
+
+    def select(self, kind: str, patterns: Sequence[str] = (), classes: Sequence[str] = ()) -> list[str]:
+        """Names of joints or actuators matching any glob ``pattern`` or default ``class``.
+
+        Patterns use shell globs (``rh_*FJ1``, ``rh_[FMRL]FJ3``). Returns names in
+        model order. Raises ModelError if a pattern or class matches nothing.
+        """
+        names = self.joint_names if kind == 'joint' else self.actuator_names
+        chosen: set[str] = set()
+        for pattern in patterns:
+            hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+            if not hits:
+                raise ModelError(f'{self.path.name}: no {kind} matches {pattern!r}')
+            chosen.update(hits)
+        for cls in classes:
+            if kind != 'joint':
+                raise ModelError('default classes select joints only')
+            hits = [n for n in names if self.joint_class(n) == cls]
+            if not hits:
+                raise ModelError(f'{self.path.name}: no joint has default class {cls!r}')
+            chosen.update(hits)
+        return [n for n in names if n in chosen]
+
+    def target(self, kind: str, name: str, attribute: str) -> ParameterTarget:
+        """Validated :class:`ParameterTarget`; ModelError for unknown names/attributes."""
+        if kind == 'joint':
+            if attribute not in JOINT_ATTRIBUTES:
+                raise ModelError(f'unknown joint attribute {attribute!r}; known: {JOINT_ATTRIBUTES}')
+            self.joint_id(name)
+        elif kind == 'actuator':
+            if attribute not in ACTUATOR_ATTRIBUTES:
+                raise ModelError(f'unknown actuator attribute {attribute!r}; known: {ACTUATOR_ATTRIBUTES}')
+            if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, name) < 0:
+                raise ModelError(f'{self.path.name}: no actuator named {name!r}')
+        else:
+            raise ModelError(f'unknown parameter kind {kind!r}')
+        return ParameterTarget(kind, name, attribute)
+
+
+def _joint_slot(model: mujoco.MjModel, target: ParameterTarget) -> tuple[np.ndarray, tuple]:
+    jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, target.name)
+    if jid < 0:
+        raise ModelError(f'no joint named {target.name!r}')
+    dof, qpos = model.jnt_dofadr[jid], model.jnt_qposadr[jid]
+    return {
+        'damping': (model.dof_damping, (dof,)),
+        'frictionloss': (model.dof_frictionloss, (dof,)),
+        'armature': (model.dof_armature, (dof,)),
+        'stiffness': (model.jnt_stiffness, (jid,)),
+        'springref': (model.qpos_spring, (qpos,)),
+        'range_lower': (model.jnt_range, (jid, 0)),
+        'range_upper': (model.jnt_range, (jid, 1)),
+    }[target.attribute]
+
+
+def get_parameter(model: mujoco.MjModel, target: ParameterTarget) -> float:
+    """Current value of ``target`` in a compiled model (SI units: N m s/rad, N m, rad...)."""
+    if target.kind == 'joint':
+        array, index = _joint_slot(model, target)
+        return float(array[index])
+    aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
+    if aid < 0:
+        raise ModelError(f'no actuator named {target.name!r}')
+    return float(-model.actuator_biasprm[aid, 1 if target.attribute == 'kp' else 2])
+
+
+def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) -> None:
+    """Set ``target`` in a compiled model in place (no recompilation).
+
+    kp sets both the gain and the position bias of the servo, so that
+    force = kp*(ctrl - q) - kd*qdot keeps holding. Raises ModelError for an
+    unknown name or kp <= 0.
+    """
+    value = float(value)
+    if target.kind == 'joint':
+        array, index = _joint_slot(model, target)
+        array[index] = value
+        if target.attribute in ('range_lower', 'range_upper'):
+            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, target.name)
+            model.jnt_limited[jid] = 1
+        return
+    aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
+    if aid < 0:
+        raise ModelError(f'no actuator named {target.name!r}')
+    if target.attribute == 'kp':
+        if value <= 0:
+            raise ModelError(f'{target}: kp must be positive, got {value}')
+        model.actuator_gainprm[aid, 0] = value
+        model.actuator_biasprm[aid, 1] = -value
+    else:
+        model.actuator_biasprm[aid, 2] = -value
+
+
+def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
+    """Set several parameters in place; see :func:`set_parameter`.
+
+    Armature enters constants that MuJoCo derives at compile time (``dof_M0``,
+    the inverse weights, ``actuator_acc0``); when it changes they are recomputed
+    with ``mj_setConst``, as the compiler does, so the in-place model moves as the
+    recompiled MJCF would.
+    """
+    for target, value in values.items():
+        set_parameter(model, target, value)
+    if any(t.kind == 'joint' and t.attribute == 'armature' for t in values):
+        spring = model.qpos_spring.copy()
+        mujoco.mj_setConst(model, mujoco.MjData(model))
+        model.qpos_spring[:] = spring
+
+
+def _spec_set(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:
+    """Write one joint parameter into an MjSpec (explicit value on the element)."""
+    joint = spec.joint(target.name)
+    if joint is None:
+        raise ModelError(f'no joint named {target.name!r}')
+    if target.attribute == 'damping':
+        damping = np.array(joint.damping, dtype=float)
+        damping[0] = value
+        joint.damping = damping
+    elif target.attribute in ('frictionloss', 'armature', 'stiffness', 'springref'):
+        if target.attribute == 'stiffness':
+            stiffness = np.array(joint.stiffness, dtype=float)
+            stiffness[0] = value
+            joint.stiffness = stiffness
+        else:
+            setattr(joint, target.attribute, value)
+    else:
+        rng = np.array(joint.range, dtype=float)
+        rng[0 if target.attribute == 'range_lower' else 1] = value
+        joint.range = rng
+        joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+
+
+def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float],
+                          out_path: str | os.PathLike) -> Path:
+    """Write a copy of ``source``'s MJCF with ``values`` applied, atomically.
+
+    Joint attributes are written as explicit values on each joint; kp/kd of
+    actuators that are affine-bias servos in the MJCF are written to their
+    gain/bias parameters. Gains of plain motors belong to the simulated
+    controller (see ``control.py``) and are skipped here. Includes are flattened
+    and ``meshdir``/``texturedir`` become absolute, so the file compiles on its
+    own from any directory.
+
+    Raises ModelError if ``out_path`` is the source model file (never overwritten)
+    or the result does not compile.
+    """
+    out_path = Path(out_path)
+    if out_path.exists() and out_path.resolve() == source.path.resolve():
+        raise ModelError(f'refusing to overwrite the input model {source.path}')
+    spec = load_spec(source.path)
+    base = source.path.resolve().parent
+    spec.meshdir = str((base / spec.meshdir).resolve()) + os.sep
+    spec.texturedir = str((base / spec.texturedir).resolve()) + os.sep
+    for target, value in values.items():
+        if target.kind == 'joint':
+            _spec_set(spec, target, value)
+            continue
+        actuator = spec.actuator(target.name)
+        if actuator is None:
+            raise ModelError(f'no actuator named {target.name!r}')
+        if actuator.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
+            continue
+        gain, bias = np.array(actuator.gainprm), np.array(actuator.biasprm)
+        if target.attribute == 'kp':
+            gain[0], bias[1] = value, -value
+        else:
+            bias[2] = -value
+        actuator.gainprm, actuator.biasprm = gain, bias
+    try:
+        spec.compile()
+        xml = spec.to_xml()
+    except Exception as exc:
+        raise ModelError(f'calibrated model does not compile: {_one_line(exc)}') from None
+    header = (f'<!-- Calibrated by shadow_twin from {source.path.name}. '
+              f'Parameters: {len(values)}. -->\n')
+    return write_text_atomic(out_path, header + xml)
+
+
+def compile_error(path: str | os.PathLike) -> str | None:
+    """MuJoCo's error text if the MJCF at ``path`` fails to load, else None."""
+    try:
+        TwinModel(path)
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+def natural_key(name: str) -> list:
+    """Sort key that orders ``J2`` before ``J10``."""
+    return [int(tok) if tok.isdigit() else tok for tok in re.split(r'(\d+)', name)]
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """Items in first-seen order without repeats."""
+    return list(dict.fromkeys(items))

@@ -1,0 +1,117 @@
+"""Client side of the calibration node: request a calibration over ``~/calibrate`` and follow
+its ``~/status``, for command-line tools (``shadow-twin calibrate-live``, ``shadow-twin demo``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+FINAL = {'done': 0, 'refused': 3, 'failed': 1}
+
+
+class SpinningNode:
+    """An rclpy context with one node spun by a SingleThreadedExecutor in a background thread,
+    for command-line tools that wait on futures. ``close()`` shuts it down in the order that
+    lets the spinning thread end before the process does (else rclpy's C++ threads abort it).
+
+    Args:
+        name: node name.
+    """
+
+    def __init__(self, name: str) -> None:
+        import rclpy
+
+        from shadow_twin.ros.spinning import BackgroundSpinner
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.spinner = BackgroundSpinner([self.node], 'spin')
+
+    def close(self) -> None:
+        import rclpy
+        self.spinner.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def request_calibration(node, node_name: str, service_timeout: float, answer_timeout: float = 30.0):
+    """Call ``<node_name>/calibrate`` from ``node`` (spun elsewhere); returns the Trigger response.
+
+    Its ``message`` names the run directory when ``success`` (see :func:`run_dir_of`).
+    Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer within
+    ``answer_timeout`` s.
+    """
+    from std_srvs.srv import Trigger
+
+    from shadow_twin.common.errors import ShadowTwinError
+    from shadow_twin.ros.spinning import result_within
+    name = f'{node_name.rstrip("/")}/calibrate'
+    client = node.create_client(Trigger, name)
+    if not client.wait_for_service(timeout_sec=service_timeout):
+        raise ShadowTwinError(f'no service {name} within {service_timeout:g} s')
+    answer = result_within(client.call_async(Trigger.Request()), answer_timeout)
+    if answer is None:
+        raise ShadowTwinError(f'{name} did not answer within {answer_timeout:g} s')
+    return answer
+
+
+def run_dir_of(answer) -> str:
+    """The run directory named by a successful ``~/calibrate`` answer ('calibration started: DIR')."""
+    return answer.message.split(': ', 1)[1].strip()
+
+
+class StatusFollower:
+    """Collect ``<node>/status`` messages (latched) as {key: value} dicts on a node."""
+
+    def __init__(self, node, node_name: str) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        self._cond = threading.Condition()
+        self.statuses: list[dict] = []
+        qos = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(DiagnosticStatus, f'{node_name.rstrip("/")}/status', self._on_status, qos)
+
+    def _on_status(self, msg) -> None:
+        status = {kv.key: kv.value for kv in msg.values}
+        status['message'] = msg.message
+        with self._cond:
+            if not self.statuses or self.statuses[-1] != status:
+                self.statuses.append(status)
+                self._cond.notify_all()
+
+    def wait_next(self, seen: int, timeout: float) -> list[dict]:
+        """Statuses after the first ``seen``, waiting up to ``timeout`` s for one."""
+        with self._cond:
+            self._cond.wait_for(lambda: len(self.statuses) > seen, timeout)
+            return self.statuses[seen:]
+
+
+def _worth_printing(status: dict, previous: dict) -> bool:
+    """Every phase change; while calibrating, a better objective or each tenth of the budget."""
+    if status.get('phase') != previous.get('phase') or status.get('phase') != 'calibrating':
+        return status.get('message') != previous.get('message')
+    try:
+        done, budget = int(status['evaluations']), int(status['budget'])
+        before = int(previous.get('evaluations', 0))
+    except (KeyError, ValueError):
+        return True
+    step = max(1, budget // 10)
+    return (status.get('best_objective') != previous.get('best_objective') or done // step > before // step
+            or done == budget)
+
+
+def follow(node, follower: StatusFollower, run_dir: str, timeout: float, out=print) -> tuple[int, dict]:
+    """Print the statuses of run ``run_dir`` until it ends; returns (exit status, last status)."""
+    deadline = time.monotonic() + timeout
+    seen, last = 0, {}
+    while time.monotonic() < deadline:
+        for status in follower.wait_next(seen, min(1.0, max(0.0, deadline - time.monotonic()))):
+            seen += 1
+            if status.get('run_dir') != run_dir:
+                continue
+            if _worth_printing(status, last):
+                out(f'[{status.get("phase")}] {status.get("message")}')
+            last = status
+            if status.get('phase') in FINAL:
+                return FINAL[status['phase']], status
+    return 124, last

@@ -1,0 +1,133 @@
+"""How the project's nodes are spun: one place for executors, threads, signals and exit codes.
+
+* :class:`BackgroundSpinner` spins nodes on a ``SingleThreadedExecutor`` in a daemon
+  thread (high-rate subscriptions that must not wait behind a busy
+  MultiThreadedExecutor, or a node beside others in one process).
+* :func:`run_until_signal` spins an executor until SIGINT/SIGTERM and lets the
+  nodes clean up over ROS before it stops.
+* :func:`result_within` waits for a future that another thread's executor completes.
+* :func:`run_node` is the body of every console entry point: init, build the node
+  (a bad configuration ends with one fatal log line and exit status 1), spin until
+  a signal, shut down (exit status 0).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Callable
+
+import rclpy
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from shadow_twin.common.errors import ShadowTwinError
+
+#: Exceptions that mean "the node's configuration is wrong" when raised while it is built.
+STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
+
+
+def result_within(future, timeout: float, interval: float = 0.005):
+    """The result of ``future`` (completed by an executor spinning in another thread), or None
+    if it is not done within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+    return future.result()
+
+
+class BackgroundSpinner:
+    """Spin ``nodes`` on their own SingleThreadedExecutor in a daemon thread.
+
+    Args:
+        nodes: nodes sharing one context.
+        name: thread name (and the label of an error log line if spinning fails).
+    """
+
+    def __init__(self, nodes: list[Node], name: str) -> None:
+        self.nodes = list(nodes)
+        self.name = name
+        self.executor = SingleThreadedExecutor(context=self.nodes[0].context)
+        for node in self.nodes:
+            self.executor.add_node(node)
+        self.thread = threading.Thread(target=self._spin, name=name, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
+        except Exception as exc:   # keep the process up; say what stopped
+            if self.nodes[0].context.ok():
+                self.nodes[0].get_logger().error(f'{self.name} stopped: {exc!r}')
+
+    def shutdown(self) -> None:
+        """Stop spinning and wait for the thread (its last callback may still be running)."""
+        self.executor.shutdown(timeout_sec=1.0)
+        self.thread.join(timeout=2.0)
+
+
+def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> None:
+    """Spin ``executor`` in a thread until SIGINT/SIGTERM (or until it stops), then call
+    ``on_stop()`` while it still spins (so goals can be canceled over ROS), then shut it down.
+    Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``."""
+    stop = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def spin():
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+    thread = threading.Thread(target=spin, name='executor', daemon=True)
+    thread.start()
+    try:
+        while not stop.wait(0.1) and thread.is_alive():
+            pass
+    finally:
+        try:
+            on_stop()
+        finally:
+            executor.shutdown(timeout_sec=1.0)
+            thread.join(timeout=2.0)     # its last callback may still run: let it end before nodes go
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+
+
+def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[], Executor],
+             args: list[str] | None = None, on_start: Callable[[Node], None] | None = None,
+             on_stop: Callable[[Node], None] | None = None) -> int:
+    """Run one node until SIGINT/SIGTERM; returns the exit status (0; 1 if it cannot start).
+
+    Args:
+        make_node: builds the node (after ``rclpy.init``); STARTUP_ERRORS mean a bad configuration.
+        name: logger name for the fatal line.
+        make_executor: builds the executor.
+        args: ROS command-line arguments (default: ``sys.argv``).
+        on_start: called with the node once it spins (e.g. start a physics thread).
+        on_stop: called with the node on shutdown while the executor still spins.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        node = make_node()
+    except STARTUP_ERRORS as exc:
+        get_logger(name).fatal(f'cannot start: {" ".join(str(exc).split())}')
+        rclpy.try_shutdown()
+        return 1
+    executor = make_executor()
+    executor.add_node(node)
+    if on_start is not None:
+        on_start(node)
+    try:
+        run_until_signal(executor, (lambda: on_stop(node)) if on_stop else (lambda: None))
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,614 @@
+"""The live twin's physics, without ROS: a model stepped in (simulated) time
+under the simulated controller, following one trajectory at a time.
+
+:class:`LiveSimulation` owns a :class:`~shadow_twin.model.mjcf.TwinModel`, its
+``MjData`` and a :class:`~shadow_twin.control.controller.SimController`. Each physics step
+it samples the active trajectory at ``data.time`` and sets ``ctrl`` with
+:meth:`SimController.ctrl`, exactly as :class:`~shadow_twin.simulation.offline.TrajectorySimulator`
+does offline, so the live motion equals the offline one (a test checks this to
+1e-9 rad). The ROS node (``mujoco_bridge``) decides *when* to step (wall clock
+x real-time factor) and what to publish; everything here is in simulated time.
+
+Desired state per controlled joint:
+
+* no trajectory: hold a position (the reset position, the end of the last
+  trajectory, or where the joint was when a trajectory was cancelled), zero velocity;
+* a trajectory started at sim time ``t0``: ``trajectory.sample(t - t0)`` for its
+  joints (from their positions when it was set, as the JTC interpolates from
+  the current state), the other joints keep their desired position;
+  after the last point the last positions are held.
+
+Physical-parameter overrides (for mock hardware that must behave differently
+from the twin) are applied in place after every (re)compile, see
+:class:`ParameterOverrides`.
+
+All public methods take :attr:`LiveSimulation.lock`, so the ROS node can step
+in one thread and reload, reset or read states from others.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import mujoco
+import numpy as np
+import yaml
+
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter, set_parameter
+from shadow_twin.control.trajectory import JointTrajectory
+
+_SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
+_UNCHANGED = object()
+
+
+# --------------------------------------------------------------------------------- overrides
+@dataclass(frozen=True)
+class OverrideRule:
+    """One ``joint_glob: {attribute: value}`` entry.
+
+    ``value`` is absolute (SI units of the attribute: N m s/rad for damping,
+    N m for frictionloss, kg m^2 for armature, N m/rad for stiffness, rad for
+    springref/range) unless ``scale`` is True, when it multiplies the value
+    the compiled model has.
+    """
+
+    pattern: str
+    attribute: str
+    value: float
+    scale: bool
+
+    def describe(self) -> str:
+        return f'{self.pattern}.{self.attribute} {"x" if self.scale else "="}{self.value:g}'
+
+
+class ParameterOverrides:
+    """Physical-parameter overrides applied to a freshly compiled model.
+
+    Form (a mapping, or the same as YAML text)::
+
+        rh_[FMRL]FJ[123]: {damping: x3, frictionloss: x0.5}   # scale the model's value
+        rh_WRJ1: {damping: 2.0}                                # absolute value
+
+    Keys are shell globs over ROS joint names (translated to MJCF names with the
+    joint map); attributes are those of :data:`shadow_twin.model.mjcf.JOINT_ATTRIBUTES`.
+    A value is a number (absolute) or a string ``'xF'`` / ``'*F'`` (multiply
+    by F). Rules are applied in the order given; two rules on one joint compound.
+
+    Raises:
+        ConfigError: not a mapping, unknown attribute, or a value that is
+            neither a number nor ``xF``.
+    """
+
+    def __init__(self, spec: Mapping | None = None) -> None:
+        self.rules: list[OverrideRule] = []
+        if spec is None:
+            return
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f'overrides must map joint globs to {{attribute: value}}, got {spec!r}')
+        for pattern, attributes in spec.items():
+            if not isinstance(attributes, Mapping) or not attributes:
+                raise ConfigError(f'overrides[{pattern!r}] must be a non-empty mapping of attribute: value')
+            for attribute, raw in attributes.items():
+                if attribute not in JOINT_ATTRIBUTES:
+                    raise ConfigError(f'overrides[{pattern!r}]: unknown attribute {attribute!r}; '
+                                      f'known: {JOINT_ATTRIBUTES}')
+                self.rules.append(OverrideRule(str(pattern), attribute, *self._value(pattern, attribute, raw)))
+
+    @staticmethod
+    def _value(pattern, attribute, raw) -> tuple[float, bool]:
+        if isinstance(raw, bool):
+            raise ConfigError(f'overrides[{pattern!r}].{attribute}: expected a number or "xF", got {raw!r}')
+        if isinstance(raw, (int, float)):
+            value, scale = float(raw), False
+        else:
+            match = _SCALE.match(str(raw))
+            if not match:
+                raise ConfigError(f'overrides[{pattern!r}].{attribute}: expected a number or "xF" '
+                                  f'(scale factor), got {raw!r}')
+            try:
+                value, scale = float(match.group(1)), True
+            except ValueError:
+                raise ConfigError(f'overrides[{pattern!r}].{attribute}: bad scale {raw!r}') from None
+        if not math.isfinite(value):
+            raise ConfigError(f'overrides[{pattern!r}].{attribute}: value must be finite, got {raw!r}')
+        return value, scale
+
+    @classmethod
+    def from_yaml_text(cls, text: str | None) -> 'ParameterOverrides':
+        """Parse YAML text (empty or blank gives no overrides). Raises ConfigError."""
+        if text is None or not str(text).strip():
+            return cls()
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f'overrides are not valid YAML: {" ".join(str(exc).split())}') from None
+        if data is None:
+            return cls()
+        if isinstance(data, Mapping) and 'overrides' in data and len(data) == 1:
+            data = data['overrides']
+        return cls(data)
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def apply(self, model: mujoco.MjModel, ros_joint_names: Sequence[str],
+              joint_map: JointNameMap) -> list[tuple[str, float, float]]:
+        """Apply the rules in place to ``model``.
+
+        Args:
+            model: compiled model (modified in place).
+            ros_joint_names: ROS names of the model's joints, to match globs against.
+            joint_map: ROS -> MJCF names.
+        Returns:
+            ``(joint.attribute, old, new)`` for every value set.
+        Raises:
+            ConfigError: a glob that matches no joint.
+        """
+        changes = []
+        for rule in self.rules:
+            hits = [j for j in ros_joint_names if fnmatch.fnmatchcase(j, rule.pattern)]
+            if not hits:
+                raise ConfigError(f'override {rule.describe()}: no joint matches {rule.pattern!r}')
+            for joint in hits:
+                target = ParameterTarget('joint', joint_map.to_mjcf(joint), rule.attribute)
+                old = get_parameter(model, target)
+                new = old * rule.value if rule.scale else rule.value
+                set_parameter(model, target, new)
+                changes.append((f'{joint}.{rule.attribute}', old, new))
+        return changes
+
+
+# ----------------------------------------------------------------------------------- states
+@dataclass(frozen=True)
+class JointStateSample:
+    """Joint state at one sim time: ROS names, positions (rad or m), velocities
+    (rad/s or m/s), efforts (N m or N: actuator force on the joint)."""
+
+    sim_time: float
+    names: tuple[str, ...]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+@dataclass(frozen=True)
+class TrackingSample:
+    """Desired and actual state of the active trajectory's joints at ``sim_time``.
+
+    ``start_time`` and ``end_time`` are the trajectory's sim times (s);
+    ``token`` identifies the trajectory (see :meth:`LiveSimulation.set_trajectory`).
+    """
+
+    sim_time: float
+    token: int
+    joint_names: tuple[str, ...]
+    desired_position: np.ndarray
+    desired_velocity: np.ndarray
+    desired_acceleration: np.ndarray
+    actual_position: np.ndarray
+    actual_velocity: np.ndarray
+    start_time: float
+    end_time: float
+
+
+@dataclass
+class ReloadReport:
+    """What :meth:`LiveSimulation.reload` did."""
+
+    path: Path
+    joints: int
+    actuators: int
+    kept_state: list[str] = field(default_factory=list)
+    new_joints: list[str] = field(default_factory=list)
+    dropped_joints: list[str] = field(default_factory=list)
+    overrides: list[tuple[str, float, float]] = field(default_factory=list)
+    trajectory_kept: bool | None = None
+
+    def summary(self) -> str:
+        """One line for the log / the service answer."""
+        parts = [f'reloaded {self.path}: {self.joints} joints, {self.actuators} actuators',
+                 f'state kept for {len(self.kept_state)} joints by name']
+        if self.new_joints:
+            parts.append(f'new joints start at their reset position: {self.new_joints}')
+        if self.dropped_joints:
+            parts.append(f'joints no longer in the model: {self.dropped_joints}')
+        if self.overrides:
+            parts.append(f'{len(self.overrides)} parameter overrides applied')
+        if self.trajectory_kept is not None:
+            parts.append('active trajectory continues' if self.trajectory_kept
+                         else 'active trajectory dropped (its joints changed); holding position')
+        return '; '.join(parts)
+
+
+@dataclass
+class _ActiveTrajectory:
+    trajectory: JointTrajectory   # with the start state prepended
+    columns: np.ndarray           # its joints' indices in controller.joint_names
+    start: float                  # sim time of its t = 0, s
+    token: int
+
+    @property
+    def end(self) -> float:
+        return self.start + self.trajectory.duration
+
+
+def _model_joints(model: mujoco.MjModel) -> list[tuple[int, str]]:
+    """(id, MJCF name) of the named hinge and slide joints, model order."""
+    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    return [(j, model.joint(j).name) for j in range(model.njnt)
+            if model.joint(j).name and int(model.jnt_type[j]) in kinds]
+
+
+# ------------------------------------------------------------------------------ simulation
+class LiveSimulation:
+    """A model stepped live under the simulated controller.
+
+    Args:
+        model_path: MJCF file; None for the built-in Shadow Hand E.
+        gains: controller gains, or a YAML path (re-read on :meth:`reload`),
+            or None for the defaults (p 4.0, d 0.1).
+        joint_map: ROS <-> MJCF joint names (identity by default).
+        overrides: physical-parameter overrides (:class:`ParameterOverrides`,
+            a mapping, or None).
+        interpolation: trajectory sampling, see :meth:`JointTrajectory.sample`.
+    Raises:
+        ModelError: the model is missing or does not compile (MuJoCo's text).
+        ConfigError: bad gains, joint map or overrides.
+    """
+
+    def __init__(self, model_path: str | os.PathLike | None = None,
+                 gains: ControllerGains | str | os.PathLike | None = None,
+                 joint_map: JointNameMap | None = None,
+                 overrides: ParameterOverrides | Mapping | None = None,
+                 interpolation: str = 'auto') -> None:
+        self.lock = threading.RLock()
+        self.joint_map = joint_map or JointNameMap()
+        self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
+        self.interpolation = interpolation
+        self._gains_source = gains
+        #: When True, :meth:`step` and :meth:`step_to` do nothing.
+        self.paused = False
+        self._active: _ActiveTrajectory | None = None
+        self._finished: _ActiveTrajectory | None = None
+        self._token = 0
+        self.twin, self.controller, self.applied_overrides = self._build(model_path)
+        self.data = mujoco.MjData(self.model)
+        self._index()
+        self._reset_state(keep_time=False)
+
+    # -- construction -------------------------------------------------------------------------
+    def _gains(self) -> ControllerGains:
+        source = self._gains_source
+        if source is None or isinstance(source, ControllerGains):
+            return source or ControllerGains()
+        return ControllerGains.from_yaml(source)
+
+    def _build(self, path) -> tuple[TwinModel, SimController, list]:
+        twin = TwinModel(path)
+        controller = SimController(twin.model, self._gains(), self.joint_map)
+        names = [self.joint_map.to_ros(name) for _, name in _model_joints(twin.model)]
+        applied = self.overrides.apply(twin.model, names, self.joint_map)
+        return twin, controller, applied
+
+    def _index(self) -> None:
+        """Rebuild every name -> index map from the current model and controller."""
+        joints = _model_joints(self.model)
+        #: ROS names of the published joints (named hinge/slide joints, model order).
+        self.joint_names: tuple[str, ...] = tuple(self.joint_map.to_ros(n) for _, n in joints)
+        self._state_qpos = np.array([self.model.jnt_qposadr[j] for j, _ in joints], dtype=int)
+        self._state_dof = np.array([self.model.jnt_dofadr[j] for j, _ in joints], dtype=int)
+        #: ROS names of the joints the controller drives (trajectory joints must be among these).
+        self.controlled_joints: tuple[str, ...] = tuple(self.controller.joint_names)
+        self._controlled_index = {name: k for k, name in enumerate(self.controlled_joints)}
+        self.dt = float(self.model.opt.timestep)
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The compiled model (converted by the controller, overrides applied)."""
+        return self.twin.model
+
+    @property
+    def path(self) -> Path:
+        """The MJCF file the model was compiled from."""
+        return self.twin.path
+
+    @property
+    def time(self) -> float:
+        """Current sim time, s."""
+        return float(self.data.time)
+
+    @property
+    def trajectory_active(self) -> bool:
+        """True while a trajectory is set and its last point is not reached."""
+        with self.lock:
+            return self._active is not None
+
+    # -- desired state -------------------------------------------------------------------------
+    def _hold_positions(self) -> np.ndarray:
+        return self.data.qpos[self.controller.qpos_adr].copy()
+
+    def _desired(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, J) desired positions and velocities of the controlled joints at sim ``times``."""
+        q = np.repeat(self._hold[None], len(times), axis=0)
+        qd = np.zeros_like(q)
+        active = self._active
+        if active is not None:
+            pos, vel, _ = active.trajectory.sample(self._relative(times, active.start), self.interpolation)
+            q[:, active.columns] = pos
+            qd[:, active.columns] = vel
+        return q, qd
+
+    def _relative(self, times, start: float):
+        """``times - start`` (s), snapped onto the step grid ``k * dt`` when within
+        1e-4 steps of it. ``data.time`` accumulates ``dt`` with rounding noise
+        (~1e-16 s per step); snapping makes a knot at ``k * dt`` fall on the same
+        side as in the offline simulator, which samples at exact ``k * dt``
+        (at a knot the velocity of a linear segment is discontinuous)."""
+        rel = np.asarray(times, dtype=float) - start
+        grid = np.round(rel / self.dt) * self.dt
+        return np.where(np.abs(rel - grid) < 1e-4 * self.dt, grid, rel)
+
+    def _retire_if_finished(self) -> None:
+        """After the last point: hold the last positions and forget the trajectory."""
+        active = self._active
+        if active is not None and self._relative(self.data.time, active.start) > active.trajectory.duration:
+            self._hold[active.columns] = active.trajectory.positions[-1]
+            self._finished, self._active = active, None
+
+    # -- stepping ---------------------------------------------------------------------------
+    def step(self, n: int = 1) -> int:
+        """Advance ``n`` physics steps (``n * dt`` s of sim time) unless paused.
+
+        Desired states for the ``n`` steps are sampled at the times ``data.time``
+        will have at each step (accumulated as MuJoCo does) and converted to
+        ``ctrl`` in one vectorised call. Returns the number of steps taken.
+        """
+        n = int(n)
+        with self.lock:
+            if self.paused or n <= 0:
+                return 0
+            times = np.empty(n)
+            t = self.data.time
+            for k in range(n):
+                times[k] = t
+                t += self.model.opt.timestep
+            q, qd = self._desired(times)
+            ctrl = self.controller.ctrl(self.model, q, qd)
+            model, data = self.model, self.data
+            for k in range(n):
+                data.ctrl[:] = ctrl[k]
+                mujoco.mj_step(model, data)
+            self._retire_if_finished()
+            return n
+
+    def steps_until(self, sim_time: float) -> int:
+        """Number of whole steps from now to ``sim_time`` (s); 0 if it is not ahead."""
+        with self.lock:
+            return max(0, int(math.floor((sim_time - self.data.time) / self.dt + 1e-6)))
+
+    def step_to(self, sim_time: float, max_steps: int | None = None) -> int:
+        """Step until ``data.time`` is within one step below ``sim_time`` (s).
+
+        Args:
+            sim_time: target sim time, s.
+            max_steps: at most this many steps (catch-up cap); None for no cap.
+        Returns:
+            Steps taken (0 when paused or already there).
+        """
+        with self.lock:
+            n = self.steps_until(sim_time)
+            if max_steps is not None:
+                n = min(n, int(max_steps))
+            return self.step(n)
+
+    # -- trajectories ---------------------------------------------------------------------
+    def set_trajectory(self, trajectory: JointTrajectory, start_time: float | None = None) -> int:
+        """Follow ``trajectory`` from sim time ``start_time`` (None: now).
+
+        The current positions of its joints are prepended as the point at
+        t = 0 (``with_start``), so the motion starts where the joints are.
+        Joints it does not name keep their current desired position. A
+        trajectory already running is replaced. Before ``start_time`` the
+        joints hold their current positions.
+
+        Returns:
+            A token identifying this trajectory (see :class:`TrackingSample`).
+        Raises:
+            TrajectoryError: a joint the controller does not drive.
+        """
+        with self.lock:
+            unknown = [j for j in trajectory.joint_names if j not in self._controlled_index]
+            if unknown:
+                raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
+                                      f'(driven: {list(self.controlled_joints)})')
+            now = float(self.data.time)
+            start = now if start_time is None else max(float(start_time), now)
+            q_now, _ = self._desired(np.array([now]))
+            self._hold = q_now[0]
+            columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
+            current = self.data.qpos[self.controller.qpos_adr[columns]]
+            self._token += 1
+            self._active = _ActiveTrajectory(trajectory.with_start(current), columns, start, self._token)
+            self._finished = None
+            return self._token
+
+    def cancel(self) -> None:
+        """Stop the active trajectory: every joint holds its current position."""
+        with self.lock:
+            self._active = self._finished = None
+            self._hold = self._hold_positions()
+
+    def tracking(self, token: int | None = None) -> TrackingSample | None:
+        """Desired/actual state of the active (or just finished) trajectory.
+
+        Args:
+            token: only report the trajectory with this token (None: any).
+        Returns:
+            The sample at the current sim time, or None when there is no such
+            trajectory (never set, cancelled, replaced, reset or dropped by a reload).
+        """
+        with self.lock:
+            current = self._active or self._finished
+            if current is None or (token is not None and current.token != token):
+                return None
+            t = float(self.data.time)
+            pos, vel, acc = current.trajectory.sample(self._relative(t, current.start), self.interpolation)
+            adr = self.controller.qpos_adr[current.columns]
+            dof = self.controller.dof_adr[current.columns]
+            return TrackingSample(t, current.token, tuple(current.trajectory.joint_names), pos, vel, acc,
+                                  self.data.qpos[adr].copy(), self.data.qvel[dof].copy(),
+                                  current.start, current.end)
+
+    # -- state ------------------------------------------------------------------------------
+    def joint_state(self) -> JointStateSample:
+        """Positions, velocities and efforts of :attr:`joint_names` at the current sim time."""
+        with self.lock:
+            d = self.data
+            return JointStateSample(float(d.time), self.joint_names, d.qpos[self._state_qpos].copy(),
+                                    d.qvel[self._state_dof].copy(), d.qfrc_actuator[self._state_dof].copy())
+
+    def positions(self, names: Sequence[str]) -> np.ndarray:
+        """Current positions of ROS joints ``names`` (rad). KeyError for unknown names."""
+        with self.lock:
+            index = {n: k for k, n in enumerate(self.joint_names)}
+            return self.data.qpos[self._state_qpos[[index[n] for n in names]]].copy()
+
+    def set_positions(self, positions: Mapping[str, float]) -> None:
+        """Place joints (ROS names -> rad) at rest and hold them there; clears the trajectory.
+
+        Values are clipped to limited joints' ranges. Raises KeyError for an unknown joint.
+        """
+        with self.lock:
+            index = {n: k for k, n in enumerate(self.joint_names)}
+            for name, value in positions.items():
+                jid = self._joint_id(name)
+                lo, hi = self.model.jnt_range[jid]
+                value = float(np.clip(value, lo, hi)) if self.model.jnt_limited[jid] else float(value)
+                self.data.qpos[self._state_qpos[index[name]]] = value
+                self.data.qvel[self._state_dof[index[name]]] = 0.0
+            mujoco.mj_forward(self.model, self.data)
+            self.cancel()
+
+    def _joint_id(self, ros_name: str) -> int:
+        jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, self.joint_map.to_mjcf(ros_name))
+        if jid < 0:
+            raise KeyError(ros_name)
+        return jid
+
+    def joint_limits(self) -> dict[str, tuple[float, float] | None]:
+        """{ROS joint: (lower, upper)} of the controlled joints; None when unlimited."""
+        with self.lock:
+            out = {}
+            for name, jid in zip(self.controlled_joints, self.controller.joint_ids):
+                out[name] = (tuple(float(v) for v in self.model.jnt_range[jid])
+                             if self.model.jnt_limited[jid] else None)
+            return out
+
+    # -- reset and reload ----------------------------------------------------------------------
+    def _reset_state(self, keep_time: bool) -> None:
+        time = float(self.data.time)
+        if self.model.nkey > 0:
+            mujoco.mj_resetDataKeyframe(self.model, self.data, 0)
+        else:
+            mujoco.mj_resetData(self.model, self.data)
+        if keep_time:
+            self.data.time = time
+        mujoco.mj_forward(self.model, self.data)
+        self._active = self._finished = None
+        self._hold = self._hold_positions()
+
+    def reset(self) -> None:
+        """Back to keyframe 0 if the model has one, else ``qpos0``, at rest; no trajectory.
+
+        Sim time keeps running (it is not set back to 0), so clocks and stamps
+        derived from it stay monotonic.
+        """
+        with self.lock:
+            self._reset_state(keep_time=True)
+
+    def reload(self, path: str | os.PathLike | None = None,
+               overrides: ParameterOverrides | Mapping | None | object = _UNCHANGED,
+               gains: ControllerGains | str | os.PathLike | None | object = _UNCHANGED) -> ReloadReport:
+        """Recompile the MJCF (re-read from disk) and carry the state over by joint name.
+
+        Positions and velocities of joints present in both models are copied by
+        name; the controller (gains re-read when given as a file), every
+        name -> index map and the overrides are rebuilt. Sim time continues.
+        The active trajectory continues if the new controller drives all its
+        joints, else every joint holds its position.
+
+        Args:
+            path: MJCF file; None recompiles the current file.
+            overrides: new overrides; omitted keeps the current ones.
+            gains: new gains (object or YAML path); omitted keeps the current
+                source (a file is re-read).
+        Returns:
+            A :class:`ReloadReport`.
+        Raises:
+            ModelError: the new model is missing or does not compile (MuJoCo's
+                text); ConfigError: bad gains or overrides. In both cases the
+                old model keeps running untouched.
+        """
+        # Compile outside the lock (stepping goes on meanwhile); swap under it.
+        old_overrides, old_gains = self.overrides, self._gains_source
+        if overrides is not _UNCHANGED:
+            self.overrides = (overrides if isinstance(overrides, ParameterOverrides)
+                              else ParameterOverrides(overrides))
+        if gains is not _UNCHANGED:
+            self._gains_source = gains
+        try:
+            twin, controller, applied = self._build(path if path is not None else self.path)
+        except BaseException:
+            self.overrides, self._gains_source = old_overrides, old_gains
+            raise
+        with self.lock:
+            old_model, old_data = self.model, self.data
+            old_joints = {name: jid for jid, name in _model_joints(old_model)}
+            old_hold = dict(zip(self.controlled_joints, self._hold))
+            data = mujoco.MjData(twin.model)
+            if twin.model.nkey > 0:
+                mujoco.mj_resetDataKeyframe(twin.model, data, 0)
+            new_names = [name for _, name in _model_joints(twin.model)]
+            kept = []
+            for jid, name in _model_joints(twin.model):
+                old = old_joints.get(name)
+                if old is None or old_model.jnt_type[old] != twin.model.jnt_type[jid]:
+                    continue
+                data.qpos[twin.model.jnt_qposadr[jid]] = old_data.qpos[old_model.jnt_qposadr[old]]
+                data.qvel[twin.model.jnt_dofadr[jid]] = old_data.qvel[old_model.jnt_dofadr[old]]
+                kept.append(self.joint_map.to_ros(name))
+            data.time = old_data.time
+            mujoco.mj_forward(twin.model, data)
+
+            report = ReloadReport(
+                twin.path, len(new_names), twin.model.nu, kept,
+                [self.joint_map.to_ros(n) for n in new_names if n not in old_joints],
+                [self.joint_map.to_ros(n) for n in old_joints if n not in new_names], applied)
+            active = self._active or self._finished
+            self.twin, self.controller, self.applied_overrides, self.data = twin, controller, applied, data
+            self._index()
+            self._hold = self._hold_positions()
+            for k, name in enumerate(self.controlled_joints):
+                if name in old_hold:
+                    self._hold[k] = old_hold[name]
+            if active is not None:
+                if all(j in self._controlled_index for j in active.trajectory.joint_names):
+                    active.columns = np.array([self._controlled_index[j]
+                                               for j in active.trajectory.joint_names], dtype=int)
+                    report.trajectory_kept = True
+                else:
+                    self._active = self._finished = None
+                    self._hold = self._hold_positions()
+                    report.trajectory_kept = False
+            return report

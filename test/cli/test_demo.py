@@ -1,0 +1,64 @@
+"""``shadow-twin demo`` end to end (the README's main job) with a small budget: real processes
+on a ROS domain of its own; the error on the unseen trajectory must fall. Skipped without rclpy
+or control_msgs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def demo(python, *args, timeout=600):
+    return subprocess.run([python, '-m', 'shadow_twin.cli.main', 'demo', *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope='module')
+def python():
+    pytest.importorskip('rclpy')
+    pytest.importorskip('control_msgs.action')
+    import ros_helpers
+    return ros_helpers.PYTHON
+
+
+def test_demo_lowers_the_error_on_the_unseen_trajectory(python, tmp_path):
+    import ros_helpers
+    out = tmp_path / 'demo'
+    run = demo(python, '--out', str(out), '--budget', '12', '--domain-id',
+               str((ros_helpers.domain_id_for() + 50) % 101 + 1))   # not the test run's domain
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((out / 'demo_report.json').read_text())
+    rows = {r['trajectory']: r for r in report['rows']}
+    assert [r['role'] for r in report['rows']] == ['fitted', 'held out', 'unseen']
+    unseen = rows['slow_grasp']
+    assert unseen['after']['mse'] < 0.5 * unseen['before']['mse'], unseen
+    assert unseen['before']['mse'] > 1e-4     # the mock hardware really differs from the sim
+    assert report['calibration_result']['installed'] is True
+    assert Path(report['calibration_result']['model']).is_file()
+    # printed table and summary
+    assert 'slow_grasp     unseen' in run.stdout and 'unseen trajectory slow_grasp: error' in run.stdout
+    # plots of every recording, and the summary chart
+    assert (out / 'error_before_after.png').stat().st_size > 10_000
+    for name in ('curl_all', 'stagger', 'slow_grasp'):
+        for when in ('before', 'after'):
+            assert (out / 'plots' / f'{name}_{when}' / 'overview.png').is_file()
+    # the calibration node's own report is there too
+    assert (Path(report['calibration_run']) / 'report.json').is_file()
+
+
+def test_demo_bad_arguments(python, tmp_path):
+    run = demo(python, '--budget', '0', timeout=60)
+    assert run.returncode == 2 and '--budget and --workers must be at least 1' in run.stderr
+    (tmp_path / 'taken').mkdir()
+    run = demo(python, '--out', str(tmp_path / 'taken'), timeout=60)
+    assert run.returncode == 1 and 'exists; the demo never writes over earlier results' in run.stderr
+    run = demo(python, '--out', str(tmp_path / 'x'), '--unseen', 'curl_all', timeout=60)
+    assert run.returncode == 1 and 'is one of the calibration trajectories' in run.stderr
+    run = demo(python, '--out', str(tmp_path / 'y'), '--unseen', 'no_such_trajectory', timeout=60)
+    assert run.returncode == 1 and "no trajectory named 'no_such_trajectory'" in run.stderr
+    assert not (tmp_path / 'x').exists() and not (tmp_path / 'y').exists()

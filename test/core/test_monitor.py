@@ -1,0 +1,386 @@
+"""ROS-free tests of the twin monitor's core (shadow_twin.monitoring.joint_error): history and
+interpolation, sim minus real, the RMS window, thresholds and levels, the monitor;
+and of its rqt perspective (shadow_twin.plots.perspective)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shadow_twin.monitoring import joint_error as m
+from shadow_twin.cli import perspective as persp_cli
+from shadow_twin.plots import perspective as persp
+from shadow_twin.common.errors import ConfigError
+
+NAMES = ('a', 'b')
+
+
+def sample(t, pos, vel=None, names=NAMES, stamp=None):
+    return m.JointSample.make(t, names, pos, vel, stamp=stamp)
+
+
+# ------------------------------------------------------------------------------------ samples
+def test_sample_checks_sizes_and_fills_missing_velocities_with_nan():
+    s = sample(1.0, [0.1, 0.2])
+    assert s.names == NAMES and s.position.tolist() == [0.1, 0.2]
+    assert all(math.isnan(v) for v in s.velocity)
+    with pytest.raises(ValueError, match='2 names has 1 positions'):
+        sample(1.0, [0.1])
+    with pytest.raises(ValueError, match='3 velocities'):
+        sample(1.0, [0.1, 0.2], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match='finite'):
+        sample(math.nan, [0.1, 0.2])
+
+
+# ------------------------------------------------------------------------------------ history
+def test_history_interpolates_positions_and_velocities_linearly():
+    h = m.JointStateHistory(max_age=10.0)
+    h.add(sample(1.0, [0.0, 1.0], [0.0, -2.0]))
+    h.add(sample(2.0, [1.0, 3.0], [4.0, 2.0]))
+    at = h.at(1.25)
+    assert at.t == 1.25 and at.names == NAMES
+    np.testing.assert_allclose(at.position, [0.25, 1.5])
+    np.testing.assert_allclose(at.velocity, [1.0, -1.0])
+    np.testing.assert_allclose(h.at(1.75).position, [0.75, 2.5])
+    assert h.at(2.0).position.tolist() == [1.0, 3.0]       # exact stamps: the sample itself
+    assert h.at(1.0).t == 1.0
+
+
+def test_history_holds_the_nearest_sample_only_within_max_gap():
+    h = m.JointStateHistory(max_age=10.0)
+    first, last = sample(1.0, [0.0, 0.0], stamp='s1'), sample(2.0, [1.0, 1.0], stamp='s2')
+    h.add(first)
+    h.add(last)
+    assert h.at(2.03, max_gap=0.05) is last                # just after the newest: held
+    assert h.at(0.97, max_gap=0.05) is first               # just before the oldest
+    assert h.at(2.06, max_gap=0.05) is None                # too far out
+    assert h.at(2.01) is None                              # default: no extrapolation at all
+    assert m.JointStateHistory().at(1.0, max_gap=10.0) is None
+
+
+def test_history_is_bounded_in_age_and_length():
+    h = m.JointStateHistory(max_age=1.0, max_samples=1000)
+    for k in range(300):                                   # 250 Hz for 1.2 s
+        h.add(sample(k * 0.004, [k, k]))
+    oldest, newest = h.span()
+    assert newest == pytest.approx(299 * 0.004)
+    assert newest - oldest <= 1.0 and newest - oldest > 0.99
+    assert h.at(0.1, max_gap=0.05) is None                 # dropped
+    short = m.JointStateHistory(max_age=100.0, max_samples=5)
+    for k in range(10):
+        short.add(sample(float(k), [k, k]))
+    assert len(short) == 5 and short.span() == (5.0, 9.0)
+    with pytest.raises(ValueError):
+        m.JointStateHistory(max_age=0.0)
+
+
+def test_history_repeated_stamp_replaces_and_older_stamp_restarts():
+    h = m.JointStateHistory()
+    h.add(sample(1.0, [0.0, 0.0]))
+    h.add(sample(1.1, [1.0, 1.0]))
+    h.add(sample(1.1, [2.0, 2.0]))                         # same stamp: the newer state wins
+    assert len(h) == 2 and h.latest().position.tolist() == [2.0, 2.0]
+    h.add(sample(0.5, [5.0, 5.0]))                         # back in time: the stream restarted
+    assert len(h) == 1 and h.span() == (0.5, 0.5)
+
+
+def test_history_newest_not_after():
+    h = m.JointStateHistory()
+    for t in (1.0, 1.004, 1.008):
+        h.add(sample(t, [t, t]))
+    assert h.newest_not_after(1.006).t == 1.004
+    assert h.newest_not_after(1.008).t == 1.008
+    assert h.newest_not_after(0.9) is None
+
+
+def test_history_across_a_joint_set_change_takes_the_nearer_sample():
+    h = m.JointStateHistory()
+    h.add(sample(1.0, [0.0, 0.0]))
+    h.add(sample(2.0, [1.0], names=('a',)))
+    assert h.at(1.2).names == NAMES and h.at(1.8).names == ('a',)
+
+
+# ------------------------------------------------------------------------------------- errors
+def test_joint_error_is_sim_minus_real_in_real_order_for_common_joints():
+    real = sample(5.0, [1.0, 2.0, 3.0], [0.1, 0.0, 0.3], names=('c', 'a', 'b'), stamp='real stamp')
+    sim = sample(5.0, [0.75, 2.5, 9.0], [0.1, 0.2, 0.0], names=('a', 'b', 'x'))
+    err = m.joint_error(sim, real)
+    assert err.names == ('a', 'b')                        # real order; c and x are in one only
+    np.testing.assert_allclose(err.position, [0.75 - 2.0, 2.5 - 3.0])
+    np.testing.assert_allclose(err.velocity, [0.1 - 0.0, 0.2 - 0.3])
+    assert err.t == 5.0 and err.stamp == 'real stamp'
+    none = m.joint_error(sample(5.0, [1.0], names=('x',)), real)
+    assert none.names == () and none.position.shape == (0,)
+
+
+# ------------------------------------------------------------------------------------- window
+def error(t, dpos, dvel=(0.0, 0.0), names=NAMES):
+    return m.JointError(t, names, np.asarray(dpos, float), np.asarray(dvel, float))
+
+
+def test_window_rms_max_and_count_over_known_errors():
+    w = m.ErrorWindow(window=2.0)
+    w.add(error(0.5, [0.3, -0.1], [1.0, 0.0]))
+    w.add(error(1.0, [-0.4, -0.1], [math.nan, 0.0]))      # an unknown velocity is left out of its RMS
+    stats = w.stats()
+    a = stats['a']
+    assert a.rms_position == pytest.approx(math.sqrt((0.09 + 0.16) / 2))
+    assert a.max_abs_position == pytest.approx(0.4)
+    assert a.rms_velocity == pytest.approx(1.0)
+    assert a.samples == 2 and a.window == 2.0
+    assert stats['b'].rms_position == pytest.approx(0.1)
+    assert list(stats) == ['a', 'b']
+
+
+def test_window_forgets_errors_older_than_the_window():
+    w = m.ErrorWindow(window=0.5)
+    w.add(error(0.0, [1.0, 1.0]))
+    w.add(error(0.3, [1.0, 1.0]))
+    assert w.stats()['a'].rms_position == pytest.approx(1.0)
+    w.add(error(0.6, [0.0, 0.0]))                          # t = 0.0 has left (0.6 - 0.5 >= 0.0)
+    assert w.stats()['a'].samples == 2
+    assert w.stats()['a'].rms_position == pytest.approx(math.sqrt(0.5))
+    w.add(error(0.85, [0.0, 0.0]))                         # and t = 0.3 too
+    st = w.stats()['a']
+    assert st.samples == 2 and st.rms_position == 0.0 and st.max_abs_position == 0.0
+    assert w.stats(now=2.0) == {}                          # nothing in (1.5, 2.0]
+    with pytest.raises(ValueError):
+        m.ErrorWindow(0.0)
+
+
+def test_window_restarts_when_stamps_go_back():
+    w = m.ErrorWindow(window=10.0)
+    w.add(error(5.0, [1.0, 1.0]))
+    w.add(error(1.0, [0.0, 0.0]))
+    assert w.stats()['a'].samples == 1 and w.stats()['a'].rms_position == 0.0
+
+
+# --------------------------------------------------------------------------------- thresholds
+def test_threshold_level_boundaries():
+    t = m.Threshold(warn=0.05, error=0.2)
+    assert t.level(0.0) == m.OK
+    assert t.level(0.0499) == m.OK
+    assert t.level(0.05) == m.WARN                        # warn is inclusive
+    assert t.level(0.1999) == m.WARN
+    assert t.level(0.2) == m.ERROR                        # error is inclusive
+    assert t.level(math.inf) == m.ERROR
+    assert t.level(math.nan) == m.STALE
+
+
+def test_thresholds_overrides_first_matching_glob_and_defaults_for_missing_keys():
+    th = m.Thresholds.from_config(0.05, 0.2, 'rh_TH*: {warn: 0.1, error: 0.3}\n'
+                                             'rh_THJ5: {warn: 0.01}\n'
+                                             'rh_[FM]FJ1: {error: 0.5}\n')
+    assert th.for_joint('rh_THJ5') == m.Threshold(0.1, 0.3)        # first glob wins
+    assert th.for_joint('rh_FFJ1') == m.Threshold(0.05, 0.5)       # warn from the default
+    assert th.for_joint('rh_RFJ1') == m.Threshold(0.05, 0.2)
+    assert th.for_joint('RH_THJ1') == m.Threshold(0.05, 0.2)       # case-sensitive
+    assert th.level('rh_THJ4', 0.25) == m.WARN and th.level('rh_FFJ3', 0.25) == m.ERROR
+    assert th.unused_globs(['rh_FFJ1', 'rh_THJ5']) == ['rh_THJ5']           # shadowed by rh_TH*
+    assert th.unused_globs(['rh_FFJ1']) == ['rh_TH*', 'rh_THJ5']
+    assert th.unused_globs(['rh_MFJ1', 'rh_THJ1']) == ['rh_THJ5']
+    assert m.Thresholds.from_config(0.05, 0.2, '').overrides == []
+
+
+@pytest.mark.parametrize('warn, error, overrides, match', [
+    (0.3, 0.2, '', r'default .*error \(0.2 rad\) must be >= warn \(0.3 rad\)'),
+    (0.0, 0.2, '', r'warn threshold of the default .* must be > 0'),
+    (-0.1, 0.2, '', r'must be > 0'),
+    (0.05, 0.2, 'rh_TH*: {error: 0.01}', r"joints 'rh_TH\*'.*error \(0.01 rad\) must be >= warn \(0.05 rad\)"),
+    (0.05, 0.2, 'rh_FFJ3: {warn: 0.5}', r"joints 'rh_FFJ3'.*error \(0.2 rad\) must be >= warn \(0.5 rad\)"),
+    (0.05, 0.2, 'rh_FFJ3: {warn: fast}', r"warn threshold of joints 'rh_FFJ3'.* finite number.*'fast'"),
+    (0.05, 0.2, 'rh_FFJ3: {wran: 0.1}', r"joints 'rh_FFJ3'.*unknown key.*wran"),
+    (0.05, 0.2, 'rh_FFJ3: 0.1', r"joints 'rh_FFJ3'.*must be \{warn"),
+    (0.05, 0.2, '[rh_FFJ3]', r'must map joint globs'),
+    (0.05, 0.2, 'rh_FFJ3: {warn: [', r'threshold_overrides is not valid YAML'),
+    (0.05, math.inf, '', r'finite number'),
+])
+def test_bad_thresholds_are_refused_naming_the_joint_glob(warn, error, overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        m.Thresholds.from_config(warn, error, overrides)
+
+
+# ------------------------------------------------------------------------------------ monitor
+def stream(mon, which, t0, n, positions, rate=250.0, arrival=0.0):
+    add = mon.add_real if which == 'real' else mon.add_sim
+    for k in range(n):
+        add(sample(t0 + k / rate, positions(t0 + k / rate), [0.0, 0.0]), arrival)
+
+
+def test_monitor_aligns_the_sim_to_the_real_stamp():
+    mon = m.SimRealMonitor(m.Thresholds(), window=2.0)
+    # sim a(t) = t; real a(t) = t - 0.5 sampled 2 ms later: latest-vs-latest would be off by 0.002
+    stream(mon, 'sim', 10.0, 100, lambda t: [t, 0.0])
+    stream(mon, 'real', 10.002, 99, lambda t: [t - 0.5, 0.1])
+    err = mon.update()
+    assert err.t == pytest.approx(10.002 + 98 / 250)
+    np.testing.assert_allclose(err.position, [0.5, -0.1], atol=1e-9)
+    assert mon.update() is None                            # nothing new: nothing published twice
+
+
+def test_monitor_uses_the_newest_real_sample_the_sim_has_reached():
+    mon = m.SimRealMonitor(m.Thresholds(), max_gap=0.0)
+    stream(mon, 'sim', 0.0, 10, lambda t: [t, 0.0])        # up to 0.036
+    stream(mon, 'real', 0.001, 12, lambda t: [0.0, 0.0])   # up to 0.045: ahead of the sim
+    err = mon.update()
+    assert err.t == pytest.approx(0.033)                   # newest real <= 0.036
+    np.testing.assert_allclose(err.position[0], 0.033)
+    stream(mon, 'sim', 0.040, 3, lambda t: [t, 0.0])       # the sim catches up to 0.048
+    assert mon.update().t == pytest.approx(0.045)
+
+
+def test_monitor_holds_the_newest_sim_sample_within_max_gap_only():
+    mon = m.SimRealMonitor(m.Thresholds(), max_gap=0.05)
+    mon.add_sim(sample(1.0, [0.2, 0.0]), 0.0)
+    mon.add_real(sample(1.03, [0.0, 0.0]), 0.0)
+    assert mon.update().position[0] == pytest.approx(0.2)
+    mon.add_real(sample(1.2, [0.0, 0.0]), 0.0)
+    assert mon.update() is None
+
+
+def test_monitor_report_levels_worst_joint_and_staleness():
+    th = m.Thresholds(0.05, 0.2, {'b': {'warn': 0.01, 'error': 0.5}})
+    mon = m.SimRealMonitor(th, window=1.0, stale_after=0.5, real_label='/joint_states', sim_label='/sim/js')
+    report = mon.report(now=0.0)
+    assert report.level == m.STALE and '/joint_states' in report.message and '/sim/js' in report.message
+    for k in range(50):
+        t = 1.0 + k * 0.02
+        mon.add_sim(sample(t, [0.0, 0.0]), arrival=t)
+        mon.add_real(sample(t, [0.3, 0.03]), arrival=t)
+        mon.update()
+    report = mon.report(now=2.0)
+    by_name = {j.name: j for j in report.joints}
+    assert [j.name for j in report.joints] == ['a', 'b']
+    assert by_name['a'].level == m.ERROR and by_name['a'].stats.rms_position == pytest.approx(0.3)
+    assert by_name['a'].message == 'RMS error 0.300 rad over 1.0 s'
+    assert by_name['b'].level == m.WARN and by_name['b'].threshold == m.Threshold(0.01, 0.5)
+    assert report.level == m.ERROR and report.worst == 'a'
+    assert report.message.startswith('worst joint a: RMS error 0.300 rad (ERROR)')
+    assert '1 ERROR, 1 WARN of 2 joints' in report.message
+    late = mon.report(now=2.0 + 0.6)                       # both streams silent for 0.62 s
+    assert {j.level for j in late.joints} == {m.STALE} and late.level == m.STALE
+    assert 'nothing received on /joint_states for 0.6 s' in late.message and late.worst == 'a'
+    assert 'last: RMS error 0.300 rad' in late.joints[0].message
+
+
+def test_monitor_ok_when_streams_agree():
+    mon = m.SimRealMonitor(m.Thresholds(), window=1.0)
+    for k in range(20):
+        t = k * 0.01
+        mon.add_sim(sample(t, [0.01, -0.02]), t)
+        mon.add_real(sample(t, [0.0, 0.0]), t)
+        mon.update()
+    report = mon.report(now=0.2)
+    assert report.level == m.OK and [j.level for j in report.joints] == [m.OK, m.OK]
+    assert report.worst == 'b'                             # highest RMS among equals
+
+
+# -------------------------------------------------------------------------------- perspective
+# The rqt perspective of shadow_twin.plots.perspective (ROS-free: a JSON file).
+SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'shadow_twin.perspective'
+TOPIC = re.compile(r'^(?P<topic>/.+)/position\[(?P<index>\d+)\]$')
+
+
+def model_joint_order() -> list[str]:
+    """The built-in model's hinge/slide joints in model order, read with MuJoCo directly."""
+    import mujoco
+    from shadow_twin.model.mjcf import builtin_model_path
+    model = mujoco.MjModel.from_xml_path(str(builtin_model_path()))
+    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    return [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in kinds and model.joint(j).name]
+
+
+def imported(node):
+    """The perspective as rqt imports it: every {"type": "repr"} value evaluated."""
+    return {'keys': {k: ast.literal_eval(v['repr']) for k, v in node['keys'].items()
+                     if v['type'] == 'repr'} | {k: v for k, v in node['keys'].items() if v['type'] != 'repr'},
+            'groups': {k: imported(g) for k, g in node['groups'].items()}}
+
+
+def plots(data) -> list[tuple[str, list[tuple[str, int]]]]:
+    """[(dock title, [(topic, index), ...])] of the rqt_plot instances, by serial number."""
+    manager = imported(data['groups']['pluginmanager'])
+    out = []
+    for serial in manager['keys']['running-plugins']['rqt_plot/Plot']:
+        group = manager['groups'][f'plugin__rqt_plot__Plot__{serial}']
+        topics = group['groups']['plugin']['keys']['topics']
+        topics = [topics] if isinstance(topics, str) else topics          # rqt_py_common's unpack()
+        parsed = [TOPIC.match(t) for t in topics]
+        assert all(parsed), topics
+        title = group['groups']['dock_widget__DataPlotWidget']['keys']['dock_widget_title']
+        out.append((title, [(p['topic'], int(p['index'])) for p in parsed]))
+    return out
+
+
+def test_shipped_perspective_is_what_the_generator_writes():
+    assert SHIPPED.read_text() == persp.perspective_text(persp.build_perspective(persp.DEFAULT_JOINTS))
+
+
+def test_perspective_has_the_rqt_export_structure():
+    data = json.loads(SHIPPED.read_text())
+    assert set(data) == {'keys', 'groups'} and set(data['groups']) == {'pluginmanager'}
+    manager = imported(data['groups']['pluginmanager'])
+    assert manager['keys']['running-plugins'] == {'rqt_plot/Plot': [1, 2, 3, 4, 5],
+                                                  'rqt_robot_monitor/RobotMonitor': [1]}
+    assert set(manager['groups']) == {f'plugin__rqt_plot__Plot__{k}' for k in range(1, 6)} | {
+        'plugin__rqt_robot_monitor__RobotMonitor__1'}
+    settings = manager['groups']['plugin__rqt_plot__Plot__1']['groups']['plugin']['keys']
+    assert settings['autoscroll'] is True and settings['x_limits'] == [0.0, 10.0]
+    assert settings['y_limits'] == pytest.approx([-0.05, 1.5708 + 0.05])          # rh_FFJ3's range + margin
+    assert manager['groups']['plugin__rqt_robot_monitor__RobotMonitor__1']['groups'] == {
+        'plugin': {'keys': {}, 'groups': {}}}
+
+
+def test_perspective_indices_name_the_right_joints():
+    order = model_joint_order()
+    assert order == persp.published_joints()[0]            # what mujoco_bridge publishes
+    found = plots(json.loads(SHIPPED.read_text()))
+    for (title, topics), joint in zip(found, persp.DEFAULT_JOINTS):
+        assert title.startswith(joint)
+        assert [t for t, _ in topics] == ['/joint_states', '/sim/joint_states']
+        assert [order[i] for _, i in topics] == [joint, joint]
+    title, topics = found[-1]
+    assert len(found) == len(persp.DEFAULT_JOINTS) + 1 and title.startswith('sim - real')
+    assert {t for t, _ in topics} == {'/twin/joint_error'}
+    assert [order[k] for _, k in topics] == list(persp.DEFAULT_JOINTS)       # error order = real = model order
+    assert [k for _, k in topics] == [3, 4, 7, 20]
+
+
+def test_perspective_with_another_real_joint_order():
+    sim_order = model_joint_order()
+    real_order = ['lh_EXTRA'] + sim_order[::-1]           # the robot publishes an extra joint, reversed
+    data = persp.build_perspective(['rh_THJ4', 'rh_FFJ3'], real_joints=real_order, real_topic='/robot/joints')
+    found = plots(data)
+    (_, thj4), (_, ffj3), (_, error) = found
+    assert thj4 == [('/robot/joints', real_order.index('rh_THJ4')), ('/sim/joint_states', 20)]
+    assert ffj3 == [('/robot/joints', real_order.index('rh_FFJ3')), ('/sim/joint_states', 3)]
+    # /twin/joint_error: the real joints the sim has, in the real order (lh_EXTRA left out)
+    common = sim_order[::-1]
+    assert error == [('/twin/joint_error', common.index('rh_THJ4')), ('/twin/joint_error', common.index('rh_FFJ3'))]
+
+
+def test_perspective_main_writes_the_file_and_refuses_bad_joints(tmp_path, capsys):
+    out = tmp_path / 'sub' / 'twin.perspective'
+    assert persp_cli.main(['--joints', 'rh_MFJ3', '--out', str(out)]) == 0
+    (title, topics), _ = plots(json.loads(out.read_text()))
+    assert title.startswith('rh_MFJ3') and topics == [('/joint_states', 7), ('/sim/joint_states', 7)]
+    before = out.read_text()
+    for args, message in [(['--joints', 'rh_FFJ3,rh_XXJ9,rh_FFJ0'], "unknown joint(s) ['rh_XXJ9', 'rh_FFJ0']"),
+                          (['--joints', 'rh_FFJ3,rh_FFJ3'], "joint(s) ['rh_FFJ3'] given more than once"),
+                          (['--joints', ''], 'give one or more joint names'),
+                          (['--joints', 'rh_FFJ3', '--real-order', 'rh_FFJ2,rh_FFJ4'],
+                           "joint(s) ['rh_FFJ3'] are not in the real joint order")]:
+        capsys.readouterr()
+        assert persp_cli.main([*args, '--out', str(out)]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith('shadow-twin perspective: error: ') and message in err, err
+        assert out.read_text() == before                    # nothing written
+    with pytest.raises(SystemExit) as info:
+        persp_cli.main(['--joints', 'rh_FFJ3'])                 # --out is required
+    assert info.value.code == 2

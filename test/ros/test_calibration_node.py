@@ -1,0 +1,329 @@
+"""Integration tests of the calibration node: real processes over DDS on a private ROS domain.
+
+``shadow-twin up --mock-hardware`` (sim bridge, mock robot with other finger physics, twin
+server) runs in one process; calibration nodes run in their own. Covered: a live calibration
+through the service (via ``shadow-twin calibrate-live``) moves the mock hardware, writes bags
+that rosbags reads, writes a new versioned MJCF and the bridge reloads it; a second request
+while busy is refused; an offline calibration (``bag:=``) killed midway resumes after a
+restart while the bridge keeps its model; a calibration that worsens the hold-out is not
+installed. Skipped without rclpy or control_msgs.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_PARAMS = REPO / 'config' / 'calibration_node.yaml'
+START_TIMEOUT = 40.0
+BUDGET = 12
+
+
+def node_process(helpers, name: str, folder: Path, *params: str):
+    """A calibration node named ``name`` writing into ``folder/out``, log ``folder/<name>.log``."""
+    args = ['-r', f'__node:={name}', '--params-file', str(NODE_PARAMS), '-p', f'output_dir:={folder / "out"}',
+            '-p', f'budget:={BUDGET}']
+    for p in params:
+        args += ['-p', p]
+    return helpers.NodeProcess('calibration_node.node', args, folder / f'{name}.log')
+
+
+def calibrate_live(helpers, node, name: str) -> subprocess.CompletedProcess:
+    """Run ``shadow-twin calibrate-live --node NAME`` to the end, then stop ``node`` (exit 0 asserted)."""
+    try:
+        return subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', name,
+                               '--service-timeout', str(START_TIMEOUT), '--timeout', '200'],
+                              cwd=REPO, capture_output=True, text=True, timeout=260)
+    finally:
+        assert node.stop() == 0, node.output()[-3000:]
+
+
+def bridge_model_path(client) -> str:
+    from rcl_interfaces.srv import GetParameters
+    answer = client.call(GetParameters, '/mujoco_bridge/get_parameters', GetParameters.Request(names=['model_path']))
+    return answer.values[0].string_value
+
+
+def statuses_of(recorder, name: str) -> list[dict]:
+    out = []
+    for _, msg in recorder.snapshot():
+        if msg.name == f'{name}: calibration':
+            out.append({**{kv.key: kv.value for kv in msg.values}, 'message': msg.message})
+    return out
+
+
+def wait_phase(helpers, recorder, name: str, phases: set[str], proc, timeout: float) -> dict:
+    def reached():
+        return any(s.get('phase') in phases for s in statuses_of(recorder, name)) or not proc.alive()
+    helpers.wait_until(reached, timeout, interval=0.05)
+    found = [s for s in statuses_of(recorder, name) if s.get('phase') in phases]
+    assert found, f'{name} never reached {phases}; log:\n{proc.output()[-3000:]}'
+    return found[-1]
+
+
+@pytest.fixture(scope='module')
+def cell(ros, tmp_path_factory):
+    """``shadow-twin up --mock-hardware`` in a process; yields (process, status recorder, /sim/joint_states)."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    from sensor_msgs.msg import JointState
+    helpers, client = ros
+    folder = tmp_path_factory.mktemp('cell')
+    sim = client.record(JointState, '/sim/joint_states', depth=50)
+    real = client.record(JointState, '/joint_states', depth=50)
+    diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=50)
+    up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
+        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
+        '--mock-hardware'])
+    ok = helpers.wait_until(lambda: (sim.count() > 0 and real.count() > 0) or not up.alive(), START_TIMEOUT)
+    if not ok or not up.alive():
+        up.stop()
+        pytest.fail(f'shadow-twin up did not start:\n{up.output()[-3000:]}')
+    from control_msgs.action import FollowJointTrajectory
+    client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
+    # statuses of every calibration node, whoever publishes them
+    statuses = client.record(DiagnosticStatus, '/calibration_node/status', depth=200)
+    yield {'up': up, 'sim': sim, 'real': real, 'diagnostics': diagnostics, 'statuses': statuses}
+    assert up.stop() == 0, up.output()[-3000:]
+
+
+@pytest.fixture(scope='module')
+def live_run(ros, cell, tmp_path_factory):
+    """One live calibration through ``shadow-twin calibrate-live``; returns what it left behind."""
+    from std_srvs.srv import Trigger
+    helpers, client = ros
+    folder = tmp_path_factory.mktemp('live')
+    node = node_process(helpers, 'calibration_node', folder)
+    try:
+        cli = subprocess.Popen([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--service-timeout',
+                                str(START_TIMEOUT), '--timeout', '300'], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        # while it records, a second request is refused
+        wait_phase(helpers, cell['statuses'], 'calibration_node', {'recording'}, node, START_TIMEOUT)
+        busy = client.call(Trigger, '/calibration_node/calibrate')
+        output, _ = cli.communicate(timeout=300)
+    finally:
+        status = node.stop()
+    assert status == 0, node.output()[-3000:]
+    runs = [p for p in (folder / 'out').iterdir() if p.name != 'models']
+    return {'cli_code': cli.returncode, 'cli_output': output, 'busy': busy, 'run_dir': runs[0] if runs else None,
+            'models': sorted((folder / 'out' / 'models').glob('*.xml')), 'log': node.log_path.read_text()}
+
+
+# ------------------------------------------------------------------------------------- tests
+def test_live_calibration_through_the_service(ros, cell, live_run):
+    from shadow_twin.calibration.job import RESULT
+    _, client = ros
+    assert live_run['cli_code'] == 0, live_run['cli_output'] + live_run['log'][-3000:]
+    out = live_run['cli_output']
+    assert 'calibration started: ' in out and '[recording] executing curl_all' in out and '[done]' in out
+    assert not live_run['busy'].success and 'already running' in live_run['busy'].message
+    result = json.loads((live_run['run_dir'] / RESULT).read_text())
+    assert result['accept'] and result['installed'], result
+    assert result['fit']['after'] < result['fit']['before']
+    # a new, versioned MJCF, and the bridge runs it
+    models = live_run['models']
+    assert len(models) == 1 and models[0].name.startswith('shadow_hand_e_calibrated_')
+    assert result['model'] == str(models[0])
+    assert bridge_model_path(client) == str(models[0])
+
+    def bridge_reports_model():
+        for _, msg in cell['diagnostics'].snapshot()[-20:]:
+            for status in msg.status:
+                if status.name == 'mujoco_bridge: physics':
+                    values = {kv.key: kv.value for kv in status.values}
+                    if values.get('model_path') == str(models[0]):
+                        return True
+        return False
+    import ros_helpers
+    assert ros_helpers.wait_until(bridge_reports_model, 5.0)
+
+
+def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
+    from shadow_twin.calibration.recording import largest_gap, read_commanded_trajectory, read_joint_states
+    from shadow_twin.control.trajectory import load_waypoint_yaml
+    from shadow_twin.common.paths import config_path
+    bags = sorted((live_run['run_dir'] / 'bags').iterdir())
+    assert [b.name for b in bags] == ['curl_all', 'stagger']
+    for bag in bags:
+        assert (bag / 'metadata.yaml').is_file() and list(bag.glob('*.mcap'))
+        trajectory, start = read_commanded_trajectory(bag)
+        expected = load_waypoint_yaml(config_path('trajectories', 'calibration.yaml'), bag.name)
+        np.testing.assert_allclose(trajectory.positions, expected.positions)
+        for topic in ('/joint_states', '/sim/joint_states'):
+            rec = read_joint_states(bag, topic)
+            assert rec.times[0] < start and rec.times[-1] > start + trajectory.duration + 3.0
+            assert largest_gap(rec)[0] < 0.05
+            moved = np.ptp(rec.values(['rh_FFJ3', 'rh_MFJ3'])[:, :], axis=0)
+            assert np.all(moved > 0.9), (bag.name, topic, moved)   # the mock hardware (and sim) moved
+
+
+def test_live_sim_recording_is_reproduced_offline(live_run):
+    """The bridge's recorded motion equals the calibration's offline simulation of the same model:
+    one controller implementation, live and offline."""
+    from shadow_twin.calibration.job import objective_joints_of
+    from shadow_twin.control.controller import ControllerGains, SimController
+    from shadow_twin.calibration.evaluation import Evaluator
+    from shadow_twin.model.mjcf import TwinModel, builtin_model_path
+    from shadow_twin.common.paths import config_path
+    from shadow_twin.calibration.recording import read_commanded_trajectory, read_joint_states
+    bag = live_run['run_dir'] / 'bags' / 'curl_all'
+    twin = TwinModel(builtin_model_path())
+    controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
+    trajectory, start = read_commanded_trajectory(bag)
+    joints = objective_joints_of(['rh_[FMRL]FJ[123]'], trajectory)
+    sim_score = Evaluator(twin, controller, read_joint_states(bag, '/sim/joint_states'), trajectory, joints,
+                          trajectory_start=start).evaluate([{}])[0].objective
+    real_score = Evaluator(twin, controller, read_joint_states(bag, '/joint_states'), trajectory, joints,
+                           trajectory_start=start).evaluate([{}])[0].objective
+    assert sim_score < 1e-6 and real_score > 50 * sim_score, (sim_score, real_score)
+
+
+def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path):
+    """``bag:=`` the live bags: nothing moves; SIGKILL during the optimisation, restart: the run
+    resumes from its checkpoint (auto_resume) and completes; the bridge keeps its model meanwhile."""
+    from shadow_twin.calibration.run import CHECKPOINT
+    from shadow_twin.calibration.job import RESULT
+    from std_srvs.srv import Trigger
+    helpers, client = ros
+    bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()))
+    params = (f'bag:={bags}', 'budget:=60', 'workers:=1')
+    model_before = bridge_model_path(client)
+    first = node_process(helpers, 'offline_calibration', tmp_path, *params)
+    try:
+        answer = client.call(Trigger, '/offline_calibration/calibrate', timeout=START_TIMEOUT)
+        assert answer.success, answer.message
+        run_dir = Path(answer.message.split(': ', 1)[1])
+        moves_before = cell['real'].count()
+
+        def evaluations():
+            path = run_dir / CHECKPOINT
+            return len(path.read_text().splitlines()) - 1 if path.exists() else 0
+        assert helpers.wait_until(lambda: evaluations() >= 10 or not first.alive(), 60.0, interval=0.005)
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=10)
+    finally:
+        first.stop()
+    done_before_kill = evaluations()
+    assert 10 <= done_before_kill < 60 and not (run_dir / RESULT).exists()
+    assert bridge_model_path(client) == model_before            # the bridge kept its model
+    second = node_process(helpers, 'offline_calibration', tmp_path, *params)   # auto_resume
+    try:
+        assert helpers.wait_until(lambda: (run_dir / RESULT).exists() or not second.alive(), 120.0, interval=0.1)
+        assert (run_dir / RESULT).exists(), second.output()[-3000:]
+        time.sleep(0.5)
+    finally:
+        assert second.stop() == 0, second.output()[-3000:]
+    assert 'resuming the interrupted calibration' in second.output()
+    report = json.loads((run_dir / 'report.json').read_text())
+    assert report['evaluations'] == 60 and report['resumed_evaluations'] >= done_before_kill - 1
+    result = json.loads((run_dir / RESULT).read_text())
+    assert set(result['holdout']) == {'stagger'}
+    # still running: the sim kept publishing; offline, the robot was not sent anywhere
+    assert cell['sim'].count() > 0 and cell['up'].alive()
+    assert cell['real'].count() >= moves_before
+    if result['installed']:
+        assert bridge_model_path(client) == result['model'] != model_before
+
+
+def test_calibration_worsening_the_holdout_is_not_installed(ros, cell, live_run, tmp_path):
+    """Hold-out bag where the robot moved exactly like the current sim: fitting the mock's
+    recording makes it worse, so nothing is installed (calibrate-live exits 3)."""
+    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, joint_state_messages, read_commanded_trajectory,
+                                       read_joint_states, trajectory_cdr, write_serialized_bag)
+    helpers, client = ros
+    stagger = live_run['run_dir'] / 'bags' / 'stagger'
+    sim = read_joint_states(stagger, '/sim/joint_states')
+    sim.topic = '/joint_states'
+    trajectory, start = read_commanded_trajectory(stagger)
+    like_sim = write_serialized_bag(tmp_path / 'like_sim', {'/joint_states': JOINT_STATE, '/t': TRAJECTORY},
+                                    joint_state_messages(sim) + [('/t', int(start * 1e9), trajectory_cdr(trajectory,
+                                                                                                          start))])
+    fit = live_run['run_dir'] / 'bags' / 'curl_all'
+    # the bridge back on the built-in model (earlier tests installed calibrated ones): the fit improves
+    from std_srvs.srv import Trigger
+    assert client.set_parameters('/mujoco_bridge', {'model_path': ''})[0].successful
+    assert client.call(Trigger, '/mujoco_bridge/reload').success
+    model_before = bridge_model_path(client)
+    node = node_process(helpers, 'strict_calibration', tmp_path, f'bag:={fit},{like_sim}', 'holdout:=like_sim')
+    cli = calibrate_live(helpers, node, '/strict_calibration')
+    assert cli.returncode == 3, cli.stdout + cli.stderr + node.output()[-2000:]
+    assert '[refused] hold-out error would rise' in cli.stdout, cli.stdout
+    run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result['accept'] is False and result['installed'] is False
+    assert result['holdout']['like_sim']['after'] > result['holdout']['like_sim']['before']
+    assert not (tmp_path / 'out' / 'models').exists()
+    assert bridge_model_path(client) == model_before
+
+
+def test_bad_requests_are_refused_with_a_reason(ros, cell, tmp_path):
+    from std_srvs.srv import Trigger
+    helpers, client = ros
+    node = node_process(helpers, 'bad_calibration', tmp_path, f'bag:={tmp_path / "no_such.bag"}')
+    try:
+        answer = client.call(Trigger, '/bad_calibration/calibrate', timeout=START_TIMEOUT)
+    finally:
+        node.stop()
+    assert not answer.success and 'no_such.bag' in answer.message and 'not found' in answer.message
+    assert not any((tmp_path / 'out').iterdir()) if (tmp_path / 'out').exists() else True
+    bad = node_process(helpers, 'bad_params', tmp_path, 'budget:=-3')
+    bad.proc.wait(timeout=30)
+    assert bad.stop() == 1 and 'budget' in bad.output()
+
+
+def test_entry_points_and_launch_file():
+    """The executables the launch files name exist as console scripts of this package."""
+    from importlib.metadata import entry_points
+    scripts = {e.name: e.value for e in entry_points(group='console_scripts')}
+    assert scripts.get('calibration_node') == 'calibration_node.node:main'
+    launch = (REPO / 'launch' / 'calibration.launch.py').read_text()
+    assert "executable='calibration_node'" in launch and "'calibration_node.yaml'" in launch
+
+
+def test_launch_description():
+    pytest.importorskip('launch_ros')
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('calibration_launch', REPO / 'launch' / 'calibration.launch.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from launch_ros.actions import Node
+    nodes = [e for e in module.generate_launch_description().entities if isinstance(e, Node)]
+    assert [n.node_executable for n in nodes] == ['calibration_node']
+
+
+def test_offline_ros1_bag_of_the_real_hand(ros, cell, tmp_path, real_bag, trajectories_yaml):
+    """The rosbag-replay use on the real Shadow Hand recording (ROS 1, no trajectory topic, no start
+    stamp: aligned by its motion onset); install:=false writes the model and leaves the bridge alone."""
+    from shadow_twin.calibration.job import RESULT
+    helpers, client = ros
+    model_before = bridge_model_path(client)
+    node = node_process(helpers, 'replay_calibration', tmp_path, f'bag:={real_bag}',
+                        f'bag_trajectory:={trajectories_yaml}:hand_closing', 'install:=false')
+    cli = calibrate_live(helpers, node, '/replay_calibration')
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert '(offline)' in cli.stdout and 'install is false' in cli.stdout
+    run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result['accept'] and result['installed'] is False and Path(result['model']).is_file()
+    assert result['fit']['after'] < result['fit']['before'] and result['holdout'] == {}
+    report = json.loads((run_dir / 'report.json').read_text())
+    assert report['alignment']['recording'] == 'hand_closing_real'
+    assert report['alignment']['fitted_delay_s'] != 0.0          # onset-aligned: the delay is fitted
+    assert bridge_model_path(client) == model_before
+
+
+def test_calibrate_live_without_a_node_says_so(ros):
+    """No calibration node on the domain: exit 2 and a message naming the service."""
+    helpers, _ = ros
+    cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', '/nobody_here',
+                          '--service-timeout', '1'], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 2
+    assert 'no service /nobody_here/calibrate within 1 s' in cli.stderr and 'ROS_DOMAIN_ID' in cli.stderr

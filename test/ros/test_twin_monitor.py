@@ -1,0 +1,246 @@
+"""Integration tests of the twin monitor: real processes over DDS.
+
+The mock hardware bridge (``/joint_states``, ``/rh_trajectory_controller/...``), the
+sim bridge (``/sim/joint_states``) and the ``twin_monitor`` node run as separate
+processes on a ROS domain private to this test run. A goal sent only to the mock
+hardware moves rh_FFJ3 to 0.5 rad while the sim's stays at 0, and one sent only to
+the sim moves rh_LFJ3 to 0.3 rad: known offsets that ``/twin/joint_error`` and
+``/diagnostics`` must report (and, while the sim moves, the error must be the sim
+interpolated at the real stamp). Skipped without rclpy or control_msgs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BRIDGE_PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
+MOCK_PARAMS = REPO / 'config' / 'mock_hardware.yaml'
+MONITOR_PARAMS = REPO / 'config' / 'twin_monitor.yaml'
+REAL_ACTION = '/rh_trajectory_controller/follow_joint_trajectory'
+SIM_ACTION = '/sim/follow_joint_trajectory'
+START_TIMEOUT = 30.0
+WINDOW = 0.5                 # s, RMS window of the monitor under test (-p window:=0.5)
+OFFSET = 0.5                 # rad, rh_FFJ3 of the mock hardware; the sim's stays at 0
+SIM_OFFSET = 0.3             # rad, rh_LFJ3 of the sim; the robot's stays at 0
+JOINTS = ('rh_FFJ3', 'rh_LFJ3', 'rh_MFJ3')
+
+
+def stamp_s(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def stamp_key(stamp) -> tuple[int, int]:
+    return stamp.sec, stamp.nanosec
+
+
+def value_of(msg, joint: str, field: str = 'position') -> float:
+    return getattr(msg, field)[list(msg.name).index(joint)]
+
+
+def statuses(array) -> dict:
+    return {s.name: s for s in array.status}
+
+
+def kv(status) -> dict[str, str]:
+    return {v.key: v.value for v in status.values}
+
+
+def level(status) -> int:
+    return status.level[0] if isinstance(status.level, (bytes, bytearray)) else int(status.level)
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope='module')
+def topics(ros):
+    """Recorders of /joint_states, /sim/joint_states, /twin/joint_error and /diagnostics."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    _, client = ros
+    return {'real': client.record(JointState, '/joint_states', depth=50),
+            'sim': client.record(JointState, '/sim/joint_states', depth=50),
+            'error': client.record(JointState, '/twin/joint_error', depth=50),
+            'diagnostics': client.record(DiagnosticArray, '/diagnostics', depth=50)}
+
+
+@pytest.fixture(scope='module')
+def cell(ros, topics, tmp_path_factory):
+    """Mock hardware, sim bridge and twin monitor as three processes; yields {name: process}."""
+    helpers, _ = ros
+    folder = tmp_path_factory.mktemp('monitor')
+    procs = {
+        'mock': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
+                                                           str(MOCK_PARAMS)], folder / 'mock.log'),
+        'sim': helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(BRIDGE_PARAMS)], folder / 'sim.log'),
+        'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+            '--params-file', str(MONITOR_PARAMS), '-p', f'window:={WINDOW}', '-p', 'diagnostics_period:=0.25'],
+            folder / 'monitor.log'),
+    }
+    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in topics.values())
+                            or not all(p.alive() for p in procs.values()), START_TIMEOUT)
+    if not ok or not all(p.alive() for p in procs.values()):
+        for p in procs.values():
+            p.stop()
+        pytest.fail('the cell did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs.values()))
+    yield procs
+    exits = {name: p.stop() for name, p in procs.items()}
+    assert exits == {'mock': 0, 'sim': 0, 'monitor': 0}, {n: p.log_path.read_text()[-2000:]
+                                                          for n, p in procs.items()}
+
+
+def latest_monitor_diagnostics(recorder, since: float):
+    """The newest DiagnosticArray of the twin monitor received after ``since`` (monotonic s), or None."""
+    for _, msg in reversed(recorder.since(since)):
+        if any(s.name.startswith('twin_monitor:') for s in msg.status):
+            return msg
+    return None
+
+
+# --------------------------------------------------------------------------------------- tests
+@pytest.mark.parametrize('args, message', [
+    (['-p', 'thresholds.warn:=0.3', '-p', 'thresholds.error:=0.1'],
+     'error (0.1 rad) must be >= warn (0.3 rad)'),
+    (['-p', 'threshold_overrides:="rh_TH*: {error: 0.01}"'], "joints 'rh_TH*' (threshold_overrides)"),
+    (['-p', 'thresholds.warn:=0.0'], 'must be > 0 rad'),
+])
+def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
+    helpers, _ = ros
+    proc = helpers.NodeProcess('shadow_twin.ros.twin_monitor', ['--params-file', str(MONITOR_PARAMS), *args],
+                               tmp_path / 'monitor.log')
+    try:
+        status = proc.proc.wait(timeout=30)
+    finally:
+        proc.stop()
+    out = proc.log_path.read_text()
+    assert status == 1, out
+    assert 'cannot start' in out and message in out, out
+
+
+def goal(joint: str, position: float, seconds: float = 0.4):
+    from builtin_interfaces.msg import Duration
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    out = FollowJointTrajectory.Goal()
+    out.trajectory.joint_names = [joint]
+    out.trajectory.points = [JointTrajectoryPoint(positions=[position], time_from_start=Duration(
+        sec=int(seconds), nanosec=int(round((seconds - int(seconds)) * 1e9))))]
+    return out
+
+
+def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topics):
+    """The robot (mock hardware) moves rh_FFJ3 to 0.5 rad, the sim rh_LFJ3 to 0.3 rad; each
+    side keeps the other joint at 0: errors -0.5 and +0.3 rad, every other joint about 0."""
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    helpers, client = ros
+    start = time.monotonic()
+    handles = [client.send_goal(FollowJointTrajectory, REAL_ACTION, goal('rh_FFJ3', OFFSET), timeout=15.0),
+               client.send_goal(FollowJointTrajectory, SIM_ACTION, goal('rh_LFJ3', SIM_OFFSET), timeout=15.0)]
+    for handle in handles:
+        assert handle.accepted
+        result = client.wait_future(handle.get_result_async(), 15.0)
+        assert result.status == GoalStatus.STATUS_SUCCEEDED, result.result.error_string
+
+    def at_rest():
+        real, sim = topics['real'].last(), topics['sim'].last()
+        return max(np.abs(real.velocity)) < 2e-3 and max(np.abs(sim.velocity)) < 2e-3
+    assert helpers.wait_until(at_rest, 5.0), 'the joints did not come to rest'
+    rest = time.monotonic()
+    # a full window of comparisons at rest, and diagnostics computed over it
+    assert helpers.wait_until(lambda: latest_monitor_diagnostics(topics['diagnostics'], rest + WINDOW + 0.05),
+                              5.0), cell['monitor'].output()[-2000:]
+    moving = [msg for _, msg in topics['error'].since(start)]
+    errors = [msg for _, msg in topics['error'].since(rest)]
+    assert len(errors) >= 20                                   # 50 Hz
+
+    # time-aligned: every error carries the stamp of a real sample and equals sim(at that stamp) - real
+    reals = {stamp_key(m.header.stamp): m for _, m in topics['real'].snapshot()}
+    sims = [m for _, m in topics['sim'].snapshot()]
+    sim_t = np.array([stamp_s(m.header.stamp) for m in sims])
+    sim_q = {j: np.array([value_of(m, j) for m in sims]) for j in JOINTS}
+    sim_v = np.array([value_of(m, 'rh_LFJ3', 'velocity') for m in sims])
+    stamps = [stamp_s(m.header.stamp) for m in moving]
+    assert all(b > a for a, b in zip(stamps, stamps[1:])), 'stamps must increase'
+    deviations = []          # |error - (sim at the real stamp - real)| of rh_LFJ3 while the sim moves it
+    for err in moving:
+        real = reals.get(stamp_key(err.header.stamp))
+        assert real is not None, f'error stamp {stamp_s(err.header.stamp)} is no real stamp'
+        assert list(err.name) == list(real.name)           # the real message's order
+        assert len(err.effort) == 0
+        t = stamp_s(err.header.stamp)
+        for joint in JOINTS:
+            expected = np.interp(t, sim_t, sim_q[joint]) - value_of(real, joint)
+            assert value_of(err, joint) == pytest.approx(expected, abs=0.01), joint
+            if joint == 'rh_LFJ3' and abs(np.interp(t, sim_t, sim_v)) > 0.2:
+                deviations.append(abs(value_of(err, joint) - expected))
+    # while the sim moves (> 0.2 rad/s), the latest sim sample instead of the sim interpolated at
+    # the real stamp would be off by up to a millirad (the bridges tick 4 ms apart, out of phase)
+    assert len(deviations) >= 5
+    assert np.mean(np.array(deviations) < 1e-6) >= 0.9, sorted(deviations)[-10:]
+    for err in errors:
+        assert value_of(err, 'rh_FFJ3') == pytest.approx(-OFFSET, abs=0.03)
+        assert value_of(err, 'rh_LFJ3') == pytest.approx(SIM_OFFSET, abs=0.03)
+        assert abs(value_of(err, 'rh_MFJ3')) < 0.02                  # not moved
+        assert np.max(np.abs(err.velocity)) < 0.02                   # at rest
+
+    diag = statuses(latest_monitor_diagnostics(topics['diagnostics'], rest + WINDOW + 0.05))
+    ffj3, mfj3, summary = diag['twin_monitor: rh_FFJ3'], diag['twin_monitor: rh_MFJ3'], \
+        diag['twin_monitor: sim vs real']
+    values = kv(ffj3)
+    assert level(ffj3) == 2, ffj3.message                         # ERROR: 0.5 rad >= 0.2 rad
+    assert float(values['rms_position_error_rad']) == pytest.approx(OFFSET, abs=0.03)
+    assert float(values['max_abs_position_error_rad']) == pytest.approx(OFFSET, abs=0.03)
+    assert float(values['rms_velocity_error_rad_s']) < 0.02
+    assert int(values['samples']) >= 0.5 * WINDOW * 50
+    assert (values['window_s'], values['warn_rad'], values['error_rad']) == ('0.5', '0.05', '0.2')
+    assert ffj3.hardware_id == 'shadow_twin'
+    assert ffj3.message.startswith('RMS error 0.5') and ffj3.message.endswith('rad over 0.5 s')
+    assert level(mfj3) == 0, mfj3.message
+    assert float(kv(mfj3)['rms_position_error_rad']) < 0.02
+    assert level(diag['twin_monitor: rh_LFJ3']) == 2                 # 0.3 rad >= 0.2 rad, but not the worst
+    assert level(summary) == 2 and 'rh_FFJ3' in summary.message and kv(summary)['worst_joint'] == 'rh_FFJ3'
+    assert '2 ERROR, 0 WARN of 24 joints' in summary.message
+    assert len(diag) == 25                                           # 24 joints + the summary
+    # the rqt perspective's indices assume this order of the published joint states
+    from shadow_twin.plots.perspective import published_joints
+    assert list(topics['real'].last().name) == list(topics['sim'].last().name) == published_joints()[0]
+
+
+def test_thresholds_change_at_runtime_and_bad_values_are_refused(ros, cell, topics):
+    """Continues from the offsets of the previous test (rh_FFJ3 -0.5 rad, rh_LFJ3 +0.3 rad)."""
+    helpers, client = ros
+    refused = client.set_parameters('/twin_monitor', {'threshold_overrides': 'rh_FFJ3: {warn: 0.7, error: 0.6}'})
+    assert not refused[0].successful and "joints 'rh_FFJ3'" in refused[0].reason
+    done = client.set_parameters('/twin_monitor', {'threshold_overrides': 'rh_FF*: {warn: 0.4, error: 0.6}'})
+    assert done[0].successful, done[0].reason
+    changed = time.monotonic()
+    assert helpers.wait_until(lambda: latest_monitor_diagnostics(topics['diagnostics'], changed + 0.05), 5.0)
+    diag = statuses(latest_monitor_diagnostics(topics['diagnostics'], changed + 0.05))
+    ffj3 = diag['twin_monitor: rh_FFJ3']
+    assert level(ffj3) == 1, ffj3.message                           # WARN: 0.4 <= 0.5 < 0.6
+    assert (kv(ffj3)['warn_rad'], kv(ffj3)['error_rad']) == ('0.4', '0.6')
+    summary = diag['twin_monitor: sim vs real']
+    # the worst joint is now rh_LFJ3: ERROR (0.3 rad >= 0.2) outranks rh_FFJ3's larger error at WARN
+    assert level(summary) == 2 and kv(summary)['worst_joint'] == 'rh_LFJ3' and 'rh_LFJ3' in summary.message
+    assert kv(diag['twin_monitor: rh_MFJ3'])['warn_rad'] == '0.05'  # no override
+
+
+def test_diagnostic_aggregator_config_covers_every_status_name():
+    """config/diagnostic_aggregator.yaml (for rqt_robot_monitor) groups the statuses this package
+    publishes: their names start with the publishing node's name."""
+    from calibration_node.node import NODE_NAME as CALIBRATION
+    from mujoco_bridge.bridge_node import NODE_NAME as BRIDGE
+    from shadow_twin.ros.twin_monitor import NODE_NAME as MONITOR
+    config = yaml.safe_load((REPO / 'config' / 'diagnostic_aggregator.yaml').read_text())
+    analyzers = config['analyzers']['ros__parameters']
+    groups = {k: v for k, v in analyzers.items() if isinstance(v, dict)}
+    assert all(g['type'] == 'diagnostic_aggregator/GenericAnalyzer' for g in groups.values())
+    prefixes = [p for g in groups.values() for p in g['startswith']]
+    for status in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{BRIDGE}: physics', 'mock_hardware: physics',
+                   f'{CALIBRATION}: calibration'):
+        assert sum(status.startswith(p) for p in prefixes) == 1, status

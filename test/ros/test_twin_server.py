@@ -1,0 +1,365 @@
+"""Integration tests of the twin's trajectory action server: real processes over DDS.
+
+The mock hardware bridge (``/joint_states``, ``/rh_trajectory_controller/...``),
+the sim bridge (``/sim/...``) and the twin server (``/twin/follow_joint_trajectory``)
+run as separate processes on a ROS domain private to this test run; ``shadow-twin
+up`` runs them in one process. Skipped without rclpy or control_msgs. The launch
+file test skips without launch_ros.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BRIDGE_PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
+MOCK_PARAMS = REPO / 'config' / 'mock_hardware.yaml'
+TWIN_PARAMS = REPO / 'config' / 'twin.yaml'
+TWIN_ACTION = '/twin/follow_joint_trajectory'
+START_TIMEOUT = 30.0
+TARGET = {'rh_FFJ3': 1.2, 'rh_FFJ4': 0.2, 'rh_MFJ3': 0.9, 'rh_THJ4': 0.8, 'rh_WRJ1': -0.3}
+
+
+# ------------------------------------------------------------------------------------ helpers
+def make_goal(targets: dict[str, float], seconds: float, goal_tolerance: float | None = None):
+    """A one-point goal reaching ``targets`` (rad) ``seconds`` after it starts."""
+    from builtin_interfaces.msg import Duration
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = list(targets)
+    sec = int(seconds)
+    goal.trajectory.points = [JointTrajectoryPoint(
+        positions=[float(v) for v in targets.values()],
+        time_from_start=Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9))))]
+    if goal_tolerance is not None:
+        goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
+    return goal
+
+
+def positions(msg, names) -> np.ndarray:
+    index = {n: k for k, n in enumerate(msg.name)}
+    return np.array([msg.position[index[n]] for n in names])
+
+
+def send(client, goal, action: str = TWIN_ACTION, feedback=None):
+    from control_msgs.action import FollowJointTrajectory
+    return client.send_goal(FollowJointTrajectory, action, goal, feedback=feedback, timeout=15.0)
+
+
+def result_of(client, handle, timeout: float = 15.0):
+    response = client.wait_future(handle.get_result_async(), timeout)
+    return response.status, response.result
+
+
+def start_process(helpers, command: list[str], log_path: Path):
+    """A ``ros_helpers.NodeProcess`` running an arbitrary ``command`` (not ``-m MODULE --ros-args``)."""
+    return helpers.NodeProcess(None, [], log_path, command=command)
+
+
+def wait_flowing(helpers, recorders, procs, what: str) -> None:
+    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in recorders) or not all(p.alive() for p in procs),
+                            START_TIMEOUT)
+    if not ok or not all(p.alive() for p in procs):
+        for p in procs:
+            p.stop()
+        pytest.fail(f'{what} did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs))
+
+
+def wait_twin_ready(helpers, client, procs, what: str, action: str = TWIN_ACTION,
+                    subscribers: dict[str, int] | None = None) -> None:
+    """Wait until the twin serves ``action`` and ``subscribers`` {topic: at least} is met (the
+    twin's joint-state listener has subscribed: the states reach it a period later)."""
+    from control_msgs.action import FollowJointTrajectory
+    wanted = subscribers or {'/joint_states': 2, '/sim/joint_states': 2}     # this client's and the twin's
+    try:
+        client.action_client(FollowJointTrajectory, action, timeout=START_TIMEOUT)
+    except TimeoutError:
+        for p in procs:
+            p.stop()
+        pytest.fail(f'{what}: no action server {action}:\n' + '\n'.join(p.output()[-3000:] for p in procs))
+    ok = helpers.wait_until(lambda: all(client.node.count_subscribers(t) >= n for t, n in wanted.items()),
+                            START_TIMEOUT)
+    assert ok, f'{what} did not subscribe to the joint states: {wanted}'
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope='module')
+def states(ros):
+    """Recorders of /joint_states (real) and /sim/joint_states."""
+    from sensor_msgs.msg import JointState
+    _, client = ros
+    return {'real': client.record(JointState, '/joint_states', depth=10),
+            'sim': client.record(JointState, '/sim/joint_states', depth=10)}
+
+
+@pytest.fixture(scope='module')
+def cell(ros, states, tmp_path_factory):
+    """Mock hardware, sim bridge and twin server as three processes; yields {name: process}."""
+    helpers, client = ros
+    folder = tmp_path_factory.mktemp('twin')
+    procs = {
+        'mock': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
+                                                           str(MOCK_PARAMS)], folder / 'mock.log'),
+        'sim': helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(BRIDGE_PARAMS)], folder / 'sim.log'),
+        'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(TWIN_PARAMS)],
+                                    folder / 'twin.log'),
+    }
+    wait_flowing(helpers, [states['real'], states['sim']], list(procs.values()), 'the cell')
+    wait_twin_ready(helpers, client, list(procs.values()), 'the twin server')
+    yield procs
+    statuses = {name: p.stop() for name, p in procs.items()}
+    assert statuses == {'mock': 0, 'sim': 0, 'twin': 0}, {n: p.log_path.read_text()[-2000:]
+                                                          for n, p in procs.items()}
+
+
+def wait_at_rest(helpers, recorder, timeout: float = 5.0, speed: float = 2e-3) -> None:
+    def resting():
+        msg = recorder.last()
+        return msg is not None and max(abs(v) for v in msg.velocity) < speed
+    time.sleep(0.05)
+    assert helpers.wait_until(resting, timeout), 'joints did not come to rest'
+
+
+@pytest.fixture
+def rest(ros, cell, states):
+    """Both bridges reset and at rest."""
+    helpers, client = ros
+    from std_srvs.srv import Trigger
+    for node in ('/mujoco_bridge', '/mock_hardware'):
+        answer = client.call(Trigger, f'{node}/reset')
+        assert answer.success, answer.message
+    wait_at_rest(helpers, states['real'])
+    wait_at_rest(helpers, states['sim'])
+    return cell
+
+
+# ------------------------------------------------------------------------------------- tests
+def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
+    """``shadow-twin up --mock-hardware`` (shadow_twin.cli.up.main in a subprocess): one process with the
+    bridges, the twin server and the twin monitor; a goal succeeds. Runs before the ``cell`` fixture
+    starts, so it is alone on the domain."""
+    from action_msgs.msg import GoalStatus
+    from sensor_msgs.msg import JointState
+    helpers, client = ros
+    joint_error = client.record(JointState, '/twin/joint_error', depth=10)
+    proc = start_process(helpers, [helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; '
+                                   'sys.exit(main(sys.argv[1:]))', '--mock-hardware'], tmp_path / 'up.log')
+    try:
+        # the monitor's sim - real flows once it has both joint states
+        wait_flowing(helpers, [states['real'], states['sim'], joint_error], [proc], 'shadow-twin up')
+        wait_twin_ready(helpers, client, [proc], 'shadow-twin up')
+        assert len(joint_error.last().name) == 24
+        handle = send(client, make_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, goal_tolerance=0.05))
+        assert handle.accepted, proc.output()[-3000:]
+        status, result = result_of(client, handle)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        for side in ('real', 'sim'):
+            np.testing.assert_allclose(positions(states[side].last(), ['rh_FFJ3', 'rh_WRJ1']), [0.8, -0.2],
+                                       atol=0.05)
+    finally:
+        status = proc.stop()
+    assert status == 0, proc.log_path.read_text()[-3000:]
+    for _, recorder in states.items():
+        recorder.clear()
+
+
+def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    _, client = ros
+    feedback = []
+    handle = send(client, make_goal(TARGET, 0.6, goal_tolerance=0.05), feedback=feedback.append)
+    assert handle.accepted, rest['twin'].output()[-2000:]
+    status, result = result_of(client, handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+    assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
+    for side in ('real', 'sim'):
+        np.testing.assert_allclose(positions(states[side].last(), list(TARGET)), list(TARGET.values()), atol=0.05)
+    assert len(feedback) >= 10
+    fb = feedback[-1].feedback
+    assert list(fb.joint_names) == list(TARGET)
+    np.testing.assert_allclose(fb.desired.positions, list(TARGET.values()), atol=1e-9)
+    np.testing.assert_allclose(np.array(fb.error.positions),
+                               np.array(fb.desired.positions) - np.array(fb.actual.positions), atol=1e-12)
+    # actual is the robot (mock hardware)
+    np.testing.assert_allclose(fb.actual.positions, positions(states['real'].last(), list(TARGET)), atol=0.02)
+    # sim minus real of the two: the twin monitor's job (test_twin_monitor.py)
+
+
+def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
+    _, client = ros
+    before = {side: positions(states[side].last(), list(TARGET)) for side in ('real', 'sim')}
+    unknown = send(client, make_goal({'rh_FFJ3': 0.5, 'rh_FFJ9': 0.1}, 0.5))
+    outside = send(client, make_goal({'rh_FFJ3': 2.5}, 0.5))
+    assert not unknown.accepted and not outside.accepted
+    # the other JTC rejections, over DDS too (their codes and texts: test_jtc.py)
+    from builtin_interfaces.msg import Duration, Time
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    bad = {}
+    bad['no joint names'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['no joint names'].trajectory.joint_names = []
+    bad['no points'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['no points'].trajectory.points = []
+    bad['duplicate joint'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['duplicate joint'].trajectory.joint_names = ['rh_FFJ3', 'rh_FFJ3']
+    bad['duplicate joint'].trajectory.points[0].positions = [0.5, 0.5]
+    bad['size mismatch'] = make_goal({'rh_FFJ3': 0.5, 'rh_MFJ3': 0.5}, 0.5)
+    bad['size mismatch'].trajectory.points[0].positions = [0.5]
+    bad['NaN'] = make_goal({'rh_FFJ3': float('nan')}, 0.5)
+    bad['non-increasing time'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['non-increasing time'].trajectory.points.append(JointTrajectoryPoint(
+        positions=[0.6], time_from_start=Duration(sec=0, nanosec=400_000_000)))
+    bad['start already past'] = make_goal({'rh_FFJ3': 0.5}, 0.5)
+    bad['start already past'].trajectory.header.stamp = Time(sec=1, nanosec=0)
+    for what, goal in bad.items():
+        assert not send(client, goal).accepted, what
+    time.sleep(0.4)
+    for side in ('real', 'sim'):
+        assert np.abs(positions(states[side].last(), list(TARGET)) - before[side]).max() < 1e-3
+    log = rest['twin'].output()
+    assert 'rh_FFJ9' in log and 'INVALID_JOINTS' in log
+    assert 'outside its limits' in log
+
+
+def moving(helpers, states, joint: str = 'rh_FFJ3', above: float = 0.15) -> None:
+    """Wait until ``joint`` is past ``above`` rad on both sides (the goal runs on both)."""
+    assert helpers.wait_until(lambda: all(positions(states[side].last(), [joint])[0] > above
+                                          for side in ('real', 'sim')), 5.0), 'the goal did not start moving'
+
+
+def test_cancel_mid_way_stops_robot_and_sim(ros, rest, states):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    handle = send(client, make_goal({'rh_FFJ3': 1.5}, 3.0))
+    assert handle.accepted
+    moving(helpers, states)
+    client.wait_future(handle.cancel_goal_async(), 5.0)
+    status, _ = result_of(client, handle)
+    assert status == GoalStatus.STATUS_CANCELED
+    at_cancel = {side: positions(states[side].last(), ['rh_FFJ3'])[0] for side in ('real', 'sim')}
+    for side in ('real', 'sim'):
+        assert 0.05 < at_cancel[side] < 1.0, (side, at_cancel)
+    time.sleep(0.6)
+    for side in ('real', 'sim'):
+        later = positions(states[side].last(), ['rh_FFJ3'])[0]
+        assert abs(later - at_cancel[side]) < 0.05, side      # holds; the goal would be at ~0.9 rad
+        assert later < 0.8
+
+
+def test_new_goal_preempts_the_running_one(ros, rest, states):
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    helpers, client = ros
+    first = send(client, make_goal({'rh_FFJ3': 1.5}, 3.0))
+    assert first.accepted
+    moving(helpers, states)
+    second = send(client, make_goal({'rh_FFJ3': 0.3, 'rh_THJ4': 0.5}, 0.5, goal_tolerance=0.05))
+    assert second.accepted
+    status, result = result_of(client, first)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.error_code == FollowJointTrajectory.Result.INVALID_GOAL
+    assert 'preempted' in result.error_string
+    status, result = result_of(client, second)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+    for side in ('real', 'sim'):
+        np.testing.assert_allclose(positions(states[side].last(), ['rh_FFJ3', 'rh_THJ4']), [0.3, 0.5], atol=0.05)
+
+
+def second_twin(helpers, folder: Path, name: str, **changes):
+    """Another twin server process named ``name`` serving /``name``/follow_joint_trajectory."""
+    params = yaml.safe_load(TWIN_PARAMS.read_text())
+    values = params.pop('/**/shadow_twin')['ros__parameters']
+    values.update(action_name=f'/{name}/follow_joint_trajectory')
+    values.update(changes)
+    params[f'/**/{name}'] = {'ros__parameters': values}
+    params_file = folder / f'{name}.yaml'
+    params_file.write_text(yaml.safe_dump(params))
+    return helpers.NodeProcess('shadow_twin.ros.twin_server', ['-r', f'__node:={name}', '--params-file',
+                                                           str(params_file)], folder / f'{name}.log')
+
+
+def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    listening = {t: client.node.count_subscribers(t) + 1 for t in ('/joint_states', '/sim/joint_states')}
+    # a fresh process: give it time to discover the sim's action server on a loaded machine
+    proc = second_twin(helpers, tmp_path, 'twin_sim', mode='sim', server_timeout=5.0)
+    try:
+        wait_twin_ready(helpers, client, [proc], 'the sim-mode twin', '/twin_sim/follow_joint_trajectory',
+                        listening)
+        real_before = positions(states['real'].last(), ['rh_FFJ3'])[0]
+        feedback = []
+        handle = send(client, make_goal({'rh_FFJ3': 0.7}, 0.4, goal_tolerance=0.05),
+                      action='/twin_sim/follow_joint_trajectory', feedback=feedback.append)
+        assert handle.accepted, proc.output()[-2000:]
+        status, result = result_of(client, handle)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        assert positions(states['sim'].last(), ['rh_FFJ3'])[0] == pytest.approx(0.7, abs=0.05)
+        assert abs(positions(states['real'].last(), ['rh_FFJ3'])[0] - real_before) < 0.01
+        # actual is the sim in sim mode
+        assert feedback[-1].feedback.actual.positions[0] == pytest.approx(0.7, abs=0.05)
+    finally:
+        status = proc.stop()
+        assert status == 0, proc.log_path.read_text()[-3000:]
+
+
+def test_missing_real_controller_rejects_the_goal(ros, rest, states, tmp_path):
+    """Mode both with a real controller whose action server does not exist: rejected, nothing moves."""
+    helpers, client = ros
+    controllers = yaml.safe_load(TWIN_PARAMS.read_text())['/**/shadow_twin']['ros__parameters']['controllers']
+    controllers['hand']['action'] = '/missing/follow_joint_trajectory'
+    proc = second_twin(helpers, tmp_path, 'twin_missing', controllers=controllers)
+    try:
+        before = {side: positions(states[side].last(), ['rh_FFJ3']) for side in ('real', 'sim')}
+        handle = send(client, make_goal({'rh_FFJ3': 0.8}, 0.5), action='/twin_missing/follow_joint_trajectory')
+        assert not handle.accepted
+        time.sleep(0.3)
+        for side in ('real', 'sim'):
+            assert abs(positions(states[side].last(), ['rh_FFJ3']) - before[side])[0] < 1e-3
+        assert helpers.wait_until(lambda: '/missing/follow_joint_trajectory' in proc.output(), 2.0)
+        assert 'not available' in proc.output()
+    finally:
+        status = proc.stop()
+        assert status == 0, proc.log_path.read_text()[-3000:]
+
+
+def test_real_controller_going_away_aborts_and_cancels_the_sim(ros, rest, states):
+    """The mock hardware shuts down mid-goal (its controller aborts the goal and its server
+    disappears): the twin cancels the sim's goal and aborts with the reason. Stops the mock
+    hardware, so it runs last of the cell tests."""
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    handle = send(client, make_goal({'rh_FFJ3': 1.5}, 3.0))
+    assert handle.accepted
+    moving(helpers, states)
+    assert rest['mock'].stop() == 0
+    status, result = result_of(client, handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert 'hand controller' in result.error_string, result.error_string
+    at_abort = positions(states['sim'].last(), ['rh_FFJ3'])[0]
+    assert at_abort < 1.0
+    time.sleep(0.5)
+    assert abs(positions(states['sim'].last(), ['rh_FFJ3'])[0] - at_abort) < 0.05     # the sim holds
+
+
+def test_launch_description():
+    pytest.importorskip('launch_ros')
+    spec = importlib.util.spec_from_file_location('twin_launch', REPO / 'launch' / 'twin.launch.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    from launch.actions import DeclareLaunchArgument
+    from launch_ros.actions import Node
+    arguments = {a.name for a in description.entities if isinstance(a, DeclareLaunchArgument)}
+    assert {'mode', 'use_mock_hardware', 'model', 'config'} <= arguments
+    nodes = [e for e in description.entities if isinstance(e, Node)]
+    assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'twin_server', 'twin_monitor',
+                                                  'aggregator_node']
