@@ -93,6 +93,7 @@ def subscriber_main(topic: str, seconds: float, out: str) -> int:
 def measure_steady(client, proc, rate: float, seconds: float, log_dir: Path) -> dict:
     """RTF, jitter (from a separate subscriber process) and CPU over ``seconds`` (no goal)."""
     import subprocess
+
     from diagnostic_msgs.msg import DiagnosticArray
     diagnostics = client.record(DiagnosticArray, '/diagnostics')
     time.sleep(1.5)                                     # let the node's window fill

@@ -84,13 +84,14 @@ def overhead(report: dict, baseline_budget: int, model_path: Path | None) -> Non
     print(f'  shadow-twin bo, {report["evaluations"]} evaluations: optimiser {100 * ours:.1f} % of wall time '
           f'({report["optimiser_time_s"] / report["evaluations"] * 1e3:.0f} ms per evaluation)')
     from skopt import gp_minimize
-    from shadow_twin.control.controller import ControllerGains, SimController
+
     from shadow_twin.calibration.evaluation import Evaluator
-    from shadow_twin.model.mjcf import TwinModel
-    from shadow_twin.common.paths import config_path
     from shadow_twin.calibration.recording import read_joint_states
     from shadow_twin.calibration.search_space import SearchSpace
+    from shadow_twin.common.paths import config_path
+    from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.control.trajectory import parse_trajectory_arg
+    from shadow_twin.model.mjcf import TwinModel
     twin = TwinModel(model_path)
     controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
     evaluator = Evaluator(twin, controller, read_joint_states(BAG), parse_trajectory_arg(TRAJ),

@@ -14,13 +14,15 @@ from typing import Callable
 
 from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
-from rclpy.action import ActionClient
 from rclpy.node import Node
 
-from shadow_twin.common.errors import TrajectoryError
 from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
-from shadow_twin.ros.spinning import result_within
+from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.ros.action_client import LockedActionClient
+from shadow_twin.ros.conversions import time_msg_ns, trajectory_msg
+from shadow_twin.ros.spinning import result_within
 
 #: Topic of the commanded trajectory in recorded bags (a JointTrajectory stamped with its start).
 TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
@@ -42,7 +44,7 @@ class TrajectoryExecutor:
         self.node = node
         self.action_name = action_name
         self.server_timeout = server_timeout
-        self.client = ActionClient(node, FollowJointTrajectory, action_name, callback_group=callback_group)
+        self.client = LockedActionClient(node, FollowJointTrajectory, action_name, callback_group=callback_group)
 
     @staticmethod
     def _wait(future, timeout: float, what: str):
@@ -67,10 +69,9 @@ class TrajectoryExecutor:
         """
         if not self.client.wait_for_server(timeout_sec=self.server_timeout):
             raise TrajectoryError(f'action server {self.action_name} is not available')
-        start_ns = self.node.get_clock().now().nanoseconds + int(start_lead * 1e9)
-        trajectory.header.stamp.sec, trajectory.header.stamp.nanosec = divmod(start_ns, 1_000_000_000)
-        last = trajectory.points[-1].time_from_start
-        duration = last.sec + last.nanosec * 1e-9
+        start_ns = self.node.get_clock().now().nanoseconds + to_nanoseconds(start_lead)
+        trajectory.header.stamp = time_msg_ns(start_ns)
+        duration = to_seconds(trajectory.points[-1].time_from_start)
         if on_sent is not None:
             on_sent(start_ns)
         goal = FollowJointTrajectory.Goal(trajectory=trajectory)
@@ -82,8 +83,8 @@ class TrajectoryExecutor:
             result = answer.result
             raise TrajectoryError(f'trajectory {STATUS_NAMES.get(answer.status, answer.status)} on '
                                   f'{self.action_name}: error_code {result.error_code} {result.error_string}')
-        end = start_ns * 1e-9 + duration + tail
-        while self.node.get_clock().now().nanoseconds * 1e-9 < end:
+        end_ns = start_ns + to_nanoseconds(duration + tail)
+        while self.node.get_clock().now().nanoseconds < end_ns:
             time.sleep(0.01)
         return start_ns
 
@@ -96,9 +97,9 @@ class TrajectoryExecutor:
         :meth:`execute`, RecordingError if ``bag`` exists.
         """
         recorder.start()
-        start_ns = self.execute(trajectory.to_msg(), start_lead, tail,
+        start_ns = self.execute(trajectory_msg(trajectory), start_lead, tail,
                                 on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
-                                                                trajectory_cdr(trajectory, ns * 1e-9)))
+                                                                trajectory_cdr(trajectory, from_nanoseconds(ns))))
         counts = recorder.counts()
         recorder.stop(bag)
         return start_ns, counts

@@ -17,7 +17,7 @@ once with the run directory. A run:
 4. installs an accepted model: copies it to ``<output_dir>/models/`` under a new
    versioned name, sets the bridge's ``model_path`` to it and calls its
    ``~/reload``; if the reload fails the bridge keeps its model and the parameter
-   is set back.
+   is set back. Offline with no bridge answering, the model is only written (``done``).
 
 Progress: log lines, ``~/status`` (``diagnostic_msgs/DiagnosticStatus``, latched,
 on every change and each ``status_period``) and the same status on /diagnostics.
@@ -42,23 +42,24 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from shadow_twin.ros import parameters as bridge_params
-from shadow_twin.calibration.run import CalibrationSettings
-from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
-from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
-                                          unfinished_runs)
-from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
-from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.common.paths import config_path
-from shadow_twin.common.files import versioned_path
-from shadow_twin.calibration.recording import largest_gap, read_joint_states
-from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.ros.spinning import run_node
-
 from calibration_node.bridge_link import BridgeLink
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
 from calibration_node.status import StatusBoard
+from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
+from shadow_twin.calibration.optimisers import OPTIMISERS
+from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
+                                          unfinished_runs)
+from shadow_twin.calibration.recording import largest_gap, read_joint_states
+from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
+from shadow_twin.common.files import versioned_path
+from shadow_twin.common.paths import config_path
+from shadow_twin.common.stamps import from_nanoseconds
+from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'calibration_node'
 Spec = bridge_params.Spec
@@ -73,11 +74,11 @@ SPECS = (
          'not hold it (bags recorded by this node do).'),
     Spec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
     Spec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
-    Spec('optimizer', 'bo', 'bo | random | pso | cmaes.'),
+    Spec('optimizer', 'bo', 'Optimiser of the MJCF parameters.', choices=tuple(OPTIMISERS)),
     Spec('budget', 60, 'Evaluations of the optimiser.', bounds=(1, 100000)),
     Spec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
     Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
-    Spec('acq_func', 'EI', 'BO acquisition function (EI, gp_hedge, PI, LCB).'),
+    Spec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
     Spec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
     Spec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
     Spec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
@@ -275,7 +276,7 @@ class CalibrationNode(Node):
                 self.recorder, trajectory, bag, float(self._p('start_lead')),
                 float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3)
             counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
-            self.get_logger().info(f'recorded {entry.name} (start {start_ns * 1e-9:.3f} s): {counts} -> {bag}')
+            self.get_logger().info(f'recorded {entry.name} (start {from_nanoseconds(start_ns):.3f} s): {counts} -> {bag}')
             self._check_gaps(bag, (plan.real_topic, plan.sim_topic), run_dir)
 
     def _check_gaps(self, bag: Path, topics, run_dir: Path) -> None:
@@ -324,14 +325,18 @@ class CalibrationNode(Node):
         model = publish_model(result.calibrated_model, models, Path(plan.model_path), plan.run_id)
         gains = publish_gains(run_dir / 'parameters.yaml', models, Path(plan.model_path), plan.run_id)
         document.update(model=str(model), gains_file=str(gains) if gains else None)
-        installed, message = False, 'install is false: not installed'
-        if self._p('install'):
+        installed, message, failed = False, 'install is false: not installed', False
+        if self._p('install') and plan.mode == OFFLINE and self.bridge.model_and_gains() is None:
+            # offline without a running twin: writing the model is the whole job
+            message = f'not installed: no bridge {self.bridge.bridge} answered (offline); written to {model}'
+        elif self._p('install'):
             self.status.set('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
             installed, message = self.bridge.install(str(model), str(gains) if gains else None)
+            failed = not installed
         document.update(installed=installed, install_message=message)
         job.write_result(document)
-        level = DiagnosticStatus.OK if installed or not self._p('install') else DiagnosticStatus.ERROR
-        phase = 'done' if level == DiagnosticStatus.OK else 'failed'
+        level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.OK
+        phase = 'failed' if failed else 'done'
         self.status.set(phase, f'{result.reason}; {message}', level, model=str(model), **summary)
 
     def destroy_node(self) -> None:

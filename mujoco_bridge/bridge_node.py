@@ -20,39 +20,35 @@ Run a second instance as mock hardware with another name and parameter file:
 
 from __future__ import annotations
 
-import array
 import threading
 import time
 from pathlib import Path
 
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
-from shadow_twin.common.errors import ShadowTwinError
-from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
-from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.common.paths import config_path
-
-from shadow_twin.ros import parameters as params
 from mujoco_bridge.timing import RateMeter, SimClock
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.paths import config_path
+from shadow_twin.common.stamps import from_nanoseconds, to_seconds
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.ros import parameters as params
+from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
+from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 
 NODE_NAME = 'mujoco_bridge'
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
 RTF_WARN, RTF_ERROR = 0.95, 0.5
-
-
-def ros_time(ns: int) -> Time:
-    """``builtin_interfaces/Time`` of ``ns`` nanoseconds."""
-    ns = max(0, int(ns))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 class MujocoBridge(Node):
@@ -74,10 +70,10 @@ class MujocoBridge(Node):
         self.sim = LiveSimulation(self._model_path(), gains=self._gains_file(),
                                   joint_map=JointNameMap.from_yaml(p('joint_map_file') or None),
                                   overrides=ParameterOverrides.from_yaml_text(p('overrides')))
-        params.declare(self, params.joint_specs(self.sim.controlled_joints))
+        self._constraints = params.load_constraints(p('constraints_file'))
+        params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
         self._settings = self._read_settings()
-        self.add_on_set_parameters_callback(params.validate_change)
         self.add_post_set_parameters_callback(self._after_set)
 
         self.clock = SimClock(p('real_time_factor'))
@@ -91,7 +87,6 @@ class MujocoBridge(Node):
         self.joint_state_pub = self.create_publisher(JointState, p('joint_states_topic'), qos)
         self.clock_pub = None
         if self.publish_clock:
-            from rosgraph_msgs.msg import Clock
             self._clock_msg = Clock()
             self.clock_pub = self.create_publisher(Clock, '/clock', qos)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -107,7 +102,7 @@ class MujocoBridge(Node):
         self.create_timer(p('rtf_log_period'), self._log_rate)
         self.viewer = None
         if p('viewer'):
-            from mujoco_bridge.viewer import PassiveViewer
+            from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
             self.viewer = PassiveViewer(self.sim, self.get_logger())
 
         self._msg = JointState(name=list(self.sim.joint_names))
@@ -128,6 +123,7 @@ class MujocoBridge(Node):
         (undeclared parameters are otherwise ignored silently)."""
         given = getattr(self, '_parameter_overrides', {}) or {}
         unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
+        unknown += params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
         if unknown:
             self.get_logger().warning(f'ignoring constraints for joints the model does not have: {unknown}')
 
@@ -174,21 +170,22 @@ class MujocoBridge(Node):
         self.clock.anchor(time.monotonic(), self._ros_now_ns(), self.sim.time, real_time_factor)
         self.meter.reset()
 
-    def stamp_of(self, sim_time: float) -> Time:
+    def stamp_of(self, sim_time: float) -> TimeMsg:
         """Stamp of a state at ``sim_time`` (s): sim time with publish_clock; while paused,
         now (the frozen state holds now); else the ROS time at which sim time was ``sim_time``."""
         if self.publish_clock:
-            return ros_time(round(sim_time * 1e9))
+            return time_msg(sim_time)
         if self.sim.paused:
-            return ros_time(self._ros_now_ns())
-        return ros_time(self.clock.stamp_ns(sim_time))
+            return time_msg_ns(self._ros_now_ns())
+        return time_msg_ns(self.clock.stamp_ns(sim_time))
 
     def _now_s(self) -> float:
         """"Now" on the clock of goal header stamps, s."""
-        return self.sim.time if self.publish_clock else self._ros_now_ns() * 1e-9
+        return self.sim.time if self.publish_clock else from_nanoseconds(self._ros_now_ns())
 
-    def _to_sim_time(self, stamp_s: float) -> float:
-        return stamp_s if self.publish_clock else self.clock.sim_time_at(int(round(stamp_s * 1e9)))
+    def _to_sim_time(self, stamp: TimeMsg) -> float:
+        """Sim time (s) of a goal's header ``stamp``."""
+        return to_seconds(stamp) if self.publish_clock else self.clock.sim_time_at(Time.from_msg(stamp).nanoseconds)
 
     # -- stepping loop -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -241,12 +238,12 @@ class MujocoBridge(Node):
         if state.names is not self._msg_names:      # a reload changed the joints
             msg.name, self._msg_names = list(state.names), state.names
         msg.header.stamp = self.stamp_of(state.sim_time)
-        msg.position = _doubles(state.position)
-        msg.velocity = _doubles(state.velocity)
-        msg.effort = _doubles(state.effort)
+        msg.position = doubles(state.position)
+        msg.velocity = doubles(state.velocity)
+        msg.effort = doubles(state.effort)
         self.joint_state_pub.publish(msg)
         if self.clock_pub is not None:
-            self._clock_msg.clock = ros_time(round(state.sim_time * 1e9))
+            self._clock_msg.clock = time_msg(state.sim_time)
             self.clock_pub.publish(self._clock_msg)
 
     def _drop_lag(self, lag_s: float, dropped_s: float) -> None:
@@ -318,15 +315,15 @@ class MujocoBridge(Node):
             response.success, response.message = False, str(exc)
             self.get_logger().error(f'reload failed, the previous model keeps running: {exc}')
             return response
-        params.declare(self, params.joint_specs(self.sim.controlled_joints))
+        params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._settings = self._read_settings()
         response.success, response.message = True, report.summary()
         self.get_logger().info(response.message)
         return response
 
     def _on_reset(self, request, response):
+        self.jtc.stop_active('simulation reset')     # first: the goal ends with this reason
         self.sim.reset()
-        self.jtc.stop_active('simulation reset')
         response.success = True
         response.message = f'reset to {"keyframe 0" if self.sim.model.nkey else "qpos0"} at sim time ' \
                            f'{self.sim.time:.3f} s'
@@ -356,9 +353,3 @@ class MujocoBridge(Node):
         if self.viewer is not None:
             self.viewer.stop()
         self.jtc.destroy()
-
-
-def _doubles(values) -> array.array:
-    out = array.array('d')
-    out.frombytes(values.tobytes())
-    return out

@@ -18,9 +18,8 @@ import sys
 
 from rclpy.executors import MultiThreadedExecutor
 
-from shadow_twin.ros.spinning import run_node
-
 from mujoco_bridge.bridge_node import NODE_NAME, MujocoBridge
+from shadow_twin.ros.spinning import run_node
 
 #: Executor threads: action goals run their execute loops on executor threads
 #: (a preempted and a new goal at once), besides services, timers and the goal intake.

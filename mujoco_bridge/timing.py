@@ -16,6 +16,8 @@ import math
 import threading
 from dataclasses import dataclass
 
+from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds
+
 
 class SimClock:
     """Maps monotonic wall time and ROS time to sim time at a real-time factor.
@@ -63,12 +65,12 @@ class SimClock:
     def stamp_ns(self, sim_time: float) -> int:
         """ROS time (ns) at which the simulation is at ``sim_time`` (s): the stamp of that state."""
         with self._lock:
-            return self._ros0_ns + int(round((sim_time - self._sim0) / self._rtf * 1e9))
+            return self._ros0_ns + to_nanoseconds((sim_time - self._sim0) / self._rtf)
 
     def sim_time_at(self, ros_ns: int) -> float:
         """Sim time (s) corresponding to ROS time ``ros_ns`` (ns), e.g. a goal's header stamp."""
         with self._lock:
-            return self._sim0 + (ros_ns - self._ros0_ns) * 1e-9 * self._rtf
+            return self._sim0 + from_nanoseconds(ros_ns - self._ros0_ns) * self._rtf
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import threading
 import time
 import warnings
 
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.live import LiveSimulation
 
 
@@ -33,11 +34,9 @@ def display_problem() -> str | None:
 def _viewer_process(conn, path: str) -> None:
     """Child process: show ``path``; messages are ('qpos', generation, time, qpos),
     ('load', generation, path) and ('stop',). Ends when the window closes."""
-    import mujoco
-    import mujoco.viewer
+    # lazy: imported in the viewer's own process (spawned), where a display and GLFW are needed
     import glfw
-
-    from shadow_twin.model.mjcf import TwinModel
+    import mujoco.viewer
 
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

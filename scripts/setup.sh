@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # One-command set-up of shadow_twin on a Debian/Ubuntu machine without ROS:
 #   .venv with the ROS 2 Jazzy Python wheels (rclpy + Fast DDS, message packages),
-#   the Python dependencies (requirements.txt), the project in editable mode, and
-#   the control_msgs interfaces built into the venv when `import control_msgs` fails.
+#   the Python dependencies (requirements.txt), the project in editable mode,
+#   the control_msgs interfaces built into the venv when `import control_msgs` fails,
+#   and the ament layout of the package in the venv (scripts/ament_layout.sh: what
+#   `colcon build --symlink-install` installs, AMENT_PREFIX_PATH in .venv/bin/activate),
+#   so that `source .venv/bin/activate && ros2 launch shadow_twin twin.launch.py` works
+#   once `ros2 launch` is installed too (../shared/tools/install_ros2_launch.sh).
 #
 # Usage: bash scripts/setup.sh            (PYTHON=python3.11 to choose the interpreter)
 # Idempotent: a second run checks, changes nothing and takes seconds.
@@ -50,4 +54,5 @@ else
 fi
 
 bash "$ROOT/scripts/build_control_msgs.sh" "$VENV"
+bash "$ROOT/scripts/ament_layout.sh" "$VENV"
 log "done: activate with 'source .venv/bin/activate' or call .venv/bin/shadow-twin"

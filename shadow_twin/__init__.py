@@ -1,9 +1,18 @@
-"""shadow_twin: MuJoCo digital twin of a Shadow Hand E / UR5 / MiR250 cell.
+"""shadow_twin: MuJoCo digital twin of a Shadow Hand E / UR5 / MiR250 cell for ROS 2.
 
-The library core (model, control, trajectory, recording, alignment, metrics,
-search_space, optimisers, calibration, report) runs without ROS; the ROS 2
-nodes (``mujoco_bridge``, the trajectory action server, ``calibration_node``)
-are thin layers over it.
+Layers, each importing only the ones before it:
+
+1. the ROS-free core, by concern: ``common`` (errors, atomic files, shipped paths,
+   time stamps, exit codes), ``model`` (MJCF and joint names), ``simulation`` (live
+   stepping and offline rollouts), ``control`` (the simulated controller, trajectory
+   sampling, the joint trajectory controller's rules, splitting goals among
+   controllers), ``calibration`` (recordings, alignment, metrics, search spaces,
+   optimisers, runs, reports), ``monitoring`` (sim-vs-real error) and ``plots``;
+2. ``shadow_twin.ros``: everything that imports rclpy or a message package
+   (conversions, parameters, spinning, the FollowJointTrajectory server base, the
+   twin server and monitor nodes, the calibration client);
+3. the node packages ``mujoco_bridge`` and ``calibration_node``;
+4. ``shadow_twin.cli``: the ``shadow-twin`` commands.
 """
 
 __version__ = '0.1.0'

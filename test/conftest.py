@@ -173,3 +173,21 @@ def ros(request):
     client = ros_helpers.RosClient(request.module.__name__.rsplit('.', 1)[-1] + '_client')
     yield ros_helpers, client
     client.close()
+
+
+#: Modules whose tests start ROS 2 processes, and modules that take minutes (see setup.cfg markers).
+ROS_DIRS = ('ros', 'launch', 'rqt')
+ROS_MODULES = ('test_demo',)
+SLOW_MODULES = ('test_demo', 'test_calibration_node', 'test_calibration', 'test_launch', 'test_rqt')
+
+
+def pytest_collection_modifyitems(items):
+    """Mark by place: tests under test/ros, test/launch and test/rqt (and the demo) run ROS
+    processes (``-m ros``; ``-m 'not ros'`` runs the core alone); the long modules are ``slow``."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        parts = path.relative_to(REPO / 'test').parts
+        if parts[0] in ROS_DIRS or path.stem in ROS_MODULES:
+            item.add_marker(pytest.mark.ros)
+        if path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

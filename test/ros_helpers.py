@@ -24,11 +24,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+
+from shadow_twin.ros.action_client import LockedActionClient
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = str(REPO / '.venv' / 'bin' / 'python') if (REPO / '.venv' / 'bin' / 'python').exists() else sys.executable
@@ -160,7 +162,7 @@ class RosClient:
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
-        self._action_clients: dict[str, ActionClient] = {}
+        self._action_clients: dict[str, LockedActionClient] = {}
         self._service_clients: dict[tuple, object] = {}
 
     def _spin(self) -> None:
@@ -211,11 +213,11 @@ class RosClient:
         return self.call(SetParameters, f'{node_name}/set_parameters', request, timeout).results
 
     # -- actions --------------------------------------------------------------------------------
-    def action_client(self, action_type, name: str, timeout: float = 10.0) -> ActionClient:
+    def action_client(self, action_type, name: str, timeout: float = 10.0) -> LockedActionClient:
         """An action client for ``name``, its server found."""
         client = self._action_clients.get(name)
         if client is None:
-            client = self._action_clients[name] = ActionClient(self.node, action_type, name)
+            client = self._action_clients[name] = LockedActionClient(self.node, action_type, name)
         if not client.wait_for_server(timeout_sec=timeout):
             raise TimeoutError(f'action server {name} not available within {timeout} s')
         return client
@@ -225,3 +227,18 @@ class RosClient:
         """Send ``goal``; returns the goal handle once the server has answered (accepted or not)."""
         client = self.action_client(action_type, name, timeout)
         return self.wait_future(client.send_goal_async(goal, feedback_callback=feedback), timeout)
+
+
+def final_feedback(feedback: list, target: dict[str, float], quiet: float = 0.25, timeout: float = 3.0):
+    """The last feedback of a goal that ended at ``target`` (rad). The result can overtake the
+    last feedback messages (rclpy's action client takes one feedback message per wake-up), so
+    wait until none has arrived for ``quiet`` s; it desires the end point."""
+    deadline = time.monotonic() + timeout
+    count = -1
+    while len(feedback) != count and time.monotonic() < deadline:
+        count = len(feedback)
+        time.sleep(quiet)
+    assert feedback, 'no feedback'
+    fb = feedback[-1].feedback
+    np.testing.assert_allclose(fb.desired.positions, list(target.values()), rtol=0, atol=1e-9)
+    return fb

@@ -13,14 +13,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from shadow_twin.calibration import alignment
-from shadow_twin.calibration import metrics
-from shadow_twin.control.controller import SimController
-from shadow_twin.common.errors import RecordingError, TrajectoryError
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.calibration import alignment, metrics
 from shadow_twin.calibration.recording import JointStateRecording
-from shadow_twin.simulation.offline import TrajectorySimulator
+from shadow_twin.common.errors import RecordingError, TrajectoryError
+from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.simulation.offline import TrajectorySimulator
 
 log = logging.getLogger(__name__)
 MATCHING = ('interpolate', 'nearest')

@@ -42,19 +42,19 @@ from typing import Callable, Sequence
 import yaml
 
 from shadow_twin.calibration import metrics
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
-from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
-from shadow_twin.common.files import sha256_of, versioned_path, write_bytes_atomic, write_text_atomic
-from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.recording import (JOINT_STATE, JointStateRecording, bag_topics, read_commanded_trajectory,
-                        read_joint_states)
+                                               read_joint_states)
 from shadow_twin.calibration.report import write_outputs
+from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.common.errors import ConfigError, RecordingError
+from shadow_twin.common.files import sha256_of, versioned_path, write_bytes_atomic, write_text_atomic
+from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import TwinModel
 
 log = logging.getLogger(__name__)
 RESULT = 'result.json'

@@ -13,6 +13,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from shadow_twin.calibration.alignment import resample, uniform_time_base
+from shadow_twin.common.errors import RecordingError
+
 PUBLISHED_JOINTS = ('rh_FFJ1', 'rh_FFJ2', 'rh_FFJ3', 'rh_FFJ4')
 PUBLISHED_DEFAULT_MSE = 0.056890  # rad^2, default model, ../shared/data/shadow_hand_e/README.md
 FINGER_GROUPS = {finger: tuple(f'rh_{finger}J{k}' for k in (1, 2, 3, 4)) for finger in ('FF', 'MF', 'RF', 'LF')}
@@ -67,8 +70,6 @@ def recording_mse(real, sim, joints: Sequence[str], start: float, end: float,
     Raises:
         RecordingError: the streams do not overlap [start, end] or lack a joint.
     """
-    from shadow_twin.calibration.alignment import resample, uniform_time_base
-    from shadow_twin.common.errors import RecordingError
     lo = max(start, real.times[0], sim.times[0])
     hi = min(end, real.times[-1], sim.times[-1])
     if hi - lo < 2.0 / rate:

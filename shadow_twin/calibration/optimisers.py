@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import tempfile
 from typing import Protocol, Sequence
 
 import numpy as np
 
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.common.errors import ConfigError
 
 OPTIMISERS = ('bo', 'random', 'pso', 'cmaes')
 
@@ -62,7 +64,7 @@ class BayesianOptimiser:
     def __init__(self, space: SearchSpace, seed: int = 0, n_initial_points: int = 20,
                  acq_func: str = 'EI', acq_points: int = 1000, refit_every: int = 25,
                  log_objective: bool = False) -> None:
-        from skopt import Optimizer
+        from skopt import Optimizer  # lazy: scikit-optimize (and scikit-learn) take ~1 s to import; only BO needs them
         from skopt.sampler import Lhs
         self.space = space
         self.refit_every = max(1, int(refit_every))
@@ -96,8 +98,8 @@ class BayesianOptimiser:
 
     def _freeze(self, fitted) -> None:
         """Keep ``fitted``'s hyperparameters (and its noise level) for the next fits."""
+        from sklearn.gaussian_process.kernels import WhiteKernel  # lazy: only BO needs scikit-learn (~1 s)
         from skopt.learning.gaussian_process.gpr import _param_for_white_kernel_in_Sum
-        from sklearn.gaussian_process.kernels import WhiteKernel
         kernel = copy.deepcopy(fitted.kernel_)
         present, param = _param_for_white_kernel_in_Sum(kernel)
         if present and fitted.noise_ is not None:
@@ -153,7 +155,7 @@ class CMAES(_Generational):
     """CMA-ES from the ``cma`` package, started at the model defaults, sigma0 0.25 of the range."""
 
     def __init__(self, space: SearchSpace, seed: int = 0, popsize: int | None = None) -> None:
-        import cma
+        import cma  # lazy: optional heavy dependency, only the cmaes optimiser needs it
         super().__init__(space)
         options = {'bounds': [0.0, 1.0], 'seed': seed + 1, 'verbose': -9}
         if popsize:
@@ -178,8 +180,8 @@ class ParticleSwarm(_Generational):
 
     def __init__(self, space: SearchSpace, seed: int = 0, particles: int = 10) -> None:
         with _quiet_pyswarms():
+            import pyswarms.backend as backend  # lazy: only pso needs it (and it configures logging on import)
             from pyswarms.backend.topology import Star
-            import pyswarms.backend as backend
             topology = Star()
         super().__init__(space)
         self._backend, self._topology = backend, topology
@@ -229,8 +231,6 @@ def _quiet_pyswarms():
     """pyswarms' Reporter, created on import and by its handlers, configures the root
     logger and opens ``report.log`` in the working directory unless ``LOG_CFG`` names
     a logging config: point it at an empty one while pyswarms runs."""
-    import os
-    import tempfile
     saved = os.environ.get('LOG_CFG')
     with tempfile.NamedTemporaryFile('w', suffix='.yaml') as config:
         config.write('version: 1\ndisable_existing_loggers: false\n')

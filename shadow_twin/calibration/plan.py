@@ -20,10 +20,10 @@ from typing import Sequence
 
 import yaml
 
-from shadow_twin.calibration.run import CalibrationSettings
-from shadow_twin.calibration.job import RESULT, JobSpec, RecordingSource
-from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.calibration.evaluation import AlignmentSettings
+from shadow_twin.calibration.job import RESULT, JobSpec, RecordingSource
+from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.trajectory import parse_trajectory_arg
 

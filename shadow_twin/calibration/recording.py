@@ -19,8 +19,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from rosbags.highlevel import AnyReader
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
 
 from shadow_twin.common.errors import RecordingError, TrajectoryError
+from shadow_twin.common.stamps import from_nanoseconds, split_nanoseconds, to_nanoseconds, to_sec_nanosec, to_seconds
 from shadow_twin.control.trajectory import JointTrajectory
 
 JOINT_STATE = 'sensor_msgs/msg/JointState'
@@ -30,7 +34,6 @@ TRAJECTORY = 'trajectory_msgs/msg/JointTrajectory'
 
 def typestore():
     """The rosbags typestore pinned to ROS 2 Jazzy."""
-    from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_JAZZY)
 
 
@@ -101,7 +104,6 @@ class JointStateRecording:
 
 
 def _open_reader(path: Path):
-    from rosbags.highlevel import AnyReader
     if not path.exists():
         raise RecordingError(f'bag not found: {path}')
     try:
@@ -159,8 +161,8 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
         stamps, rows = [], []
         for connection, bag_time, raw in reader.messages(connections=connections):
             msg = reader.deserialize(raw, connection.msgtype)
-            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-            stamps.append(stamp if stamp > 0 else bag_time * 1e-9)
+            stamp = to_seconds(msg.header.stamp)
+            stamps.append(stamp if stamp > 0 else from_nanoseconds(bag_time))
             names = list(msg.name)
             if len(msg.position) != len(names):
                 raise RecordingError(f'{path}: message {len(rows)} on {topic} has {len(names)} names '
@@ -197,7 +199,6 @@ def _new_bag(path: Path, storage: str):
 
     Raises RecordingError if ``path`` exists (never overwritten) or ``storage`` is unknown.
     """
-    from rosbags.rosbag2 import StoragePlugin, Writer
     if path.exists():
         raise RecordingError(f'{path} exists; a recording is never overwritten')
     plugins = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
@@ -227,13 +228,13 @@ def joint_state_messages(recording: JointStateRecording) -> list[tuple[str, int,
     blocks = {q: recording.frame[q][joints].to_numpy(dtype=float) for q in QUANTITIES}
     out = []
     for k, t in enumerate(recording.times):
-        sec = int(np.floor(t))
-        nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+        stamp_ns = to_nanoseconds(t)
+        sec, nanosec = split_nanoseconds(stamp_ns)
         fields = {q: (np.array([], dtype=np.float64) if np.isnan(blocks[q][k]).all()
                       else blocks[q][k].astype(np.float64)) for q in QUANTITIES}
         msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''), name=list(joints),
                          **fields)
-        out.append((recording.topic, sec * 1_000_000_000 + nanosec, bytes(store.serialize_cdr(msg, JOINT_STATE))))
+        out.append((recording.topic, stamp_ns, bytes(store.serialize_cdr(msg, JOINT_STATE))))
     return out
 
 
@@ -302,9 +303,8 @@ def trajectory_cdr(trajectory: JointTrajectory, start: float) -> bytes:
     e = np.array([], dtype=np.float64)
 
     def duration(seconds: float):
-        sec = int(np.floor(seconds))
-        return t['builtin_interfaces/msg/Duration'](sec=sec, nanosec=min(int(round((seconds - sec) * 1e9)),
-                                                                         999_999_999))
+        sec, nanosec = to_sec_nanosec(seconds)
+        return t['builtin_interfaces/msg/Duration'](sec=sec, nanosec=nanosec)
 
     def row(arr, k):
         return e if arr is None else np.asarray(arr[k], dtype=np.float64)
@@ -312,8 +312,8 @@ def trajectory_cdr(trajectory: JointTrajectory, start: float) -> bytes:
         positions=row(trajectory.positions, k), velocities=row(trajectory.velocities, k),
         accelerations=row(trajectory.accelerations, k), effort=e, time_from_start=duration(tk))
         for k, tk in enumerate(trajectory.times)]
-    sec = int(np.floor(start))
-    stamp = t['builtin_interfaces/msg/Time'](sec=sec, nanosec=min(int(round((start - sec) * 1e9)), 999_999_999))
+    sec, nanosec = to_sec_nanosec(start)
+    stamp = t['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec)
     msg = t[TRAJECTORY](header=t['std_msgs/msg/Header'](stamp=stamp, frame_id=''),
                         joint_names=list(trajectory.joint_names), points=points)
     return bytes(store.serialize_cdr(msg, TRAJECTORY))
@@ -354,7 +354,7 @@ def read_commanded_trajectory(path: str | Path, topic: str | None = None) -> tup
         reader.close()
     if msg is None:
         raise RecordingError(f'{path}: topic {topic} has no messages')
-    start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    start = to_seconds(msg.header.stamp)
     if start <= 0:
         raise RecordingError(f'{path}: the commanded trajectory on {topic} is not stamped with its start time')
     try:

@@ -7,6 +7,7 @@ import io
 import json
 import platform
 from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -15,12 +16,12 @@ import pandas as pd
 import yaml
 
 from shadow_twin.calibration import metrics
-from shadow_twin.calibration.run import CalibrationResult
-from shadow_twin.control.controller import SimController
 from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
-from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, write_calibrated_mjcf
+from shadow_twin.calibration.run import CalibrationResult
 from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.control.controller import SimController
+from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters, write_calibrated_mjcf
 
 
 def split_values(values: Mapping[ParameterTarget, float], controller: SimController,
@@ -43,7 +44,6 @@ def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimC
     _, gains = split_values(values, controller, model)
     if gains:
         scratch = model.__copy__()
-        from shadow_twin.model.mjcf import apply_parameters
         apply_parameters(scratch, gains)
         doc['controller'] = {'gains': {j: {'p': g.p, 'i': 0.0, 'd': g.d}
                                        for j, g in controller.current_gains(scratch).items()}}
@@ -67,7 +67,7 @@ def write_history_csv(path: Path, result: CalibrationResult, space: SearchSpace)
 
 def figure_png(fig) -> bytes:
     """A matplotlib figure as PNG bytes (110 dpi, tight); closes the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy (~0.5 s), only needed when figures are drawn
     buffer = io.BytesIO()
     fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
     plt.close(fig)
@@ -76,7 +76,7 @@ def figure_png(fig) -> bytes:
 
 def plot_convergence(path: Path, result: CalibrationResult, title: str = '') -> None:
     """Objective per evaluation and best so far (log scale), with the default model's level."""
-    import matplotlib
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     y = np.array([e.objective for e in result.evaluations])
@@ -98,7 +98,7 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
 
     ``real``: (N, J) rad; ``sims``: {label: (N, J) rad}.
     """
-    import matplotlib
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     cols = 4 if len(joints) > 4 else len(joints)
@@ -164,7 +164,6 @@ def calibration_report(result: CalibrationResult, evaluator: Evaluator | Evaluat
 
 
 def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version(dist)
     except PackageNotFoundError:

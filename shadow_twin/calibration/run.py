@@ -20,10 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.calibration.evaluation import Evaluator, Score
 from shadow_twin.calibration.optimisers import OPTIMISERS, make_optimiser
 from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.files import write_text_atomic
 
 log = logging.getLogger(__name__)
 CHECKPOINT = 'checkpoint.jsonl'
@@ -215,7 +216,6 @@ class Calibration:
 
     def _rewrite(self, evaluations: list[Evaluation]) -> None:
         """Drop a line cut by a crash: rewrite header + complete evaluations atomically."""
-        from shadow_twin.common.files import write_text_atomic
         lines = [json.dumps(self.header)] + [json.dumps(asdict(e)) for e in evaluations]
         write_text_atomic(self.checkpoint, '\n'.join(lines) + '\n')
 

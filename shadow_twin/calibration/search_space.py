@@ -55,7 +55,7 @@ class Dimension:
 
     def skopt_dimension(self):
         """The scikit-optimize ``Real`` dimension."""
-        from skopt.space import Real
+        from skopt.space import Real  # lazy: scikit-optimize (and scikit-learn) take ~1 s to import; only BO needs them
         return Real(self.low, self.high, prior='log-uniform' if self.log else 'uniform', name=self.name)
 
 

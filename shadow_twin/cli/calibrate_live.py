@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
 
 
@@ -38,13 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         except ShadowTwinError as exc:
             print(f'shadow-twin calibrate-live: error: {exc} (is the calibration_node running on the '
                   f'ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)
-            return 2
+            return ExitCode.BAD_INPUT
         print(answer.message, flush=True)
         if not answer.success:
-            return 2
+            return ExitCode.BAD_INPUT
         code, status = follow(ros.node, follower, run_dir_of(answer), args.timeout,
                               out=lambda line: print(line, flush=True))
-        if code == 124:
+        if code == ExitCode.TIMEOUT:
             print(f'shadow-twin calibrate-live: still running after {args.timeout:g} s; the node continues',
                   file=sys.stderr)
         elif 'report' in status:

@@ -32,9 +32,22 @@ import sys
 import time
 from pathlib import Path
 
-from shadow_twin.common.errors import ShadowTwinError
+import numpy as np
+from sensor_msgs.msg import JointState
+
+from calibration_node.execution import TrajectoryExecutor
+from calibration_node.recorder import BagRecorder
+from shadow_twin.calibration.job import RecordingSource, recorded_mse
 from shadow_twin.calibration.metrics import reduction_percent
+from shadow_twin.calibration.plan import holdout_names
+from shadow_twin.calibration.report import figure_png
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
 from shadow_twin.common.paths import config_path
+from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.plots.bag_plots import plot_bag
+from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
 SETTLE = 3.0
@@ -89,9 +102,7 @@ class Processes:
 def live_error(bag: Path) -> dict:
     """Sim-vs-real error of a trajectory recorded with its commanded trajectory:
     {'mse': rad^2, 'rmse': rad, 'per_joint_mse': {...}}."""
-    import numpy as np
 
-    from shadow_twin.calibration.job import RecordingSource, recorded_mse
     mse = recorded_mse(RecordingSource(bag.name, bag).resolved(), OBJECTIVE_JOINTS, SETTLE)
     mean = float(np.mean(list(mse.values())))
     return {'mse': mean, 'rmse': float(np.sqrt(mean)), 'per_joint_mse': mse}
@@ -101,11 +112,6 @@ class DemoClient:
     """The demo's own ROS node: runs and records trajectories through the twin, triggers calibration."""
 
     def __init__(self) -> None:
-        from sensor_msgs.msg import JointState
-
-        from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower
-        from calibration_node.execution import TrajectoryExecutor
-        from calibration_node.recorder import BagRecorder
         self.ros = SpinningNode('shadow_twin_demo')
         self.node = self.ros.node
         self.runner = TrajectoryExecutor(self.node, '/twin/follow_joint_trajectory', server_timeout=60.0)
@@ -132,11 +138,11 @@ class DemoClient:
 
     def calibrate(self, timeout: float) -> tuple[int, dict]:
         """Trigger the calibration node and follow it; (exit status as calibrate-live, last status)."""
-        from shadow_twin.ros.calibration_client import follow, request_calibration, run_dir_of
         try:
             answer = request_calibration(self.node, '/calibration_node', 30.0)
         except ShadowTwinError as exc:
-            raise ShadowTwinError(f'the calibration node did not come up: {exc} (see logs/calibration_node.log)') from None
+            raise ShadowTwinError(f'the calibration node did not come up: {exc} '
+                                  '(see logs/calibration_node.log)') from None
         if not answer.success:
             raise ShadowTwinError(f'calibration did not start: {answer.message}')
         return follow(self.node, self.follower, run_dir_of(answer), timeout,
@@ -149,13 +155,10 @@ class DemoClient:
 
 def plot_error_bars(path: Path, rows: list[dict]) -> None:
     """Bar chart of the RMS sim-real error (rad) before and after calibration per trajectory."""
-    import matplotlib
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    from shadow_twin.common.files import write_bytes_atomic
-    from shadow_twin.calibration.report import figure_png
     labels = [f'{r["trajectory"]}\n({r["role"]})' for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(1.8 + 2.0 * len(rows), 3.8))
@@ -174,9 +177,6 @@ def plot_error_bars(path: Path, rows: list[dict]) -> None:
 
 def run(args) -> int:
     """The demo (see module doc); returns the exit status."""
-    from shadow_twin.calibration.plan import holdout_names
-    from shadow_twin.plots.bag_plots import plot_bag
-    from shadow_twin.control.trajectory import load_waypoint_yaml
     started = time.monotonic()
     out = (args.out or Path('shadow_twin_demo') / time.strftime('%Y%m%d-%H%M%S')).resolve()
     if out.exists():
@@ -241,7 +241,6 @@ def run(args) -> int:
         (run_dir / 'result.json').read_text()), 'wall_time_s': elapsed, 'domain_id': domain,
         'budget': args.budget, 'error': 'mean over rh_[FMRL]FJ[123] of the position MSE sim vs real over '
         'the trajectory + 3 s (rad^2); rmse = its square root (rad)'}
-    from shadow_twin.common.files import write_text_atomic
     write_text_atomic(out / 'demo_report.json', json.dumps(report, indent=2, default=str) + '\n')
     print('\nsim-real error, J1-J3 of FF/MF/RF/LF (mean position MSE, rad^2; RMS, rad):')
     print(f'  {"trajectory":14s} {"role":9s} {"before":>22s} {"after":>22s} {"MSE change":>11s}')
@@ -254,7 +253,7 @@ def run(args) -> int:
     print(f'calibrated model: {report["calibration_result"].get("model")}')
     print(f'report: {out / "demo_report.json"}; plots: {out / "plots"}, {out / "error_before_after.png"}')
     print(f'demo finished in {elapsed:.0f} s')
-    return 0
+    return ExitCode.OK
 
 
 def _row(name: str, role: str, before: dict, after: dict, before_bag: Path, after_bag: Path) -> dict:
@@ -269,15 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.budget < 1 or args.workers < 1:
         print('shadow-twin demo: error: --budget and --workers must be at least 1', file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     try:
         return run(args)
     except ShadowTwinError as exc:
         print(f'shadow-twin demo: error: {exc}', file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         print('shadow-twin demo: interrupted', file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ Subcommands:
   demo            the whole twin with mock hardware, calibrated live, error before/after
   plot            PNGs of real vs sim per joint from a bag
   perspective     write an rqt perspective (real vs sim plots, diagnostics) for chosen joints
+  rqt             open the monitoring view in rqt once the twin's topics are up
 
 Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 """
@@ -15,14 +16,29 @@ Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
 from pathlib import Path
 
 import yaml
+from tqdm import tqdm
 
+from shadow_twin.calibration import metrics
+from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.recording import read_joint_states
+from shadow_twin.calibration.report import write_outputs
+from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.files import sha256_of
+from shadow_twin.common.paths import config_path
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.trajectory import parse_trajectory_arg
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import ModelError, TwinModel
 
 log = logging.getLogger('shadow_twin')
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
@@ -34,6 +50,7 @@ DELEGATED = {
     'demo': ('shadow_twin.cli.demo', 'twin + mock hardware, live calibration, error before/after (the main job)'),
     'plot': ('shadow_twin.cli.plot', 'PNGs of real vs sim per joint from a bag: shadow-twin plot --bag BAG'),
     'perspective': ('shadow_twin.cli.perspective', 'write an rqt perspective for chosen joints'),
+    'rqt': ('shadow_twin.cli.rqt', 'open the monitoring view in rqt (real vs sim plots, Robot Monitor) once the twin is up'),
 }
 
 
@@ -98,13 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup(args):
     """Load model, controller, recording and trajectory; build the evaluator."""
-    from shadow_twin.control.controller import ControllerGains, SimController
-    from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-    from shadow_twin.model.joint_map import JointNameMap
-    from shadow_twin.model.mjcf import TwinModel
-    from shadow_twin.common.paths import config_path
-    from shadow_twin.calibration.recording import read_joint_states
-    from shadow_twin.control.trajectory import parse_trajectory_arg
 
     joints = [j.strip() for j in args.joints.split(',') if j.strip()]
     if not joints:
@@ -124,7 +134,6 @@ def _setup(args):
 
 def _load_params(path: Path, twin) -> dict:
     """Read a parameters YAML ({values: {joint.attribute: value}}) into targets."""
-    from shadow_twin.model.mjcf import ModelError
     if not path.is_file():
         raise ConfigError(f'parameters file not found: {path}')
     data = yaml.safe_load(path.read_text()) or {}
@@ -145,7 +154,6 @@ def _load_params(path: Path, twin) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from shadow_twin.calibration import metrics
     twin, _, evaluator, _ = _setup(args)
     params = _load_params(args.params, twin) if args.params else {}
     score = evaluator.evaluate([params])[0]
@@ -164,11 +172,10 @@ def cmd_evaluate(args) -> int:
         print(f'mean MSE over {", ".join(evaluator.objective_joints)}: {score.objective:.6f} rad^2')
         for joint, value in objective_mse.items():
             print(f'  {joint:10s} MSE {value:.6f} rad^2   RMSE {value ** 0.5:.4f} rad')
-    return 0
+    return ExitCode.OK
 
 
 def _check_out_dir(out: Path, resume: bool) -> None:
-    from shadow_twin.calibration.run import CHECKPOINT
     if out.exists() and not out.is_dir():
         raise ConfigError(f'--out {out} exists and is not a directory')
     if not resume and out.is_dir() and ((out / 'report.json').exists() or (out / CHECKPOINT).exists()):
@@ -179,11 +186,6 @@ def _check_out_dir(out: Path, resume: bool) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from shadow_twin.calibration.run import Calibration, CalibrationSettings
-    from shadow_twin.common.files import sha256_of
-    from shadow_twin.calibration.report import write_outputs
-    from shadow_twin.calibration.search_space import SearchSpace
-
     _check_out_dir(args.out, args.resume)
     settings = CalibrationSettings(args.optimizer, args.budget, args.workers, args.batch_size, args.seed,
                                    args.initial_points, args.acq_func, args.log_objective)
@@ -200,7 +202,6 @@ def cmd_calibrate(args) -> int:
              len(space.dimensions), settings.optimizer, settings.budget, settings.workers, args.out)
     bar = None
     if not args.no_progress:
-        from tqdm import tqdm
         bar = tqdm(total=settings.budget, desc='calibrate', unit='eval', file=sys.stderr)
 
     def progress(done, total, best):
@@ -221,14 +222,13 @@ def cmd_calibrate(args) -> int:
         after = report['finger_mean_mse']['after'][finger]
         print(f'  {finger}: mean MSE {before:.6f} -> {after:.6f} rad^2')
     print(f'calibrated model: {args.out / report["outputs"]["calibrated_model"]}')
-    return 0
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shadow-twin``; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in DELEGATED:  # their own parsers (up: ROS arguments after --ros-args)
-        import importlib
         return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
@@ -238,10 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except ShadowTwinError as exc:
         print(f'shadow-twin: error: {exc}', file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print('shadow-twin: interrupted; a calibration continues with --resume', file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == '__main__':

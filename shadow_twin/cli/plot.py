@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
-from shadow_twin.plots.bag_plots import (MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, BagComparison, check_out_dir,
-                                         compare_bag, default_out_dir, write_plots)
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.plots.bag_plots import (MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, BagComparison, check_out_dir, compare_bag,
+                                         default_out_dir, write_plots)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         written = write_plots(cmp, out_dir)
     except ShadowTwinError as exc:
         print(f'shadow-twin plot: error: {exc}', file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     except OSError as exc:
         print(f'shadow-twin plot: error: cannot write plots: {exc}', file=sys.stderr)
-        return 2
+        return ExitCode.BAD_INPUT
     if cmp.paired:
         print(f'{cmp.bag}: real {cmp.real_topic} vs sim {cmp.sim_topic}, {len(cmp.traces)} joint(s)')
     else:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in format_table(cmp):
         print(line)
     print(f'wrote {len(written)} plots to {out_dir}')
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == '__main__':  # pragma: no cover

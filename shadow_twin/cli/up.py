@@ -26,7 +26,18 @@ import argparse
 import sys
 from pathlib import Path
 
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.logging import get_logger
+from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
+
+from mujoco_bridge.bridge_node import MujocoBridge
+from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
+from shadow_twin.ros.spinning import run_until_signal
+from shadow_twin.ros.twin_monitor import TwinMonitor
+from shadow_twin.ros.twin_server import TwinServer
 
 EXECUTOR_THREADS = 8
 
@@ -75,19 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         init_args = ros_arguments(args, extra)
     except FileNotFoundError as exc:
         print(f'shadow-twin up: {exc}', file=sys.stderr)
-        return 2
-
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.logging import get_logger
-    from rclpy.parameter import Parameter
-    from rclpy.signals import SignalHandlerOptions
-
-    from mujoco_bridge.bridge_node import MujocoBridge
-
-    from shadow_twin.ros.twin_monitor import TwinMonitor
-    from shadow_twin.ros.spinning import run_until_signal
-    from shadow_twin.ros.twin_server import TwinServer
+        return ExitCode.BAD_INPUT
 
     rclpy.init(args=init_args, signal_handler_options=SignalHandlerOptions.NO)
     log = get_logger('shadow_twin_up')
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-        return 1
+        return ExitCode.FAILED
     executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
     for node in nodes:
         if isinstance(node, TwinMonitor):
@@ -129,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == '__main__':

@@ -18,7 +18,7 @@ def share_dir() -> Path:
     if (checkout / 'config').is_dir():
         return checkout
     try:
-        from ament_index_python.packages import get_package_share_directory
+        from ament_index_python.packages import get_package_share_directory  # lazy: present on a ROS 2 install only
         return Path(get_package_share_directory(PACKAGE))
     except Exception as exc:  # ImportError, PackageNotFoundError, unset AMENT_PREFIX_PATH
         raise FileNotFoundError(f'cannot find the {PACKAGE} share directory ({exc})') from None

@@ -1,1 +1,9 @@
-"""shadow_twin.control.controller."""
+"""Control, ROS-free: the simulated effort controller installed in the MuJoCo actuators
+(``controller``), joint trajectories and their sampling as the joint trajectory
+controller does (``trajectory``), the JTC's goal validation, tolerances and result
+codes (``jtc``), and splitting a twin goal among the robot's controllers (``twin_split``)."""
+
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.trajectory import JointTrajectory
+
+__all__ = ['ControllerGains', 'JointTrajectory', 'SimController']

@@ -37,26 +37,71 @@ rad/s^2, times s.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
+import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError, TrajectoryError
+from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.trajectory import JointTrajectory
 
-# control_msgs/action/FollowJointTrajectory Result.error_code constants.
-SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, \
-    GOAL_TOLERANCE_VIOLATED = 0, -1, -2, -3, -4, -5
-RESULT_NAMES = {
-    SUCCESSFUL: 'SUCCESSFUL', INVALID_GOAL: 'INVALID_GOAL', INVALID_JOINTS: 'INVALID_JOINTS',
-    OLD_HEADER_TIMESTAMP: 'OLD_HEADER_TIMESTAMP', PATH_TOLERANCE_VIOLATED: 'PATH_TOLERANCE_VIOLATED',
-    GOAL_TOLERANCE_VIOLATED: 'GOAL_TOLERANCE_VIOLATED',
-}
 
-#: Goal states returned by :func:`check_goal` and :func:`check_path`.
-RUNNING, SUCCEEDED, ABORTED = 'running', 'succeeded', 'aborted'
+class ResultCode(enum.IntEnum):
+    """``control_msgs/action/FollowJointTrajectory`` ``Result.error_code`` values."""
+
+    SUCCESSFUL = 0
+    INVALID_GOAL = -1
+    INVALID_JOINTS = -2
+    OLD_HEADER_TIMESTAMP = -3
+    PATH_TOLERANCE_VIOLATED = -4
+    GOAL_TOLERANCE_VIOLATED = -5
+
+
+# The codes by the names the message and the JTC give them (``Result::INVALID_GOAL``).
+SUCCESSFUL, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, \
+    GOAL_TOLERANCE_VIOLATED = ResultCode
+
+
+def result_name(code: int) -> str:
+    """Name of a ``Result.error_code``, e.g. ``'INVALID_JOINTS'``; other values (a controller
+    may send its own) as their number."""
+    try:
+        return ResultCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class GoalOutcome(enum.Enum):
+    """Where a FollowJointTrajectory goal stands: still running, or how it ended (the
+    terminal ``action_msgs/GoalStatus`` states the JTC uses)."""
+
+    RUNNING = 'running'
+    SUCCEEDED = 'succeeded'
+    ABORTED = 'aborted'
+    CANCELED = 'canceled'
+
+
+class Verdict(NamedTuple):
+    """A goal's state with the ``Result`` it ends with (while RUNNING: SUCCESSFUL and
+    why it is not done yet, or '')."""
+
+    outcome: GoalOutcome
+    code: int
+    message: str
+
+    @classmethod
+    def aborted(cls, message: str, code: int = INVALID_GOAL) -> Verdict:
+        """An ABORTED verdict; INVALID_GOAL is what the JTC answers a goal that is stopped
+        for other reasons than its tolerances (preempted, not executable)."""
+        return cls(GoalOutcome.ABORTED, code, message)
+
+
+#: The verdict of a goal that has not reached its end yet and violates nothing.
+RUNNING_VERDICT = Verdict(GoalOutcome.RUNNING, SUCCESSFUL, '')
 
 #: control_msgs/JointTolerance special value: remove ("erase") the default check.
 ERASE_TOLERANCE = -1.0
@@ -80,10 +125,10 @@ class GoalRejected(ShadowTwinError):
     """
 
     def __init__(self, error_code: int, message: str) -> None:
-        if error_code not in RESULT_NAMES or error_code == SUCCESSFUL:
+        if error_code not in set(ResultCode) - {SUCCESSFUL}:
             raise ValueError(f'GoalRejected needs a FollowJointTrajectory error code, got {error_code!r}')
         super().__init__(' '.join(str(message).split()))
-        self.error_code = int(error_code)
+        self.error_code = ResultCode(error_code)
 
     @property
     def error_string(self) -> str:
@@ -93,7 +138,7 @@ class GoalRejected(ShadowTwinError):
     @property
     def error_name(self) -> str:
         """Name of :attr:`error_code`, e.g. ``'INVALID_JOINTS'``."""
-        return RESULT_NAMES[self.error_code]
+        return self.error_code.name
 
 
 # ---------------------------------------------------------------------------------------
@@ -143,13 +188,6 @@ class _Point:
     effort: list
 
 
-def _seconds(value: Any) -> float:
-    """Seconds from a float or a ``builtin_interfaces`` Time/Duration (sec, nanosec)."""
-    if hasattr(value, 'sec'):
-        return float(value.sec) + float(getattr(value, 'nanosec', 0)) * 1e-9
-    return float(value)
-
-
 def _fmt(value: float) -> str:
     return f'{value:.6g}'
 
@@ -159,8 +197,8 @@ def _validate(joint_names: Sequence[str], points: Sequence[_Point], known_joints
               allow_partial_joints_goal: bool, allow_nonzero_velocity_at_trajectory_end: bool,
               allow_effort: bool, current_positions: Mapping[str, float] | None) -> None:
     """All rejection rules, in the order documented in :func:`validate_goal`."""
-    now = _seconds(now)
-    start_time = None if start_time is None else _seconds(start_time)
+    now = to_seconds(now)
+    start_time = None if start_time is None else to_seconds(start_time)
     names = [str(j) for j in joint_names]
     known = [str(j) for j in known_joints]
     known_set = set(known)
@@ -372,7 +410,7 @@ def validate_goal_msg(msg, known_joints: Sequence[str], limits: Mapping[str, Joi
     points = []
     for k, p in enumerate(raw_points):
         try:
-            t = _seconds(p.time_from_start)
+            t = to_seconds(p.time_from_start)
         except (AttributeError, TypeError, ValueError):
             raise GoalRejected(INVALID_GOAL, f'point {k}: unreadable time_from_start') from None
         points.append(_Point(t, list(getattr(p, 'positions', None) or []),
@@ -380,7 +418,7 @@ def validate_goal_msg(msg, known_joints: Sequence[str], limits: Mapping[str, Joi
                              list(getattr(p, 'accelerations', None) or []),
                              list(getattr(p, 'effort', None) or [])))
     stamp = getattr(getattr(msg, 'header', None), 'stamp', None)
-    start_time = 0.0 if stamp is None else _seconds(stamp)
+    start_time = 0.0 if stamp is None else to_seconds(stamp)
     _validate(joint_names, points, known_joints, limits, now, start_time, allow_partial_joints_goal,
               allow_nonzero_velocity_at_trajectory_end, allow_effort, current_positions)
     try:
@@ -408,8 +446,6 @@ def joint_limits_from_model(model, joint_names: Sequence[str] | None = None,
         ModelError: unknown joint, or a free/ball joint (no scalar limits).
         ConfigError: a velocity limit for a joint not listed, or not > 0.
     """
-    import mujoco
-
     scalar_types = {int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)}
     if joint_names is None:
         joint_names = [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in scalar_types]
@@ -610,7 +646,7 @@ def goal_tolerances(defaults: Tolerances, path_tolerance_msgs: Iterable | None,
                      {j: replace(defaults.goal_for(j)) for j in known},
                      defaults.goal_time, defaults.stopped_velocity)
     try:
-        out.goal_time = resolve_tolerance(defaults.goal_time, _seconds(goal_time_tolerance_s),
+        out.goal_time = resolve_tolerance(defaults.goal_time, to_seconds(goal_time_tolerance_s),
                                           'goal_time_tolerance')
         for kind, msgs, target, base in (('path_tolerance', path_tolerance_msgs, out.path, defaults.path_for),
                                          ('goal_tolerance', goal_tolerance_msgs, out.goal, defaults.goal_for)):
@@ -693,24 +729,24 @@ def check_state(joints: Sequence[str], desired_pos, desired_vel, actual_pos, act
 
 
 def check_path(joints: Sequence[str], desired_pos, desired_vel, actual_pos, actual_vel,
-               tolerances: Tolerances, **kwargs) -> tuple[str, int, str]:
+               tolerances: Tolerances, **kwargs) -> Verdict:
     """Path tolerance while the trajectory runs (joint_trajectory_controller.cpp ``update``).
 
     The JTC checks ``state_tolerance`` before the last point (and on the first
     sample) and aborts the goal with PATH_TOLERANCE_VIOLATED on a violation.
-    Returns ('running', SUCCESSFUL, '') or ('aborted', PATH_TOLERANCE_VIOLATED,
+    Returns :data:`RUNNING_VERDICT` or (ABORTED, PATH_TOLERANCE_VIOLATED,
     message naming the joint). ``kwargs`` go to :func:`check_state`.
     """
     message = check_state(joints, desired_pos, desired_vel, actual_pos, actual_vel,
                           {j: tolerances.path_for(j) for j in joints}, **kwargs)
     if message is None:
-        return RUNNING, SUCCESSFUL, ''
-    return ABORTED, PATH_TOLERANCE_VIOLATED, f'path tolerance violated: {message}'
+        return RUNNING_VERDICT
+    return Verdict(GoalOutcome.ABORTED, PATH_TOLERANCE_VIOLATED, f'path tolerance violated: {message}')
 
 
 def check_goal(joints: Sequence[str], target_pos, actual_pos, actual_vel, tolerances: Tolerances,
                time_since_end: float, *, target_vel=None,
-               wraparound: Collection[str] = ()) -> tuple[str, int, str]:
+               wraparound: Collection[str] = ()) -> Verdict:
     """Goal state after the last point (joint_trajectory_controller.cpp ``update``).
 
     Args:
@@ -726,28 +762,28 @@ def check_goal(joints: Sequence[str], target_pos, actual_pos, actual_vel, tolera
         time_since_end: now - (start time + last ``time_from_start``), s.
         target_vel: desired velocity after the end, rad/s (default 0).
     Returns:
-        (state, error_code, error_string):
+        A :class:`Verdict` (outcome, error_code, error_string):
 
-        * time_since_end < 0: ('running', SUCCESSFUL, '') - not at the end yet.
+        * time_since_end < 0: :data:`RUNNING_VERDICT` - not at the end yet.
         * every joint within its goal tolerance (position and velocity error,
-          tolerance 0 = unchecked): ('succeeded', SUCCESSFUL, message).
+          tolerance 0 = unchecked): (SUCCEEDED, SUCCESSFUL, message).
         * else, if ``goal_time`` > 0 and time_since_end > goal_time:
-          ('aborted', GOAL_TOLERANCE_VIOLATED, message naming the joint).
-        * else ('running', SUCCESSFUL, message naming the joint not yet within
+          (ABORTED, GOAL_TOLERANCE_VIOLATED, message naming the joint).
+        * else (RUNNING, SUCCESSFUL, message naming the joint not yet within
           tolerance). With ``goal_time`` 0 this lasts indefinitely, as in the
           JTC (``if (goal_time_tolerance != 0.0)``): the goal stays active until
           the joints settle, it is cancelled or a new goal preempts it.
     """
     if time_since_end < 0:
-        return RUNNING, SUCCESSFUL, ''
+        return RUNNING_VERDICT
     if target_vel is None:
         target_vel = np.zeros(len(joints))
     message = check_state(joints, target_pos, target_vel if actual_vel is not None else None, actual_pos,
                           actual_vel, {j: tolerances.goal_for(j) for j in joints}, wraparound=wraparound)
     if message is None:
-        return SUCCEEDED, SUCCESSFUL, 'goal reached: all joints within their goal tolerances'
+        return Verdict(GoalOutcome.SUCCEEDED, SUCCESSFUL, 'goal reached: all joints within their goal tolerances')
     if tolerances.goal_time > 0 and time_since_end > tolerances.goal_time:
-        return ABORTED, GOAL_TOLERANCE_VIOLATED, (
+        return Verdict(GoalOutcome.ABORTED, GOAL_TOLERANCE_VIOLATED, (
             f'goal tolerance violated {time_since_end:.3f} s after the trajectory end (goal_time tolerance '
-            f'{tolerances.goal_time:.3f} s): {message}')
-    return RUNNING, SUCCESSFUL, message
+            f'{tolerances.goal_time:.3f} s): {message}'))
+    return Verdict(GoalOutcome.RUNNING, SUCCESSFUL, message)

@@ -19,6 +19,7 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.common.stamps import to_seconds
 
 INTERPOLATIONS = ('auto', 'linear', 'cubic', 'quintic')
 
@@ -145,7 +146,7 @@ class JointTrajectory:
             raise TrajectoryError('trajectory has no joint names')
         if not points:
             raise TrajectoryError('trajectory has no points')
-        times = [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points]
+        times = [to_seconds(p.time_from_start) for p in points]
 
         def field_or_none(attr):
             rows = [list(getattr(p, attr)) for p in points]
@@ -163,24 +164,6 @@ class JointTrajectory:
             raise TrajectoryError('trajectory points carry no positions')
         return cls(list(msg.joint_names), np.array(times), positions,
                    field_or_none('velocities'), field_or_none('accelerations'), name=name)
-
-    def to_msg(self):
-        """Convert to ``trajectory_msgs/msg/JointTrajectory`` (needs ROS 2 installed)."""
-        from builtin_interfaces.msg import Duration
-        from trajectory_msgs.msg import JointTrajectory as Msg, JointTrajectoryPoint
-        msg = Msg()
-        msg.joint_names = list(self.joint_names)
-        for k, t in enumerate(self.times):
-            point = JointTrajectoryPoint()
-            point.positions = self.positions[k].tolist()
-            if self.velocities is not None:
-                point.velocities = self.velocities[k].tolist()
-            if self.accelerations is not None:
-                point.accelerations = self.accelerations[k].tolist()
-            sec = int(np.floor(t))
-            point.time_from_start = Duration(sec=sec, nanosec=int(round((t - sec) * 1e9)))
-            msg.points.append(point)
-        return msg
 
 
 def validate_arrays(joint_names, times, positions, velocities=None, accelerations=None) -> None:

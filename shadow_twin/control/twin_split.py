@@ -11,8 +11,8 @@
   JTC interpolates it (from the state at acceptance to the first point).
 * :func:`state_arrays`: actual state in goal joint order (sim minus real per
   joint is ``shadow_twin.monitoring.joint_error.joint_error``, published by the twin monitor).
-* :func:`decide`: the twin's verdict from its own tolerance check and the
-  outcomes of the controller goals it started.
+* :class:`ControllerResult` / :func:`decide`: the twin's verdict from its own
+  tolerance check and how the controller goals it started ended.
 
 Units: positions rad, velocities rad/s, times s.
 """
@@ -26,8 +26,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from shadow_twin.control import jtc
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
 
 MODES = ('sim', 'real', 'both')
@@ -199,43 +199,41 @@ def state_arrays(joint_names: Sequence[str], state: Mapping[str, tuple[float, fl
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """How a controller goal ended: status one of 'succeeded', 'aborted', 'canceled',
-    'rejected', 'lost' (server gone); code and message from its Result."""
+class ControllerResult:
+    """How a controller goal ended: its outcome (SUCCEEDED, ABORTED or CANCELED; a
+    controller whose action server disappeared counts as ABORTED, with a message
+    saying so) and the code and message of its Result."""
 
-    status: str
+    outcome: jtc.GoalOutcome
     code: int = jtc.SUCCESSFUL
     message: str = ''
 
 
-def decide(check: tuple[str, int, str], reached: bool, outcomes: Mapping[str, Outcome | None]
-           ) -> tuple[str, int, str]:
-    """The twin goal's state from its own check and the controller goals' outcomes.
+def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerResult | None]) -> jtc.Verdict:
+    """The twin goal's verdict from its own check and the controller goals' results.
 
     Args:
-        check: (state, code, message) of ``jtc.check_path``/``check_goal`` on the
-            actual state (real; sim in sim mode).
+        check: ``jtc.check_path``/``check_goal`` on the actual state (real; sim in sim mode).
         reached: the twin's check has succeeded at some point after the end.
-        outcomes: {controller: Outcome, or None while running}.
+        results: {controller: ControllerResult, or None while its goal runs}.
     Returns:
-        (state, code, message): a controller goal that ended other than
-        succeeded aborts (with its code, INVALID_GOAL if it had none); a failed
-        own check aborts; success needs ``reached`` and every controller
-        succeeded; else running.
+        A controller goal that ended other than succeeded aborts (with its code,
+        INVALID_GOAL if it had none); a failed own check aborts; success needs
+        ``reached`` and every controller succeeded; else running.
     """
-    for name, outcome in outcomes.items():
-        if outcome is not None and outcome.status != 'succeeded':
-            code = outcome.code if outcome.code != jtc.SUCCESSFUL else jtc.INVALID_GOAL
-            text = f'{name} controller goal {outcome.status}'
-            if outcome.code != jtc.SUCCESSFUL:
-                text += f' ({jtc.RESULT_NAMES.get(outcome.code, outcome.code)})'
-            if outcome.message:
-                text += f': {outcome.message}'
-            return jtc.ABORTED, code, text
-    state, code, message = check
-    if state == jtc.ABORTED:
-        return state, code, message
-    if reached and all(o is not None for o in outcomes.values()):
-        return jtc.SUCCEEDED, jtc.SUCCESSFUL, ('goal reached: all joints within their goal tolerances; '
-                                               f'controllers succeeded: {", ".join(outcomes) or "none"}')
-    return jtc.RUNNING, jtc.SUCCESSFUL, message
+    for name, result in results.items():
+        if result is not None and result.outcome is not jtc.GoalOutcome.SUCCEEDED:
+            code = result.code if result.code != jtc.SUCCESSFUL else jtc.INVALID_GOAL
+            text = f'{name} controller goal {result.outcome.value}'
+            if result.code != jtc.SUCCESSFUL:
+                text += f' ({jtc.result_name(result.code)})'
+            if result.message:
+                text += f': {result.message}'
+            return jtc.Verdict.aborted(text, code)
+    if check.outcome is jtc.GoalOutcome.ABORTED:
+        return check
+    if reached and all(r is not None for r in results.values()):
+        return jtc.Verdict(jtc.GoalOutcome.SUCCEEDED, jtc.SUCCESSFUL,
+                           'goal reached: all joints within their goal tolerances; '
+                           f'controllers succeeded: {", ".join(results) or "none"}')
+    return jtc.Verdict(jtc.GoalOutcome.RUNNING, jtc.SUCCESSFUL, check.message)

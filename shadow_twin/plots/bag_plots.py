@@ -28,9 +28,10 @@ from typing import Sequence
 import numpy as np
 
 from shadow_twin.calibration.alignment import resample
+from shadow_twin.calibration.recording import JointStateRecording, joint_state_topics, read_joint_states
+from shadow_twin.calibration.report import figure_png
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.calibration.recording import JointStateRecording, joint_state_topics, read_joint_states
 
 REAL_TOPIC = '/joint_states'
 SIM_TOPIC = '/sim/joint_states'
@@ -272,7 +273,6 @@ def _file_names(joints: Sequence[str]) -> list[str]:
 
 
 def _png(fig) -> bytes:
-    from shadow_twin.calibration.report import figure_png
     return figure_png(fig)
 
 
@@ -295,7 +295,7 @@ def _time_label(cmp: BagComparison) -> str:
 
 
 def _joint_figure(trace: JointTrace, cmp: BagComparison):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy (~0.5 s), only needed when figures are drawn
     if not cmp.paired:
         fig, ax = plt.subplots(figsize=(8, 3.6), layout='constrained')
         _draw_streams(ax, trace, cmp)
@@ -325,7 +325,7 @@ def _joint_figure(trace: JointTrace, cmp: BagComparison):
 
 
 def _overview_figure(cmp: BagComparison):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy (~0.5 s), only needed when figures are drawn
     n = len(cmp.traces)
     cols = min(4, n)
     rows = int(np.ceil(n / cols))
@@ -355,7 +355,7 @@ def write_plots(cmp: BagComparison, out_dir: str | Path) -> list[Path]:
     Raises ConfigError if ``out_dir`` lies inside the bag or is a file, or
     there is nothing to plot; OSError if it cannot be written.
     """
-    import matplotlib
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
     matplotlib.use('Agg')
     out_dir = check_out_dir(out_dir, cmp.bag)
     if not cmp.traces:

@@ -1,39 +1,42 @@
-"""``shadow-twin perspective``: an rqt perspective for watching the twin against the robot.
+"""rqt perspectives for watching the twin against the robot (ROS-free: JSON files).
 
-Writes a perspective file in the JSON form rqt's *Perspectives > Export* writes
-(qt_gui's ``PerspectiveManager``): ``{"keys": {}, "groups": {"pluginmanager":
-{"keys": {"running-plugins": ...}, "groups": {"plugin__rqt_plot__Plot__1": ...}}}}``,
-every value stored as ``{"type": "repr", "repr": repr(value)}`` (rqt ``eval``s it
-on import). Per plugin instance ``plugin__<package>__<class>__<serial>`` holds the
-plugin's own settings in the sub-group ``plugin`` and its dock widget's title in
-``dock_widget__<widget object name>``. The perspective contains:
+Two perspectives, one rqt window each, side by side on a 1920 x 1080 screen:
 
-* one ``rqt_plot`` per chosen joint: ``<real topic>/position[i_real]`` and
-  ``<sim topic>/position[i_sim]`` (rad);
-* one ``rqt_plot`` of ``<error topic>/position[k]`` for all chosen joints (sim - real, rad);
-* one ``rqt_robot_monitor`` for the twin monitor's ``/diagnostics`` (the plugin
-  listens to ``/diagnostics_agg``: remap it, see below, or run a diagnostic aggregator).
+* **plots** (``config/shadow_twin_plots.perspective``, 1280 x 1000 px at the left):
+  one ``rqt_plot`` per chosen joint with ``<real topic>/position[i_real]`` and
+  ``<sim topic>/position[i_sim]`` (rad), two per row, and below them one ``rqt_plot``
+  of ``<error topic>/position[k]`` for all chosen joints (sim - real, rad);
+* **monitor** (``config/shadow_twin_monitor.perspective``, 640 x 1000 px at the right):
+  ``rqt_robot_monitor`` on ``/diagnostics_agg`` (the twin monitor publishes it, see
+  ``shadow_twin.ros.twin_monitor``), its list of all devices tall enough for every joint.
+
+Why two windows: rqt's plugins share one node, and rqt_robot_monitor's 1 s timer
+calls ``rclpy.spin_once`` on it, which moves the node into rclpy's global executor;
+from then on every plugin of that window receives about one message per second
+(seen with the Jazzy sources). In a window of its own the Robot Monitor only
+slows itself, and it needs only the 1 Hz ``/diagnostics_agg``.
+
+File format: what rqt's *Perspectives > Export* writes (qt_gui ``PerspectiveManager``):
+``{"keys": {}, "groups": {"mainwindow": ..., "pluginmanager": {"keys":
+{"running-plugins": ...}, "groups": {"plugin__rqt_plot__Plot__1": ...}}}}``, every
+value ``{"type": "repr", "repr": repr(value)}`` (rqt ``eval``s it on import) or, for
+Qt byte arrays, ``{"type": "repr(QByteArray.hex)", "repr(QByteArray.hex)":
+"QtCore.QByteArray(b'<hex>')", "pretty-print": ...}``. ``mainwindow`` holds the
+window's ``geometry`` and dock ``state`` (``shadow_twin.plots.qt_layout``); per plugin
+instance ``plugin__<package>__<class>__<serial>`` holds the plugin's own settings in
+the sub-group ``plugin`` and its dock widget's title in ``dock_widget__<widget object name>``.
 
 Indices: ``i_sim`` is the joint's index in the JointState the ``mujoco_bridge``
 publishes, the model's named hinge and slide joints in model order
 (``LiveSimulation.joint_names``); the mock hardware publishes the same order, and
-so is ``i_real`` unless ``--real-order`` gives the robot's order. ``k`` is the index
+so is ``i_real`` unless ``real_joints`` gives the robot's order. ``k`` is the index
 in ``/twin/joint_error``: the joints of the real message that the sim has too, in
 the real message's order (the twin monitor's documented order).
-
-Usage::
-
-    shadow-twin perspective --joints rh_FFJ3,rh_MFJ3 --out my.perspective
-                            [--model MJCF] [--real-order J1,J2,...]
-    rqt --perspective-file my.perspective --ros-args -r /diagnostics_agg:=/diagnostics
-
-Exit status 0, or 2 with one line ``shadow-twin perspective: error: ...`` for bad
-input (unknown or repeated joints, a joint missing from ``--real-order``, a model
-that does not compile).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -41,26 +44,46 @@ from typing import Any, Sequence
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.plots import qt_layout
+from shadow_twin.simulation.live import LiveSimulation
 
 PROG = 'shadow-twin perspective'
-#: Joints of the shipped ``config/shadow_twin.perspective``.
+#: Joints of the shipped plots perspective.
 DEFAULT_JOINTS = ('rh_FFJ3', 'rh_FFJ2', 'rh_MFJ3', 'rh_THJ4')
 REAL_TOPIC, SIM_TOPIC, ERROR_TOPIC = '/joint_states', '/sim/joint_states', '/twin/joint_error'
+#: The topic rqt_robot_monitor subscribes to (fixed in its plugin).
+DIAGNOSTICS_AGG_TOPIC = '/diagnostics_agg'
 PLOT, ROBOT_MONITOR = 'rqt_plot/Plot', 'rqt_robot_monitor/RobotMonitor'
-#: Object name of rqt_plot's widget (its plot.ui), which names the dock widget's settings group.
-PLOT_WIDGET = 'DataPlotWidget'
+#: Object names of the plugins' widgets (rqt_plot's plot.ui, rqt_robot_monitor's widget), which
+#: name their dock widgets (``<package>__<class>__<serial>__<name>``) and settings groups.
+PLOT_WIDGET, ROBOT_MONITOR_WIDGET = 'DataPlotWidget', 'Robot Monitor'
+#: The shipped files (in config/) and what they hold.
+PLOTS_FILE, MONITOR_FILE = 'shadow_twin_plots.perspective', 'shadow_twin_monitor.perspective'
 #: rqt_plot backend index: 0 PyQtGraph (lightest at 250 Hz; rqt_plot falls back to the
 #: first available backend), 1 MatPlot, 2 QwtPlot.
 PLOT_TYPE = 0
 X_WINDOW_S = 10.0
 ERROR_Y_LIMITS = (-0.1, 0.1)
 MARGIN_RAD = 0.05
+#: The screen the two windows share, px.
+SCREEN_WIDTH, SCREEN_HEIGHT = 1920, 1080
+#: Windows' client areas (x, y, width, height), px: 80 px of the screen's height are left
+#: for a desktop's panel and the title bars.
+PLOTS_WINDOW = (0, 0, 1280, 1000)
+MONITOR_WINDOW = (1280, 0, 640, 1000)
+#: Height of rqt's menu bar and status bar above and below the dock area, px (the dock
+#: sizes in the state are a starting point; Qt fits them to the window).
+BARS_HEIGHT = 44
+#: Joint plots per row.
+PLOTS_PER_ROW = 2
+#: Heights of the Robot Monitor's panes (errors, warnings, all devices: 24 joints and 3 more rows
+#: of about 17 px), px, and its splitter's handle width (its robotmonitor_mainwidget.ui).
+MONITOR_PANES, MONITOR_HANDLE = (140, 140, 560), 9
 
 
 def published_joints(model_path: str | os.PathLike | None = None) -> tuple[list[str], dict]:
     """(joint names in the order ``mujoco_bridge`` publishes them, {joint: (lower, upper) rad
     or None}) of the MJCF at ``model_path`` (None: the built-in hand). Raises ModelError."""
-    from shadow_twin.simulation.live import LiveSimulation
     sim = LiveSimulation(model_path)
     return list(sim.joint_names), sim.joint_limits()
 
@@ -69,8 +92,35 @@ def _value(value: Any) -> dict:
     return {'type': 'repr', 'repr': repr(value)}
 
 
+def _bytes_value(data: bytes) -> dict:
+    """A QByteArray setting as rqt's export writes it (the pretty-print shows every second
+    byte as text, as qt_gui does, so that UTF-16 names are readable)."""
+    pretty = ''.join(chr(b) if 32 <= b <= 126 else ' ' for b in data[1::2])
+    return {'repr(QByteArray.hex)': f"QtCore.QByteArray(b'{data.hex()}')", 'type': 'repr(QByteArray.hex)',
+            'pretty-print': pretty}
+
+
 def _group(keys: dict | None = None, groups: dict | None = None) -> dict:
     return {'keys': {k: _value(v) for k, v in (keys or {}).items()}, 'groups': groups or {}}
+
+
+def _dock(plugin: str, serial: int, widget: str) -> qt_layout.Dock:
+    """The dock widget rqt makes for ``widget`` of plugin instance ``plugin`` #``serial``."""
+    return qt_layout.Dock(f'{plugin.replace("/", "__")}__{serial}__{widget}')
+
+
+def _main_window(window: tuple[int, int, int, int], layout: qt_layout.Layout) -> dict:
+    """The ``mainwindow`` group: the window at ``window`` (x, y, width, height px) with its docks as ``layout``."""
+    x, y, width, height = window
+    keys = {'geometry': _bytes_value(qt_layout.window_geometry(x, y, width, height, SCREEN_WIDTH)),
+            'state': _bytes_value(qt_layout.window_state(layout, width, height - BARS_HEIGHT))}
+    return {'keys': keys, 'groups': {}}
+
+
+def _perspective(window: tuple[int, int, int, int], layout: qt_layout.Layout, running: dict,
+                 plugins: dict) -> dict:
+    manager = _group({'running-plugins': running}, plugins)
+    return {'keys': {}, 'groups': {'mainwindow': _main_window(window, layout), 'pluginmanager': manager}}
 
 
 def _plot(title: str, topics: list[str], y_limits: Sequence[float]) -> dict:
@@ -97,13 +147,19 @@ def _names(values: Sequence[str], what: str) -> list[str]:
     return names
 
 
-def build_perspective(joints: Sequence[str], model_path: str | os.PathLike | None = None,
-                      real_joints: Sequence[str] | None = None, real_topic: str = REAL_TOPIC,
-                      sim_topic: str = SIM_TOPIC, error_topic: str = ERROR_TOPIC) -> dict:
-    """The perspective (a JSON-ready dict, see the module doc) for ``joints``.
+def _grid(docks: list[qt_layout.Dock], error: qt_layout.Dock) -> qt_layout.Layout:
+    """Joint plots ``PLOTS_PER_ROW`` to a row, the error plot below them, rows of equal height."""
+    rows = [qt_layout.row(*docks[k:k + PLOTS_PER_ROW]) for k in range(0, len(docks), PLOTS_PER_ROW)]
+    return qt_layout.column(*[(r, 1.0) for r in rows], (error, 1.0))
+
+
+def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike | None = None,
+                            real_joints: Sequence[str] | None = None, real_topic: str = REAL_TOPIC,
+                            sim_topic: str = SIM_TOPIC, error_topic: str = ERROR_TOPIC) -> dict:
+    """The plots perspective (a JSON-ready dict, see the module doc) for ``joints``.
 
     Args:
-        joints: ROS joint names to plot (one rqt_plot each, in this order).
+        joints: ROS joint names to plot (one rqt_plot each, in this order, two to a row).
         model_path: the sim's MJCF (None: built-in hand); gives the sim's joint order
             and the plots' y ranges (joint limits + 0.05 rad).
         real_joints: the order of the robot's JointState names; None: the sim's
@@ -124,23 +180,36 @@ def build_perspective(joints: Sequence[str], model_path: str | os.PathLike | Non
     if missing:
         raise ConfigError(f'joint(s) {missing} are not in the real joint order {real_order}')
     error_order = [j for j in real_order if j in sim_order]     # the twin monitor's message
-    groups = {}
-    serial = 0
-    for joint in joints:
-        serial += 1
+    plugins = {}
+    for serial, joint in enumerate(joints, start=1):
         lim = limits.get(joint)
         y = (lim[0] - MARGIN_RAD, lim[1] + MARGIN_RAD) if lim is not None else (-1.0, 1.0)
         topics = [f'{real_topic}/position[{real_order.index(joint)}]',
                   f'{sim_topic}/position[{sim_order.index(joint)}]']
-        groups[f'plugin__rqt_plot__Plot__{serial}'] = _plot(f'{joint}: real vs sim (rad)', topics, y)
-    serial += 1
+        plugins[f'plugin__rqt_plot__Plot__{serial}'] = _plot(f'{joint}: real vs sim (rad)', topics, y)
+    error_serial = len(joints) + 1
     topics = [f'{error_topic}/position[{error_order.index(j)}]' for j in joints]
-    groups[f'plugin__rqt_plot__Plot__{serial}'] = _plot(f'sim - real (rad): {", ".join(joints)}', topics,
-                                                        ERROR_Y_LIMITS)
-    groups['plugin__rqt_robot_monitor__RobotMonitor__1'] = _group(groups={'plugin': _group()})
-    running = {PLOT: list(range(1, serial + 1)), ROBOT_MONITOR: [1]}
-    manager = _group({'running-plugins': running}, groups)
-    return {'keys': {}, 'groups': {'pluginmanager': manager}}
+    plugins[f'plugin__rqt_plot__Plot__{error_serial}'] = _plot(f'sim - real (rad): {", ".join(joints)}', topics,
+                                                               ERROR_Y_LIMITS)
+    layout = _grid([_dock(PLOT, k, PLOT_WIDGET) for k in range(1, error_serial)],
+                   _dock(PLOT, error_serial, PLOT_WIDGET))
+    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, error_serial + 1))}, plugins)
+
+
+def build_monitor_perspective() -> dict:
+    """The monitor perspective: rqt_robot_monitor alone (see the module doc)."""
+    title = _group({'dock_widget_title': f'Robot Monitor: {DIAGNOSTICS_AGG_TOPIC}', 'dockable': True})
+    splitter = qt_layout.splitter_state(MONITOR_PANES, vertical=True, handle_width=MONITOR_HANDLE)
+    plugin = {'keys': {'splitter': _bytes_value(splitter)}, 'groups': {}}
+    plugins = {'plugin__rqt_robot_monitor__RobotMonitor__1': _group(groups={
+        f'dock_widget__{ROBOT_MONITOR_WIDGET}': title, 'plugin': plugin})}
+    return _perspective(MONITOR_WINDOW, _dock(ROBOT_MONITOR, 1, ROBOT_MONITOR_WIDGET), {ROBOT_MONITOR: [1]},
+                        plugins)
+
+
+def shipped_perspectives() -> dict[str, dict]:
+    """{file name in config/: perspective} of the perspectives this package ships."""
+    return {PLOTS_FILE: build_plots_perspective(DEFAULT_JOINTS), MONITOR_FILE: build_monitor_perspective()}
 
 
 def perspective_text(perspective: dict) -> str:
@@ -148,8 +217,47 @@ def perspective_text(perspective: dict) -> str:
     return json.dumps(perspective, indent=2, separators=(',', ': ')) + '\n'
 
 
-def write_perspective(path: str | os.PathLike, joints: Sequence[str], **kwargs) -> Path:
-    """Build the perspective of ``joints`` (``kwargs`` as :func:`build_perspective`) and
-    write it to ``path`` atomically; returns the path. Raises as build_perspective, and
-    OSError if the file cannot be written."""
-    return write_text_atomic(path, perspective_text(build_perspective(joints, **kwargs)))
+def write_perspective(path: str | os.PathLike, perspective: dict) -> Path:
+    """Write ``perspective`` to ``path`` atomically; returns the path. Raises OSError if the
+    file cannot be written."""
+    return write_text_atomic(path, perspective_text(perspective))
+
+
+def read_perspective(path: str | os.PathLike) -> dict:
+    """A perspective file as a dict. Raises ConfigError naming the file if it is missing or
+    not a perspective (JSON with a ``pluginmanager`` group)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f'perspective file {path} does not exist') from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f'perspective file {path} is not readable JSON: {exc}') from None
+    if not isinstance(data, dict) or 'pluginmanager' not in data.get('groups', {}):
+        raise ConfigError(f'{path} is not an rqt perspective (no "pluginmanager" group)')
+    return data
+
+
+def _setting(group: dict, key: str, default: Any = None) -> Any:
+    value = group.get('keys', {}).get(key)
+    if value is None or value.get('type') != 'repr':
+        return default
+    return ast.literal_eval(value['repr'])
+
+
+def needed_topics(perspective: dict) -> list[str]:
+    """What the perspective's plugins subscribe to, in plugin order: every field an rqt_plot
+    plots (``/topic/field[i]``: its topic is the longest published prefix, as rqt_plot
+    resolves it) and ``/diagnostics_agg`` for a Robot Monitor. rqt_plot restores only
+    fields whose topic its node has already discovered, so these must be known first."""
+    manager = perspective['groups']['pluginmanager']
+    running = _setting(manager, 'running-plugins', {})
+    out: list[str] = []
+    for plugin, serials in running.items():
+        for serial in serials:
+            group = manager['groups'].get(f'plugin__{plugin.replace("/", "__")}__{serial}', {})
+            if plugin == PLOT:
+                topics = _setting(group.get('groups', {}).get('plugin', {}), 'topics', [])
+                out += [topics] if isinstance(topics, str) else list(topics)
+            elif plugin == ROBOT_MONITOR:
+                out.append(DIAGNOSTICS_AGG_TOPIC)
+    return list(dict.fromkeys(out))

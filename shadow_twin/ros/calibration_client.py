@@ -6,7 +6,16 @@ from __future__ import annotations
 import threading
 import time
 
-FINAL = {'done': 0, 'refused': 3, 'failed': 1}
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_srvs.srv import Trigger
+
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.ros.spinning import BackgroundSpinner, result_within
+
+FINAL = {'done': ExitCode.OK, 'refused': ExitCode.REFUSED, 'failed': ExitCode.FAILED}
 
 
 class SpinningNode:
@@ -19,16 +28,12 @@ class SpinningNode:
     """
 
     def __init__(self, name: str) -> None:
-        import rclpy
-
-        from shadow_twin.ros.spinning import BackgroundSpinner
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, context=self.context)
         self.spinner = BackgroundSpinner([self.node], 'spin')
 
     def close(self) -> None:
-        import rclpy
         self.spinner.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
@@ -41,10 +46,7 @@ def request_calibration(node, node_name: str, service_timeout: float, answer_tim
     Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer within
     ``answer_timeout`` s.
     """
-    from std_srvs.srv import Trigger
 
-    from shadow_twin.common.errors import ShadowTwinError
-    from shadow_twin.ros.spinning import result_within
     name = f'{node_name.rstrip("/")}/calibrate'
     client = node.create_client(Trigger, name)
     if not client.wait_for_service(timeout_sec=service_timeout):
@@ -64,8 +66,6 @@ class StatusFollower:
     """Collect ``<node>/status`` messages (latched) as {key: value} dicts on a node."""
 
     def __init__(self, node, node_name: str) -> None:
-        from diagnostic_msgs.msg import DiagnosticStatus
-        from rclpy.qos import DurabilityPolicy, QoSProfile
         self._cond = threading.Condition()
         self.statuses: list[dict] = []
         qos = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -114,4 +114,4 @@ def follow(node, follower: StatusFollower, run_dir: str, timeout: float, out=pri
             last = status
             if status.get('phase') in FINAL:
                 return FINAL[status['phase']], status
-    return 124, last
+    return ExitCode.TIMEOUT, last

@@ -1,37 +1,161 @@
-"""ROS parameters of the ``mujoco_bridge`` node: declarations (with descriptions,
-units and ranges), validation of runtime changes, and a typed snapshot.
+"""ROS parameters of the project's nodes: one declaration per parameter (type from the
+default, description, units, range for integers and floats, allowed values), enforced
+when the node declares it and on every runtime change (``ros2 param set``), and the
+JTC ``constraints`` shared by every trajectory controller.
 
-Parameters load from a ros2 params YAML (``config/mujoco_bridge.yaml``) with
-``--ros-args --params-file FILE`` (or ``-p name:=value``). Numbers may be
-written as integers where a float is expected. Those marked *read-only* are fixed at start;
-the others may be changed at runtime (``ros2 param set``) and take effect as
-their description says.
+Each node lists its parameters once, as a tuple of :class:`Spec`, and calls
+:func:`declare`. Parameters load from a ros2 params YAML (``--params-file``) or
+``-p name:=value``. Float parameters accept integers (``publish_rate:=1000``).
+A value of the wrong type, out of range or not among the allowed choices stops the
+node at start with one line naming the parameter (:class:`ConfigError`), and is
+refused at runtime with the same reason.
+
+The ``constraints`` (ros2_controllers' joint_trajectory_controller tolerances)
+come from one file, ``config/constraints.yaml`` (parameter ``constraints_file``),
+shared by the simulated controller, the mock hardware and the twin server; its
+values are the defaults of the ``constraints.*`` parameters, which a params file or
+``-p`` still overrides per node.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.paths import config_path
 from shadow_twin.simulation.live import ParameterOverrides
+
+#: Largest tolerance / time accepted in ``constraints`` (rad, rad/s, s).
+CONSTRAINT_MAX = 1e6
 
 
 @dataclass(frozen=True)
 class Spec:
-    """One parameter: name, default, description, read-only, numeric range (min, max)."""
+    """One parameter.
+
+    Attributes:
+        name: parameter name (``a.b`` for nested YAML keys).
+        default: default value; its Python type is the parameter's type (float
+            parameters accept integers too).
+        description: what it does, with units.
+        read_only: fixed at start (``ros2 param set`` is refused).
+        bounds: inclusive (min, max) of an int or float parameter.
+        choices: allowed values of a string parameter.
+        check: extra validation of a value, raises ConfigError naming the problem
+            (e.g. a YAML text that must parse).
+    """
 
     name: str
     default: Any
     description: str
     read_only: bool = False
     bounds: tuple[float, float] | None = None
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], None] | None = None
+
+    def descriptor(self) -> ParameterDescriptor:
+        """The ``rcl_interfaces/ParameterDescriptor`` declared for this parameter (integer ranges
+        are also enforced by rclpy itself)."""
+        text = self.description
+        if self.bounds is not None:
+            text += f' Range {self.bounds[0]:g}..{self.bounds[1]:g}.'
+        if self.choices is not None:
+            text += f' One of: {", ".join(self.choices)}.'
+        descriptor = ParameterDescriptor(description=text, read_only=self.read_only,
+                                         dynamic_typing=isinstance(self.default, float))
+        if self.bounds is not None and _is_int(self.default):
+            descriptor.integer_range = [IntegerRange(from_value=int(self.bounds[0]), to_value=int(self.bounds[1]),
+                                                     step=0)]
+        if self.choices is not None:
+            descriptor.additional_constraints = f'one of: {", ".join(self.choices)}'
+        return descriptor
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_value(spec: Spec, value) -> str | None:
+    """Why ``value`` is not acceptable for ``spec`` (type, range, choices, extra check), or None."""
+    if isinstance(spec.default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f'parameter {spec.name} must be a finite number, got {value!r}'
+    elif _is_int(spec.default):
+        if not _is_int(value):
+            return f'parameter {spec.name} must be an integer, got {value!r}'
+    elif type(value) is not type(spec.default):
+        return f'parameter {spec.name} must be a {type(spec.default).__name__}, got {value!r}'
+    if spec.bounds is not None and not spec.bounds[0] <= value <= spec.bounds[1]:
+        return f'parameter {spec.name} must be within {spec.bounds[0]:g}..{spec.bounds[1]:g}, got {value!r}'
+    if spec.choices is not None and value not in spec.choices:
+        return f'parameter {spec.name} must be one of {", ".join(spec.choices)}, got {value!r}'
+    if spec.check is not None:
+        try:
+            spec.check(value)
+        except ConfigError as exc:
+            return f'parameter {spec.name}: {exc}'
+    return None
+
+
+#: The Specs declared on each node, for the runtime check (see :func:`declare`).
+_DECLARED: 'weakref.WeakKeyDictionary[Node, dict[str, Spec]]' = weakref.WeakKeyDictionary()
+
+
+def declare(node: Node, specs: Iterable[Spec]) -> None:
+    """Declare ``specs`` on ``node`` (names already declared are skipped) and check their values.
+
+    The first call on a node also installs the runtime check: a ``ros2 param set`` of a
+    declared parameter is refused with the reason when :func:`check_value` objects.
+
+    Raises:
+        ConfigError: a given value is of the wrong type, out of range or not allowed
+            (the message names the parameter and the value).
+    """
+    if node not in _DECLARED:
+        _DECLARED[node] = {}
+        node.add_on_set_parameters_callback(lambda params: _check_change(node, params))
+    declared = _DECLARED[node]
+    for spec in specs:
+        if node.has_parameter(spec.name):
+            continue
+        declared[spec.name] = spec
+        try:
+            node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        except Exception as exc:    # rclpy's InvalidParameterValueException/TypeException: say it our way
+            given = (getattr(node, '_parameter_overrides', None) or {}).get(spec.name)
+            problem = None if given is None else check_value(spec, given.value)
+            raise ConfigError(problem or f'parameter {spec.name}: {" ".join(str(exc).split())}') from None
+        problem = check_value(spec, node.get_parameter(spec.name).value)
+        if problem is not None:
+            raise ConfigError(problem)
+
+
+def _check_change(node: Node, params: list[Parameter]) -> SetParametersResult:
+    declared = _DECLARED.get(node, {})
+    for param in params:
+        spec = declared.get(param.name)
+        problem = None if spec is None else check_value(spec, param.value)
+        if problem is not None:
+            return SetParametersResult(successful=False, reason=problem)
+    return SetParametersResult(successful=True)
+
+
+# -- the mujoco_bridge node ------------------------------------------------------------------------
+def _check_overrides(text: str) -> None:
+    ParameterOverrides.from_yaml_text(text)
+
+
+def _check_velocity_limits(text: str) -> None:
+    parse_velocity_limits(text)
 
 
 SPECS = (
@@ -54,9 +178,9 @@ SPECS = (
     Spec('overrides', '', 'YAML {joint_glob: {attribute: value}} of physical parameters set after every '
          '(re)compile, e.g. "rh_FFJ1: {damping: x3}" (xF scales the model value, a number sets it). Attributes: '
          'damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A change takes '
-         'effect on ~/reload.'),
+         'effect on ~/reload.', check=_check_overrides),
     Spec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
-         'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.'),
+         'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=_check_velocity_limits),
     Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
     Spec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
          'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
@@ -66,70 +190,10 @@ SPECS = (
          bounds=(0.05, 60.0)),
     Spec('rtf_log_period', 5.0, 'Period of the real-time factor log line, s; also the measuring window.',
          read_only=True, bounds=(0.5, 3600.0)),
-    Spec('constraints.goal_time', 0.0, 'Time after the last point within which all joints must be within '
-         'their goal tolerance, s; 0 = no limit (as ros2_controllers).', bounds=(0.0, 1e6)),
-    Spec('constraints.stopped_velocity_tolerance', 0.01, 'Goal velocity tolerance of every joint, rad/s '
-         '(0 = not checked).', bounds=(0.0, 1e6)),
+    Spec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, per-joint '
+         'trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty = the '
+         'shipped config/constraints.yaml.', read_only=True),
 )
-
-
-def joint_specs(joints: Iterable[str]) -> list[Spec]:
-    """Per-joint ``constraints.<joint>.trajectory`` / ``.goal`` position tolerances (rad, 0 = not checked)."""
-    out = []
-    for joint in joints:
-        out.append(Spec(f'constraints.{joint}.trajectory', 0.0, f'Path position tolerance of {joint} while '
-                        'the trajectory runs, rad (0 = not checked).', bounds=(0.0, 1e6)))
-        out.append(Spec(f'constraints.{joint}.goal', 0.0, f'Goal position tolerance of {joint} after the last '
-                        'point, rad (0 = not checked).', bounds=(0.0, 1e6)))
-    return out
-
-
-def declare(node: Node, specs: Iterable[Spec]) -> None:
-    """Declare ``specs`` on ``node`` (skipping names already declared).
-
-    Numeric (float) parameters accept integers too (``publish_rate:=1000``):
-    they are declared with dynamic typing and checked by :func:`check_value`.
-    Raises ConfigError naming the parameter if a given value is invalid.
-    """
-    for spec in specs:
-        if node.has_parameter(spec.name):
-            continue
-        numeric = isinstance(spec.default, float)
-        description = spec.description
-        if spec.bounds is not None:
-            description += f' Range {spec.bounds[0]:g}..{spec.bounds[1]:g}.'
-        descriptor = ParameterDescriptor(description=description, read_only=spec.read_only,
-                                         dynamic_typing=numeric)
-        node.declare_parameter(spec.name, spec.default, descriptor)
-        problem = check_value(spec, node.get_parameter(spec.name).value)
-        if problem is not None:
-            raise ConfigError(problem)
-
-
-_SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
-
-
-def spec_of(name: str) -> Spec | None:
-    """The Spec of parameter ``name`` (per-joint constraints included), or None."""
-    if name in _SPECS_BY_NAME:
-        return _SPECS_BY_NAME[name]
-    if name.startswith('constraints.') and name.rsplit('.', 1)[-1] in ('trajectory', 'goal'):
-        return Spec(name, 0.0, '', bounds=(0.0, 1e6))
-    return None
-
-
-def check_value(spec: Spec, value) -> str | None:
-    """Why ``value`` is not acceptable for ``spec``, or None."""
-    if isinstance(spec.default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f'parameter {spec.name} must be a number, got {value!r}'
-        if not math.isfinite(value) or (spec.bounds is not None
-                                        and not spec.bounds[0] <= value <= spec.bounds[1]):
-            return (f'parameter {spec.name} must be within {spec.bounds[0]:g}..{spec.bounds[1]:g}, '
-                    f'got {value!r}')
-    elif type(value) is not type(spec.default):
-        return f'parameter {spec.name} must be a {type(spec.default).__name__}, got {value!r}'
-    return None
 
 
 def parse_velocity_limits(text: str) -> dict[str, float]:
@@ -153,25 +217,70 @@ def parse_velocity_limits(text: str) -> dict[str, float]:
     return out
 
 
-def validate_change(params: list[Parameter]) -> SetParametersResult:
-    """on-set callback: refuse runtime values that cannot work (the reason is returned)."""
-    for p in params:
-        spec = spec_of(p.name)
-        problem = None if spec is None else check_value(spec, p.value)
-        if problem is not None:
-            return SetParametersResult(successful=False, reason=problem)
-        try:
-            if p.name == 'overrides':
-                ParameterOverrides.from_yaml_text(p.value)
-            elif p.name == 'velocity_limits':
-                parse_velocity_limits(p.value)
-        except ConfigError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-    return SetParametersResult(successful=True)
+def load_constraints(path: str | Path | None = None) -> dict:
+    """The ``constraints`` mapping of a constraints file (default: the shipped
+    ``config/constraints.yaml``), as ``shadow_twin.control.jtc.default_tolerances`` reads it:
+    ``{goal_time: s, stopped_velocity_tolerance: rad/s, <joint>: {trajectory: rad, goal: rad}}``.
+
+    The file is a ros2 params file (``/**: ros__parameters: constraints: ...``) so that it can
+    also be given with ``--params-file``. Raises ConfigError: missing file, bad YAML or layout.
+    """
+    path = Path(path) if path else config_path('constraints.yaml')
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f'cannot read the constraints file {path}: {exc.strerror or exc}') from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'constraints file {path} is not valid YAML: {" ".join(str(exc).split())}') from None
+    try:
+        constraints = data['/**']['ros__parameters']['constraints']
+    except (TypeError, KeyError):
+        raise ConfigError(f"constraints file {path} must hold '/**: ros__parameters: constraints: ...'") from None
+    if not isinstance(constraints, Mapping):
+        raise ConfigError(f'constraints in {path} must be a mapping, got {constraints!r}')
+    return dict(constraints)
+
+
+def constraint_specs(joints: Iterable[str], defaults: Mapping) -> list[Spec]:
+    """The ``constraints.*`` parameters of a trajectory controller over ``joints``, with the
+    values of ``defaults`` (see :func:`load_constraints`) as defaults: ``constraints.goal_time``
+    (s, 0 = no limit), ``constraints.stopped_velocity_tolerance`` (rad/s, 0 = not checked) and per
+    joint ``constraints.<joint>.trajectory`` / ``.goal`` (rad, 0 = not checked), as ros2_controllers.
+
+    Raises ConfigError: a default that is not a number.
+    """
+    def number(value, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f'constraints {where} must be a number, got {value!r}')
+        return float(value)
+
+    out = [Spec('constraints.goal_time', number(defaults.get('goal_time', 0.0), 'goal_time'),
+                'Time after the last point within which all joints must be within their goal tolerance, s; '
+                '0 = no limit (as ros2_controllers).', bounds=(0.0, CONSTRAINT_MAX)),
+           Spec('constraints.stopped_velocity_tolerance',
+                number(defaults.get('stopped_velocity_tolerance', 0.01), 'stopped_velocity_tolerance'),
+                'Goal velocity tolerance of every joint, rad/s (0 = not checked).', bounds=(0.0, CONSTRAINT_MAX))]
+    for joint in joints:
+        entry = defaults.get(joint) or {}
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f'constraints.{joint} must map trajectory/goal to rad, got {entry!r}')
+        out.append(Spec(f'constraints.{joint}.trajectory', number(entry.get('trajectory', 0.0), f'{joint}.trajectory'),
+                        f'Path position tolerance of {joint} while the trajectory runs, rad (0 = not checked).',
+                        bounds=(0.0, CONSTRAINT_MAX)))
+        out.append(Spec(f'constraints.{joint}.goal', number(entry.get('goal', 0.0), f'{joint}.goal'),
+                        f'Goal position tolerance of {joint} after the last point, rad (0 = not checked).',
+                        bounds=(0.0, CONSTRAINT_MAX)))
+    return out
+
+
+def unknown_constraint_joints(defaults: Mapping, joints: Iterable[str]) -> list[str]:
+    """Joint entries of a constraints mapping that are not in ``joints`` (to warn about)."""
+    known = set(joints) | {'goal_time', 'stopped_velocity_tolerance'}
+    return sorted(str(k) for k in defaults if k not in known)
 
 
 def constraints_config(node: Node, joints: Iterable[str]) -> dict:
-    """The ``constraints`` parameters as the mapping ``shadow_twin.control.jtc.default_tolerances`` reads."""
+    """The declared ``constraints`` parameters as the mapping ``shadow_twin.control.jtc.default_tolerances`` reads."""
     config: dict[str, Any] = {
         'goal_time': float(node.get_parameter('constraints.goal_time').value),
         'stopped_velocity_tolerance': float(node.get_parameter('constraints.stopped_velocity_tolerance').value),

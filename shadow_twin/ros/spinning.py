@@ -26,6 +26,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
 
 #: Exceptions that mean "the node's configuration is wrong" when raised while it is built.
 STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
@@ -120,7 +121,7 @@ def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[
     except STARTUP_ERRORS as exc:
         get_logger(name).fatal(f'cannot start: {" ".join(str(exc).split())}')
         rclpy.try_shutdown()
-        return 1
+        return ExitCode.FAILED
     executor = make_executor()
     executor.add_node(node)
     if on_start is not None:
@@ -130,4 +131,4 @@ def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return ExitCode.OK

@@ -23,6 +23,15 @@ Subscribes ``real_joint_states_topic`` (``/joint_states``) and
   OK < ``thresholds.warn`` <= WARN < ``thresholds.error`` <= ERROR (per-joint-glob
   ``threshold_overrides``); STALE while a stream has been silent for ``stale_after``
   s or has sent nothing yet.
+* with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
+  (``/diagnostics_agg``, the topic rqt_robot_monitor shows) the same statuses as
+  diagnostic_aggregator's ``aggregator_node`` would publish them with a GenericAnalyzer
+  at ``aggregated_path`` (``/shadow_twin/sim vs real``) and ``remove_prefix:
+  [twin_monitor]`` (``config/diagnostic_aggregator.yaml``): ``/shadow_twin/sim vs
+  real/rh_FFJ3`` per joint, ``/shadow_twin/sim vs real/sim vs real`` (the summary), the
+  analyzer's header ``/shadow_twin/sim vs real`` and the group header ``/shadow_twin``
+  (see :func:`aggregated`). This stands in for the C++ aggregator where it is not
+  installed; set it false where diagnostic_aggregator runs (one publisher per topic).
 
 All callbacks of the node run on one single-threaded executor (two 250 Hz
 subscriptions and the timers; :meth:`TwinMonitor.start` spins it in its own thread
@@ -47,19 +56,31 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.stamps import to_seconds
+from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.conversions import doubles
-
-from shadow_twin.monitoring import joint_error as monitor
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.ros.spinning import BackgroundSpinner, run_node
 
 NODE_NAME = 'twin_monitor'
 HARDWARE_ID = 'shadow_twin'
 DIAGNOSTICS_TOPIC = '/diagnostics'
+#: diagnostic_aggregator's header messages by level (``valToMsg`` of its status_item.hpp).
+AGGREGATED_MESSAGES = {monitor.OK: 'OK', monitor.WARN: 'Warning', monitor.ERROR: 'Error', monitor.STALE: 'Stale'}
 #: Seconds of each stream kept for the time alignment.
 HISTORY_AGE = 1.0
 Spec = bridge_params.Spec
+
+
+def _path_parts(path: str) -> list[str]:
+    """The names of an aggregated path (``/a/b`` -> [a, b]). Raises ConfigError if there are none."""
+    parts = [p for p in path.split('/') if p]
+    if not parts:
+        raise ConfigError(f'an aggregated path needs at least one name, as /shadow_twin/sim vs real; got {path!r}')
+    return parts
+
+
 SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') + (
     Spec('real_joint_states_topic', '/joint_states', 'sensor_msgs/JointState of the robot.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState of the sim.', read_only=True),
@@ -76,14 +97,77 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') 
          '(>= thresholds.warn).', bounds=(0.0, 1e6)),
     Spec('threshold_overrides', '', 'YAML {joint_glob: {warn: rad, error: rad}}: per-joint thresholds (the '
          'first matching glob wins; a missing key takes the default), e.g. "rh_TH*: {warn: 0.1, error: 0.3}".'),
+    Spec('publish_aggregated', True, 'Also publish the statuses on aggregated_topic as diagnostic_aggregator '
+         'would (for rqt_robot_monitor without the C++ aggregator); false where diagnostic_aggregator runs.',
+         read_only=True),
+    Spec('aggregated_topic', '/diagnostics_agg', 'diagnostic_msgs/DiagnosticArray of the aggregated statuses '
+         '(rqt_robot_monitor shows /diagnostics_agg).', read_only=True),
+    Spec('aggregated_path', '/shadow_twin/sim vs real', "Where the statuses sit in the aggregated tree: "
+         "diagnostic_aggregator's base path and GenericAnalyzer path, '/'-separated.", read_only=True,
+         check=_path_parts),
 )
-_SPECS_BY_NAME = {s.name: s for s in SPECS}
 _THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
 
 
 def level_byte(level: int) -> bytes:
     """``DiagnosticStatus.level`` (a byte) of a ``shadow_twin.monitoring.joint_error`` level."""
     return bytes([int(level)])
+
+
+def _chaff_removed(name: str, prefix: str) -> str:
+    """diagnostic_aggregator's ``removeLeadingNameChaff`` on a status name: ``prefix``, then one
+    ':', then spaces off its start (``twin_monitor: rh_FFJ3`` -> ``rh_FFJ3``)."""
+    if prefix and name.startswith(prefix):
+        name = name[len(prefix):]
+    if name.startswith(':'):
+        name = name[1:]
+    return name.lstrip(' ')
+
+
+def aggregated(statuses: list[DiagnosticStatus], path: str, prefix: str) -> list[DiagnosticStatus]:
+    """``statuses`` as diagnostic_aggregator's ``aggregator_node`` publishes them on
+    ``/diagnostics_agg`` when its base path and one GenericAnalyzer (``startswith`` and
+    ``remove_prefix: [prefix]``) make ``path``, and the analyzer's items do not time out
+    (they are all new). Sources: ros/diagnostics, diagnostic_aggregator
+    ``generic_analyzer_base.hpp`` (``report``), ``generic_analyzer.cpp``, ``status_item.hpp``,
+    ``analyzer_group.cpp``.
+
+    In publishing order:
+
+    * the analyzer's header, named ``path`` (``/shadow_twin/sim vs real``): the worst level of
+      its items (STALE only when all are or there are none, else ERROR), message ``OK``,
+      ``Warning``, ``Error`` or ``Stale``, one value per item (original name: message);
+    * the items, sorted by original name, named ``path/<name>`` with ``prefix``, a ':' and spaces
+      taken off the name's start and '/' in it replaced by ' ' (``/shadow_twin/sim vs
+      real/rh_FFJ3``), level, message, hardware id and values as they are;
+    * one group header per enclosing path, innermost first (``/shadow_twin``): level and message
+      as above from the one group below, one value (that group's last name: its message).
+
+    rqt_robot_monitor builds its tree from these names: it splits them at '/'.
+    Raises ConfigError for a path without names.
+    """
+    parts = _path_parts(path)
+    items = sorted(statuses, key=lambda st: st.name)
+    levels = [st.level[0] for st in items]
+    level = max(levels, default=monitor.OK)
+    if all(lv == monitor.STALE for lv in levels):          # also without items, as the aggregator
+        level = monitor.STALE
+    elif level == monitor.STALE:
+        level = monitor.ERROR
+    header = DiagnosticStatus(level=level_byte(level), name='/' + '/'.join(parts),
+                              message=AGGREGATED_MESSAGES[level],
+                              values=[KeyValue(key=st.name, value=st.message) for st in items])
+    out = [header]
+    for st in items:
+        name = _chaff_removed(st.name.replace('/', ' '), prefix.replace('/', ' '))
+        out.append(DiagnosticStatus(level=st.level, name=f'{header.name}/{name}', message=st.message,
+                                    hardware_id=st.hardware_id, values=list(st.values)))
+    child = header
+    for depth in range(len(parts) - 1, 0, -1):
+        child = DiagnosticStatus(level=child.level, name='/' + '/'.join(parts[:depth]), message=child.message,
+                                 values=[KeyValue(key=parts[depth], value=child.message)])
+        out.append(child)
+    return out
 
 
 class TwinMonitor(Node):
@@ -113,6 +197,9 @@ class TwinMonitor(Node):
 
         self.error_pub = self.create_publisher(JointState, p('joint_error_topic'), 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.aggregated_path = p('aggregated_path')
+        self.aggregated_pub = (self.create_publisher(DiagnosticArray, p('aggregated_topic'), 10)
+                               if p('publish_aggregated') else None)
         qos = QoSProfile(depth=10)
         self.create_subscription(JointState, self.real_topic, lambda m: self._on_state('real', m), qos)
         self.create_subscription(JointState, self.sim_topic, lambda m: self._on_state('sim', m), qos)
@@ -124,7 +211,8 @@ class TwinMonitor(Node):
             f'comparing {self.sim_topic} with {self.real_topic}: sim - real on {p("joint_error_topic")} at '
             f'{p("rate"):g} Hz, {DIAGNOSTICS_TOPIC} every {p("diagnostics_period"):g} s (RMS over '
             f'{self.monitor.window:g} s, warn {th.default.warn:g} rad, error {th.default.error:g} rad'
-            + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')')
+            + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')'
+            + (f', aggregated at {self.aggregated_path!r} on {p("aggregated_topic")}' if self.aggregated_pub else ''))
 
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
@@ -137,13 +225,8 @@ class TwinMonitor(Node):
                                               values['threshold_overrides'])
 
     def _validate_change(self, params) -> SetParametersResult:
-        changed = {}
-        for param in params:
-            spec = _SPECS_BY_NAME.get(param.name)
-            problem = None if spec is None else bridge_params.check_value(spec, param.value)
-            if problem is not None:
-                return SetParametersResult(successful=False, reason=problem)
-            changed[param.name] = param.value
+        """Refuse thresholds that are invalid together (``parameters.declare`` checks each value alone)."""
+        changed = {param.name: param.value for param in params}
         if any(name in changed for name in _THRESHOLD_PARAMS):
             try:
                 self._thresholds(changed)
@@ -177,7 +260,7 @@ class TwinMonitor(Node):
     def _on_state(self, which: str, msg: JointState) -> None:
         names = self._names(which, msg.name)
         try:
-            sample = monitor.JointSample.make(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, names,
+            sample = monitor.JointSample.make(to_seconds(msg.header.stamp), names,
                                               np.asarray(msg.position, dtype=float), msg.velocity,
                                               stamp=msg.header.stamp)
         except ValueError as exc:
@@ -239,7 +322,12 @@ class TwinMonitor(Node):
         return msg
 
     def _publish_diagnostics(self) -> None:
-        self.diagnostics_pub.publish(self.diagnostics())
+        msg = self.diagnostics()
+        self.diagnostics_pub.publish(msg)
+        if self.aggregated_pub is not None:
+            agg = DiagnosticArray(status=aggregated(msg.status, self.aggregated_path, self.get_name()))
+            agg.header.stamp = msg.header.stamp
+            self.aggregated_pub.publish(agg)
 
     # -- spinning --------------------------------------------------------------------------------
     def start(self) -> None:

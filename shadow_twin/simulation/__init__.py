@@ -1,1 +1,8 @@
-"""shadow_twin.simulation.offline."""
+"""Simulation, ROS-free: the live stepping the bridge runs (``live``: real-time stepping,
+trajectories, reload, parameter overrides) and the offline rollouts calibration runs
+(``offline``: ``mujoco.rollout`` on threads). Both drive the same ``SimController``."""
+
+from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.offline import TrajectorySimulator
+
+__all__ = ['LiveSimulation', 'ParameterOverrides', 'TrajectorySimulator']

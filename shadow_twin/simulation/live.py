@@ -41,11 +41,11 @@ import mujoco
 import numpy as np
 import yaml
 
-from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter, set_parameter
-from shadow_twin.control.trajectory import JointTrajectory
 
 _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 _UNCHANGED = object()

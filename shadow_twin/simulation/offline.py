@@ -16,8 +16,8 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
-from shadow_twin.control.controller import SimController
 from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError
+from shadow_twin.common.stamps import to_sec_nanosec
 from shadow_twin.control.jtc import (
-    ABORTED, GOAL_TOLERANCE_VIOLATED, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP,
-    PATH_TOLERANCE_VIOLATED, RUNNING, SUCCEEDED, SUCCESSFUL, GoalRejected, JointLimits, StateTolerance,
-    Tolerances, check_goal, check_path, check_state, default_tolerances, goal_tolerances,
-    joint_limits_from_model, resolve_tolerance, tolerances_from_goal, validate_goal, validate_goal_msg)
+    GOAL_TOLERANCE_VIOLATED, INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED,
+    RUNNING_VERDICT, SUCCESSFUL, GoalOutcome, GoalRejected, JointLimits, ResultCode, StateTolerance, Tolerances,
+    Verdict, check_goal, check_path, check_state, default_tolerances, goal_tolerances, joint_limits_from_model,
+    resolve_tolerance, result_name, tolerances_from_goal, validate_goal, validate_goal_msg)
 from shadow_twin.control.trajectory import JointTrajectory
 
 MODEL_PATH = Path(__file__).parents[2] / 'shadow_twin' / 'model' / 'builtin' / 'shadow_hand_e.xml'
@@ -26,8 +27,8 @@ NOW = 1000.0
 
 
 def duration(t):
-    sec = int(np.floor(t))
-    return NS(sec=sec, nanosec=int(round((t - sec) * 1e9)))
+    sec, nanosec = to_sec_nanosec(t)
+    return NS(sec=sec, nanosec=nanosec)
 
 
 def point(t, positions, velocities=(), accelerations=(), effort=()):
@@ -218,10 +219,19 @@ def test_velocities_on_some_points_only_are_accepted_and_sampled_as_absent():
 
 
 def test_goal_rejected_needs_error_code():
-    with pytest.raises(ValueError):
-        GoalRejected(SUCCESSFUL, 'fine')
-    exc = GoalRejected(INVALID_GOAL, 'two\nlines')
+    for not_an_error in (SUCCESSFUL, -9, 'INVALID_GOAL', None):
+        with pytest.raises(ValueError):
+            GoalRejected(not_an_error, 'fine')
+    exc = GoalRejected(-2, 'two\nlines')
     assert str(exc) == 'two lines' == exc.error_string
+    assert exc.error_code is ResultCode.INVALID_JOINTS and exc.error_name == 'INVALID_JOINTS'
+
+
+def test_result_codes_are_the_control_msgs_values():
+    assert [int(c) for c in ResultCode] == [0, -1, -2, -3, -4, -5]
+    assert (SUCCESSFUL, INVALID_GOAL, PATH_TOLERANCE_VIOLATED) == (0, -1, -4)
+    assert result_name(GOAL_TOLERANCE_VIOLATED) == 'GOAL_TOLERANCE_VIOLATED'
+    assert result_name(-42) == '-42'                 # a controller's own code, named by its number
 
 
 def test_joint_limits_validation():
@@ -361,34 +371,41 @@ def test_check_state():
 
 def test_check_path():
     tol = default_tolerances({'j1': {'trajectory': 0.1}}, joints=JOINTS)
-    assert check_path(JOINTS, [0, 0, 0], None, [0.05, 1, 1], None, tol) == (RUNNING, SUCCESSFUL, '')
-    state, code, text = check_path(JOINTS, [0, 0, 0], None, [0.2, 0, 0], None, tol)
-    assert (state, code) == (ABORTED, PATH_TOLERANCE_VIOLATED) and "'j1'" in text
+    assert check_path(JOINTS, [0, 0, 0], None, [0.05, 1, 1], None, tol) == RUNNING_VERDICT
+    verdict = check_path(JOINTS, [0, 0, 0], None, [0.2, 0, 0], None, tol)
+    assert isinstance(verdict, Verdict)
+    assert (verdict.outcome, verdict.code) == (GoalOutcome.ABORTED, PATH_TOLERANCE_VIOLATED)
+    assert "'j1'" in verdict.message
+
+
+def test_verdict_aborted_defaults_to_invalid_goal():
+    assert Verdict.aborted('preempted') == (GoalOutcome.ABORTED, INVALID_GOAL, 'preempted')
+    assert Verdict.aborted('off', PATH_TOLERANCE_VIOLATED).code == PATH_TOLERANCE_VIOLATED
 
 
 def test_check_goal_running_then_succeeded():
     tol = default_tolerances({'goal_time': 1.0, 'j1': {'goal': 0.02}, 'j2': {'goal': 0.02}}, joints=JOINTS)
     target = [0.5, 0.3, 0.0]
     # before the end: running, nothing checked
-    assert check_goal(JOINTS, target, [0, 0, 0], [1, 1, 1], tol, -0.1) == (RUNNING, SUCCESSFUL, '')
+    assert check_goal(JOINTS, target, [0, 0, 0], [1, 1, 1], tol, -0.1) == RUNNING_VERDICT
     # at the end, not yet within position tolerance
     state, code, text = check_goal(JOINTS, target, [0.45, 0.3, 0.9], [0, 0, 0], tol, 0.2)
-    assert (state, code) == (RUNNING, SUCCESSFUL) and "'j1'" in text
+    assert (state, code) == (GoalOutcome.RUNNING, SUCCESSFUL) and "'j1'" in text
     # within position tolerance but still moving (stopped_velocity 0.01)
     state, code, text = check_goal(JOINTS, target, [0.49, 0.3, 0.9], [0, 0.05, 0], tol, 0.4)
-    assert (state, code) == (RUNNING, SUCCESSFUL) and "'j2'" in text and 'velocity' in text
+    assert (state, code) == (GoalOutcome.RUNNING, SUCCESSFUL) and "'j2'" in text and 'velocity' in text
     # settled (j3 has no position tolerance)
     state, code, _ = check_goal(JOINTS, target, [0.49, 0.31, 0.9], [0.005, 0, 0.0], tol, 0.6)
-    assert (state, code) == (SUCCEEDED, SUCCESSFUL)
+    assert (state, code) == (GoalOutcome.SUCCEEDED, SUCCESSFUL)
 
 
 def test_check_goal_aborts_after_goal_time():
     tol = default_tolerances({'goal_time': 1.0, 'j1': {'goal': 0.02}}, joints=JOINTS)
     target = [0.5, 0.0, 0.0]
     actual = [0.4, 0.0, 0.0]
-    assert check_goal(JOINTS, target, actual, [0, 0, 0], tol, 1.0)[0] == RUNNING   # not yet past goal_time
+    assert check_goal(JOINTS, target, actual, [0, 0, 0], tol, 1.0)[0] == GoalOutcome.RUNNING   # not yet past goal_time
     state, code, text = check_goal(JOINTS, target, actual, [0, 0, 0], tol, 1.01)
-    assert (state, code) == (ABORTED, GOAL_TOLERANCE_VIOLATED)
+    assert (state, code) == (GoalOutcome.ABORTED, GOAL_TOLERANCE_VIOLATED)
     assert "'j1'" in text and 'position' in text and '1.000 s' in text
 
 
@@ -396,16 +413,16 @@ def test_check_goal_zero_goal_time_waits_indefinitely():
     tol = default_tolerances({'j1': {'goal': 0.02}}, joints=JOINTS)
     assert tol.goal_time == 0.0
     state, code, _ = check_goal(JOINTS, [0.5, 0, 0], [0.0, 0, 0], [0, 0, 0], tol, 1e6)
-    assert (state, code) == (RUNNING, SUCCESSFUL)
+    assert (state, code) == (GoalOutcome.RUNNING, SUCCESSFUL)
 
 
 def test_check_goal_velocity_erased_or_unavailable():
     defaults = default_tolerances({'j1': {'goal': 0.02}}, joints=JOINTS)
     moving = [0.5, 0, 0]
-    assert check_goal(JOINTS, [0, 0, 0], [0, 0, 0], moving, defaults, 0.1)[0] == RUNNING
+    assert check_goal(JOINTS, [0, 0, 0], [0, 0, 0], moving, defaults, 0.1)[0] == GoalOutcome.RUNNING
     erased = goal_tolerances(defaults, [], [NS(name='j1', position=0.0, velocity=-1.0, acceleration=0.0)], 0.0)
-    assert check_goal(['j1'], [0], [0], [0.5], erased, 0.1)[0] == SUCCEEDED
-    assert check_goal(JOINTS, [0, 0, 0], [0, 0, 0], None, defaults, 0.1)[0] == SUCCEEDED
+    assert check_goal(['j1'], [0], [0], [0.5], erased, 0.1)[0] == GoalOutcome.SUCCEEDED
+    assert check_goal(JOINTS, [0, 0, 0], [0, 0, 0], None, defaults, 0.1)[0] == GoalOutcome.SUCCEEDED
 
 
 def test_tolerances_unlisted_joint_defaults():

@@ -1,6 +1,6 @@
 """ROS-free tests of the twin monitor's core (shadow_twin.monitoring.joint_error): history and
 interpolation, sim minus real, the RMS window, thresholds and levels, the monitor;
-and of its rqt perspective (shadow_twin.plots.perspective)."""
+and of its rqt perspectives (shadow_twin.plots.perspective, window layout from shadow_twin.plots.qt_layout)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import ast
 import json
 import math
 import re
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -281,9 +282,10 @@ def test_monitor_ok_when_streams_agree():
     assert report.worst == 'b'                             # highest RMS among equals
 
 
-# -------------------------------------------------------------------------------- perspective
-# The rqt perspective of shadow_twin.plots.perspective (ROS-free: a JSON file).
-SHIPPED = Path(__file__).resolve().parents[2] / 'config' / 'shadow_twin.perspective'
+# -------------------------------------------------------------------------------- perspectives
+# The rqt perspectives of shadow_twin.plots.perspective (ROS-free: JSON files).
+CONFIG = Path(__file__).resolve().parents[2] / 'config'
+PLOTS, MONITOR = CONFIG / persp.PLOTS_FILE, CONFIG / persp.MONITOR_FILE
 TOPIC = re.compile(r'^(?P<topic>/.+)/position\[(?P<index>\d+)\]$')
 
 
@@ -296,10 +298,19 @@ def model_joint_order() -> list[str]:
     return [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in kinds and model.joint(j).name]
 
 
+def imported_value(value):
+    """One value as qt_gui's PerspectiveManager imports it: repr evaluated; a QByteArray as bytes."""
+    if value['type'] == 'repr':
+        return ast.literal_eval(value['repr'])
+    assert value['type'] == 'repr(QByteArray.hex)'
+    text = value['repr(QByteArray.hex)']
+    assert text.startswith("QtCore.QByteArray(b'") and text.endswith("')"), text
+    return bytes.fromhex(text[len("QtCore.QByteArray(b'"):-2])
+
+
 def imported(node):
-    """The perspective as rqt imports it: every {"type": "repr"} value evaluated."""
-    return {'keys': {k: ast.literal_eval(v['repr']) for k, v in node['keys'].items()
-                     if v['type'] == 'repr'} | {k: v for k, v in node['keys'].items() if v['type'] != 'repr'},
+    """The perspective as rqt imports it: every value evaluated."""
+    return {'keys': {k: imported_value(v) for k, v in node['keys'].items()},
             'groups': {k: imported(g) for k, g in node['groups'].items()}}
 
 
@@ -318,29 +329,130 @@ def plots(data) -> list[tuple[str, list[tuple[str, int]]]]:
     return out
 
 
-def test_shipped_perspective_is_what_the_generator_writes():
-    assert SHIPPED.read_text() == persp.perspective_text(persp.build_perspective(persp.DEFAULT_JOINTS))
+class QtStream:
+    """Reads the QDataStream (Qt 5, big-endian) of a window's geometry and state, independently
+    of shadow_twin.plots.qt_layout (formats: Qt 5.15 qwidget.cpp, qdockarealayout.cpp)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def take(self, fmt: str):
+        values = struct.unpack_from(fmt, self.data, self.at)
+        self.at += struct.calcsize(fmt)
+        return values if len(values) > 1 else values[0]
+
+    def string(self) -> str:
+        n = self.take('>I')
+        self.at += n
+        return self.data[self.at - n:self.at].decode('utf-16-be')
+
+    def geometry(self) -> dict:
+        assert self.take('>IHH') == (0x1D9D0CB, 3, 0)
+        frame, normal = self.take('>4i'), self.take('>4i')
+        screen, maximized, full_screen, screen_width = self.take('>iBBi')
+        return {'frame': frame, 'normal': normal, 'screen': screen, 'maximized': maximized,
+                'full_screen': full_screen, 'screen_width': screen_width, 'geometry': self.take('>4i')}
+
+    def sequence(self):
+        """A dock area's layout: ('h' or 'v', [dock name or nested sequence, ...])."""
+        assert self.take('>B') == 0xfc                                 # a sequence (not tabbed)
+        orientation, count = self.take('>Bi')
+        items = []
+        for _ in range(count):
+            kind = self.take('>B')
+            if kind == 0xfb:                                           # a dock widget
+                name, flags = self.string(), self.take('>B')
+                pos, size, _, _ = self.take('>4i')
+                assert flags == 1 and size > 0, (name, flags, size)   # docked and visible
+                items.append(name)
+            else:
+                assert kind == 0xfc
+                self.take('>4i')
+                items.append(self.sequence())
+        return {1: 'h', 2: 'v'}[orientation], items
+
+    def state(self) -> dict:
+        assert self.take('>iiB') == (0xff, 0, 0xfd)
+        areas = {}
+        for _ in range(self.take('>i')):
+            area, width, height = self.take('>3i')
+            areas[area] = (width, height, self.sequence())
+        self.take('>2i')                                               # central widget size
+        corners = self.take('>4i')
+        assert self.take('>Bi') == (0xfc, 1)                           # one line of tool bars
+        area, count = self.take('>2i')
+        toolbar = self.string()
+        visible, pos, size, geom0, geom1 = self.take('>BiiII')
+        assert self.at == len(self.data)
+        return {'areas': areas, 'corners': corners, 'toolbar': (area, count, toolbar, visible)}
 
 
-def test_perspective_has_the_rqt_export_structure():
-    data = json.loads(SHIPPED.read_text())
-    assert set(data) == {'keys', 'groups'} and set(data['groups']) == {'pluginmanager'}
+def main_window(data) -> dict:
+    keys = imported(data['groups']['mainwindow'])['keys']
+    return {'geometry': QtStream(keys['geometry']).geometry(), 'state': QtStream(keys['state']).state()}
+
+
+def test_shipped_perspectives_are_what_the_generator_writes():
+    shipped = persp.shipped_perspectives()
+    assert sorted(p.name for p in CONFIG.glob('*.perspective')) == sorted(shipped)
+    for name, data in shipped.items():
+        assert (CONFIG / name).read_text() == persp.perspective_text(data), name
+
+
+def test_perspectives_have_the_rqt_export_structure():
+    data = json.loads(PLOTS.read_text())
+    assert set(data) == {'keys', 'groups'} and set(data['groups']) == {'mainwindow', 'pluginmanager'}
     manager = imported(data['groups']['pluginmanager'])
-    assert manager['keys']['running-plugins'] == {'rqt_plot/Plot': [1, 2, 3, 4, 5],
-                                                  'rqt_robot_monitor/RobotMonitor': [1]}
-    assert set(manager['groups']) == {f'plugin__rqt_plot__Plot__{k}' for k in range(1, 6)} | {
-        'plugin__rqt_robot_monitor__RobotMonitor__1'}
+    assert manager['keys']['running-plugins'] == {'rqt_plot/Plot': [1, 2, 3, 4, 5]}   # no robot monitor here
+    assert set(manager['groups']) == {f'plugin__rqt_plot__Plot__{k}' for k in range(1, 6)}
     settings = manager['groups']['plugin__rqt_plot__Plot__1']['groups']['plugin']['keys']
     assert settings['autoscroll'] is True and settings['x_limits'] == [0.0, 10.0]
     assert settings['y_limits'] == pytest.approx([-0.05, 1.5708 + 0.05])          # rh_FFJ3's range + margin
-    assert manager['groups']['plugin__rqt_robot_monitor__RobotMonitor__1']['groups'] == {
-        'plugin': {'keys': {}, 'groups': {}}}
+    data = json.loads(MONITOR.read_text())
+    manager = imported(data['groups']['pluginmanager'])
+    assert manager['keys']['running-plugins'] == {'rqt_robot_monitor/RobotMonitor': [1]}
+    group = manager['groups']['plugin__rqt_robot_monitor__RobotMonitor__1']['groups']
+    assert group['dock_widget__Robot Monitor']['keys']['dock_widget_title'] == 'Robot Monitor: /diagnostics_agg'
+    splitter = QtStream(group['plugin']['keys']['splitter'])         # what RobotMonitorWidget restores
+    assert splitter.take('>iii') == (0xff, 1, 3)
+    errors, warnings, devices = splitter.take('>3i')
+    assert devices >= 27 * 17 and devices > errors + warnings          # every joint's row in view
+    assert splitter.take('>BiBiB') == (1, 9, 1, 2, 0) and splitter.at == len(splitter.data)
+    assert persp.needed_topics(data) == ['/diagnostics_agg']
+
+
+def test_windows_fit_1920x1080_side_by_side_with_the_plots_in_a_grid():
+    windows = {}
+    for path in (PLOTS, MONITOR):
+        window = main_window(json.loads(path.read_text()))
+        geometry = window['geometry']
+        assert geometry['frame'] == geometry['normal'] == geometry['geometry']
+        x1, y1, x2, y2 = geometry['geometry']
+        assert 0 <= x1 < x2 < 1920 and 0 <= y1 < y2 < 1080 - 40           # room for a panel and a title bar
+        assert (geometry['screen_width'], geometry['maximized'], geometry['full_screen']) == (1920, 0, 0)
+        windows[path.name] = (x1, x2)
+        state = window['state']
+        assert state['corners'] == (4, 4, 8, 8) and state['toolbar'] == (3, 1, 'MinimizedDockWidgetsToolbar', 0)
+        (area,) = state['areas']
+        assert area == 3                                                  # the bottom dock area, as rqt adds docks
+        width, height, _ = state['areas'][3]
+        assert width == x2 - x1 + 1 and 0 < height < y2 - y1 + 1
+    assert windows[persp.PLOTS_FILE][1] < windows[persp.MONITOR_FILE][0]  # side by side, no overlap
+    assert main_window(json.loads(PLOTS.read_text()))['state']['areas'][3][2] == ('h', [('v', [
+        ('h', ['rqt_plot__Plot__1__DataPlotWidget', 'rqt_plot__Plot__2__DataPlotWidget']),
+        ('h', ['rqt_plot__Plot__3__DataPlotWidget', 'rqt_plot__Plot__4__DataPlotWidget']),
+        'rqt_plot__Plot__5__DataPlotWidget'])])
+    assert main_window(json.loads(MONITOR.read_text()))['state']['areas'][3][2] == (
+        'h', ['rqt_robot_monitor__RobotMonitor__1__Robot Monitor'])
+    # an odd number of joints: the last one alone in its row
+    layout = main_window(persp.build_plots_perspective(['rh_FFJ3', 'rh_MFJ3', 'rh_RFJ3']))['state']['areas'][3][2]
+    assert layout[1][0][1][1] == ('h', ['rqt_plot__Plot__3__DataPlotWidget'])
 
 
 def test_perspective_indices_name_the_right_joints():
     order = model_joint_order()
     assert order == persp.published_joints()[0]            # what mujoco_bridge publishes
-    found = plots(json.loads(SHIPPED.read_text()))
+    found = plots(json.loads(PLOTS.read_text()))
     for (title, topics), joint in zip(found, persp.DEFAULT_JOINTS):
         assert title.startswith(joint)
         assert [t for t, _ in topics] == ['/joint_states', '/sim/joint_states']
@@ -350,12 +462,14 @@ def test_perspective_indices_name_the_right_joints():
     assert {t for t, _ in topics} == {'/twin/joint_error'}
     assert [order[k] for _, k in topics] == list(persp.DEFAULT_JOINTS)       # error order = real = model order
     assert [k for _, k in topics] == [3, 4, 7, 20]
+    assert persp.needed_topics(json.loads(PLOTS.read_text())) == [
+        f'{topic}/position[{k}]' for _, fields in found for topic, k in fields]
 
 
 def test_perspective_with_another_real_joint_order():
     sim_order = model_joint_order()
     real_order = ['lh_EXTRA'] + sim_order[::-1]           # the robot publishes an extra joint, reversed
-    data = persp.build_perspective(['rh_THJ4', 'rh_FFJ3'], real_joints=real_order, real_topic='/robot/joints')
+    data = persp.build_plots_perspective(['rh_THJ4', 'rh_FFJ3'], real_joints=real_order, real_topic='/robot/joints')
     found = plots(data)
     (_, thj4), (_, ffj3), (_, error) = found
     assert thj4 == [('/robot/joints', real_order.index('rh_THJ4')), ('/sim/joint_states', 20)]
@@ -368,6 +482,7 @@ def test_perspective_with_another_real_joint_order():
 def test_perspective_main_writes_the_file_and_refuses_bad_joints(tmp_path, capsys):
     out = tmp_path / 'sub' / 'twin.perspective'
     assert persp_cli.main(['--joints', 'rh_MFJ3', '--out', str(out)]) == 0
+    assert f'open with: shadow-twin rqt --perspective {out}' in capsys.readouterr().out
     (title, topics), _ = plots(json.loads(out.read_text()))
     assert title.startswith('rh_MFJ3') and topics == [('/joint_states', 7), ('/sim/joint_states', 7)]
     before = out.read_text()
@@ -384,3 +499,18 @@ def test_perspective_main_writes_the_file_and_refuses_bad_joints(tmp_path, capsy
     with pytest.raises(SystemExit) as info:
         persp_cli.main(['--joints', 'rh_FFJ3'])                 # --out is required
     assert info.value.code == 2
+    monitor = tmp_path / 'monitor.perspective'
+    assert persp_cli.main(['--monitor', '--out', str(monitor)]) == 0
+    assert monitor.read_text() == MONITOR.read_text()
+
+
+def test_read_perspective_names_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match='none.perspective does not exist'):
+        persp.read_perspective(tmp_path / 'none.perspective')
+    (tmp_path / 'text.perspective').write_text('not json')
+    with pytest.raises(ConfigError, match='is not readable JSON'):
+        persp.read_perspective(tmp_path / 'text.perspective')
+    (tmp_path / 'other.perspective').write_text('{"keys": {}, "groups": {}}')
+    with pytest.raises(ConfigError, match='is not an rqt perspective'):
+        persp.read_perspective(tmp_path / 'other.perspective')
+    assert persp.read_perspective(PLOTS) == json.loads(PLOTS.read_text())

@@ -304,19 +304,3 @@ def test_from_msg_ignores_velocities_not_on_every_point():
         _point(1.0, [0, 1], [0.5, 0.5]), _point(2.0, [1, 2])])
     traj = JointTrajectory.from_msg(msg)
     assert traj.velocities is None
-
-
-def test_to_msg_round_trip():
-    pytest.importorskip('trajectory_msgs.msg')
-    pytest.importorskip('builtin_interfaces.msg')
-    traj = JointTrajectory(['a', 'b'], [0.1, 3.1, 6.25], POS[:3], VEL[:3], ACC[:3], name='x')
-    msg = traj.to_msg()
-    assert list(msg.joint_names) == ['a', 'b'] and len(msg.points) == 3
-    assert (msg.points[1].time_from_start.sec, msg.points[1].time_from_start.nanosec) == (3, 100_000_000)
-    back = JointTrajectory.from_msg(msg, name='x')
-    np.testing.assert_allclose(back.times, traj.times, atol=1e-9)
-    np.testing.assert_allclose(back.positions, traj.positions)
-    np.testing.assert_allclose(back.velocities, traj.velocities)
-    np.testing.assert_allclose(back.accelerations, traj.accelerations)
-    positions_only = JointTrajectory.from_msg(JointTrajectory(['a'], [1.0], [[0.5]]).to_msg())
-    assert positions_only.velocities is None and positions_only.accelerations is None

@@ -12,6 +12,7 @@ import pytest
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.control.jtc import GoalOutcome
 from shadow_twin.control.trajectory import JointTrajectory
 
 UR5 = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
@@ -113,30 +114,37 @@ def test_missing_state_counts_as_a_violation():
     pos, vel = split.state_arrays(['a'], {})
     tolerances = jtc.Tolerances(path={'a': jtc.StateTolerance(position=0.1)})
     state, code, message = jtc.check_path(['a'], [0.0], [0.0], pos, vel, tolerances)
-    assert state == jtc.ABORTED and code == jtc.PATH_TOLERANCE_VIOLATED and "'a'" in message
+    assert state is GoalOutcome.ABORTED and code == jtc.PATH_TOLERANCE_VIOLATED and "'a'" in message
 
 
-RUNNING = (jtc.RUNNING, jtc.SUCCESSFUL, '')
+RUNNING = jtc.RUNNING_VERDICT
 
 
 def test_decide_waits_for_own_check_and_every_controller():
-    ok = split.Outcome('succeeded')
-    assert split.decide(RUNNING, False, {'hand': None, 'sim': None})[0] == jtc.RUNNING
-    assert split.decide(RUNNING, True, {'hand': ok, 'sim': None})[0] == jtc.RUNNING
-    assert split.decide(RUNNING, False, {'hand': ok, 'sim': ok})[0] == jtc.RUNNING
-    state, code, message = split.decide((jtc.SUCCEEDED, jtc.SUCCESSFUL, 'in'), True, {'hand': ok, 'sim': ok})
-    assert (state, code) == (jtc.SUCCEEDED, jtc.SUCCESSFUL) and 'hand, sim' in message
+    ok = split.ControllerResult(GoalOutcome.SUCCEEDED)
+    assert split.decide(RUNNING, False, {'hand': None, 'sim': None}).outcome is GoalOutcome.RUNNING
+    assert split.decide(RUNNING, True, {'hand': ok, 'sim': None}).outcome is GoalOutcome.RUNNING
+    assert split.decide(RUNNING, False, {'hand': ok, 'sim': ok}).outcome is GoalOutcome.RUNNING
+    reached = jtc.Verdict(GoalOutcome.SUCCEEDED, jtc.SUCCESSFUL, 'in')
+    verdict = split.decide(reached, True, {'hand': ok, 'sim': ok})
+    assert (verdict.outcome, verdict.code) == (GoalOutcome.SUCCEEDED, jtc.SUCCESSFUL)
+    assert 'hand, sim' in verdict.message
 
 
 def test_decide_aborts_on_own_violation_or_a_failed_controller():
-    violated = (jtc.ABORTED, jtc.GOAL_TOLERANCE_VIOLATED, 'goal tolerance violated: joint x')
+    aborted = GoalOutcome.ABORTED
+    violated = jtc.Verdict.aborted('goal tolerance violated: joint x', jtc.GOAL_TOLERANCE_VIOLATED)
     assert split.decide(violated, False, {'hand': None}) == violated
-    failed = split.Outcome('aborted', jtc.PATH_TOLERANCE_VIOLATED, 'joint rh_FFJ3 off')
-    state, code, message = split.decide(RUNNING, False, {'hand': failed, 'sim': None})
-    assert (state, code) == (jtc.ABORTED, jtc.PATH_TOLERANCE_VIOLATED)
-    assert message == 'hand controller goal aborted (PATH_TOLERANCE_VIOLATED): joint rh_FFJ3 off'
-    lost = split.Outcome('lost', jtc.INVALID_GOAL, 'action server /x disappeared')
-    assert split.decide(RUNNING, True, {'arm': lost})[:2] == (jtc.ABORTED, jtc.INVALID_GOAL)
-    canceled = split.Outcome('canceled')                       # canceled by someone else: code 0 -> INVALID_GOAL
-    state, code, message = split.decide(RUNNING, False, {'sim': canceled})
-    assert (state, code, message) == (jtc.ABORTED, jtc.INVALID_GOAL, 'sim controller goal canceled')
+    failed = split.ControllerResult(aborted, jtc.PATH_TOLERANCE_VIOLATED, 'joint rh_FFJ3 off')
+    assert split.decide(RUNNING, False, {'hand': failed, 'sim': None}) == (
+        aborted, jtc.PATH_TOLERANCE_VIOLATED,
+        'hand controller goal aborted (PATH_TOLERANCE_VIOLATED): joint rh_FFJ3 off')
+    lost = split.ControllerResult(aborted, jtc.INVALID_GOAL, 'action server /x disappeared')
+    assert split.decide(RUNNING, True, {'arm': lost}) == (
+        aborted, jtc.INVALID_GOAL, 'arm controller goal aborted (INVALID_GOAL): action server /x disappeared')
+    canceled = split.ControllerResult(GoalOutcome.CANCELED)     # canceled by someone else: code 0 -> INVALID_GOAL
+    assert split.decide(RUNNING, False, {'sim': canceled}) == (
+        aborted, jtc.INVALID_GOAL, 'sim controller goal canceled')
+    vendor = split.ControllerResult(aborted, -42, 'own code')   # a code control_msgs does not define
+    assert split.decide(RUNNING, False, {'arm': vendor}) == (
+        aborted, -42, 'arm controller goal aborted (-42): own code')

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from mujoco_bridge.timing import RateMeter, SimClock
+from shadow_twin.common.stamps import to_nanoseconds, to_seconds
 from shadow_twin.model.mjcf import builtin_model_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,17 +93,15 @@ def make_goal(targets: dict[str, float], seconds: float, goal_tolerance: float |
               stamp_ns: int = 0):
     """A one-point FollowJointTrajectory goal reaching ``targets`` (rad) ``seconds`` after
     its start: ``stamp_ns`` (header.stamp, ns) or, when 0, when it is accepted."""
-    from builtin_interfaces.msg import Duration
     from control_msgs.action import FollowJointTrajectory
     from control_msgs.msg import JointTolerance
     from trajectory_msgs.msg import JointTrajectoryPoint
+    from shadow_twin.ros.conversions import duration_msg, time_msg_ns
     goal = FollowJointTrajectory.Goal()
-    goal.trajectory.header.stamp.sec, goal.trajectory.header.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    goal.trajectory.header.stamp = time_msg_ns(stamp_ns)
     goal.trajectory.joint_names = list(targets)
-    sec = int(seconds)
     goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
-                                                   time_from_start=Duration(sec=sec, nanosec=int(
-                                                       round((seconds - sec) * 1e9))))]
+                                                   time_from_start=duration_msg(seconds))]
     if goal_tolerance is not None:
         goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
     return goal
@@ -138,7 +137,7 @@ def test_joint_states_flow_at_publish_rate(ros, bridge):
     assert len(msg.name) == 24 and all(n.startswith('rh_') for n in msg.name)
     assert len(set(msg.name)) == 24
     assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 24
-    stamps = np.array([m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in window])
+    stamps = np.array([to_seconds(m.header.stamp) for m in window])
     assert np.all(np.diff(stamps) > 0), 'stamps must increase'
     rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
     assert rate == pytest.approx(250.0, rel=0.1)
@@ -165,10 +164,9 @@ def test_goal_moves_the_sim_to_the_target_and_succeeds(ros, sim):
     assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
     reached = positions(states.last(), list(TARGET))
     np.testing.assert_allclose(reached, list(TARGET.values()), atol=0.05)
+    fb = ros[0].final_feedback(feedback, TARGET)
     assert len(feedback) >= 10                     # ~50 Hz over >= 0.6 s
-    fb = feedback[-1].feedback
     assert list(fb.joint_names) == list(TARGET)
-    np.testing.assert_allclose(fb.desired.positions, list(TARGET.values()), atol=1e-9)
     np.testing.assert_allclose(np.array(fb.error.positions),
                                np.array(fb.desired.positions) - np.array(fb.actual.positions), atol=1e-12)
 
@@ -248,20 +246,21 @@ def test_goal_stamped_in_the_future_starts_then(ros, sim):
     rest = positions(states.last(), ['rh_FFJ3'])[0]
     sent = time.monotonic()
     start = time.time() + 0.6
-    handle = send(ros, make_goal({'rh_FFJ3': 0.8}, 0.3, goal_tolerance=0.05, stamp_ns=int(start * 1e9)))
+    handle = send(ros, make_goal({'rh_FFJ3': 0.8}, 0.3, goal_tolerance=0.05, stamp_ns=to_nanoseconds(start)))
     assert handle.accepted
     time.sleep(max(0.0, start - 0.15 - time.time()))
     assert abs(positions(states.last(), ['rh_FFJ3'])[0] - rest) < 1e-3      # still waiting
     status, result = result_of(ros, handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     moved = [m for _, m in states.since(sent) if abs(positions(m, ['rh_FFJ3'])[0] - rest) > 1e-3]
-    first = moved[0].header.stamp.sec + moved[0].header.stamp.nanosec * 1e-9
+    first = to_seconds(moved[0].header.stamp)
     assert first == pytest.approx(start, abs=0.05)           # the state stamps show it began on time
 
 
 def test_publish_clock_mode(ros, tmp_path):
     """/clock carries sim time, joint states are stamped with it, goal stamps are sim time."""
     from action_msgs.msg import GoalStatus
+    from rclpy.time import Time
     from rosgraph_msgs.msg import Clock
     helpers, client = ros
     params = yaml.safe_load(BRIDGE_PARAMS.read_text())
@@ -280,11 +279,11 @@ def test_publish_clock_mode(ros, tmp_path):
         t0, c0 = time.monotonic(), clock.last().clock
         time.sleep(1.0)
         t1, c1 = time.monotonic(), clock.last().clock
-        sim_dt = (c1.sec - c0.sec) + (c1.nanosec - c0.nanosec) * 1e-9
+        sim_dt = to_seconds(c1) - to_seconds(c0)
         assert sim_dt / (t1 - t0) == pytest.approx(1.0, abs=0.1)
         stamp = states.last().header.stamp
-        assert abs((stamp.sec + stamp.nanosec * 1e-9) - (c1.sec + c1.nanosec * 1e-9)) < 0.05   # sim time
-        now_ns = c1.sec * 1_000_000_000 + c1.nanosec
+        assert abs(to_seconds(stamp) - to_seconds(c1)) < 0.05   # sim time
+        now_ns = Time.from_msg(c1).nanoseconds
         handle = send(ros, make_goal({'rh_FFJ3': 0.6}, 0.3, goal_tolerance=0.05, stamp_ns=now_ns + 300_000_000),
                       action='/clocked/follow_joint_trajectory')
         assert handle.accepted

@@ -6,7 +6,8 @@ processes on a ROS domain private to this test run. A goal sent only to the mock
 hardware moves rh_FFJ3 to 0.5 rad while the sim's stays at 0, and one sent only to
 the sim moves rh_LFJ3 to 0.3 rad: known offsets that ``/twin/joint_error`` and
 ``/diagnostics`` must report (and, while the sim moves, the error must be the sim
-interpolated at the real stamp). Skipped without rclpy or control_msgs.
+interpolated at the real stamp), and ``/diagnostics_agg`` must hold the same statuses in
+diagnostic_aggregator's layout. Skipped without rclpy or control_msgs.
 """
 
 from __future__ import annotations
@@ -58,14 +59,17 @@ def level(status) -> int:
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope='module')
 def topics(ros):
-    """Recorders of /joint_states, /sim/joint_states, /twin/joint_error and /diagnostics."""
+    """Recorders of /joint_states, /sim/joint_states, /twin/joint_error, /diagnostics and /diagnostics_agg
+    (the 250 Hz streams keep 4 s of backlog: a loaded PC delays the client's executor, and a
+    real sample it dropped would fail the stamp check below)."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
     _, client = ros
-    return {'real': client.record(JointState, '/joint_states', depth=50),
-            'sim': client.record(JointState, '/sim/joint_states', depth=50),
-            'error': client.record(JointState, '/twin/joint_error', depth=50),
-            'diagnostics': client.record(DiagnosticArray, '/diagnostics', depth=50)}
+    return {'real': client.record(JointState, '/joint_states', depth=1000),
+            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
+            'error': client.record(JointState, '/twin/joint_error', depth=200),
+            'diagnostics': client.record(DiagnosticArray, '/diagnostics', depth=50),
+            'aggregated': client.record(DiagnosticArray, '/diagnostics_agg', depth=50)}
 
 
 @pytest.fixture(scope='module')
@@ -101,12 +105,24 @@ def latest_monitor_diagnostics(recorder, since: float):
     return None
 
 
+def aggregated_pair(topics, since: float):
+    """(DiagnosticArray of /diagnostics, the /diagnostics_agg published with it) of the twin monitor,
+    the newest pair received after ``since`` (monotonic s), or None."""
+    diagnostics = {stamp_key(m.header.stamp): m for _, m in topics['diagnostics'].since(since)
+                   if any(st.name.startswith('twin_monitor:') for st in m.status)}
+    for _, agg in reversed(topics['aggregated'].since(since)):
+        if stamp_key(agg.header.stamp) in diagnostics:
+            return diagnostics[stamp_key(agg.header.stamp)], agg
+    return None
+
+
 # --------------------------------------------------------------------------------------- tests
 @pytest.mark.parametrize('args, message', [
     (['-p', 'thresholds.warn:=0.3', '-p', 'thresholds.error:=0.1'],
      'error (0.1 rad) must be >= warn (0.3 rad)'),
     (['-p', 'threshold_overrides:="rh_TH*: {error: 0.01}"'], "joints 'rh_TH*' (threshold_overrides)"),
     (['-p', 'thresholds.warn:=0.0'], 'must be > 0 rad'),
+    (['-p', 'aggregated_path:=/'], "parameter aggregated_path: an aggregated path needs at least one name"),
 ])
 def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
     helpers, _ = ros
@@ -206,6 +222,18 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
     assert level(summary) == 2 and 'rh_FFJ3' in summary.message and kv(summary)['worst_joint'] == 'rh_FFJ3'
     assert '2 ERROR, 0 WARN of 24 joints' in summary.message
     assert len(diag) == 25                                           # 24 joints + the summary
+    # /diagnostics_agg: the same statuses, as diagnostic_aggregator lays them out for rqt_robot_monitor
+    assert helpers.wait_until(lambda: aggregated_pair(topics, rest + WINDOW + 0.05), 5.0)
+    diag, agg = (statuses(m) for m in aggregated_pair(topics, rest + WINDOW + 0.05))
+    assert list(agg)[0] == '/shadow_twin/sim vs real' and list(agg)[-1] == '/shadow_twin' and len(agg) == 27
+    for name, status in diag.items():
+        item = agg['/shadow_twin/sim vs real/' + name.removeprefix('twin_monitor: ')]
+        assert (item.level, item.message, item.hardware_id, kv(item)) == \
+            (status.level, status.message, status.hardware_id, kv(status))
+    header, group = agg['/shadow_twin/sim vs real'], agg['/shadow_twin']
+    assert (level(header), header.message, level(group), group.message) == (2, 'Error', 2, 'Error')
+    assert kv(header) == {name: st.message for name, st in sorted(diag.items())}
+    assert kv(group) == {'sim vs real': 'Error'}
     # the rqt perspective's indices assume this order of the published joint states
     from shadow_twin.plots.perspective import published_joints
     assert list(topics['real'].last().name) == list(topics['sim'].last().name) == published_joints()[0]
@@ -230,6 +258,48 @@ def test_thresholds_change_at_runtime_and_bad_values_are_refused(ros, cell, topi
     assert kv(diag['twin_monitor: rh_MFJ3'])['warn_rad'] == '0.05'  # no override
 
 
+def status(name: str, lvl: int, message: str = 'm'):
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+    return DiagnosticStatus(level=bytes([lvl]), name=name, message=message, hardware_id='hw',
+                            values=[KeyValue(key='k', value='v')])
+
+
+def test_aggregated_follows_diagnostic_aggregator(ros):
+    """Names, order, levels and header values of a GenericAnalyzer's report (ros/diagnostics:
+    generic_analyzer_base.hpp, status_item.hpp removeLeadingNameChaff/getOutputName, analyzer_group.cpp)."""
+    from shadow_twin.ros.twin_monitor import aggregated
+    out = aggregated([status('twin_monitor: b', 1, 'warn'), status('twin_monitor:  a/x', 0, 'ok'),
+                      status('other: c', 3, 'stale')], '/top/mid/group', 'twin_monitor')
+    # items sorted by their original names; the prefix, one ':' and spaces off; '/' -> ' '
+    assert [st.name for st in out] == ['/top/mid/group', '/top/mid/group/other: c', '/top/mid/group/a x',
+                                       '/top/mid/group/b', '/top/mid', '/top']
+    assert [level(st) for st in out] == [2, 3, 0, 1, 2, 2]          # some STALE, not all: ERROR above
+    assert [st.message for st in out] == ['Error', 'stale', 'ok', 'warn', 'Error', 'Error']
+    assert kv(out[0]) == {'other: c': 'stale', 'twin_monitor: b': 'warn', 'twin_monitor:  a/x': 'ok'}
+    assert (kv(out[2]), out[2].hardware_id) == ({'k': 'v'}, 'hw')
+    assert kv(out[4]) == {'group': 'Error'} and kv(out[5]) == {'mid': 'Error'}
+    stale = aggregated([status('twin_monitor: a', 3)], 'g', 'twin_monitor')
+    assert [(st.name, level(st), st.message) for st in stale] == [('/g', 3, 'Stale'), ('/g/a', 3, 'm')]
+    assert [(st.name, level(st), st.message) for st in aggregated([], 'g', 'x')] == [('/g', 3, 'Stale')]
+
+
+def test_aggregated_publishing_can_be_switched_off(ros):
+    from rclpy.parameter import Parameter
+    from shadow_twin.ros.twin_monitor import TwinMonitor
+    _, client = ros
+    off = TwinMonitor('twin_monitor_off', context=client.context,
+                      parameter_overrides=[Parameter('publish_aggregated', value=False)])
+    on = TwinMonitor('twin_monitor_on', context=client.context,
+                     parameter_overrides=[Parameter('aggregated_topic', value='/elsewhere_agg')])
+    try:
+        assert off.aggregated_pub is None and on.aggregated_pub.topic_name == '/elsewhere_agg'
+        assert [p.node_name for p in client.node.get_publishers_info_by_topic('/diagnostics_agg')
+                if p.node_name.startswith('twin_monitor_')] == []
+    finally:
+        off.destroy_node()
+        on.destroy_node()
+
+
 def test_diagnostic_aggregator_config_covers_every_status_name():
     """config/diagnostic_aggregator.yaml (for rqt_robot_monitor) groups the statuses this package
     publishes: their names start with the publishing node's name."""
@@ -241,6 +311,10 @@ def test_diagnostic_aggregator_config_covers_every_status_name():
     groups = {k: v for k, v in analyzers.items() if isinstance(v, dict)}
     assert all(g['type'] == 'diagnostic_aggregator/GenericAnalyzer' for g in groups.values())
     prefixes = [p for g in groups.values() for p in g['startswith']]
-    for status in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{BRIDGE}: physics', 'mock_hardware: physics',
-                   f'{CALIBRATION}: calibration'):
-        assert sum(status.startswith(p) for p in prefixes) == 1, status
+    for name in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{BRIDGE}: physics', 'mock_hardware: physics',
+                 f'{CALIBRATION}: calibration'):
+        assert sum(name.startswith(p) for p in prefixes) == 1, name
+    # the twin_monitor's own /diagnostics_agg puts its statuses where this aggregator would
+    monitor_params = yaml.safe_load(MONITOR_PARAMS.read_text())['/**/twin_monitor']['ros__parameters']
+    assert monitor_params['aggregated_path'] == f'/{analyzers["path"]}/{groups["tracking"]["path"]}'
+    assert groups['tracking']['remove_prefix'] == [MONITOR]

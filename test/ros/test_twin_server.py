@@ -4,12 +4,11 @@ The mock hardware bridge (``/joint_states``, ``/rh_trajectory_controller/...``),
 the sim bridge (``/sim/...``) and the twin server (``/twin/follow_joint_trajectory``)
 run as separate processes on a ROS domain private to this test run; ``shadow-twin
 up`` runs them in one process. Skipped without rclpy or control_msgs. The launch
-file test skips without launch_ros.
+files are tested through ``ros2 launch`` in test/launch/.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
@@ -29,16 +28,14 @@ TARGET = {'rh_FFJ3': 1.2, 'rh_FFJ4': 0.2, 'rh_MFJ3': 0.9, 'rh_THJ4': 0.8, 'rh_WR
 # ------------------------------------------------------------------------------------ helpers
 def make_goal(targets: dict[str, float], seconds: float, goal_tolerance: float | None = None):
     """A one-point goal reaching ``targets`` (rad) ``seconds`` after it starts."""
-    from builtin_interfaces.msg import Duration
     from control_msgs.action import FollowJointTrajectory
     from control_msgs.msg import JointTolerance
     from trajectory_msgs.msg import JointTrajectoryPoint
+    from shadow_twin.ros.conversions import duration_msg
     goal = FollowJointTrajectory.Goal()
     goal.trajectory.joint_names = list(targets)
-    sec = int(seconds)
-    goal.trajectory.points = [JointTrajectoryPoint(
-        positions=[float(v) for v in targets.values()],
-        time_from_start=Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9))))]
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
+                                                   time_from_start=duration_msg(seconds))]
     if goal_tolerance is not None:
         goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
     return goal
@@ -183,10 +180,9 @@ def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
     assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
     for side in ('real', 'sim'):
         np.testing.assert_allclose(positions(states[side].last(), list(TARGET)), list(TARGET.values()), atol=0.05)
+    fb = ros[0].final_feedback(feedback, TARGET)
     assert len(feedback) >= 10
-    fb = feedback[-1].feedback
     assert list(fb.joint_names) == list(TARGET)
-    np.testing.assert_allclose(fb.desired.positions, list(TARGET.values()), atol=1e-9)
     np.testing.assert_allclose(np.array(fb.error.positions),
                                np.array(fb.desired.positions) - np.array(fb.actual.positions), atol=1e-12)
     # actual is the robot (mock hardware)
@@ -305,7 +301,7 @@ def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
         assert positions(states['sim'].last(), ['rh_FFJ3'])[0] == pytest.approx(0.7, abs=0.05)
         assert abs(positions(states['real'].last(), ['rh_FFJ3'])[0] - real_before) < 0.01
         # actual is the sim in sim mode
-        assert feedback[-1].feedback.actual.positions[0] == pytest.approx(0.7, abs=0.05)
+        assert helpers.final_feedback(feedback, {'rh_FFJ3': 0.7}).actual.positions[0] == pytest.approx(0.7, abs=0.05)
     finally:
         status = proc.stop()
         assert status == 0, proc.log_path.read_text()[-3000:]
@@ -348,18 +344,3 @@ def test_real_controller_going_away_aborts_and_cancels_the_sim(ros, rest, states
     assert at_abort < 1.0
     time.sleep(0.5)
     assert abs(positions(states['sim'].last(), ['rh_FFJ3'])[0] - at_abort) < 0.05     # the sim holds
-
-
-def test_launch_description():
-    pytest.importorskip('launch_ros')
-    spec = importlib.util.spec_from_file_location('twin_launch', REPO / 'launch' / 'twin.launch.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    description = module.generate_launch_description()
-    from launch.actions import DeclareLaunchArgument
-    from launch_ros.actions import Node
-    arguments = {a.name for a in description.entities if isinstance(a, DeclareLaunchArgument)}
-    assert {'mode', 'use_mock_hardware', 'model', 'config'} <= arguments
-    nodes = [e for e in description.entities if isinstance(e, Node)]
-    assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'twin_server', 'twin_monitor',
-                                                  'aggregator_node']

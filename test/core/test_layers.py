@@ -1,0 +1,154 @@
+"""The layers depend one way: core <- shadow_twin.ros <- node packages <- shadow_twin.cli.
+
+* Every core module (``shadow_twin`` outside ``ros/`` and ``cli/``) imports with rclpy,
+  every ROS interface package and the node packages blocked (``sys.modules[name] = None``),
+  and no core module mentions them in any import, not even inside a function.
+* ``shadow_twin.ros`` imports neither node package nor the CLI; ``mujoco_bridge`` and
+  ``calibration_node`` do not import each other (nor the CLI).
+* Imports sit at module top, except the optional heavy dependencies of :data:`LAZY`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORE_EXCLUDED = ('ros', 'cli')
+ROS_PREFIXES = ('rclpy', 'rosidl', 'rmw', 'launch', 'launch_ros', 'rosbag2_py', 'rqt', 'python_qt_binding')
+ROS_SUFFIXES = ('_msgs', '_srvs', '_interfaces', '_action')
+NODE_PACKAGES = ('mujoco_bridge', 'calibration_node')
+#: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
+LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python', 'mujoco.viewer', 'glfw',
+        'mujoco_bridge.viewer')
+
+
+def python_files(package: str) -> list[Path]:
+    return sorted((REPO / package).rglob('*.py'))
+
+
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix('').parts)
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def is_core(path: Path) -> bool:
+    rel = path.relative_to(REPO / 'shadow_twin').parts
+    return len(rel) == 1 or rel[0] not in CORE_EXCLUDED
+
+
+def imported_names(path: Path, root: Path = REPO) -> list[tuple[int, str, bool]]:
+    """(line, dotted module, inside a function) of every import of ``path`` (relative ones resolved),
+    for ``from a import b`` both ``a`` and ``a.b``."""
+    tree = ast.parse(path.read_text(), str(path))
+    name = module_name(path, root)
+    package = name if path.name == '__init__.py' else name.rpartition('.')[0]
+    in_function = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            in_function.update(id(sub) for sub in ast.walk(node) if sub is not node)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name, id(node) in in_function) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parent = package.split('.')[:len(package.split('.')) - node.level + 1]
+                base = '.'.join(parent + ([base] if base else []))
+            out.append((node.lineno, base, id(node) in in_function))
+            out += [(node.lineno, f'{base}.{alias.name}', id(node) in in_function) for alias in node.names]
+    return out
+
+
+def is_ros(name: str) -> bool:
+    top = name.split('.')[0]
+    return top.startswith(ROS_PREFIXES) or top.endswith(ROS_SUFFIXES) or top == 'builtin_interfaces'
+
+
+def violations(paths, forbidden) -> list[str]:
+    found = []
+    for path in paths:
+        for line, name, _ in imported_names(path):
+            if forbidden(name):
+                found.append(f'{path.relative_to(REPO)}:{line} imports {name}')
+    return found
+
+
+def test_core_never_imports_ros_messages_nodes_or_upper_layers():
+    core = [p for p in python_files('shadow_twin') if is_core(p)]
+    assert len(core) > 25
+    upper = ('shadow_twin.ros', 'shadow_twin.cli') + NODE_PACKAGES
+    assert violations(core, lambda n: is_ros(n) or n.startswith(upper)) == []
+
+
+def test_ros_layer_imports_no_node_package_and_no_cli():
+    ros = python_files('shadow_twin/ros')
+    assert violations(ros, lambda n: n.startswith(NODE_PACKAGES + ('shadow_twin.cli',))) == []
+
+
+def test_node_packages_do_not_import_each_other_or_the_cli():
+    assert violations(python_files('mujoco_bridge'), lambda n: n.startswith(('calibration_node', 'shadow_twin.cli'))) == []
+    assert violations(python_files('calibration_node'), lambda n: n.startswith(('mujoco_bridge', 'shadow_twin.cli'))) == []
+
+
+def test_imports_are_at_module_top_except_optional_heavy_dependencies():
+    lazy = []
+    for package in ('shadow_twin', *NODE_PACKAGES):
+        for path in python_files(package):
+            lines = path.read_text().split('\n')
+            for line, name, inside in imported_names(path):
+                if inside and not name.startswith(LAZY):
+                    lazy.append(f'{path.relative_to(REPO)}:{line} imports {name} inside a function')
+                if inside and name.startswith(LAZY) and not any('lazy:' in lines[i - 1] for i in (line,)) \
+                        and not any('lazy:' in text for text in lines[max(0, line - 6):line]):
+                    lazy.append(f'{path.relative_to(REPO)}:{line} imports {name} lazily without saying why')
+    assert lazy == []
+
+
+BLOCKED_IMPORT = r'''
+import importlib, json, pkgutil, re, sys
+blocked = {m.name for m in pkgutil.iter_modules()
+           if re.search(r'(_msgs|_srvs|_interfaces|_action)$', m.name) or m.name.startswith(('rclpy', 'rosidl'))}
+blocked |= {'rclpy', 'builtin_interfaces', 'mujoco_bridge', 'calibration_node', 'launch', 'launch_ros'}
+for name in blocked:
+    sys.modules[name] = None
+failed = {}
+for module in json.loads(sys.argv[1]):
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        failed[module] = repr(exc)
+print(json.dumps({'blocked': sorted(blocked), 'failed': failed,
+                  'loaded_ros': sorted(n for n in sys.modules if n in blocked and sys.modules[n] is not None)}))
+'''
+
+
+def test_every_core_module_imports_with_rclpy_and_messages_blocked():
+    modules = [module_name(p) for p in python_files('shadow_twin') if is_core(p)]
+    out = subprocess.run([sys.executable, '-c', BLOCKED_IMPORT, json.dumps(modules)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {'rclpy', 'sensor_msgs', 'trajectory_msgs'} <= set(report['blocked'])
+    assert report['failed'] == {} and report['loaded_ros'] == []
+
+
+@pytest.mark.parametrize('source, expected', [
+    ('import rclpy\n', [(1, 'rclpy', False)]),
+    ('def f():\n    from sensor_msgs.msg import JointState\n',
+     [(2, 'sensor_msgs.msg', True), (2, 'sensor_msgs.msg.JointState', True)]),
+    ('from .jtc import GoalRejected\n', [(1, 'pkg.jtc', False), (1, 'pkg.jtc.GoalRejected', False)]),
+])
+def test_the_checker_sees_top_level_function_level_and_relative_imports(tmp_path, source, expected):
+    """The checks above can fail: an import of rclpy, a message import inside a function and a
+    relative import are all seen, with their line."""
+    fake = tmp_path / 'pkg' / 'probe.py'
+    fake.parent.mkdir()
+    fake.write_text(source)
+    assert imported_names(fake, root=tmp_path) == expected

@@ -1,0 +1,218 @@
+"""The shared FollowJointTrajectory server (shadow_twin.ros.action_server) with stand-in hooks.
+
+A server node spins in this process on its own context and MultiThreadedExecutor; the
+test client (``ros`` fixture) sends goals over DDS. The LockedActionClient test sends
+from this thread through a client on the server's node, whose executor threads take the
+responses (the situation of ros2/rclpy#1123). The hooks record what the base asks
+of them, so the lifecycle is checked without a simulation: intake, rejection, a failed
+start, success, cancel, :meth:`stop_active` and preemption. A preempted goal's step
+reports its work gone (what the simulated controller sees once its trajectory is
+replaced); the goal must still end "preempted".
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('control_msgs.action')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
+from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+
+from shadow_twin.control import jtc  # noqa: E402
+from shadow_twin.ros.action_client import LockedActionClient  # noqa: E402
+from shadow_twin.ros.action_server import (FollowJointTrajectoryServer,  # noqa: E402
+                                           outcome_of_status)
+
+ACTION = '/fake/follow_joint_trajectory'
+PERIOD = 0.005
+
+
+class FakeServer(FollowJointTrajectoryServer):
+    """Hooks that record their calls: ``events`` is [(hook, goal name)]. A goal is named
+    by its first joint: ``bad`` is rejected, ``nostart`` fails to start, ``quick``
+    succeeds after 3 steps, anything else runs until stopped."""
+
+    def __init__(self, node) -> None:
+        self.events: list[tuple[str, str]] = []
+        super().__init__(node, ACTION, handover_timeout=2.0)
+
+    def validate(self, request):
+        name = request.trajectory.joint_names[0]
+        if name == 'bad':
+            raise jtc.GoalRejected(jtc.INVALID_JOINTS, 'bad joint')
+        return SimpleNamespace(name=name, steps=0)
+
+    def start(self, goal):
+        self.events.append(('start', goal.plan.name))
+        return 'cannot start here' if goal.plan.name == 'nostart' else None
+
+    def step(self, goal):
+        zero = np.zeros(1)
+        self.publish_feedback(goal, Time(), ['j'], goal.plan.steps * PERIOD, (zero, zero, zero), (zero, zero))
+        goal.plan.steps += 1
+        time.sleep(PERIOD)           # the step's work, during which a new goal may arrive
+        with self.lock:
+            replaced = not self.is_active(goal)
+        if replaced:                 # a newer goal took over: this goal's work is gone
+            return jtc.Verdict.aborted('trajectory stopped by the simulation (reset or model reload)')
+        if goal.plan.name == 'quick' and goal.plan.steps >= 3:
+            return jtc.Verdict(jtc.GoalOutcome.SUCCEEDED, jtc.SUCCESSFUL, 'reached')
+        return None
+
+    def stop(self, goal):
+        self.events.append(('stop', goal.plan.name))
+
+    def cancel(self, goal):
+        self.events.append(('cancel', goal.plan.name))
+        return 'canceled by the fake'
+
+    def period(self):
+        return PERIOD
+
+
+@pytest.fixture(scope='module')
+def fake(ros):
+    """The FakeServer, spun by a 4-thread executor on its own context."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('fake_trajectory_server', context=context)
+    server = FakeServer(node)
+    executor = MultiThreadedExecutor(num_threads=4, context=context)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    yield server
+    server.stop_active('the test is over', wait=2.0)
+    executor.shutdown(timeout_sec=2.0)
+    node.destroy_node()
+    rclpy.try_shutdown(context=context)
+    thread.join(timeout=2.0)
+
+
+@pytest.fixture
+def server(fake):
+    fake.events.clear()
+    return fake
+
+
+def goal_named(name: str) -> FollowJointTrajectory.Goal:
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = [name]
+    return goal
+
+
+def send(ros, name: str, feedback=None):
+    return ros[1].send_goal(FollowJointTrajectory, ACTION, goal_named(name), feedback=feedback)
+
+
+def result_of(ros, handle):
+    response = ros[1].wait_future(handle.get_result_async(), 10.0)
+    return response.status, response.result
+
+
+def running(ros, name: str):
+    """Send a goal that runs until stopped; return its handle once it has stepped."""
+    feedback = []
+    handle = send(ros, name, feedback=feedback.append)
+    assert handle.accepted
+    assert ros[0].wait_until(lambda: len(feedback) > 0, 5.0), 'no feedback'
+    return handle
+
+
+def test_goal_steps_until_its_verdict(ros, server):
+    feedback = []
+    handle = send(ros, 'quick', feedback=feedback.append)
+    assert handle.accepted
+    status, result = result_of(ros, handle)
+    assert (status, result.error_code, result.error_string) == (GoalStatus.STATUS_SUCCEEDED, 0, 'reached')
+    assert len(feedback) == 3
+    fb = feedback[-1].feedback
+    assert list(fb.joint_names) == ['j'] and list(fb.error.positions) == [0.0]
+    assert fb.desired.time_from_start.nanosec == 10_000_000          # 2 periods of 5 ms
+    assert server.events == [('start', 'quick')]                      # succeeded: not stopped
+    assert not server.active
+
+
+def test_rejected_goal_never_starts(ros, server):
+    assert not send(ros, 'bad').accepted
+    assert server.events == []
+
+
+def test_failed_start_aborts_and_stops(ros, server):
+    status, result = result_of(ros, send(ros, 'nostart'))
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (result.error_code, result.error_string) == (jtc.INVALID_GOAL, 'cannot start here')
+    assert server.events == [('start', 'nostart'), ('stop', 'nostart')]
+
+
+def test_cancel_runs_the_cancel_hook_and_ends_canceled(ros, server):
+    handle = running(ros, 'long')
+    ros[1].wait_future(handle.cancel_goal_async(), 5.0)
+    status, result = result_of(ros, handle)
+    assert status == GoalStatus.STATUS_CANCELED
+    assert (result.error_code, result.error_string) == (jtc.SUCCESSFUL, 'canceled by the fake')
+    assert server.events == [('start', 'long'), ('cancel', 'long')]
+
+
+def test_stop_active_aborts_with_the_reason(ros, server):
+    handle = running(ros, 'long')
+    server.stop_active('simulation reset', wait=5.0)
+    assert not server.active
+    status, result = result_of(ros, handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (result.error_code, result.error_string) == (jtc.INVALID_GOAL, 'simulation reset')
+    assert server.events == [('start', 'long'), ('stop', 'long')]
+
+
+def test_preempted_goal_always_says_preempted_and_stops_before_the_next_starts(ros, server):
+    previous = running(ros, 'first')
+    for k in range(10):
+        handle = running(ros, f'goal{k}')
+        status, result = result_of(ros, previous)
+        assert status == GoalStatus.STATUS_ABORTED
+        assert (result.error_code, result.error_string) == (jtc.INVALID_GOAL, 'preempted by a new goal')
+        previous = handle
+    server.stop_active('done', wait=5.0)
+    result_of(ros, previous)
+    names = ['first'] + [f'goal{k}' for k in range(10)]
+    expected = [event for a in names for event in (('start', a), ('stop', a))]
+    assert server.events == expected                # each goal stopped before the next one started
+
+
+def test_outcome_of_status():
+    assert outcome_of_status(GoalStatus.STATUS_SUCCEEDED) is jtc.GoalOutcome.SUCCEEDED
+    assert outcome_of_status(GoalStatus.STATUS_CANCELED) is jtc.GoalOutcome.CANCELED
+    assert outcome_of_status(GoalStatus.STATUS_ABORTED) is jtc.GoalOutcome.ABORTED
+    assert outcome_of_status(GoalStatus.STATUS_UNKNOWN) is jtc.GoalOutcome.ABORTED
+
+
+def test_locked_action_client_sends_cancels_and_gets_results(ros, server):
+    helpers = ros[0]
+    client = LockedActionClient(server.node, FollowJointTrajectory, ACTION)
+    try:
+        assert client.wait_for_server(timeout_sec=5.0)
+        for _ in range(20):                          # fast answers, taken by other threads
+            future = client.send_goal_async(goal_named('bad'))
+            assert helpers.wait_until(future.done, 2.0, interval=0.001) and not future.result().accepted
+        feedback = []
+        future = client.send_goal_async(goal_named('long'), feedback_callback=feedback.append)
+        assert helpers.wait_until(future.done, 2.0, interval=0.001)
+        handle = future.result()
+        assert handle.accepted and helpers.wait_until(lambda: len(feedback) > 0, 2.0)
+        cancel = handle.cancel_goal_async()
+        assert helpers.wait_until(cancel.done, 2.0, interval=0.001)
+        result = handle.get_result_async()
+        assert helpers.wait_until(result.done, 2.0, interval=0.001)
+        assert result.result().status == GoalStatus.STATUS_CANCELED
+    finally:
+        client.destroy()
