@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -46,11 +46,14 @@ class JointStateRecording:
             MultiIndex (quantity, joint name).
         topic: topic the states came from.
         source: file they were read from (or a label).
+        absent: {joint: (messages that did not name it, time of the first one in s)} for
+            joints missing from some messages (their samples are NaN there).
     """
 
     frame: pd.DataFrame
     topic: str = '/joint_states'
     source: str = ''
+    absent: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     @property
     def times(self) -> np.ndarray:
@@ -70,11 +73,16 @@ class JointStateRecording:
     def values(self, joints: Sequence[str], quantity: str = 'position') -> np.ndarray:
         """(N, J) samples of ``quantity`` for ``joints``.
 
-        Raises RecordingError if a joint is absent or a sample is NaN/inf.
+        Raises RecordingError if a joint is not recorded, missing from some messages (named,
+        with how many and the first), or a sample is NaN/inf.
         """
         missing = [j for j in joints if j not in self.joint_names]
         if missing:
             raise RecordingError(f'{self.label}: joint(s) {missing} not recorded; recorded: {self.joint_names}')
+        gaps = [f'{j} (absent from {self.absent[j][0]} of {len(self.frame)} messages, first at '
+                f't={self.absent[j][1]:.3f} s)' for j in joints if j in self.absent]
+        if gaps:
+            raise RecordingError(f'{self.label}: joint(s) missing from some messages: {", ".join(gaps)}')
         data = self.frame[quantity][list(joints)].to_numpy(dtype=float)
         bad = ~np.isfinite(data)
         if bad.any():
@@ -190,7 +198,17 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
     columns = pd.MultiIndex.from_tuples([(q, j) for q in QUANTITIES for j in joints],
                                         names=['quantity', 'joint'])
     frame = frame.reindex(columns=columns)
-    return JointStateRecording(frame, topic, str(path))
+    return JointStateRecording(frame, topic, str(path), absent=_absent_joints(rows, joints, times))
+
+
+def _absent_joints(rows: list[dict], joints: list[str], times: np.ndarray) -> dict[str, tuple[int, float]]:
+    """{joint: (messages without its position, time of the first, s)} of joints some messages lack."""
+    out = {}
+    for joint in joints:
+        without = [k for k, row in enumerate(rows) if ('position', joint) not in row]
+        if without:
+            out[joint] = (len(without), float(times[without[0]]))
+    return out
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSett
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import sha256_of
+from shadow_twin.common.files import check_writable_directory, exclusive_directory, sha256_of
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import parse_trajectory_arg
@@ -50,7 +50,8 @@ DELEGATED = {
     'demo': ('shadow_twin.cli.demo', 'twin + mock hardware, live calibration, error before/after (the main job)'),
     'plot': ('shadow_twin.cli.plot', 'PNGs of real vs sim per joint from a bag: shadow-twin plot --bag BAG'),
     'perspective': ('shadow_twin.cli.perspective', 'write an rqt perspective for chosen joints'),
-    'rqt': ('shadow_twin.cli.rqt', 'open the monitoring view in rqt (real vs sim plots, Robot Monitor) once the twin is up'),
+    'rqt': ('shadow_twin.cli.rqt', 'open the monitoring view in rqt (real vs sim plots, Robot Monitor) once the '
+                                   'twin is up'),
 }
 
 
@@ -178,6 +179,7 @@ def cmd_evaluate(args) -> int:
 def _check_out_dir(out: Path, resume: bool) -> None:
     if out.exists() and not out.is_dir():
         raise ConfigError(f'--out {out} exists and is not a directory')
+    check_writable_directory(out, '--out')
     if not resume and out.is_dir() and ((out / 'report.json').exists() or (out / CHECKPOINT).exists()):
         raise ConfigError(f'--out {out} holds an earlier calibration; pass --resume to continue it '
                           f'or choose another directory')
@@ -197,6 +199,12 @@ def cmd_calibrate(args) -> int:
                               ('space', args.space), ('gains', gains_file))}
     run_info = {'inputs': {k: v['sha256'] for k, v in inputs.items()}, 'trajectory': args.trajectory,
                 'joints': evaluator.objective_joints, 'alignment': vars(evaluator.settings)}
+    with exclusive_directory(args.out, '--out'):
+        return _calibrate(args, settings, twin, controller, evaluator, space, inputs, run_info)
+
+
+def _calibrate(args, settings, twin, controller, evaluator, space, inputs, run_info) -> int:
+    """The calibration itself, while this process holds ``--out``."""
     calibration = Calibration(evaluator, space, settings, args.out, run_info, args.resume)
     log.info('calibrating %d parameters with %s: %d evaluations, %d workers -> %s',
              len(space.dimensions), settings.optimizer, settings.budget, settings.workers, args.out)

@@ -1,4 +1,5 @@
-"""Safe file writing: atomic replacement and input fingerprints.
+"""Safe file writing: atomic replacement, input fingerprints, writable and exclusive output
+directories.
 
 Outputs are written to a temporary file in the destination directory and then
 renamed over the target (``os.replace`` is atomic on POSIX), so a crash never
@@ -8,10 +9,18 @@ complete.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Iterator
+
+from shadow_twin.common.errors import ConfigError
+
+#: Name of the lock file an exclusive output directory holds (see :func:`exclusive_directory`).
+LOCK_FILE = '.lock'
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -70,3 +79,55 @@ def versioned_path(path: str | os.PathLike) -> Path:
         if not candidate.exists():
             return candidate
         index += 1
+
+
+def check_writable_directory(path: str | os.PathLike, what: str = 'output directory') -> None:
+    """Check, without creating anything, that ``path`` is a directory this process can write
+    into, or can be created as one (its nearest existing ancestor is a writable directory).
+
+    Raises:
+        ConfigError: naming ``what`` and the reason: a file in the way, permission denied,
+            or a read-only file system (``access(2)`` reports EROFS even for root).
+    """
+    path = Path(path)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f'{what} {path}: {existing} exists and is not a directory')
+    if not os.access(existing, os.W_OK | os.X_OK):
+        reason = 'read-only file system' if _read_only_fs(existing) else 'permission denied'
+        raise ConfigError(f'{what} {path} is not writable ({existing}: {reason})')
+
+
+def _read_only_fs(path: Path) -> bool:
+    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+
+
+@contextlib.contextmanager
+def exclusive_directory(path: str | os.PathLike, what: str = 'output directory') -> Iterator[Path]:
+    """Create ``path`` if needed and hold an exclusive lock on it while the block runs, so that
+    two processes never write one run directory at once.
+
+    The lock is ``fcntl.flock`` on ``<path>/.lock`` (released by the kernel when the process
+    ends, even by SIGKILL, so a crashed run never leaves a stale lock); the empty file stays.
+
+    Raises:
+        ConfigError: another process holds the lock, or the directory cannot be created.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        handle = open(path / LOCK_FILE, 'a')
+    except OSError as exc:
+        raise ConfigError(f'cannot create {what} {path}: {exc.strerror or exc}') from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f'{what} {path} is in use by another process; wait for it to end or '
+                              'choose another directory') from None
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -222,3 +222,28 @@ def test_usage_errors_exit_2(capsys):
         cli.main(['calibrate', '--bag', 'x.bag'])  # argparse: required arguments missing
     assert info.value.code == 2
     assert 'required' in capsys.readouterr().err
+
+
+def test_a_second_calibrate_on_the_same_out_is_refused(real_bag, trajectories_yaml, tmp_path, capsys):
+    """While one process calibrates into --out (it holds --out/.lock), another gets one line, exit 2."""
+    from shadow_twin.common.files import exclusive_directory
+    out = tmp_path / 'busy'
+    with exclusive_directory(out):              # what the first calibrate holds while it runs
+        assert cli.main(calibrate_args(real_bag, trajectories_yaml, out)) == 2
+        line, stdout = one_error_line(capsys)
+        assert f'--out {out} is in use by another process' in line and stdout == ''
+    assert [p.name for p in out.iterdir()] == ['.lock']
+
+
+def test_unwritable_out_is_refused_before_any_work(real_bag, trajectories_yaml, tmp_path, capsys, monkeypatch):
+    """An --out that cannot be written is one line and exit 2 before the model is loaded or scored."""
+    a_file = tmp_path / 'file'
+    a_file.write_text('x')
+    scored = []
+    monkeypatch.setattr(cli, '_setup', lambda args: scored.append(args))
+    assert cli.main(calibrate_args(real_bag, trajectories_yaml, a_file / 'out')) == 2
+    assert f'{a_file} exists and is not a directory' in one_error_line(capsys)[0]
+    monkeypatch.setattr('os.access', lambda path, mode: False)          # as a read-only mount looks
+    assert cli.main(calibrate_args(real_bag, trajectories_yaml, tmp_path / 'ro' / 'out')) == 2
+    assert f'--out {tmp_path / "ro" / "out"} is not writable ({tmp_path}:' in one_error_line(capsys)[0]
+    assert scored == [] and not (tmp_path / 'ro').exists()

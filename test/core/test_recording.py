@@ -151,5 +151,19 @@ def test_joints_missing_from_some_messages_are_nan(tmp_path, bag_writers):
     assert rec.joint_names == ['a', 'b']
     np.testing.assert_allclose(rec.values(['b']), [[0.2], [0.3], [0.4]])
     np.testing.assert_allclose(rec.frame[('position', 'a')].to_numpy(), [0.1, np.nan, 0.5])
-    with pytest.raises(RecordingError, match='first at a t=2.000 s'):
+    with pytest.raises(RecordingError, match=r'missing from some messages: a \(absent from 1 of 3 messages, '
+                                             r'first at t=2\.000 s\)'):
         rec.values(['a'])
+
+
+def test_joints_missing_from_some_messages_are_named(tmp_path, bag_writers):
+    names = [['a', 'b'], ['a'], ['a'], ['a', 'b'], ['b']]
+    positions = [[0.1, 0.2], [0.1], [0.1], [0.1, 0.2], [0.2]]
+    bag = bag_writers.joint_states(tmp_path / 'partial', [1.0, 1.1, 1.2, 1.3, 1.4], names, positions)
+    rec = read_joint_states(bag)
+    assert rec.absent == {'a': (1, pytest.approx(1.4)), 'b': (2, pytest.approx(1.1))}
+    with pytest.raises(RecordingError, match=r'joint\(s\) missing from some messages: b \(absent from 2 of 5 '
+                                             r'messages, first at t=1\.100 s\)'):
+        rec.values(['b'])
+    with pytest.raises(RecordingError, match=r"\['c'\] not recorded"):
+        rec.values(['c'])
