@@ -43,7 +43,7 @@ def test_calibration_outputs(calibration_run, real_bag, trajectories_yaml):
     assert 'objective (mean MSE over rh_FFJ1, rh_FFJ2, rh_FFJ3, rh_FFJ4)' in stdout
     assert f'calibrated model: {out / "shadow_hand_e_calibrated.xml"}' in stdout
     assert sorted(p.name for p in out.iterdir()) == [
-        'checkpoint.jsonl', 'convergence.png', 'history.csv', 'joints_before_after.png', 'parameters.yaml',
+        '.lock', 'checkpoint.jsonl', 'convergence.png', 'history.csv', 'joints_before_after.png', 'parameters.yaml',
         'report.json', 'shadow_hand_e_calibrated.xml']
     report = json.loads((out / 'report.json').read_text())
     objective = report['objective']

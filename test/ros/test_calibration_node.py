@@ -100,14 +100,19 @@ def live_run(ros, cell, tmp_path_factory):
     helpers, client = ros
     folder = tmp_path_factory.mktemp('live')
     node = node_process(helpers, 'calibration_node', folder)
+    command = [helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--service-timeout',
+               str(START_TIMEOUT), '--timeout', '300']
     try:
-        cli = subprocess.Popen([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--service-timeout',
-                                str(START_TIMEOUT), '--timeout', '300'], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+        cli = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         # while it records, a second request is refused
         wait_phase(helpers, cell['statuses'], 'calibration_node', {'recording'}, node, START_TIMEOUT)
         busy = client.call(Trigger, '/calibration_node/calibrate')
         output, _ = cli.communicate(timeout=300)
+        if cli.returncode == 1 and 'messages were lost; moved it to' in output:
+            # a recording with a gap (the bridge stalls when a process joins: issue 9) is set aside
+            # and, as documented, the next request records it anew and resumes the run
+            cli = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+            output += cli.stdout + cli.stderr
     finally:
         status = node.stop()
     assert status == 0, node.output()[-3000:]
@@ -149,7 +154,7 @@ def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
     from shadow_twin.calibration.recording import largest_gap, read_commanded_trajectory, read_joint_states
     from shadow_twin.control.trajectory import load_waypoint_yaml
     from shadow_twin.common.paths import config_path
-    bags = sorted((live_run['run_dir'] / 'bags').iterdir())
+    bags = sorted(b for b in (live_run['run_dir'] / 'bags').iterdir() if b.name != 'rejected')
     assert [b.name for b in bags] == ['curl_all', 'stagger']
     for bag in bags:
         assert (bag / 'metadata.yaml').is_file() and list(bag.glob('*.mcap'))
@@ -192,7 +197,7 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     from shadow_twin.calibration.job import RESULT
     from std_srvs.srv import Trigger
     helpers, client = ros
-    bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()))
+    bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()) if b.name != 'rejected')
     params = (f'bag:={bags}', 'budget:=60', 'workers:=1')
     model_before = bridge_model_path(client)
     first = node_process(helpers, 'offline_calibration', tmp_path, *params)
