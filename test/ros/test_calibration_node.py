@@ -12,6 +12,7 @@ installed. Skipped without rclpy or control_msgs.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -169,9 +170,17 @@ def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
             assert np.all(moved > 0.9), (bag.name, topic, moved)   # the mock hardware (and sim) moved
 
 
-def test_live_sim_recording_is_reproduced_offline(live_run):
+def sim_time_dropped(log: str, node: str, t0: float, t1: float) -> list[str]:
+    """The bridge's "physics fell ... dropped" warnings of ``node`` stamped within [t0, t1] (wall s)."""
+    found = re.findall(r'^\[WARN\] \[(\d+\.\d+)\] \[' + re.escape(node) + r'\]: (physics fell .*dropped.*)$', log,
+                       flags=re.M)
+    return [text for stamp, text in found if t0 <= float(stamp) <= t1]
+
+
+def test_live_sim_recording_is_reproduced_offline(live_run, cell):
     """The bridge's recorded motion equals the calibration's offline simulation of the same model:
-    one controller implementation, live and offline."""
+    one controller implementation, live and offline. (Not when the bridge had to drop sim time
+    during the recording: the join stall of issue 9, which the bridge logs.)"""
     from shadow_twin.calibration.job import objective_joints_of
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.calibration.evaluation import Evaluator
@@ -182,6 +191,10 @@ def test_live_sim_recording_is_reproduced_offline(live_run):
     twin = TwinModel(builtin_model_path())
     controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
     trajectory, start = read_commanded_trajectory(bag)
+    dropped = sim_time_dropped(cell['up'].log_path.read_text(), 'mujoco_bridge', start - 1.0,
+                               start + trajectory.duration + 4.0)
+    if dropped:
+        pytest.skip(f'the bridge dropped sim time during the recording (issue 9): {dropped[0]}')
     joints = objective_joints_of(['rh_[FMRL]FJ[123]'], trajectory)
     sim_score = Evaluator(twin, controller, read_joint_states(bag, '/sim/joint_states'), trajectory, joints,
                           trajectory_start=start).evaluate([{}])[0].objective
