@@ -94,11 +94,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
             current = dict(zip(names, self.sim.positions(names)))
         trajectory = jtc.validate_goal_msg(request.trajectory, joints, limits, self._now_s(),
                                            settings['allow_partial_joints_goal'], current_positions=current)
-        try:
-            defaults = jtc.default_tolerances(settings['constraints'], joints)
-        except ShadowTwinError as exc:
-            raise jtc.GoalRejected(jtc.INVALID_GOAL, f'constraints parameters are invalid: {exc}') from None
-        tolerances = jtc.tolerances_from_goal(defaults, request, joints=joints)
+        tolerances = jtc.tolerances_for_goal(settings['constraints'], request, joints)
         stamp = request.trajectory.header.stamp
         unstamped = stamp.sec == 0 and stamp.nanosec == 0
         start = self.sim.time if unstamped else max(self.sim.time, self._to_sim_time(stamp))

@@ -666,6 +666,20 @@ def goal_tolerances(defaults: Tolerances, path_tolerance_msgs: Iterable | None,
     return out
 
 
+def tolerances_for_goal(constraints: Mapping | None, goal, joints: Sequence[str]) -> Tolerances:
+    """The tolerances of a ``FollowJointTrajectory`` goal over ``joints``: the goal's own over the
+    ``constraints`` defaults (:func:`default_tolerances`, :func:`tolerances_from_goal`).
+
+    Raises GoalRejected: INVALID_GOAL when the constraints are invalid, or as
+    :func:`tolerances_from_goal` for the goal's own tolerances.
+    """
+    try:
+        defaults = default_tolerances(constraints, joints)
+    except ShadowTwinError as exc:
+        raise GoalRejected(INVALID_GOAL, f'constraints parameters are invalid: {exc}') from None
+    return tolerances_from_goal(defaults, goal, joints=joints)
+
+
 def tolerances_from_goal(defaults: Tolerances, goal, *, joints: Sequence[str] | None = None,
                          strict: bool = True) -> Tolerances:
     """:func:`goal_tolerances` for a ``FollowJointTrajectory`` goal (duck-typed:

@@ -149,15 +149,28 @@ def _check_change(node: Node, params: list[Parameter]) -> SetParametersResult:
     return SetParametersResult(successful=True)
 
 
+def parse_velocity_limits(text: str) -> dict[str, float]:
+    """``velocity_limits`` YAML -> {joint: rad/s}. Raises ConfigError."""
+    if not text or not text.strip():
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'velocity_limits is not valid YAML: {" ".join(str(exc).split())}') from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f'velocity_limits must map joint names to rad/s, got {data!r}')
+    out = {}
+    for joint, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+                or not math.isfinite(value):
+            raise ConfigError(f'velocity_limits[{joint!r}] must be a number > 0 (rad/s), got {value!r}')
+        out[str(joint)] = float(value)
+    return out
+
+
 # -- the mujoco_bridge node ------------------------------------------------------------------------
-def _check_overrides(text: str) -> None:
-    ParameterOverrides.from_yaml_text(text)
-
-
-def _check_velocity_limits(text: str) -> None:
-    parse_velocity_limits(text)
-
-
 SPECS = (
     Spec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E. A change takes '
          'effect on ~/reload.'),
@@ -178,9 +191,9 @@ SPECS = (
     Spec('overrides', '', 'YAML {joint_glob: {attribute: value}} of physical parameters set after every '
          '(re)compile, e.g. "rh_FFJ1: {damping: x3}" (xF scales the model value, a number sets it). Attributes: '
          'damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A change takes '
-         'effect on ~/reload.', check=_check_overrides),
+         'effect on ~/reload.', check=ParameterOverrides.from_yaml_text),
     Spec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
-         'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=_check_velocity_limits),
+         'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=parse_velocity_limits),
     Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
     Spec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
          'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
@@ -194,27 +207,6 @@ SPECS = (
          'trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty = the '
          'shipped config/constraints.yaml.', read_only=True),
 )
-
-
-def parse_velocity_limits(text: str) -> dict[str, float]:
-    """``velocity_limits`` YAML -> {joint: rad/s}. Raises ConfigError."""
-    if not text or not text.strip():
-        return {}
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'velocity_limits is not valid YAML: {" ".join(str(exc).split())}') from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f'velocity_limits must map joint names to rad/s, got {data!r}')
-    out = {}
-    for joint, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
-                or not math.isfinite(value):
-            raise ConfigError(f'velocity_limits[{joint!r}] must be a number > 0 (rad/s), got {value!r}')
-        out[str(joint)] = float(value)
-    return out
 
 
 def load_constraints(path: str | Path | None = None) -> dict:

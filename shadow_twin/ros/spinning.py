@@ -5,7 +5,7 @@
   MultiThreadedExecutor, or a node beside others in one process).
 * :func:`run_until_signal` spins an executor until SIGINT/SIGTERM and lets the
   nodes clean up over ROS before it stops.
-* :func:`result_within` waits for a future that another thread's executor completes.
+* :func:`result_within` / :func:`all_done_within` wait for futures that another thread's executor completes.
 * :func:`run_node` is the body of every console entry point: init, build the node
   (a bad configuration ends with one fatal log line and exit status 1), spin until
   a signal, shut down (exit status 0).
@@ -32,15 +32,21 @@ from shadow_twin.common.exit_codes import ExitCode
 STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
 
 
+def all_done_within(futures, timeout: float, interval: float = 0.005) -> bool:
+    """Wait up to ``timeout`` s until every future (completed by executors spinning in other
+    threads) is done; True if they all are."""
+    deadline = time.monotonic() + timeout
+    while not all(f.done() for f in futures):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
 def result_within(future, timeout: float, interval: float = 0.005):
     """The result of ``future`` (completed by an executor spinning in another thread), or None
     if it is not done within ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not future.done():
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(interval)
-    return future.result()
+    return future.result() if all_done_within([future], timeout, interval) else None
 
 
 class BackgroundSpinner:

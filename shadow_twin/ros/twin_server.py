@@ -76,7 +76,7 @@ from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer, outcome_of_status
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
-from shadow_twin.ros.spinning import BackgroundSpinner, run_node
+from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
 
 NODE_NAME = 'shadow_twin'
 #: Seconds a controller's action server may be unseen during a goal before it counts as gone.
@@ -195,11 +195,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         current = {j: actual[j][0] for j in names if j in actual} or None
         trajectory = jtc.validate_goal_msg(request.trajectory, self.joints, limits, self._now_s(),
                                            settings['allow_partial_joints_goal'], current_positions=current)
-        try:
-            defaults = jtc.default_tolerances(settings['constraints'], self.joints)
-        except ShadowTwinError as exc:
-            raise jtc.GoalRejected(jtc.INVALID_GOAL, f'constraints parameters are invalid: {exc}') from None
-        tolerances = jtc.tolerances_from_goal(defaults, request, joints=self.joints)
+        tolerances = jtc.tolerances_for_goal(settings['constraints'], request, self.joints)
         goal_split = split.split_goal(names, self.controllers, self.mode)
         for name in goal_split.groups:
             if not self.clients[name].wait_for_server(timeout_sec=settings['server_timeout']):
@@ -226,7 +222,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             sub = SubGoal(name, self.clients[name], plan.goal_split.joints_of(name))
             plan.subs.append(sub)
             sends.append((sub, sub.client.send_goal_async(self._sub_goal(request, plan.goal_split, name, start_s))))
-        _wait_all([f for _, f in sends], ANSWER_TIMEOUT)
+        all_done_within([f for _, f in sends], ANSWER_TIMEOUT)
         problems = []
         for sub, future in sends:
             if not future.done():
@@ -270,13 +266,13 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def stop(self, goal: AcceptedGoal) -> None:
         """Cancel the controller goals still running (waits for their answers)."""
-        _wait_all(self._cancel_subs(goal.plan), ANSWER_TIMEOUT)
+        all_done_within(self._cancel_subs(goal.plan), ANSWER_TIMEOUT)
 
     def cancel(self, goal: AcceptedGoal) -> str:
         """Cancel the controller goals and wait until they have ended."""
         plan: TwinPlan = goal.plan
-        _wait_all(self._cancel_subs(plan), ANSWER_TIMEOUT)
-        _wait_all([s.result_future for s in plan.subs if s.result_future is not None], ANSWER_TIMEOUT)
+        all_done_within(self._cancel_subs(plan), ANSWER_TIMEOUT)
+        all_done_within([s.result_future for s in plan.subs if s.result_future is not None], ANSWER_TIMEOUT)
         return f'goal canceled; controller goals canceled: {", ".join(plan.goal_split.groups)}'
 
     def period(self) -> float:
@@ -325,16 +321,6 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             elif now - sub.unseen_since > LOST_AFTER:
                 sub.result = split.ControllerResult(jtc.GoalOutcome.ABORTED, jtc.INVALID_GOAL,
                                                     f'action server {self.action_names[sub.name]} disappeared')
-
-
-def _wait_all(futures: list[Future], timeout: float) -> bool:
-    """Wait up to ``timeout`` s until every future is done; True if they are."""
-    deadline = time.monotonic() + timeout
-    while not all(f.done() for f in futures):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 class TwinServer(Node):
