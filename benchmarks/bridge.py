@@ -21,8 +21,18 @@ and measures from this process (a separate one, over DDS):
   same window (steady publishing, no goal), as a share of one core; and the
   CPU used meanwhile by all other processes (besides the subscriber and this
   script), since other load shows up in the jitter.
+* stalls, over the whole run (start, the subscriber process joining, the
+  goals): the longest stall of the physics loop, the largest
+  ``max_tick_lateness_ms`` (how late the latest tick of the node's window
+  started) of all ``/diagnostics`` messages, and the sim time the bridge
+  dropped (``dropped_sim_time_s`` at the end). Target: no stall above 20 ms
+  and nothing dropped. Also the largest gap between consecutive
+  ``/sim/joint_states`` as received here (this process may stall too).
 
-Usage: .venv/bin/python benchmarks/bridge.py [--seconds 10] [--trials 20] [--rates 250 1000]
+``--runs N`` starts the bridge N times per rate and prints each run and, with
+more than one, a summary. Exit status 1 when any run misses a target.
+
+Usage: .venv/bin/python benchmarks/bridge.py [--seconds 10] [--trials 20] [--rates 250 1000] [--runs 1]
 Not part of the tests. Needs rclpy and control_msgs.
 """
 
@@ -45,6 +55,8 @@ import ros_helpers  # noqa: E402  (after the path set-up)
 
 PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
 MOVED_JOINT = 'rh_FFJ3'
+#: Targets: RTF, jitter p99 (ms), goal accepted -> motion p50 (ms), longest stall (ms), dropped sim time (s).
+RTF_MIN, JITTER_P99_MAX_MS, LATENCY_P50_MAX_MS, STALL_MAX_MS, DROPPED_MAX_S = 0.99, 2.0, 20.0, 20.0, 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -90,38 +102,38 @@ def subscriber_main(topic: str, seconds: float, out: str) -> int:
     return 0
 
 
-def measure_steady(client, proc, rate: float, seconds: float, log_dir: Path) -> dict:
-    """RTF, jitter (from a separate subscriber process) and CPU over ``seconds`` (no goal)."""
-    import subprocess
+def physics_values(msg) -> dict[str, str]:
+    """The key/values of the bridge's ``<node>: physics`` status in a DiagnosticArray."""
+    status = next(s for s in msg.status if s.name.endswith(': physics'))
+    return {kv.key: kv.value for kv in status.values}
 
-    from diagnostic_msgs.msg import DiagnosticArray
-    diagnostics = client.record(DiagnosticArray, '/diagnostics')
+
+def measure_steady(client, proc, rate: float, seconds: float, log_dir: Path, diagnostics) -> dict:
+    """RTF, jitter (from a separate subscriber process) and CPU over ``seconds`` (no goal);
+    ``diagnostics``: the run's /diagnostics recorder."""
+    import subprocess
     time.sleep(1.5)                                     # let the node's window fill
     out = log_dir / f'received_{int(rate)}.npy'
     subscriber = subprocess.Popen([ros_helpers.PYTHON, __file__, '--subscriber', '/sim/joint_states',
                                    str(seconds), str(out)], cwd=REPO)
     time.sleep(1.0)                                     # its discovery
-    diagnostics.clear()
+    start = time.monotonic()
     cpu0, wall0, every0 = cpu_seconds(proc.pid), time.monotonic(), all_cpu_seconds()
     subscriber.wait(timeout=seconds + 40.0)
     cpu1, wall1, every1 = cpu_seconds(proc.pid), time.monotonic(), all_cpu_seconds()
     others = sum(every1[p] - every0.get(p, 0.0) for p in every1
                  if p not in (proc.pid, subscriber.pid, os.getpid()))
     received = np.load(out)[int(rate):]                 # skip the first second (start-up)
-    diag = [m for _, m in diagnostics.snapshot()]
-
-    def values(msg):
-        status = next(s for s in msg.status if s.name.endswith(': physics'))
-        return {kv.key: kv.value for kv in status.values}
+    diag = [m for _, m in diagnostics.since(start)]
     first, last = diag[0], diag[-1]
     stamp = lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9  # noqa: E731
-    rtf_external = ((float(values(last)['sim_time_s']) - float(values(first)['sim_time_s']))
+    rtf_external = ((float(physics_values(last)['sim_time_s']) - float(physics_values(first)['sim_time_s']))
                     / (stamp(last) - stamp(first)))
     intervals = np.diff(received)
     jitter = np.abs(intervals - 1.0 / rate) * 1e3
     return {
         'rtf': rtf_external,
-        'rtf_node': float(values(last)['real_time_factor_achieved']),
+        'rtf_node': float(physics_values(last)['real_time_factor_achieved']),
         'received_hz': (len(received) - 1) / (received[-1] - received[0]),
         'jitter_ms': percentiles(jitter, (50, 99)),
         'jitter_max_ms': float(jitter.max()),
@@ -174,20 +186,89 @@ def _resting(msg) -> bool:
     return msg is not None and max(abs(v) for v in msg.velocity) < 2e-3
 
 
-def run(rate: float, seconds: float, trials: int, client, log_dir: Path) -> dict:
-    from sensor_msgs.msg import JointState
-    states = client.record(JointState, '/sim/joint_states', depth=1000)
+def measure_stalls(states, diagnostics) -> dict:
+    """Over the whole run: the longest stall of the physics loop (largest ``max_tick_lateness_ms``
+    of the bridge's /diagnostics), the sim time it dropped (``dropped_sim_time_s`` of its last
+    message) and the largest gap between consecutive joint states received here (after the
+    first second)."""
+    ros_helpers.wait_until(lambda: diagnostics.count() > 0, 3.0)
+    count = diagnostics.count()
+    ros_helpers.wait_until(lambda: diagnostics.count() > count, 3.0)     # one after the last goal
+    diag = [physics_values(m) for _, m in diagnostics.snapshot()]
+    lateness = [float(v['max_tick_lateness_ms']) for v in diag if v.get('max_tick_lateness_ms')]
+    received = np.array([r for r, _ in states.snapshot()])
+    received = received[received >= received[0] + 1.0]
+    return {'max_stall_ms': max(lateness) if lateness else float('nan'),
+            'dropped_s': float(diag[-1]['dropped_sim_time_s']) if diag else float('nan'),
+            'max_gap_ms': float(np.diff(received).max() * 1e3) if len(received) > 1 else float('nan')}
+
+
+def run(rate: float, seconds: float, trials: int, client, log_dir: Path, tag: str, states, diagnostics) -> dict:
+    """One bridge start: all figures. ``states``, ``diagnostics``: this client's recorders of
+    /sim/joint_states and /diagnostics (cleared here)."""
+    states.clear()
+    diagnostics.clear()
+    run_dir = log_dir / f'{int(rate)}{tag}'
+    run_dir.mkdir(parents=True, exist_ok=True)
     proc = ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(PARAMS), '-p',
                                                           f'publish_rate:={rate:.1f}'],
-                                   log_dir / f'bridge_{int(rate)}.log')
+                                   run_dir / 'bridge.log')
     try:
         if not ros_helpers.wait_until(lambda: states.count() > 0, 30.0):
             raise RuntimeError(f'no joint states from the bridge:\n{proc.output()}')
-        steady = measure_steady(client, proc, rate, seconds, log_dir)
+        steady = measure_steady(client, proc, rate, seconds, run_dir, diagnostics)
         steady.update(measure_latency(client, states, trials))
+        steady.update(measure_stalls(states, diagnostics))
         return steady
     finally:
         proc.stop()
+
+
+def missed(r: dict) -> list[str]:
+    """The targets run ``r`` misses (names)."""
+    checks = {'real-time factor': r['rtf'] >= RTF_MIN, 'jitter': r['jitter_ms'][99] < JITTER_P99_MAX_MS,
+              'goal latency': r['from_accept_ms'][50] < LATENCY_P50_MAX_MS,
+              'stall': r['max_stall_ms'] <= STALL_MAX_MS, 'dropped sim time': r['dropped_s'] <= DROPPED_MAX_S}
+    return [name for name, ok in checks.items() if not ok]
+
+
+def ok_text(ok: bool) -> str:
+    return 'ok' if ok else 'MISSED'
+
+
+def print_run(rate: float, r: dict, label: str) -> None:
+    print(f'\npublish_rate {rate:g} Hz{label} ({r["messages"]} messages, received at {r["received_hz"]:.1f} Hz)')
+    print(f'  real-time factor          {r["rtf"]:.4f} (node window {r["rtf_node"]:.4f})'
+          f'   target >= {RTF_MIN}: {ok_text(r["rtf"] >= RTF_MIN)}')
+    print(f'  period jitter             p50 {r["jitter_ms"][50]:.3f} ms, p99 {r["jitter_ms"][99]:.3f} ms, '
+          f'max {r["jitter_max_ms"]:.2f} ms   target p99 < {JITTER_P99_MAX_MS:g} ms: '
+          f'{ok_text(r["jitter_ms"][99] < JITTER_P99_MAX_MS)}')
+    print(f'  goal accepted -> motion   p50 {r["from_accept_ms"][50]:.2f} ms, '
+          f'p90 {r["from_accept_ms"][90]:.2f} ms   target p50 < {LATENCY_P50_MAX_MS:g} ms: '
+          f'{ok_text(r["from_accept_ms"][50] < LATENCY_P50_MAX_MS)}')
+    print(f'  goal sent -> motion       p50 {r["from_send_ms"][50]:.2f} ms, p90 {r["from_send_ms"][90]:.2f} ms')
+    print(f'  bridge CPU                {100 * r["cpu_share"]:.1f} % of one core '
+          f'(other processes meanwhile: {r["other_cores"]:.2f} of {os.cpu_count()} cores)')
+    print(f'  longest stall             {r["max_stall_ms"]:.1f} ms (latest tick), largest receive gap here '
+          f'{r["max_gap_ms"]:.1f} ms   target <= {STALL_MAX_MS:g} ms: {ok_text(r["max_stall_ms"] <= STALL_MAX_MS)}')
+    print(f'  dropped sim time          {r["dropped_s"] * 1e3:.0f} ms   target {DROPPED_MAX_S * 1e3:g} ms: '
+          f'{ok_text(r["dropped_s"] <= DROPPED_MAX_S)}')
+
+
+def print_summary(rate: float, results: list[dict]) -> None:
+    stalls = np.array([r['max_stall_ms'] for r in results])
+    dropped = np.array([r['dropped_s'] for r in results])
+    rtf = np.array([r['rtf'] for r in results])
+    print(f'\npublish_rate {rate:g} Hz, {len(results)} runs')
+    print('  run  RTF     node RTF  longest stall  receive gap  dropped   missed')
+    for k, r in enumerate(results, 1):
+        print(f'  {k:3d}  {r["rtf"]:.4f}  {r["rtf_node"]:.4f}    {r["max_stall_ms"]:8.1f} ms  '
+              f'{r["max_gap_ms"]:8.1f} ms  {r["dropped_s"] * 1e3:5.0f} ms  {", ".join(missed(r)) or "-"}')
+    print(f'  overall: longest stall {stalls.max():.1f} ms (median of runs {np.median(stalls):.1f} ms), '
+          f'dropped {dropped.sum() * 1e3:.0f} ms in {int((dropped > 0).sum())} of {len(results)} runs, '
+          f'stall > {STALL_MAX_MS:g} ms in {int((stalls > STALL_MAX_MS).sum())} runs, '
+          f'RTF min {rtf.min():.4f} mean {rtf.mean():.4f}; '
+          f'{sum(1 for r in results if missed(r))} of {len(results)} runs missed a target')
 
 
 def main() -> int:
@@ -197,29 +278,33 @@ def main() -> int:
     parser.add_argument('--seconds', type=float, default=10.0, help='steady-state window per rate, s')
     parser.add_argument('--trials', type=int, default=20, help='goals for the latency figure')
     parser.add_argument('--rates', type=float, nargs='+', default=[250.0, 1000.0], help='publish rates, Hz')
+    parser.add_argument('--runs', type=int, default=1, help='bridge starts per rate (each one measured)')
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error('--runs must be >= 1')
     domain = ros_helpers.isolate_domain()
     client = ros_helpers.RosClient('bridge_benchmark', domain_id=domain)
     log_dir = Path(tempfile.mkdtemp(prefix='bridge_benchmark_'))
     print(f'mujoco_bridge benchmark: built-in Shadow Hand E, {os.cpu_count()} cores, ROS domain {domain}, '
-          f'window {args.seconds:g} s, {args.trials} goals; logs in {log_dir}')
+          f'window {args.seconds:g} s, {args.trials} goals, {args.runs} run(s) per rate; logs in {log_dir}')
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    states = client.record(JointState, '/sim/joint_states', depth=1000)
+    diagnostics = client.record(DiagnosticArray, '/diagnostics')
     ok = True
     try:
         for rate in args.rates:
-            r = run(rate, args.seconds, args.trials, client, log_dir)
-            print(f'\npublish_rate {rate:g} Hz ({r["messages"]} messages, received at {r["received_hz"]:.1f} Hz)')
-            print(f'  real-time factor          {r["rtf"]:.4f} (node window {r["rtf_node"]:.4f})'
-                  f'   target >= 0.99: {"ok" if r["rtf"] >= 0.99 else "MISSED"}')
-            print(f'  period jitter             p50 {r["jitter_ms"][50]:.3f} ms, p99 {r["jitter_ms"][99]:.3f} ms, '
-                  f'max {r["jitter_max_ms"]:.2f} ms   target p99 < 2 ms: '
-                  f'{"ok" if r["jitter_ms"][99] < 2.0 else "MISSED"}')
-            print(f'  goal accepted -> motion   p50 {r["from_accept_ms"][50]:.2f} ms, '
-                  f'p90 {r["from_accept_ms"][90]:.2f} ms   target p50 < 20 ms: '
-                  f'{"ok" if r["from_accept_ms"][50] < 20.0 else "MISSED"}')
-            print(f'  goal sent -> motion       p50 {r["from_send_ms"][50]:.2f} ms, p90 {r["from_send_ms"][90]:.2f} ms')
-            print(f'  bridge CPU                {100 * r["cpu_share"]:.1f} % of one core '
-                  f'(other processes meanwhile: {r["other_cores"]:.2f} of {os.cpu_count()} cores)')
-            ok &= r['rtf'] >= 0.99 and r['jitter_ms'][99] < 2.0 and r['from_accept_ms'][50] < 20.0
+            results = []
+            for k in range(args.runs):
+                label = f', run {k + 1} of {args.runs}' if args.runs > 1 else ''
+                r = run(rate, args.seconds, args.trials, client, log_dir, f'_run{k + 1}' if args.runs > 1 else '',
+                        states, diagnostics)
+                results.append(r)
+                print_run(rate, r, label)
+                sys.stdout.flush()
+                ok &= not missed(r)
+            if args.runs > 1:
+                print_summary(rate, results)
     finally:
         client.close()
     return 0 if ok else 1

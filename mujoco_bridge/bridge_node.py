@@ -5,14 +5,19 @@
   logged), then publishes ``sensor_msgs/JointState`` on ``joint_states_topic``
   at ``publish_rate``, stamped with the ROS time the state refers to (with
   ``publish_clock``: the sim time, also published on ``/clock``).
-* The achieved real-time factor is measured over a sliding window, logged
-  every ``rtf_log_period`` s and published on ``/diagnostics``.
+* The achieved real-time factor (sim time advanced per wall second: a dropped
+  lag counts as sim time lost), the latest tick's lateness and the dropped sim
+  time are measured over a sliding window, logged every ``rtf_log_period`` s
+  and published on ``/diagnostics`` (with the sim time dropped since start).
 * ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
   simulated joint trajectory controller (see ``trajectory_server``).
 * Services: ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
-  state by joint name; on failure answer success false with MuJoCo's text and
-  keep the old model running), ``~/reset`` (std_srvs/Trigger: back to
-  keyframe 0 / qpos0) and ``~/pause`` (std_srvs/SetBool).
+  state by joint name; the compile runs in a background thread, so stepping goes
+  on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
+  refused before parsing; on failure answer success false with the reason
+  (MuJoCo's text), keep the old model running and set ``model_path`` back to
+  it), ``~/reset`` (std_srvs/Trigger: back to keyframe 0 / qpos0) and
+  ``~/pause`` (std_srvs/SetBool).
 
 Run a second instance as mock hardware with another name and parameter file:
 ``mujoco_bridge --ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
@@ -37,14 +42,15 @@ from std_srvs.srv import SetBool, Trigger
 
 from mujoco_bridge.timing import RateMeter, SimClock
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
-from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path
-from shadow_twin.common.stamps import from_nanoseconds, to_seconds
+from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.ros import parameters as params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
 from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
 
 NODE_NAME = 'mujoco_bridge'
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
@@ -75,6 +81,11 @@ class MujocoBridge(Node):
         self._warn_unknown_constraints()
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(self._after_set)
+        self._running_model_path = p('model_path')     # model_path of the model that runs
+        self._restoring_model_path = False
+        self._builds = BackgroundBuild('model_reload', on_late=self._late_build)
+        self._reload_idle = threading.Event()     # cleared while ~/reload runs (shutdown waits for it)
+        self._reload_idle.set()
 
         self.clock = SimClock(p('real_time_factor'))
         self.meter = RateMeter(window=p('rtf_log_period'))
@@ -158,7 +169,7 @@ class MujocoBridge(Node):
             if param.name == 'real_time_factor':
                 self._anchor(real_time_factor=float(param.value))
                 self.get_logger().info(f'real-time factor set to {param.value:g}')
-            elif param.name in ('model_path', 'overrides', 'gains_file'):
+            elif param.name in ('model_path', 'overrides', 'gains_file') and not self._restoring_model_path:
                 self.get_logger().info(f'{param.name} set to {param.value!r}; takes effect on ~/reload')
 
     # -- time -------------------------------------------------------------------------------------
@@ -196,25 +207,32 @@ class MujocoBridge(Node):
             self.viewer.start()
 
     def _loop(self) -> None:
-        """Tick at ``publish_rate`` on a fixed schedule of monotonic times."""
+        """Tick at ``publish_rate`` on a fixed schedule of monotonic times; each tick knows how
+        late it started (the oversleep, or how long the previous tick overran)."""
         next_tick = time.monotonic()
         while not self._stop.is_set():
             period = 1.0 / self._settings['publish_rate']
             next_tick += period
-            delay = next_tick - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -period:      # fell behind by more than a period: do not burst
-                next_tick = time.monotonic()
+            now = time.monotonic()
+            if next_tick > now:
+                time.sleep(next_tick - now)
+                lateness = time.monotonic() - next_tick
+            else:
+                lateness = now - next_tick
+                if lateness > self._settings['max_catch_up']:   # too far behind: restart the schedule now
+                    next_tick = now
+                # else the ticks that are due run back to back, each stepping to its own
+                # scheduled time: a short stall (the GIL busy elsewhere) loses no state
             try:
-                self._tick(next_tick)
+                self._tick(next_tick, lateness)
             except Exception as exc:  # keep stepping; a bug is logged, not fatal
                 if not self.context.ok():   # ROS is shutting down (Ctrl-C, SIGTERM)
                     return
                 self.get_logger().error(f'stepping failed: {exc!r}', throttle_duration_sec=5.0)
 
-    def _tick(self, scheduled: float) -> None:
-        """Step to the sim time of the ``scheduled`` tick (monotonic s) and publish.
+    def _tick(self, scheduled: float, lateness: float = 0.0) -> None:
+        """Step to the sim time of the ``scheduled`` tick (monotonic s) and publish; the tick
+        started ``lateness`` s after its schedule (recorded by the rate meter).
 
         Stepping to the scheduled rather than the actual wake-up time gives every
         tick the same number of physics steps (2 at 250 Hz with a 2 ms timestep),
@@ -223,15 +241,16 @@ class MujocoBridge(Node):
         stamps strictly increase; above it, states repeat by design.
         """
         sim = self.sim
-        stepped = 0
+        stepped, dropped = 0, 0.0
         if not sim.paused:
             max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
             steps = sim.steps_until(self.clock.target(scheduled))
             stepped = sim.step(min(steps, max_steps))
             if steps > max_steps:
-                self._drop_lag(steps * sim.dt, (steps - max_steps) * sim.dt)
+                dropped = (steps - max_steps) * sim.dt
+                self._drop_lag(steps * sim.dt, dropped, scheduled)
         state = sim.joint_state()
-        self.meter.tick(scheduled, state.sim_time)
+        self.meter.tick(scheduled, state.sim_time, lateness, dropped)
         if stepped == 0 and not sim.paused and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9:
             return
         msg = self._msg
@@ -246,16 +265,19 @@ class MujocoBridge(Node):
             self._clock_msg.clock = time_msg(state.sim_time)
             self.clock_pub.publish(self._clock_msg)
 
-    def _drop_lag(self, lag_s: float, dropped_s: float) -> None:
-        """Sim time fell ``lag_s`` behind; ``max_catch_up`` of it was stepped, ``dropped_s`` is given up."""
+    def _drop_lag(self, lag_s: float, dropped_s: float, scheduled: float) -> None:
+        """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
+        of it was stepped, ``dropped_s`` is given up: the clock is re-anchored so that the sim
+        time reached belongs to that tick (the rate meter is not reset: the loss shows in its
+        real-time factor, see :class:`RateMeter`)."""
         self._dropped_s += dropped_s
-        self._anchor()
         now = time.monotonic()
+        self.clock.anchor(scheduled, self._ros_now_ns() - to_nanoseconds(now - scheduled), self.sim.time)
         if now - self._last_drop_log > 5.0:
             self._last_drop_log = now
             self.get_logger().warning(
-                f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (CPU starved?); caught up '
-                f'max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
+                f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (a stall or CPU starved); '
+                f'caught up max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
                 f'({self._dropped_s:.3f} s dropped since start)')
 
     # -- rates and diagnostics -----------------------------------------------------------------
@@ -267,10 +289,13 @@ class MujocoBridge(Node):
             self.get_logger().info(
                 f'sim time {self.sim.time:.3f} s: real-time factor {report.real_time_factor:.3f} '
                 f'(target {self.clock.real_time_factor:g}) over the last {report.window:.1f} s; '
-                f'joint states at {report.rate:.1f} Hz')
+                f'joint states at {report.rate:.1f} Hz; latest tick {report.max_lateness * 1e3:.1f} ms late; '
+                f'dropped {report.dropped * 1e3:.0f} ms of sim time ({self._dropped_s:.3f} s since start)')
 
     def diagnostic_status(self) -> DiagnosticStatus:
-        """Status of the physics loop: level by achieved vs target real-time factor."""
+        """Status of the physics loop: level by achieved vs target real-time factor over the
+        window (sim time dropped after a stall counts as not advanced), at least WARN when sim
+        time was dropped in the window; values also give the worst tick lateness of the window."""
         report = self.meter.report()
         target = self.clock.real_time_factor
         status = DiagnosticStatus(name=f'{self.get_name()}: physics', hardware_id=str(self.sim.path))
@@ -283,12 +308,18 @@ class MujocoBridge(Node):
             status.level = (DiagnosticStatus.OK if ratio >= RTF_WARN else
                             DiagnosticStatus.WARN if ratio >= RTF_ERROR else DiagnosticStatus.ERROR)
             status.message = f'real-time factor {report.real_time_factor:.3f} (target {target:g})'
+            if report.dropped > 0:
+                status.level = max(status.level, DiagnosticStatus.WARN)
+                status.message += (f'; dropped {report.dropped * 1e3:.0f} ms of sim time in the last '
+                                   f'{report.window:.1f} s (a tick {report.max_lateness * 1e3:.0f} ms late)')
         values = {
             'real_time_factor_target': f'{target:g}',
             'real_time_factor_achieved': '' if report is None else f'{report.real_time_factor:.4f}',
             'publish_rate_target_hz': f'{self._settings["publish_rate"]:g}',
             'publish_rate_achieved_hz': '' if report is None else f'{report.rate:.1f}',
             'window_s': '' if report is None else f'{report.window:.2f}',
+            'max_tick_lateness_ms': '' if report is None else f'{report.max_lateness * 1e3:.2f}',
+            'dropped_sim_time_window_s': '' if report is None else f'{report.dropped:.4f}',
             'sim_time_s': f'{self.sim.time:.4f}',
             'dropped_sim_time_s': f'{self._dropped_s:.4f}',
             'paused': str(self.sim.paused).lower(),
@@ -306,20 +337,76 @@ class MujocoBridge(Node):
 
     # -- services ---------------------------------------------------------------------------------
     def _on_reload(self, request, response):
-        path = self._model_path()
+        """Build the new model in a background thread (``BackgroundBuild``; stepping goes on), wait
+        for it at most ``reload_timeout`` s or until shutdown, then swap it in under the sim lock.
+        Any failure answers false, keeps the previous model and sets ``model_path`` back to it."""
+        self._reload_idle.clear()
+        try:
+            return self._reload(response)
+        finally:
+            self._reload_idle.set()
+
+    def _reload(self, response):
+        raw_path = self._param('model_path')
+        path = raw_path or builtin_model_path()
+        timeout = float(self._param('reload_timeout'))
         try:
             overrides = ParameterOverrides.from_yaml_text(self._param('overrides'))
-            report = self.sim.reload(path if path is not None else builtin_model_path(), overrides=overrides,
-                                     gains=self._gains_file())
-        except ShadowTwinError as exc:
-            response.success, response.message = False, str(exc)
-            self.get_logger().error(f'reload failed, the previous model keeps running: {exc}')
+            gains, max_bytes = self._gains_file(), int(self._param('reload_max_bytes'))
+            prepared = self._builds.run(
+                lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes),
+                timeout, cancel=self._stop, label=f'compiling {path}')
+            report = self.sim.apply_reload(prepared)
+        except BuildBusy as exc:
+            return self._reload_failed(response, f'a reload is still running ({exc.label}, started '
+                                                 f'{exc.elapsed:.1f} s ago); try again when it ends')
+        except BuildTimeout:
+            return self._reload_failed(response, f'compiling {path} took longer than reload_timeout {timeout:g} s '
+                                                 f'(it is abandoned, its result will be discarded)')
+        except BuildCancelled:
+            response.success, response.message = False, f'shutting down: compiling {path} abandoned'
+            self.get_logger().warning(f'reload: {response.message}')
             return response
+        except ModelTooLarge as exc:
+            return self._reload_failed(response, f'{exc} (reload_max_bytes)')
+        except ShadowTwinError as exc:
+            return self._reload_failed(response, str(exc))
+        self._running_model_path = raw_path
         params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._settings = self._read_settings()
         response.success, response.message = True, report.summary()
         self.get_logger().info(response.message)
         return response
+
+    def _reload_failed(self, response, reason: str):
+        """Answer a failed reload with ``reason``, log it and set ``model_path`` back to the running model."""
+        response.success = False
+        response.message = f'{reason}; the previous model keeps running'
+        self.get_logger().error(f'reload failed: {response.message}')
+        self._restore_model_path()
+        return response
+
+    def _restore_model_path(self) -> None:
+        """Set ``model_path`` back to the value the running model was loaded with ('' for the
+        built-in model when it was ''), without the "takes effect on ~/reload" log line."""
+        current, running = self._param('model_path'), self._running_model_path
+        if current == running:
+            return
+        self._restoring_model_path = True
+        try:
+            result = self.set_parameters([Parameter('model_path', value=running)])[0]
+        finally:
+            self._restoring_model_path = False
+        if result.successful:
+            self.get_logger().warning(f'model_path set back from {current!r} to {running!r}, the model that runs')
+        else:
+            self.get_logger().error(f'could not set model_path back to {running!r}: {result.reason}')
+
+    def _late_build(self, label: str, seconds: float, error: BaseException | None) -> None:
+        """An abandoned reload build ended (in its thread): say so; its result is discarded."""
+        if not self._stop.is_set():
+            self.get_logger().info(f'{label} ended after {seconds:.1f} s '
+                                   f'({"failed: " + str(error) if error else "succeeded"}), too late: discarded')
 
     def _on_reset(self, request, response):
         self.jtc.stop_active('simulation reset')     # first: the goal ends with this reason
@@ -346,8 +433,10 @@ class MujocoBridge(Node):
 
     # -- shutdown ----------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Stop stepping and the viewer, abort a running goal."""
+        """Stop stepping and the viewer, abort a running goal, stop waiting for a reload's compile
+        (its daemon thread is abandoned: process exit does not wait for it)."""
         self._stop.set()
+        self._reload_idle.wait(1.0)     # a reload waiting for its compile answers first (within 50 ms)
         if self._loop_thread.is_alive():
             self._loop_thread.join(timeout=2.0)
         if self.viewer is not None:

@@ -77,18 +77,30 @@ class SimClock:
 class RateReport:
     """What a :class:`RateMeter` measured over its window.
 
-    real_time_factor: sim s per wall s; rate: ticks per wall s (Hz);
-    window: wall s covered; ticks: ticks in the window.
+    real_time_factor: sim s advanced per wall s (sim time dropped after a stall is
+    sim time that did not advance, so a stall lowers it); rate: ticks per wall s (Hz);
+    window: wall s covered; ticks: ticks in the window; max_lateness: the latest tick
+    of the window, s after its scheduled time; dropped: sim s dropped in the window.
     """
 
     real_time_factor: float
     rate: float
     window: float
     ticks: int
+    max_lateness: float = 0.0
+    dropped: float = 0.0
 
 
 class RateMeter:
-    """Achieved real-time factor and tick rate over a sliding wall-clock window.
+    """Achieved real-time factor, tick rate, worst tick lateness and dropped sim time over a
+    sliding wall-clock window.
+
+    Each tick is recorded at its scheduled monotonic time with the sim time reached. A
+    stall shows twice: the ticks after it are late (``lateness``), and when the lag was
+    too large to catch up (``dropped`` sim time given up) the sim time advanced over the
+    window falls short of the wall time, so the real-time factor drops below target.
+    Only :meth:`reset` (pause, new target factor) forgets: a re-anchor after a drop must
+    not, or the window would restart after the stall and read 1.0 again.
 
     Args:
         window: seconds of wall time to average over (> 0).
@@ -98,7 +110,8 @@ class RateMeter:
         if not window > 0:
             raise ValueError(f'window must be > 0, got {window}')
         self.window = float(window)
-        self._samples: collections.deque[tuple[float, float]] = collections.deque()
+        # (mono, sim_time, lateness, dropped) per tick
+        self._samples: collections.deque[tuple[float, float, float, float]] = collections.deque()
         self._lock = threading.Lock()
 
     def reset(self) -> None:
@@ -106,21 +119,26 @@ class RateMeter:
         with self._lock:
             self._samples.clear()
 
-    def tick(self, mono: float, sim_time: float) -> None:
-        """Record one loop iteration at monotonic ``mono`` (s) with the sim at ``sim_time`` (s)."""
+    def tick(self, mono: float, sim_time: float, lateness: float = 0.0, dropped: float = 0.0) -> None:
+        """Record one loop iteration scheduled at monotonic ``mono`` (s) with the sim at
+        ``sim_time`` (s), that started ``lateness`` s after its schedule and gave up
+        ``dropped`` s of sim time (a lag beyond the catch-up limit)."""
         with self._lock:
-            self._samples.append((float(mono), float(sim_time)))
+            self._samples.append((float(mono), float(sim_time), max(0.0, float(lateness)), float(dropped)))
             while len(self._samples) > 2 and mono - self._samples[0][0] > self.window:
                 self._samples.popleft()
 
     def report(self) -> RateReport | None:
-        """The measurement, or None with fewer than two samples."""
+        """The measurement, or None with fewer than two samples. Lateness and drops count
+        from the ticks after the window's first one (the span the rates cover)."""
         with self._lock:
             if len(self._samples) < 2:
                 return None
-            (m0, s0), (m1, s1) = self._samples[0], self._samples[-1]
+            (m0, s0, _, _), (m1, s1, _, _) = self._samples[0], self._samples[-1]
             ticks = len(self._samples) - 1
+            later = list(self._samples)[1:]
         span = m1 - m0
         if span <= 0:
             return None
-        return RateReport((s1 - s0) / span, ticks / span, span, ticks)
+        return RateReport((s1 - s0) / span, ticks / span, span, ticks,
+                          max(lat for _, _, lat, _ in later), sum(drop for _, _, _, drop in later))

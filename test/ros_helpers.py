@@ -1,7 +1,7 @@
 """Helpers for tests that talk to real ROS 2 processes over DDS.
 
 * :func:`isolate_domain` gives the test run its own ``ROS_DOMAIN_ID`` (from the
-  pid, 1..100) and keeps discovery on this host; call it before ``rclpy.init``
+  pid, 1..100), keeps discovery on this host and Fast DDS on UDP; call it before ``rclpy.init``
   (it sets ``os.environ``, which child processes inherit).
 * :class:`NodeProcess` runs a node as a child process (``python -m MODULE
   --ros-args ...``) with its output in a log file, and stops it (SIGINT, then
@@ -31,6 +31,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
 from shadow_twin.ros.action_client import LockedActionClient
+from shadow_twin.ros.dds import use_udp_transport
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = str(REPO / '.venv' / 'bin' / 'python') if (REPO / '.venv' / 'bin' / 'python').exists() else sys.executable
@@ -50,6 +51,9 @@ def isolate_domain(domain_id: int | None = None) -> int:
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    # as the nodes do: Fast DDS over UDP only, so that this process cannot stall ~333 ms when
+    # another joins (shadow_twin.ros.dds); children inherit it
+    use_udp_transport()
     return domain
 
 

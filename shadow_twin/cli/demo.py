@@ -26,8 +26,6 @@ import argparse
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +39,7 @@ from shadow_twin.calibration.job import RecordingSource, recorded_mse
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.plan import holdout_names
 from shadow_twin.calibration.report import figure_png
+from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
@@ -48,6 +47,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import load_waypoint_yaml
 from shadow_twin.plots.bag_plots import plot_bag
 from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
+from shadow_twin.ros.dds import use_udp_transport
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
 SETTLE = 3.0
@@ -69,34 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Processes:
-    """Child processes with logs, stopped with SIGINT (then SIGKILL)."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.procs: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, command: list[str]) -> None:
-        log = open(self.log_dir / f'{name}.log', 'w')
-        self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
-        log.close()
+class Processes(ChildProcesses):
+    """The demo's child processes, logged to files; :meth:`check` raises if one has ended."""
 
     def check(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                tail = (self.log_dir / f'{name}.log').read_text()[-1500:]
-                raise ShadowTwinError(f'{name} exited with status {proc.returncode}:\n{tail}')
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        """Raise ShadowTwinError naming a child that has ended, with the end of its log."""
+        ended = self.exited()
+        if ended is not None:
+            name, status = ended
+            raise ShadowTwinError(f'{name} exited with status {status}:\n{self.log_tail(name)}')
 
 
 def live_error(bag: Path) -> dict:
@@ -193,6 +174,7 @@ def run(args) -> int:
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    use_udp_transport()     # this process too (its recorder and client): no shared-memory stalls
     print(f'shadow-twin demo: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
     processes = Processes(out / 'logs')
     python = sys.executable

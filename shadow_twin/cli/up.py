@@ -1,15 +1,19 @@
-"""``shadow-twin up``: the live twin in one process.
+"""``shadow-twin up``: the live twin, one process per node.
 
-Starts, on one MultiThreadedExecutor, the ``mujoco_bridge`` node (the sim,
-``config/mujoco_bridge.yaml``), with ``--mock-hardware`` a second bridge named
-``mock_hardware`` standing in for the robot (``config/mock_hardware.yaml``),
-the ``shadow_twin`` trajectory action server (``config/twin.yaml`` or
-``--config``), and the ``twin_monitor`` (sim vs real on ``/twin/joint_error`` and
-``/diagnostics``, ``config/twin_monitor.yaml`` or ``--monitor-config``; it spins on
-its own single-threaded executor thread, so that its two 250 Hz subscriptions do
-not load the shared executor). Parameters come from the same YAML files as the
-separate executables: they are passed as ``--params-file`` ROS arguments and each
-node picks the section of its name. Further ROS arguments may follow ``--ros-args``.
+Starts the ``mujoco_bridge`` node (the sim, ``config/mujoco_bridge.yaml``), with
+``--mock-hardware`` a second bridge named ``mock_hardware`` standing in for the robot
+(``config/mock_hardware.yaml``), the ``shadow_twin`` trajectory action server
+(``config/twin.yaml`` or ``--config``) and the ``twin_monitor`` (sim vs real on
+``/twin/joint_error`` and ``/diagnostics``, ``config/twin_monitor.yaml`` or
+``--monitor-config``), each as its own process, as ``ros2 launch shadow_twin
+twin.launch.py`` does: in one Python process the nodes shared one GIL, and a busy
+action server (a preemption storm, a 10,000-point goal) held the physics threads off
+their 250 Hz (issue 9). The children's output is this command's; further ROS
+arguments may follow ``--ros-args`` (given to every node).
+
+A node that exits stops the others; Ctrl-C / SIGTERM stops the twin server first (it
+cancels its controller goals while the bridges still run), then the monitor and the
+bridges.
 
 Usage::
 
@@ -17,34 +21,25 @@ Usage::
                    [--bridge-config FILE] [--mock-config FILE] [--monitor-config FILE]
                    [--ros-args ...]
 
-Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start, 2 on bad arguments.
+Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
-import rclpy
-from rclpy.executors import MultiThreadedExecutor
-from rclpy.logging import get_logger
-from rclpy.parameter import Parameter
-from rclpy.signals import SignalHandlerOptions
-
-from mujoco_bridge.bridge_node import MujocoBridge
+from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
-from shadow_twin.ros.spinning import run_until_signal
-from shadow_twin.ros.twin_monitor import TwinMonitor
-from shadow_twin.ros.twin_server import TwinServer
-
-EXECUTOR_THREADS = 8
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='shadow-twin up', description='Start the sim bridge, optional mock '
-                                     'hardware, the twin trajectory server and the twin monitor in one process.')
+                                     'hardware, the twin trajectory server and the twin monitor, one process each.')
     parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge')
     parser.add_argument('--config', type=Path, default=None, help='twin parameters (default config/twin.yaml)')
     parser.add_argument('--mode', choices=('sim', 'real', 'both'), default=None,
@@ -58,19 +53,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def ros_arguments(args: argparse.Namespace, extra: list[str]) -> list[str]:
-    """The ``rclpy.init`` arguments: one ``--params-file`` per YAML file, then ``extra``."""
-    files = [args.bridge_config or config_path('mujoco_bridge.yaml')]
+def node_commands(args: argparse.Namespace, extra: list[str]) -> dict[str, list[str]]:
+    """{node name: command line} of the nodes to start, in start order.
+
+    Raises FileNotFoundError for a parameter file that does not exist."""
+    python = sys.executable
+
+    def command(module: str, params: Path, *ros_args: str) -> list[str]:
+        if not Path(params).is_file():
+            raise FileNotFoundError(f'parameter file {params} does not exist')
+        return [python, '-m', module, '--ros-args', *ros_args, '--params-file', str(params), *extra]
+    out = {'mujoco_bridge': command('mujoco_bridge.main', args.bridge_config or config_path('mujoco_bridge.yaml'))}
     if args.mock_hardware:
-        files.append(args.mock_config or config_path('mock_hardware.yaml'))
-    files.append(args.config or config_path('twin.yaml'))
-    files.append(args.monitor_config or config_path('twin_monitor.yaml'))
-    out = ['shadow-twin-up', '--ros-args']
-    for f in files:
-        if not Path(f).is_file():
-            raise FileNotFoundError(f'parameter file {f} does not exist')
-        out += ['--params-file', str(f)]
-    return out + extra
+        out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
+                                       '-r', '__node:=mock_hardware')
+    mode = ['-p', f'mode:={args.mode}'] if args.mode else []
+    out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path('twin.yaml'), *mode)
+    out['twin_monitor'] = command('shadow_twin.ros.twin_monitor',
+                                  args.monitor_config or config_path('twin_monitor.yaml'))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,54 +81,36 @@ def main(argv: list[str] | None = None) -> int:
     if '--ros-args' in argv:
         k = argv.index('--ros-args')
         argv, extra = argv[:k], argv[k + 1:]
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        init_args = ros_arguments(args, extra)
+        commands = node_commands(args, extra)
     except FileNotFoundError as exc:
         print(f'shadow-twin up: {exc}', file=sys.stderr)
         return ExitCode.BAD_INPUT
 
-    rclpy.init(args=init_args, signal_handler_options=SignalHandlerOptions.NO)
-    log = get_logger('shadow_twin_up')
-    nodes = []
+    stop = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    children = ChildProcesses()
     try:
-        nodes.append(MujocoBridge())
-        if args.mock_hardware:
-            nodes.append(MujocoBridge('mock_hardware'))
-        overrides = [Parameter('mode', value=args.mode)] if args.mode else []
-        nodes.append(TwinServer(parameter_overrides=overrides))
-        nodes.append(TwinMonitor())
-    except Exception as exc:
-        log.fatal(f'cannot start: {" ".join(str(exc).split())}')
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
-        return ExitCode.FAILED
-    executor = MultiThreadedExecutor(num_threads=EXECUTOR_THREADS)
-    for node in nodes:
-        if isinstance(node, TwinMonitor):
-            node.start()            # its own single-threaded executor
-            continue
-        executor.add_node(node)
-        if isinstance(node, MujocoBridge):
-            node.start()
-    log.info(f'up: {", ".join(n.get_name() for n in nodes)}')
-
-    def stop() -> None:
-        # the twin first (it cancels its controller goals while the bridges still run)
-        log.info('shutting down')
-        for node in reversed(nodes):
-            try:
-                node.shutdown()
-            except Exception as exc:  # keep shutting the others down
-                log.error(f'{node.get_name()} shutdown failed: {exc!r}')
-    try:
-        run_until_signal(executor, stop)
+        for name, command in commands.items():
+            children.start(name, command)
+        print(f'[shadow-twin up] started: {", ".join(f"{n} (pid {p.pid})" for n, p in children.procs.items())}',
+              flush=True)
+        ended = children.wait_any(stop.is_set)
     finally:
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        # the twin first: it cancels its controller goals while the bridges still run
+        statuses = children.stop(order=['shadow_twin', 'twin_monitor'])
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if ended is not None:
+        name, status = ended
+        print(f'[shadow-twin up] {name} exited with status {status}; stopped the others', file=sys.stderr,
+              flush=True)
+        return ExitCode.OK if status == 0 else ExitCode.FAILED
+    failed = {n: s for n, s in statuses.items() if s != 0}
+    if failed:
+        print(f'[shadow-twin up] nodes ended with errors: {failed}', file=sys.stderr, flush=True)
+        return ExitCode.FAILED
     return ExitCode.OK
 
 

@@ -14,6 +14,10 @@ class ModelError(ShadowTwinError):
     """An MJCF model is missing, does not compile, or lacks a named element."""
 
 
+class ModelTooLarge(ModelError):
+    """An MJCF model (with its includes) holds more bytes than the limit it was loaded with."""
+
+
 class RecordingError(ShadowTwinError):
     """A bag is missing, unreadable, or its joint states are unusable."""
 

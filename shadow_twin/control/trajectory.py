@@ -196,32 +196,35 @@ def validate_arrays(joint_names, times, positions, velocities=None, acceleration
 
 
 def _sample(times, pos, vel, acc, t, interpolation):
-    """Vectorised piecewise interpolation; returns (N, J) pos, vel, acc."""
+    """Vectorised piecewise interpolation; returns (N, J) pos, vel, acc.
+
+    Cost O(N (log K + J)) for N times on K points: only the N segments used are read
+    (missing velocities/accelerations are zeros of those segments, not of all K points),
+    so a long goal costs the live loop no more per step than a short one."""
     n_joints = pos.shape[1]
-    if vel is None:
-        vel = np.zeros_like(pos)
-    if acc is None:
-        acc = np.zeros_like(pos)
-    t_clamped = np.clip(t, times[0], times[-1])
-    seg = np.clip(np.searchsorted(times, t_clamped, side='right') - 1, 0, max(len(times) - 2, 0))
     if len(times) == 1:
         out_p = np.repeat(pos[:1], t.size, axis=0)
         return out_p, np.zeros((t.size, n_joints)), np.zeros((t.size, n_joints))
+    t_clamped = np.clip(t, times[0], times[-1])
+    seg = np.clip(np.searchsorted(times, t_clamped, side='right') - 1, 0, len(times) - 2)
     h = (times[seg + 1] - times[seg])[:, None]
     s = (t_clamped - times[seg])[:, None]
     p0, p1 = pos[seg], pos[seg + 1]
+
+    def at(arr, index):
+        return np.zeros_like(p0) if arr is None else arr[index]
     if interpolation == 'linear':
         slope = (p1 - p0) / h
         out_p, out_v, out_a = p0 + slope * s, slope, np.zeros_like(p0)
     elif interpolation == 'cubic':
-        v0, v1 = vel[seg], vel[seg + 1]
+        v0, v1 = at(vel, seg), at(vel, seg + 1)
         a2 = (3 * (p1 - p0) - (2 * v0 + v1) * h) / h**2
         a3 = (2 * (p0 - p1) + (v0 + v1) * h) / h**3
         out_p = p0 + v0 * s + a2 * s**2 + a3 * s**3
         out_v = v0 + 2 * a2 * s + 3 * a3 * s**2
         out_a = 2 * a2 + 6 * a3 * s
     else:  # quintic
-        v0, v1, ac0, ac1 = vel[seg], vel[seg + 1], acc[seg], acc[seg + 1]
+        v0, v1, ac0, ac1 = at(vel, seg), at(vel, seg + 1), at(acc, seg), at(acc, seg + 1)
         c3 = (20 * (p1 - p0) - (8 * v1 + 12 * v0) * h - (3 * ac0 - ac1) * h**2) / (2 * h**3)
         c4 = (30 * (p0 - p1) + (14 * v1 + 16 * v0) * h + (3 * ac0 - 2 * ac1) * h**2) / (2 * h**4)
         c5 = (12 * (p1 - p0) - 6 * (v1 + v0) * h - (ac0 - ac1) * h**2) / (2 * h**5)

@@ -6,11 +6,14 @@
   matching controller wins) and to the sim (which gets every joint).
 * :func:`pick` / :func:`filter_tolerances`: per-controller slices of point
   fields and JointTolerance lists (duck-typed, no message types needed).
-* :func:`start_stamp`: the one stamped start time all controllers get.
+* :func:`start_stamp`: the one stamped start time all controllers get;
+  :func:`acceptance_deadline`: when they must all have accepted it.
 * :class:`DesiredSampler`: the desired state of a goal at a given time, as the
   JTC interpolates it (from the state at acceptance to the first point).
 * :func:`state_arrays`: actual state in goal joint order (sim minus real per
   joint is ``shadow_twin.monitoring.joint_error.joint_error``, published by the twin monitor).
+* :func:`oldest_state`: the liveness rule, how old a controller's newest data for
+  its joints is (a controller is gone when that exceeds ``joint_state_timeout``).
 * :class:`ControllerResult` / :func:`decide`: the twin's verdict from its own
   tolerance check and how the controller goals it started ended.
 
@@ -159,6 +162,14 @@ def start_stamp(goal_stamp_s: float, now_s: float, lead_s: float) -> float:
     return goal_stamp_s
 
 
+def acceptance_deadline(start_s: float, now_s: float, lead_s: float, margin_s: float, longest_s: float) -> float:
+    """The time (s, the clock of ``now_s``) by which every controller must have accepted its
+    part of a goal starting at ``start_s``: ``margin_s`` before the start, so that cancels
+    still reach the controllers before anything moves; for a start less than ``lead_s``
+    ahead (a stamped goal sent late) ``now + lead - margin``; at most ``longest_s`` from now."""
+    return min(max(start_s, now_s + lead_s) - margin_s, now_s + longest_s)
+
+
 class DesiredSampler:
     """Desired state of a goal trajectory over time.
 
@@ -198,15 +209,36 @@ def state_arrays(joint_names: Sequence[str], state: Mapping[str, tuple[float, fl
     return pos, vel
 
 
+def oldest_state(received: Mapping[str, float], joints: Sequence[str], now: float) -> tuple[str, float]:
+    """The joint of ``joints`` whose last state arrived longest ago, and how long ago (s).
+
+    Args:
+        received: {joint: monotonic time its last state arrived, s}.
+        joints: the joints a controller drives in a goal (non-empty).
+        now: monotonic time, s.
+    Returns:
+        (joint, age s); age is ``inf`` for a joint never received.
+    Raises:
+        ValueError: ``joints`` is empty.
+    """
+    if not joints:
+        raise ValueError('oldest_state needs at least one joint')
+    ages = [(now - received[j]) if j in received else math.inf for j in joints]
+    k = int(np.argmax(ages))
+    return joints[k], float(ages[k])
+
+
 @dataclass(frozen=True)
 class ControllerResult:
-    """How a controller goal ended: its outcome (SUCCEEDED, ABORTED or CANCELED; a
-    controller whose action server disappeared counts as ABORTED, with a message
-    saying so) and the code and message of its Result."""
+    """How a controller goal ended: its outcome (SUCCEEDED, ABORTED or CANCELED) and
+    the code and message of its Result; ``gone`` when the twin gave up on the
+    controller (its joint states stopped or its action server stopped answering):
+    ABORTED, and the message says why."""
 
     outcome: jtc.GoalOutcome
     code: int = jtc.SUCCESSFUL
     message: str = ''
+    gone: bool = False
 
 
 def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerResult | None]) -> jtc.Verdict:
@@ -217,11 +249,14 @@ def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerRe
         reached: the twin's check has succeeded at some point after the end.
         results: {controller: ControllerResult, or None while its goal runs}.
     Returns:
-        A controller goal that ended other than succeeded aborts (with its code,
+        A controller that is gone aborts with its message (INVALID_GOAL); a
+        controller goal that ended other than succeeded aborts (with its code,
         INVALID_GOAL if it had none); a failed own check aborts; success needs
         ``reached`` and every controller succeeded; else running.
     """
     for name, result in results.items():
+        if result is not None and result.gone:
+            return jtc.Verdict.aborted(result.message)
         if result is not None and result.outcome is not jtc.GoalOutcome.SUCCEEDED:
             code = result.code if result.code != jtc.SUCCESSFUL else jtc.INVALID_GOAL
             text = f'{name} controller goal {result.outcome.value}'

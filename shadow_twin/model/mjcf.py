@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
-from xml.etree import ElementTree
 
 import mujoco
 import numpy as np
 
-from shadow_twin.common.errors import ModelError
+from shadow_twin.common.errors import ModelError, ModelTooLarge
 from shadow_twin.common.files import write_text_atomic
 
 JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
@@ -57,7 +56,41 @@ class ParameterTarget:
         return f'{self.name}.{self.attribute}'
 
 
-def _include_stubs(path: Path) -> dict[str, bytes]:
+#: ``file`` attribute of an ``<include`` element, matched at the element's start.
+_INCLUDE_FILE = re.compile(rb'<include\b[^>]*?\bfile\s*=\s*(["\'])(.*?)\1', re.S)
+#: Bytes searched per ``bytes.find`` call (each call holds the GIL; ~0.1 ms per MiB).
+_SCAN_WINDOW = 1 << 20
+
+
+def _find(data: bytes, token: bytes, start: int, end: int | None = None) -> int:
+    """``data.find(token, start, end)`` in windows of :data:`_SCAN_WINDOW` bytes, so that
+    other threads (the bridge's stepping) get the GIL between them."""
+    end = len(data) if end is None else end
+    while start < end:
+        hit = data.find(token, start, min(end, start + _SCAN_WINDOW + len(token) - 1))
+        if hit >= 0:
+            return hit
+        start += _SCAN_WINDOW
+    return -1
+
+
+def _include_names(data: bytes) -> list[str]:
+    """``file`` of every ``<include>`` in MJCF text, outside comments (a byte scan: no element tree)."""
+    names, pos = [], 0
+    while (start := _find(data, b'<include', pos)) >= 0:
+        comment = _find(data, b'<!--', pos, start)
+        if comment >= 0:                       # skip the comment, look again after it
+            end = _find(data, b'-->', comment + 4)
+            pos = len(data) if end < 0 else end + 3
+            continue
+        match = _INCLUDE_FILE.match(data, start)
+        if match:
+            names.append(match.group(2).decode(errors='replace'))
+        pos = start + len(b'<include')
+    return names
+
+
+def _include_stubs(path: Path, max_bytes: int | None = None) -> dict[str, bytes]:
     """Resolve git symlink stubs among the files a model includes.
 
     A repository checked out without symlink support stores a symlink as a
@@ -65,27 +98,31 @@ def _include_stubs(path: Path) -> dict[str, bytes]:
     ``duplicate_geoms``). MuJoCo cannot parse those, so each included file whose
     content is a relative path to an existing file is served from its target
     through MjSpec's ``include`` mapping. Returns {include file name: bytes}.
+
+    ``<include file=...>`` is found by a byte scan of each file (read once), so a
+    big model does not hold the GIL for an element tree. With ``max_bytes``, the
+    sizes of the model file and of every file it includes (recursively) add up,
+    each checked before it is read; ModelTooLarge when the sum exceeds ``max_bytes``.
     """
     stubs: dict[str, bytes] = {}
     seen: set[Path] = set()
     root = path.parent
+    total = 0
 
     def visit(file: Path) -> None:
+        nonlocal total
         if file in seen or not file.is_file():
             return
         seen.add(file)
-        try:
-            tree = ElementTree.parse(file)
-        except ElementTree.ParseError:
-            return
-        for element in tree.iter('include'):
-            name = element.get('file')
-            if not name:
-                continue
+        total += file.stat().st_size
+        if max_bytes is not None and total > max_bytes:
+            raise ModelTooLarge(f'{path}: the model and its includes are at least {total} bytes '
+                                f'({total / 2**20:.1f} MiB), above the limit of {max_bytes} bytes')
+        for name in _include_names(file.read_bytes()):
             target = root / name
-            text = target.read_bytes() if target.is_file() else b''
-            if text and b'<' not in text and len(text) < 1024:
-                linked = (target.parent / text.decode().strip()).resolve()
+            text = target.read_bytes() if target.is_file() and target.stat().st_size < 1024 else b''
+            if text and b'<' not in text:
+                linked = (target.parent / text.decode(errors='replace').strip()).resolve()
                 if linked.is_file():
                     stubs[name] = linked.read_bytes()
                     target = linked
@@ -94,16 +131,21 @@ def _include_stubs(path: Path) -> dict[str, bytes]:
     return stubs
 
 
-def load_spec(path: str | os.PathLike) -> mujoco.MjSpec:
+def load_spec(path: str | os.PathLike, max_bytes: int | None = None) -> mujoco.MjSpec:
     """Parse an MJCF file (following includes) into an ``MjSpec``.
 
-    Raises ModelError if the file is missing or does not parse.
+    Raises ModelError if the file is missing, does not parse, or (with ``max_bytes``)
+    it and the files it includes hold more than ``max_bytes`` bytes (checked first).
     """
     path = Path(path)
     if not path.is_file():
         raise ModelError(f'model file not found: {path}')
     try:
-        return mujoco.MjSpec.from_file(str(path), include=_include_stubs(path) or None)
+        stubs = _include_stubs(path, max_bytes)
+    except OSError as exc:
+        raise ModelError(f'{path}: cannot read the model or an included file: {exc}') from None
+    try:
+        return mujoco.MjSpec.from_file(str(path), include=stubs or None)
     except Exception as exc:  # mujoco raises ValueError with its own message
         raise ModelError(f'{path}: MJCF does not parse: {_one_line(exc)}') from None
 
@@ -117,13 +159,15 @@ class TwinModel:
 
     Args:
         path: MJCF file (default: the built-in Shadow Hand E).
+        max_bytes: refuse a model whose MJCF files (with includes) exceed this many
+            bytes, before parsing; None for no limit.
     Raises:
-        ModelError: missing file, parse or compile error (MuJoCo's text included).
+        ModelError: missing file, too big, parse or compile error (MuJoCo's text included).
     """
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, max_bytes: int | None = None) -> None:
         self.path = Path(path) if path is not None else builtin_model_path()
-        self.spec = load_spec(self.path)
+        self.spec = load_spec(self.path, max_bytes)
         try:
             self.model = self.spec.compile()
         except Exception as exc:

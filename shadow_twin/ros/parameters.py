@@ -197,6 +197,12 @@ SPECS = (
     Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
     Spec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
          'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
+    Spec('reload_timeout', 10.0, 'Longest wait of ~/reload for the new model to parse and compile (in a '
+         'background thread; stepping goes on), s. Past it the answer is false, the previous model keeps '
+         'running and the late result is discarded.', bounds=(0.01, 3600.0)),
+    Spec('reload_max_bytes', 64 * 2**20, 'Largest size of the MJCF files a ~/reload accepts (the model file '
+         'plus the files it includes), bytes; checked before parsing, a bigger model is refused.',
+         bounds=(1024, 2**40)),
     Spec('feedback_rate', 50.0, 'Rate of FollowJointTrajectory feedback and goal checks, Hz.',
          bounds=(1.0, 1000.0)),
     Spec('diagnostics_period', 1.0, 'Period of /diagnostics messages, s.', read_only=True,

@@ -6,9 +6,10 @@
 * :func:`run_until_signal` spins an executor until SIGINT/SIGTERM and lets the
   nodes clean up over ROS before it stops.
 * :func:`result_within` / :func:`all_done_within` wait for futures that another thread's executor completes.
-* :func:`run_node` is the body of every console entry point: init, build the node
-  (a bad configuration ends with one fatal log line and exit status 1), spin until
-  a signal, shut down (exit status 0).
+* :func:`run_node` is the body of every console entry point: Fast DDS over UDP only
+  (:func:`shadow_twin.ros.dds.use_udp_transport`), init, build the node (a bad
+  configuration ends with one fatal log line and exit status 1), spin until a
+  signal, shut down (exit status 0).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.ros.dds import use_udp_transport
 
 #: Exceptions that mean "the node's configuration is wrong" when raised while it is built.
 STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
@@ -121,7 +123,10 @@ def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[
         on_start: called with the node once it spins (e.g. start a physics thread).
         on_stop: called with the node on shutdown while the executor still spins.
     """
+    transport = use_udp_transport()       # before rclpy.init: no shared-memory stalls (issue 9)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    if transport:
+        get_logger(name).info(transport)
     try:
         node = make_node()
     except STARTUP_ERRORS as exc:

@@ -34,8 +34,7 @@ Subscribes ``real_joint_states_topic`` (``/joint_states``) and
   installed; set it false where diagnostic_aggregator runs (one publisher per topic).
 
 All callbacks of the node run on one single-threaded executor (two 250 Hz
-subscriptions and the timers; :meth:`TwinMonitor.start` spins it in its own thread
-beside other nodes, as ``shadow-twin up`` does). Parameters: ``config/twin_monitor.yaml``;
+subscriptions and the timers). Parameters: ``config/twin_monitor.yaml``;
 thresholds, window, stale_after and max_stamp_gap may be changed at runtime.
 
 Run: ``twin_monitor --ros-args --params-file config/twin_monitor.yaml`` (or
@@ -61,7 +60,7 @@ from shadow_twin.common.stamps import to_seconds
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.conversions import doubles
-from shadow_twin.ros.spinning import BackgroundSpinner, run_node
+from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'twin_monitor'
 HARDWARE_ID = 'shadow_twin'
@@ -205,7 +204,6 @@ class TwinMonitor(Node):
         self.create_subscription(JointState, self.sim_topic, lambda m: self._on_state('sim', m), qos)
         self.create_timer(1.0 / float(p('rate')), self._publish_error)
         self.create_timer(float(p('diagnostics_period')), self._publish_diagnostics)
-        self._spinner: BackgroundSpinner | None = None
         th = self.monitor.thresholds
         self.get_logger().info(
             f'comparing {self.sim_topic} with {self.real_topic}: sim - real on {p("joint_error_topic")} at '
@@ -328,19 +326,6 @@ class TwinMonitor(Node):
             agg = DiagnosticArray(status=aggregated(msg.status, self.aggregated_path, self.get_name()))
             agg.header.stamp = msg.header.stamp
             self.aggregated_pub.publish(agg)
-
-    # -- spinning --------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Spin this node on its own single-threaded executor in a background thread
-        (beside other nodes in one process); :meth:`shutdown` stops it."""
-        if self._spinner is None:
-            self._spinner = BackgroundSpinner([self], 'twin_monitor')
-
-    def shutdown(self) -> None:
-        """Stop the executor started by :meth:`start` (nothing otherwise)."""
-        if self._spinner is not None:
-            self._spinner.shutdown()
-            self._spinner = None
 
 
 def main(args: list[str] | None = None) -> int:

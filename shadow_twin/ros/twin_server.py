@@ -16,26 +16,44 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
 * Validation (``jtc.validate_goal_msg`` against the model's joints and position
   limits, ``velocity_limits``), goal tolerances (``jtc.tolerances_from_goal``
   over the ``constraints`` parameters: > 0 overrides, 0 keeps, -1 erases), the
-  split (every joint must belong to a real controller in real/both mode) and,
-  in real/both mode, the availability of every needed action server
-  (``wait_for_server`` up to ``server_timeout`` s) happen in the goal callback: a
-  goal failing any of them is rejected before anything moves (the reason is logged).
-  A goal also needs the actual state of its joints (waited for up to
-  ``server_timeout`` s after a start).
-* All controllers get the same ``header.stamp``: now + ``start_lead`` for an
-  unstamped goal, else the goal's stamp, so they start together. Each gets its
-  joints' tolerances from the goal and its ``goal_time_tolerance``.
+  split (every joint must belong to a real controller in real/both mode), the
+  actual state of the goal's joints (waited for up to ``server_timeout`` s after a
+  start), the liveness of every needed controller (below) and its action server
+  (``wait_for_server`` up to ``server_timeout`` s) happen in the goal callback.
+* **Nothing moves unless every part is accepted.** Still in the goal callback,
+  each controller gets its part, all with one ``header.stamp``: now +
+  ``start_lead`` for an unstamped goal, else the goal's stamp. Every part must be
+  accepted ``ACCEPT_MARGIN`` (0.03 s) before that start; if one is rejected or not
+  accepted in time, the parts already accepted are canceled (before the start:
+  nothing moves) and the goal is rejected with the reason. The lead is ``start_lead``
+  (0.25 s) plus ``start_lead_per_point`` (50 us) per point, since every controller
+  parses and checks all points before it answers; it is chosen from the acceptance times measured by ``benchmarks/faults.py`` on this
+  2-core PC under load (see README). Each part carries its joints' tolerances
+  from the goal and the goal's ``goal_time_tolerance``.
+* **Liveness from data.** A controller counts as gone when the newest joint state
+  of one of its goal joints (``real_joint_states_topic``; the sim's on
+  ``sim_joint_states_topic``) is older than ``joint_state_timeout`` (0.2 s: the UR
+  publishes at 125 Hz, the hand at 125-250 Hz), or, while it runs a part, when
+  it sent no feedback for ``feedback_timeout`` (1 s). A gone controller rejects a
+  new goal at once; during a goal it aborts the goal (INVALID_GOAL, the message
+  names the controller, the joint and the age of its last state), every other
+  part is canceled (the sim holds position), and the gone controller gets a
+  cancel too (not waited for; a stalled process takes it when DDS delivers it after
+  it resumes, about 1.5 s later here, so it may move on until then).
+  Discovery (``server_is_ready``) is not used for this: it stays true for seconds
+  after a process is killed.
 * Feedback at ``feedback_rate``: ``desired`` sampled from the goal trajectory
   (from the state at acceptance to the first point, as the JTC), ``actual`` and
   ``error`` = desired - actual.
 * The twin checks path tolerance while the trajectory runs and goal tolerance
   after it on "actual" (PATH_TOLERANCE_VIOLATED / GOAL_TOLERANCE_VIOLATED); it
   succeeds when that check has passed and every controller goal succeeded. A
-  controller goal that aborts, is canceled or whose server disappears (gone
-  for 0.5 s) cancels the others and aborts the twin goal with that reason.
+  controller goal that aborts or is canceled cancels the others and aborts the
+  twin goal with that reason.
 * Cancel: every controller goal is canceled, then the twin goal. A new goal
   preempts the running one (aborted, INVALID_GOAL "preempted by a new goal", as
-  the sim does); the old controller goals are canceled before the new ones are sent.
+  the sim does) once all its parts are accepted (the controllers preempt their
+  own parts as they accept the new ones).
 
 Intake, preemption, cancel and results are
 :class:`shadow_twin.ros.action_server.FollowJointTrajectoryServer`'s;
@@ -74,13 +92,16 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.action_client import LockedActionClient
-from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer, outcome_of_status
+from shadow_twin.ros.action_server import PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, outcome_of_status
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
 from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
 
 NODE_NAME = 'shadow_twin'
-#: Seconds a controller's action server may be unseen during a goal before it counts as gone.
-LOST_AFTER = 0.5
+#: Seconds before the common start by which every controller must have accepted its part
+#: (the cancels of a goal that fails this reach the controllers before anything moves).
+ACCEPT_MARGIN = 0.03
+#: Period of the joint-state listener's turn timer, s (see JointStateCache.wait_for_turn).
+LISTENER_TURN_PERIOD = 0.02
 #: Seconds to wait for the controllers to answer a goal / a cancel.
 ANSWER_TIMEOUT = 3.0
 #: Seconds a new goal waits for the goal it preempted to cancel its controller goals, so
@@ -102,21 +123,42 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
     Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.', read_only=True),
     Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
-    Spec('start_lead', 0.1, 'Start an unstamped goal this long after acceptance, s.', bounds=(0.0, 10.0)),
+    Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
+         f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
+         bounds=(0.05, 10.0)),
+    Spec('start_lead_per_point', 5e-5, 'Added to start_lead per trajectory point, s: each controller parses and '
+         'checks every point before it accepts (10,000 points: +0.5 s).', bounds=(0.0, 0.01)),
+    Spec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than this '
+         'counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
+    Spec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
+         'counts as gone, s.', bounds=(0.05, 60.0)),
 )
 
 
 @dataclass
 class SubGoal:
-    """A goal sent to one controller (real or sim)."""
+    """A goal sent to one controller (real or sim).
+
+    Attributes:
+        source: whose joint states show this controller's joints: 'real' or 'sim'.
+        last_heard: monotonic s of its last answer or feedback.
+        gone: the twin gave up on the controller (its data stopped): cancels to it
+            are sent but not waited for.
+    """
 
     name: str
     client: LockedActionClient
     joints: list[str]
+    source: str
     handle: ClientGoalHandle | None = None
     result_future: Future | None = None
-    result: split.ControllerResult | None = None      # once its goal has ended (or its server is gone)
-    unseen_since: float | None = None                  # monotonic s since its server was last seen
+    result: split.ControllerResult | None = None      # once its goal has ended (or the controller is gone)
+    last_heard: float = field(default_factory=time.monotonic)
+    gone: bool = False
+
+    def heard(self, _feedback=None) -> None:
+        """Feedback callback: the controller is answering."""
+        self.last_heard = time.monotonic()
 
 
 @dataclass
@@ -127,8 +169,8 @@ class TwinPlan:
         trajectory: the goal (ROS joint names; times s from its start).
         goal_split: which controllers get which joints.
         tolerances: its path/goal tolerances.
-        subs: the controller goals, once started.
-        sampler: the desired state over time, once started.
+        subs: the controller goals, accepted by every controller.
+        sampler: the desired state over time.
         reached: the goal tolerance has held once after the end.
     """
 
@@ -153,31 +195,38 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         action_names: {controller name (``split.SIM`` for the sim): its action}.
         settings: callable returning the current settings: ``feedback_rate`` (Hz),
             ``allow_partial_joints_goal``, ``velocity_limits`` ({joint: rad/s}),
-            ``constraints``, ``server_timeout`` (s), ``start_lead`` (s).
-        joint_states: callable mapping 'real' or 'sim' to {joint: (position rad, velocity rad/s)}.
+            ``constraints``, ``server_timeout`` (s), ``start_lead`` (s),
+            ``joint_state_timeout`` (s), ``feedback_timeout`` (s).
+        joint_states: the node's :class:`JointStateCache`.
     """
 
     def __init__(self, node: Node, action_name: str, mode: str, controllers: list[split.ControllerSpec],
                  limits: dict[str, jtc.JointLimits], action_names: dict[str, str],
-                 settings: Callable[[], dict], joint_states: Callable[[str], dict]) -> None:
+                 settings: Callable[[], dict], joint_states: 'JointStateCache') -> None:
         self.mode = mode
         self.controllers = controllers
         self.limits = limits
         self.joints = list(limits)
         self.action_names = action_names
         self._settings = settings
-        self._joint_states = joint_states
+        self.states = joint_states
         #: Where "actual" comes from: the sim in sim mode, else the robot.
         self.actual_source = 'sim' if mode == 'sim' else 'real'
+        self._dispatching = 0        # goals being sent to the controllers (guarded by self.lock)
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
         self.clients = {name: LockedActionClient(node, FollowJointTrajectory, action, callback_group=self.group)
                         for name, action in action_names.items()}
 
     def _actual(self) -> dict:
-        return self._joint_states(self.actual_source)
+        return self.states.get(self.actual_source)
+
+    def _describe(self, name: str) -> str:
+        return 'sim' if name == split.SIM else f'{name} controller ({self.action_names[name]})'
 
     # -- hooks --------------------------------------------------------------------------------------
     def validate(self, request) -> TwinPlan:
+        """Check the goal, then send every part to its controller; returns the plan once all
+        have accepted (see :meth:`_dispatch`). Raises ``jtc.GoalRejected`` with the reason."""
         settings = self._settings()
         try:
             limits = {j: jtc.JointLimits(lim.lower, lim.upper, settings['velocity_limits'].get(j))
@@ -197,51 +246,34 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
                                            settings['allow_partial_joints_goal'], current_positions=current)
         tolerances = jtc.tolerances_for_goal(settings['constraints'], request, self.joints)
         goal_split = split.split_goal(names, self.controllers, self.mode)
-        for name in goal_split.groups:
-            if not self.clients[name].wait_for_server(timeout_sec=settings['server_timeout']):
-                what = 'sim' if name == split.SIM else f'real controller {name!r}'
-                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{what} action server {self.action_names[name]} is not '
-                                                         f'available (waited {settings["server_timeout"]:g} s)')
         missing = [j for j in names if j not in actual]
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.actual_source} joint state for {missing} yet')
-        return TwinPlan(trajectory, goal_split, tolerances)
+        for name in goal_split.groups:
+            gone = self._staleness(self._source(name), goal_split.joints_of(name), settings)
+            if gone is not None:
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._describe(name)} is gone: {gone}')
+            if not self.clients[name].wait_for_server(timeout_sec=settings['server_timeout']):
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._describe(name)}: action server is not '
+                                                         f'available (waited {settings["server_timeout"]:g} s)')
+        plan = TwinPlan(trajectory, goal_split, tolerances)
+        self._dispatch(request, plan, settings)
+        return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:
-        """Send the controller goals, all stamped with one start time; None, or why they
-        could not all start."""
+        """The controllers have their parts already (sent and accepted in :meth:`validate`)."""
         plan: TwinPlan = goal.plan
-        request = goal.handle.request
-        start_s = split.start_stamp(to_seconds(request.trajectory.header.stamp), self._now_s(),
-                                    self._settings()['start_lead'])
-        names = list(plan.trajectory.joint_names)
-        actual0, _ = split.state_arrays(names, self._actual())
-        plan.sampler = split.DesiredSampler(plan.trajectory, actual0, start_s)
-        sends = []
-        for name in plan.goal_split.groups:
-            sub = SubGoal(name, self.clients[name], plan.goal_split.joints_of(name))
-            plan.subs.append(sub)
-            sends.append((sub, sub.client.send_goal_async(self._sub_goal(request, plan.goal_split, name, start_s))))
-        all_done_within([f for _, f in sends], ANSWER_TIMEOUT)
-        problems = []
-        for sub, future in sends:
-            if not future.done():
-                problems.append(f'{sub.name} controller did not answer the goal within {ANSWER_TIMEOUT:g} s')
-                continue
-            sub.handle = future.result()
-            if not sub.handle.accepted:
-                sub.handle = None
-                problems.append(f'{sub.name} controller ({self.action_names[sub.name]}) rejected its part of the goal')
-            else:
-                sub.result_future = sub.handle.get_result_async()
-        if problems:
-            return '; '.join(problems)
-        self.log.info(f'accepted goal: {len(names)} joints, {len(request.trajectory.points)} points, '
-                      f'{plan.trajectory.duration:.3f} s; sent to {", ".join(plan.goal_split.groups)}')
+        self.log.info(f'accepted goal: {len(plan.trajectory.joint_names)} joints, '
+                      f'{len(goal.handle.request.trajectory.points)} points, {plan.trajectory.duration:.3f} s; '
+                      f'accepted by {", ".join(plan.goal_split.groups)}, starting at '
+                      f'{plan.sampler.start_s:.3f} s')
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
         plan: TwinPlan = goal.plan
+        with self.lock:
+            if self._dispatching:        # a new goal is being accepted: it will preempt this one
+                return None
         self._update_results(plan)
         now_ns = self.node.get_clock().now().nanoseconds
         now = from_nanoseconds(now_ns)
@@ -265,14 +297,15 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
 
     def stop(self, goal: AcceptedGoal) -> None:
-        """Cancel the controller goals still running (waits for their answers)."""
-        all_done_within(self._cancel_subs(goal.plan), ANSWER_TIMEOUT)
+        """Cancel the controller goals still running (waits for the answers of those not gone)."""
+        canceled = self._cancel_and_wait(goal.plan.subs, results=False)
+        if canceled:
+            self.log.info(f'canceled the parts of: {", ".join(canceled)}')
 
     def cancel(self, goal: AcceptedGoal) -> str:
         """Cancel the controller goals and wait until they have ended."""
         plan: TwinPlan = goal.plan
-        all_done_within(self._cancel_subs(plan), ANSWER_TIMEOUT)
-        all_done_within([s.result_future for s in plan.subs if s.result_future is not None], ANSWER_TIMEOUT)
+        self._cancel_and_wait(plan.subs, results=True)
         return f'goal canceled; controller goals canceled: {", ".join(plan.goal_split.groups)}'
 
     def period(self) -> float:
@@ -282,30 +315,123 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
     def _now_s(self) -> float:
         return from_nanoseconds(self.node.get_clock().now().nanoseconds)
 
+    def _source(self, name: str) -> str:
+        return 'sim' if name == split.SIM else 'real'
+
+    def _dispatch(self, request, plan: TwinPlan, settings: dict) -> None:
+        """Send each controller its part, stamped with one start time, and wait until all have
+        accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start).
+
+        A part rejected or not accepted in time: the parts accepted so far are canceled
+        (before the start, so nothing moves) and the goal is rejected with the reason. Once
+        all have accepted, this goal preempts the running one.
+        Raises ``jtc.GoalRejected``.
+        """
+        goals = {name: self._sub_goal(request, plan.goal_split, name) for name in plan.goal_split.groups}
+        plan.subs = [SubGoal(name, self.clients[name], plan.goal_split.joints_of(name), self._source(name))
+                     for name in plan.goal_split.groups]
+        now_s, now_mono = self._now_s(), time.monotonic()
+        lead = settings['start_lead'] + settings['start_lead_per_point'] * len(request.trajectory.points)
+        start_s = split.start_stamp(to_seconds(request.trajectory.header.stamp), now_s, lead)
+        accept_by = split.acceptance_deadline(start_s, now_s, lead, ACCEPT_MARGIN, ANSWER_TIMEOUT)
+        names = list(plan.trajectory.joint_names)
+        plan.sampler = split.DesiredSampler(plan.trajectory, split.state_arrays(names, self._actual())[0], start_s)
+        with self.lock:
+            self._dispatching += 1
+        sends = []
+        try:
+            for sub in plan.subs:
+                goal = goals[sub.name]
+                goal.trajectory.header.stamp = time_msg(start_s)
+                sends.append((sub, sub.client.send_goal_async(goal, feedback_callback=sub.heard)))
+            all_done_within([f for _, f in sends], max(0.0, accept_by - now_s) - (time.monotonic() - now_mono))
+            problems = []
+            for sub, future in sends:
+                if not future.done():
+                    problems.append(f'{self._describe(sub.name)} did not accept its part within '
+                                    f'{accept_by - now_s:.3f} s (start_lead {settings["start_lead"]:g} s + '
+                                    f'{settings["start_lead_per_point"]:g} s per point)')
+                    future.add_done_callback(_cancel_when_accepted)     # it may still accept: undo that
+                    continue
+                sub.handle = future.result()
+                if not sub.handle.accepted:
+                    sub.handle = None
+                    problems.append(f'{self._describe(sub.name)} rejected its part of the goal')
+            if problems:
+                accepted = [s for s in plan.subs if s.handle is not None]
+                self._cancel_and_wait(accepted, results=False, timeout=ACCEPT_MARGIN)
+                undone = f'; canceled before the start: {", ".join(s.name for s in accepted)}' if accepted else ''
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, '; '.join(problems) + undone)
+            for sub in plan.subs:
+                sub.result_future = sub.handle.get_result_async()
+                sub.heard()
+            self.stop_active(PREEMPTED)
+        except jtc.GoalRejected:
+            raise
+        except BaseException:
+            self._cancel_and_wait([s for s in plan.subs if s.handle is not None], results=False, timeout=0.0)
+            for _, future in sends:
+                future.add_done_callback(_cancel_when_accepted)
+            raise
+        finally:
+            with self.lock:
+                self._dispatching -= 1
+
     @staticmethod
-    def _sub_goal(request, goal_split: split.GoalSplit, name: str, start_s: float) -> FollowJointTrajectory.Goal:
-        """The part of ``request`` for controller ``name``, stamped to start at ``start_s`` (s)."""
+    def _sub_goal(request, goal_split: split.GoalSplit, name: str) -> FollowJointTrajectory.Goal:
+        """The part of ``request`` for controller ``name`` (its stamp is set when it is sent)."""
         idx = goal_split.groups[name]
         joints = goal_split.joints_of(name)
         out = FollowJointTrajectory.Goal()
         out.trajectory.header.frame_id = request.trajectory.header.frame_id
-        out.trajectory.header.stamp = time_msg(start_s)
         out.trajectory.joint_names = joints
-        out.trajectory.points = [
-            JointTrajectoryPoint(positions=split.pick(pt.positions, idx), velocities=split.pick(pt.velocities, idx),
-                                 accelerations=split.pick(pt.accelerations, idx), time_from_start=pt.time_from_start)
-            for pt in request.trajectory.points]
+        if len(idx) == len(goal_split.joint_names):
+            out.trajectory.points = request.trajectory.points       # all joints: the points as they are
+        else:
+            out.trajectory.points = [
+                JointTrajectoryPoint(positions=split.pick(pt.positions, idx), velocities=split.pick(pt.velocities, idx),
+                                     accelerations=split.pick(pt.accelerations, idx),
+                                     time_from_start=pt.time_from_start)
+                for pt in request.trajectory.points]
         out.path_tolerance = split.filter_tolerances(request.path_tolerance, joints)
         out.goal_tolerance = split.filter_tolerances(request.goal_tolerance, joints)
         out.goal_time_tolerance = request.goal_time_tolerance
         return out
 
-    @staticmethod
-    def _cancel_subs(plan: TwinPlan) -> list[Future]:
-        return [sub.handle.cancel_goal_async() for sub in plan.subs if sub.handle is not None and sub.result is None]
+    def _cancel_and_wait(self, subs: list[SubGoal], results: bool, timeout: float = ANSWER_TIMEOUT) -> list[str]:
+        """Cancel the goals of ``subs`` still running (gone controllers included: a stalled one
+        takes the cancel when it resumes); wait up to ``timeout`` s for the cancel answers (and
+        with ``results`` for the goals to end) of the controllers not gone. Returns the names
+        of the controllers sent a cancel (gone ones marked so)."""
+        running = [sub for sub in subs if sub.handle is not None and (sub.result is None or sub.gone)]
+        answers = [(sub, sub.handle.cancel_goal_async()) for sub in running]
+        all_done_within([f for sub, f in answers if not sub.gone], timeout)
+        if results:
+            all_done_within([s.result_future for s in running if not s.gone and s.result_future is not None],
+                            timeout)
+        return [f'{sub.name} (gone: not waited for)' if sub.gone else sub.name for sub in running]
+
+    def _staleness(self, source: str, joints: list[str], settings: dict) -> str | None:
+        """Why the ``source`` joint states of ``joints`` count as stopped, or None.
+
+        Judged only on data the listener had the chance to take: when the newest state is
+        older than ``joint_state_timeout``, the listener is given one more turn (up to
+        0.1 s) and the age is read again, so that a stall of this process is not blamed
+        on the controller."""
+        timeout = settings['joint_state_timeout']
+        joint, age = self.states.oldest(source, joints)
+        if age <= timeout:
+            return None
+        self.states.wait_for_turn(0.1)
+        joint, age = self.states.oldest(source, joints)
+        if age <= timeout:
+            return None
+        since = 'never received' if age == float('inf') else f'last one {age:.3f} s ago'
+        return (f'its joint states stopped: {joint} {since} (joint_state_timeout {timeout:g} s, '
+                f'from {self.states.topics[source]})')
 
     def _update_results(self, plan: TwinPlan) -> None:
-        now = time.monotonic()
+        settings = self._settings()
         for sub in plan.subs:
             if sub.result is not None:
                 continue
@@ -314,13 +440,76 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
                 sub.result = split.ControllerResult(outcome_of_status(response.status),
                                                     int(response.result.error_code), response.result.error_string)
                 continue
-            if sub.client.server_is_ready():
-                sub.unseen_since = None
-            elif sub.unseen_since is None:
-                sub.unseen_since = now
-            elif now - sub.unseen_since > LOST_AFTER:
+            why = self._staleness(sub.source, sub.joints, settings)
+            silent = time.monotonic() - sub.last_heard
+            if why is None and silent > settings['feedback_timeout']:
+                why = (f'its action server stopped answering: no feedback for {silent:.2f} s '
+                       f'(feedback_timeout {settings["feedback_timeout"]:g} s)')
+            if why is not None:
+                sub.gone = True
                 sub.result = split.ControllerResult(jtc.GoalOutcome.ABORTED, jtc.INVALID_GOAL,
-                                                    f'action server {self.action_names[sub.name]} disappeared')
+                                                    f'{self._describe(sub.name)} is gone: {why}', gone=True)
+                self.log.error(sub.result.message)
+
+
+def _cancel_when_accepted(future: Future) -> None:
+    """Done callback of a goal request given up on: cancel the goal if it was accepted late."""
+    try:
+        handle = future.result()
+    except Exception:      # the request failed: nothing runs
+        return
+    if handle is not None and handle.accepted:
+        handle.cancel_goal_async()
+
+
+class JointStateCache:
+    """The latest joint states of the robot ('real') and the sim ('sim'), and when each
+    joint's last state arrived (monotonic s), filled by a listener node on its own thread.
+
+    Args:
+        topics: {'real': topic, 'sim': topic}, for messages.
+    """
+
+    def __init__(self, topics: dict[str, str]) -> None:
+        self.topics = dict(topics)
+        self._lock = threading.Lock()
+        self._states: dict[str, dict[str, tuple[float, float]]] = {'real': {}, 'sim': {}}
+        self._received: dict[str, dict[str, float]] = {'real': {}, 'sim': {}}
+        self._turn = threading.Condition(self._lock)
+        self._turns = 0
+
+    def on_message(self, source: str, msg: JointState) -> None:
+        """Subscription callback: store {joint: (position rad, velocity rad/s)} of ``msg``."""
+        now = time.monotonic()
+        vel = list(msg.velocity)
+        state = {n: (float(q), float(vel[i]) if i < len(vel) else float('nan'))
+                 for i, (n, q) in enumerate(zip(msg.name, msg.position))}
+        with self._lock:
+            self._states[source].update(state)
+            self._received[source].update(dict.fromkeys(state, now))
+
+    def on_turn(self) -> None:
+        """Timer callback of the listener: it is running (see :meth:`wait_for_turn`)."""
+        with self._turn:
+            self._turns += 1
+            self._turn.notify_all()
+
+    def wait_for_turn(self, timeout: float) -> bool:
+        """Wait until the listener has been through two more rounds of its executor (so it has
+        taken what had arrived before the call); True if it did within ``timeout`` s."""
+        with self._turn:
+            seen = self._turns
+            return self._turn.wait_for(lambda: self._turns > seen + 1, timeout)
+
+    def get(self, source: str) -> dict[str, tuple[float, float]]:
+        """{joint: (position rad, velocity rad/s)} of ``source`` ('real' or 'sim')."""
+        with self._lock:
+            return dict(self._states[source])
+
+    def oldest(self, source: str, joints: list[str]) -> tuple[str, float]:
+        """The joint of ``joints`` with the oldest ``source`` state and its age, s (inf if never)."""
+        with self._lock:
+            return split.oldest_state(self._received[source], joints, time.monotonic())
 
 
 class TwinServer(Node):
@@ -340,18 +529,18 @@ class TwinServer(Node):
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(lambda _: self._refresh())
 
-        self._lock = threading.Lock()
-        self._states: dict[str, dict[str, tuple[float, float]]] = {'real': {}, 'sim': {}}
+        self.joint_states = JointStateCache({'real': p('real_joint_states_topic'),
+                                             'sim': p('sim_joint_states_topic')})
         # Joint states arrive at 2 x 250 Hz: a MultiThreadedExecutor spends most of a core on
         # them (and delays the action traffic), so a helper node on its own single-threaded
         # executor takes them.
         self._listener = Node(f'{self.get_name()}_states', namespace=self.get_namespace(), context=self.context,
                               use_global_arguments=False, start_parameter_services=False)
         qos = QoSProfile(depth=10)
-        self._listener.create_subscription(JointState, p('real_joint_states_topic'),
-                                           lambda m: self._on_state('real', m), qos)
-        self._listener.create_subscription(JointState, p('sim_joint_states_topic'),
-                                           lambda m: self._on_state('sim', m), qos)
+        for source, topic in self.joint_states.topics.items():
+            self._listener.create_subscription(JointState, topic,
+                                               lambda m, source=source: self.joint_states.on_message(source, m), qos)
+        self._listener.create_timer(LISTENER_TURN_PERIOD, self.joint_states.on_turn)
         self._listener_spinner = BackgroundSpinner([self._listener], 'joint state listener')
         action_names: dict[str, str] = {}
         if self.mode in ('sim', 'both'):
@@ -360,7 +549,7 @@ class TwinServer(Node):
             action_names.update((c.name, c.action) for c in self.controllers)
         self.trajectories = TwinTrajectoryServer(self, p('action_name'), self.mode, self.controllers, self.limits,
                                                  action_names, settings=lambda: self._settings,
-                                                 joint_states=self._state)
+                                                 joint_states=self.joint_states)
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
         self.get_logger().info(f'serving {p("action_name")}, mode {self.mode}; real controllers: {real or "none"}; '
                                f'sim: {p("sim_action")}')
@@ -393,6 +582,9 @@ class TwinServer(Node):
             'constraints': bridge_params.constraints_config(self, self.joints),
             'server_timeout': float(p('server_timeout')),
             'start_lead': float(p('start_lead')),
+            'start_lead_per_point': float(p('start_lead_per_point')),
+            'joint_state_timeout': float(p('joint_state_timeout')),
+            'feedback_timeout': float(p('feedback_timeout')),
         }
 
     def _refresh(self) -> None:
@@ -400,18 +592,6 @@ class TwinServer(Node):
             self._settings = self._read_settings()
         except ShadowTwinError as exc:
             self.get_logger().error(f'parameters not applied: {exc}')
-
-    # -- states -----------------------------------------------------------------------------------
-    def _on_state(self, which: str, msg: JointState) -> None:
-        vel = list(msg.velocity)
-        state = {n: (float(q), float(vel[i]) if i < len(vel) else float('nan'))
-                 for i, (n, q) in enumerate(zip(msg.name, msg.position))}
-        with self._lock:
-            self._states[which].update(state)
-
-    def _state(self, which: str) -> dict:
-        with self._lock:
-            return dict(self._states[which])
 
     def shutdown(self, timeout: float = ANSWER_TIMEOUT + 1.0) -> None:
         """Abort a running goal and cancel its controller goals (call while the executor

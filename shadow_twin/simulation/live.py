@@ -230,6 +230,17 @@ class ReloadReport:
         return '; '.join(parts)
 
 
+@dataclass(frozen=True)
+class PreparedReload:
+    """A model built by :meth:`LiveSimulation.prepare_reload`, not yet swapped in."""
+
+    twin: TwinModel
+    controller: SimController
+    applied: list
+    overrides: ParameterOverrides
+    gains_source: object
+
+
 @dataclass
 class _ActiveTrajectory:
     trajectory: JointTrajectory   # with the start state prepended
@@ -281,23 +292,25 @@ class LiveSimulation:
         self._active: _ActiveTrajectory | None = None
         self._finished: _ActiveTrajectory | None = None
         self._token = 0
-        self.twin, self.controller, self.applied_overrides = self._build(model_path)
+        self.twin, self.controller, self.applied_overrides = self._build(model_path, self.overrides, gains)
         self.data = mujoco.MjData(self.model)
         self._index()
         self._reset_state(keep_time=False)
 
     # -- construction -------------------------------------------------------------------------
-    def _gains(self) -> ControllerGains:
-        source = self._gains_source
+    @staticmethod
+    def _gains(source) -> ControllerGains:
         if source is None or isinstance(source, ControllerGains):
             return source or ControllerGains()
         return ControllerGains.from_yaml(source)
 
-    def _build(self, path) -> tuple[TwinModel, SimController, list]:
-        twin = TwinModel(path)
-        controller = SimController(twin.model, self._gains(), self.joint_map)
+    def _build(self, path, overrides: ParameterOverrides, gains_source,
+               max_bytes: int | None = None) -> tuple[TwinModel, SimController, list]:
+        """Compile ``path`` and build its controller and overrides; touches no state of ``self``."""
+        twin = TwinModel(path, max_bytes)
+        controller = SimController(twin.model, self._gains(gains_source), self.joint_map)
         names = [self.joint_map.to_ros(name) for _, name in _model_joints(twin.model)]
-        applied = self.overrides.apply(twin.model, names, self.joint_map)
+        applied = overrides.apply(twin.model, names, self.joint_map)
         return twin, controller, applied
 
     def _index(self) -> None:
@@ -540,7 +553,8 @@ class LiveSimulation:
     def reload(self, path: str | os.PathLike | None = None,
                overrides: ParameterOverrides | Mapping | None | object = _UNCHANGED,
                gains: ControllerGains | str | os.PathLike | None | object = _UNCHANGED) -> ReloadReport:
-        """Recompile the MJCF (re-read from disk) and carry the state over by joint name.
+        """Recompile the MJCF (re-read from disk) and carry the state over by joint name:
+        :meth:`prepare_reload` then :meth:`apply_reload`.
 
         Positions and velocities of joints present in both models are copied by
         name; the controller (gains re-read when given as a file), every
@@ -560,18 +574,30 @@ class LiveSimulation:
                 text); ConfigError: bad gains or overrides. In both cases the
                 old model keeps running untouched.
         """
-        # Compile outside the lock (stepping goes on meanwhile); swap under it.
-        old_overrides, old_gains = self.overrides, self._gains_source
-        if overrides is not _UNCHANGED:
-            self.overrides = (overrides if isinstance(overrides, ParameterOverrides)
-                              else ParameterOverrides(overrides))
-        if gains is not _UNCHANGED:
-            self._gains_source = gains
-        try:
-            twin, controller, applied = self._build(path if path is not None else self.path)
-        except BaseException:
-            self.overrides, self._gains_source = old_overrides, old_gains
-            raise
+        return self.apply_reload(self.prepare_reload(path, overrides, gains))
+
+    def prepare_reload(self, path: str | os.PathLike | None = None,
+                       overrides: ParameterOverrides | Mapping | None | object = _UNCHANGED,
+                       gains: ControllerGains | str | os.PathLike | None | object = _UNCHANGED,
+                       max_bytes: int | None = None) -> PreparedReload:
+        """Build the model a reload would swap in, without the lock and without touching
+        the running simulation (stepping goes on meanwhile; safe from another thread).
+
+        Args: as :meth:`reload`; ``max_bytes`` refuses an MJCF whose files (with its
+        includes) hold more bytes, before parsing (None: no limit).
+        Raises: as :meth:`reload` (ModelError also for a model over ``max_bytes``).
+        """
+        overrides = (self.overrides if overrides is _UNCHANGED else
+                     overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides))
+        gains = self._gains_source if gains is _UNCHANGED else gains
+        twin, controller, applied = self._build(path if path is not None else self.path, overrides, gains,
+                                                max_bytes)
+        return PreparedReload(twin, controller, applied, overrides, gains)
+
+    def apply_reload(self, prepared: PreparedReload) -> ReloadReport:
+        """Swap in a model built by :meth:`prepare_reload` (under the lock; milliseconds):
+        state carried over by joint name as described in :meth:`reload`."""
+        twin, controller, applied = prepared.twin, prepared.controller, prepared.applied
         with self.lock:
             old_model, old_data = self.model, self.data
             old_joints = {name: jid for jid, name in _model_joints(old_model)}
@@ -597,6 +623,7 @@ class LiveSimulation:
                 [self.joint_map.to_ros(n) for n in old_joints if n not in new_names], applied)
             active = self._active or self._finished
             self.twin, self.controller, self.applied_overrides, self.data = twin, controller, applied, data
+            self.overrides, self._gains_source = prepared.overrides, prepared.gains_source
             self._index()
             self._hold = self._hold_positions()
             for k, name in enumerate(self.controlled_joints):

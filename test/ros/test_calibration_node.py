@@ -12,7 +12,6 @@ installed. Skipped without rclpy or control_msgs.
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import time
@@ -109,11 +108,6 @@ def live_run(ros, cell, tmp_path_factory):
         wait_phase(helpers, cell['statuses'], 'calibration_node', {'recording'}, node, START_TIMEOUT)
         busy = client.call(Trigger, '/calibration_node/calibrate')
         output, _ = cli.communicate(timeout=300)
-        if cli.returncode == 1 and 'messages were lost; moved it to' in output:
-            # a recording with a gap (the bridge stalls when a process joins: issue 9) is set aside
-            # and, as documented, the next request records it anew and resumes the run
-            cli = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
-            output += cli.stdout + cli.stderr
     finally:
         status = node.stop()
     assert status == 0, node.output()[-3000:]
@@ -170,17 +164,9 @@ def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
             assert np.all(moved > 0.9), (bag.name, topic, moved)   # the mock hardware (and sim) moved
 
 
-def sim_time_dropped(log: str, node: str, t0: float, t1: float) -> list[str]:
-    """The bridge's "physics fell ... dropped" warnings of ``node`` stamped within [t0, t1] (wall s)."""
-    found = re.findall(r'^\[WARN\] \[(\d+\.\d+)\] \[' + re.escape(node) + r'\]: (physics fell .*dropped.*)$', log,
-                       flags=re.M)
-    return [text for stamp, text in found if t0 <= float(stamp) <= t1]
-
-
 def test_live_sim_recording_is_reproduced_offline(live_run, cell):
     """The bridge's recorded motion equals the calibration's offline simulation of the same model:
-    one controller implementation, live and offline. (Not when the bridge had to drop sim time
-    during the recording: the join stall of issue 9, which the bridge logs.)"""
+    one controller implementation, live and offline."""
     from shadow_twin.calibration.job import objective_joints_of
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.calibration.evaluation import Evaluator
@@ -191,10 +177,6 @@ def test_live_sim_recording_is_reproduced_offline(live_run, cell):
     twin = TwinModel(builtin_model_path())
     controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
     trajectory, start = read_commanded_trajectory(bag)
-    dropped = sim_time_dropped(cell['up'].log_path.read_text(), 'mujoco_bridge', start - 1.0,
-                               start + trajectory.duration + 4.0)
-    if dropped:
-        pytest.skip(f'the bridge dropped sim time during the recording (issue 9): {dropped[0]}')
     joints = objective_joints_of(['rh_[FMRL]FJ[123]'], trajectory)
     sim_score = Evaluator(twin, controller, read_joint_states(bag, '/sim/joint_states'), trajectory, joints,
                           trajectory_start=start).evaluate([{}])[0].objective

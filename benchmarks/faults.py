@@ -1,0 +1,263 @@
+"""Benchmark of the twin under faults and load (issue 9's targets).
+
+Part 1, faults: the mock hardware (``mujoco_bridge -r __node:=mock_hardware``), the sim
+bridge and the twin server run as three processes on a private ROS domain. ``--kills``
+times (default 10): a 4 s goal to the twin, SIGKILL of the mock hardware once the robot
+has moved 0.15 rad, and then:
+
+* detection latency: SIGKILL -> the twin goal's result (ABORTED, naming the hand
+  controller) arriving in this process, s: p50 and max; target max < 0.5 s;
+* the sim holds: |sim position 1.0 s after the kill - 0.5 s after| < 0.01 rad;
+* a new goal right after is rejected and the sim does not move (< 0.01 rad);
+
+then the mock is started again. ``--stalls`` times (default 3) the same with SIGSTOP
+(the twin must name stale joint states), SIGCONT after 1.5 s. Also printed: the time
+from sending a goal to the twin until its answer (every controller has accepted its
+part by then), p50/max: it must stay below ``start_lead`` (0.25 s) - 0.03 s.
+
+Part 2, load (``shadow-twin up --mock-hardware``, one process): the rates of
+``/joint_states`` and ``/sim/joint_states`` received here
+
+* during a preemption storm: a new goal on ``/sim/follow_joint_trajectory`` every
+  50 ms for 5 s; every goal but the last must end "preempted by a new goal";
+* during a 10,000-point goal on ``/twin/follow_joint_trajectory`` (20 s), which must succeed;
+
+target >= 240 Hz each (publish rate 250 Hz).
+
+Part 3: the cost of sampling a trajectory in the live loop, 10,000 points against 10
+(``LiveSimulation.step``, 2 physics steps per tick); target ratio < 2.
+
+Usage: .venv/bin/python benchmarks/faults.py [--kills 10] [--stalls 3] [--skip-load]
+Prints the figures, exits 1 when a target is missed. Not part of the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'test'))
+sys.path.insert(0, str(REPO))
+
+import fault_scenarios as scenarios  # noqa: E402  (after the path set-up)
+import ros_helpers  # noqa: E402
+
+CONFIG = REPO / 'config'
+DETECT_TARGET_S = 0.5
+HOLD_TARGET_RAD = 0.01
+RATE_TARGET_HZ = 240.0
+SAMPLING_RATIO_TARGET = 2.0
+START_LEAD_S, ACCEPT_MARGIN_S = 0.25, 0.03
+
+
+class Checks:
+    """Collects pass/fail lines."""
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    def __call__(self, ok: bool, line: str) -> None:
+        print(f'{line} {"PASS" if ok else "FAIL"}', flush=True)
+        if not ok:
+            self.failed.append(line)
+
+
+def start_mock(folder: Path, k: int):
+    return ros_helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
+                                                          str(CONFIG / 'mock_hardware.yaml')], folder / f'mock_{k}.log')
+
+
+def wait_fresh(states, after: float, timeout: float = 30.0) -> bool:
+    """Both joint-state streams deliver messages received after ``after``."""
+    return ros_helpers.wait_until(lambda: all(r.since(after) for r in states.values()), timeout)
+
+
+def reset_and_rest(client, states) -> None:
+    from std_srvs.srv import Trigger
+    for node in ('/mujoco_bridge', '/mock_hardware'):
+        assert client.call(Trigger, f'{node}/reset').success
+    ros_helpers.wait_until(lambda: all(max(abs(v) for v in r.last().velocity) < 2e-3 for r in states.values()), 5.0)
+
+
+def faults(client, states, folder: Path, kills: int, stalls: int, check: Checks) -> None:
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    sim = ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(CONFIG / 'mujoco_bridge.yaml')],
+                                  folder / 'sim.log')
+    twin = ros_helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin.yaml')],
+                                   folder / 'twin.log')
+    mock = start_mock(folder, 0)
+    latencies = {'SIGKILL': [], 'SIGSTOP': []}
+    answer_times, drifts, rejected_moves = [], [], []
+    try:
+        assert wait_fresh(states, time.monotonic()), 'no joint states'
+        client.action_client(FollowJointTrajectory, scenarios.TWIN_ACTION, timeout=30.0)
+        for k, sig in enumerate([signal.SIGKILL] * kills + [signal.SIGSTOP] * stalls):
+            name = signal.Signals(sig).name
+            reset_and_rest(client, states)
+            time.sleep(0.3)          # the twin's listener sees the rest state
+            outcome = scenarios.kill_mid_goal(client, mock.pid, states, sig)
+            answer_times.append(outcome.accept_s)
+            named = 'hand controller' in outcome.error_string and 'joint states stopped' in outcome.error_string
+            ok = outcome.status == GoalStatus.STATUS_ABORTED and named
+            latencies[name].append(outcome.answer_s)
+            drifts.append(outcome.sim_drift)
+            print(f'  {name} {k + 1}: answer after {outcome.answer_s * 1e3:.0f} ms, sim drift '
+                  f'{outcome.sim_drift * 1e3:.2f} mrad: {outcome.error_string}', flush=True)
+            check(ok, f'  {name} {k + 1}: aborted naming the hand controller and its stale joint states')
+            # a new goal now: rejected at once, the sim does not move
+            before = scenarios.position(states['sim'].last())
+            handle = client.send_goal(FollowJointTrajectory, scenarios.TWIN_ACTION,
+                                      scenarios.one_point_goal({scenarios.MOVED: 0.9}, 1.0))
+            time.sleep(0.5)
+            moved = abs(scenarios.position(states['sim'].last()) - before)
+            rejected_moves.append(moved)
+            check(not handle.accepted and moved < HOLD_TARGET_RAD,
+                  f'  {name} {k + 1}: next goal rejected, sim moved {moved * 1e3:.2f} mrad')
+            if sig == signal.SIGSTOP:
+                time.sleep(1.0)
+                mock.proc.send_signal(signal.SIGCONT)
+                mock.stop()
+            else:
+                mock.proc.wait(5.0)
+                mock.stop()
+            mock = start_mock(folder, k + 1)
+            assert wait_fresh(states, time.monotonic()), 'the mock hardware did not come back'
+    finally:
+        for proc in (mock, twin, sim):
+            proc.stop()
+    for name, values in latencies.items():
+        if values:
+            arr = np.array(values)
+            check(arr.max() < DETECT_TARGET_S, f'{name} x{len(arr)}: fault -> abort p50 {np.median(arr) * 1e3:.0f} ms, '
+                                               f'max {arr.max() * 1e3:.0f} ms (target < {DETECT_TARGET_S * 1e3:.0f} ms)')
+    check(max(drifts) < HOLD_TARGET_RAD, f'sim drift 0.5-1.0 s after the fault: max {max(drifts) * 1e3:.2f} mrad '
+                                         f'(target < {HOLD_TARGET_RAD * 1e3:.0f} mrad)')
+    answers = np.array(answer_times)
+    if answers.size:
+        budget = START_LEAD_S - ACCEPT_MARGIN_S
+        check(answers.max() < budget, f'goal sent -> accepted by every controller: p50 {np.median(answers) * 1e3:.0f} '
+                                      f'ms, max {answers.max() * 1e3:.0f} ms (budget start_lead - margin '
+                                      f'{budget * 1e3:.0f} ms)')
+
+
+def acceptance_times(client, states, trials: int = 20) -> np.ndarray:
+    """Send -> goal response of short twin goals, s."""
+    from control_msgs.action import FollowJointTrajectory
+    act = client.action_client(FollowJointTrajectory, scenarios.TWIN_ACTION)
+    out = []
+    for k in range(trials):
+        goal = scenarios.one_point_goal({scenarios.MOVED: 0.2 + 0.2 * (k % 2)}, 0.3)
+        sent = time.monotonic()
+        handle = client.wait_future(act.send_goal_async(goal), 10.0)
+        out.append(time.monotonic() - sent)
+        assert handle.accepted
+        client.wait_future(handle.get_result_async(), 10.0)
+    return np.array(out)
+
+
+def load(client, states, folder: Path, check: Checks) -> None:
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    up = ros_helpers.NodeProcess(None, [], folder / 'up.log', command=[
+        ros_helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
+        '--mock-hardware'])
+    try:
+        assert wait_fresh(states, time.monotonic()), f'shadow-twin up did not start:\n{up.output()[-3000:]}'
+        client.action_client(FollowJointTrajectory, scenarios.TWIN_ACTION, timeout=30.0)
+        time.sleep(2.0)
+        accept = acceptance_times(client, states)
+        budget = START_LEAD_S - ACCEPT_MARGIN_S
+        check(accept.max() < budget, f'up: goal sent -> accepted by every controller, p50 '
+                                     f'{np.median(accept) * 1e3:.0f} ms, max {accept.max() * 1e3:.0f} ms '
+                                     f'(budget start_lead - margin {budget * 1e3:.0f} ms)')
+        storm = scenarios.preemption_storm(client)
+        rates = {side: scenarios.rate(r, storm.t0, storm.t1) for side, r in states.items()}
+        reasons = [s for s in storm.results[:-1] if 'preempted by a new goal' not in s[2]]
+        print(f'storm: {len(storm.results)} goals accepted, {storm.rejected} rejected; last: {storm.results[-1][2]!r}')
+        check(not reasons and storm.rejected == 0,
+              f'storm: every preempted goal says "preempted by a new goal" ({len(reasons)} others: '
+              f'{sorted({r[2] for r in reasons})[:3]})')
+        check(min(rates.values()) >= RATE_TARGET_HZ,
+              f'storm: /joint_states {rates["real"]:.1f} Hz, /sim/joint_states {rates["sim"]:.1f} Hz '
+              f'(target >= {RATE_TARGET_HZ:g})')
+        reset_and_rest(client, states)
+        goal = scenarios.long_goal(10_000, 20.0)
+        t0 = time.monotonic()
+        handle = client.send_goal(FollowJointTrajectory, scenarios.TWIN_ACTION, goal, timeout=15.0)
+        accepted_s = time.monotonic() - t0
+        assert handle.accepted, up.output()[-2000:]
+        response = client.wait_future(handle.get_result_async(), 40.0)
+        t1 = time.monotonic()
+        rates = {side: scenarios.rate(r, t0, t1) for side, r in states.items()}
+        gaps = {side: scenarios.longest_gap(r, t0, t1) for side, r in states.items()}
+        check(response.status == GoalStatus.STATUS_SUCCEEDED,
+              f'10,000-point goal: accepted in {accepted_s * 1e3:.0f} ms, {response.result.error_string!r}')
+        check(min(rates.values()) >= RATE_TARGET_HZ,
+              f'10,000-point goal: /joint_states {rates["real"]:.1f} Hz, /sim/joint_states {rates["sim"]:.1f} Hz '
+              f'over {t1 - t0:.1f} s, longest gaps {gaps["real"] * 1e3:.0f} / {gaps["sim"] * 1e3:.0f} ms '
+              f'(target >= {RATE_TARGET_HZ:g})')
+    finally:
+        status = up.stop()
+        if status != 0:
+            print(up.output()[-3000:])
+
+
+def sampling_ratio(check: Checks) -> None:
+    """Per-tick cost of LiveSimulation.step following a 10,000-point vs a 10-point trajectory."""
+    from shadow_twin.control.trajectory import JointTrajectory
+    from shadow_twin.simulation.live import LiveSimulation
+    costs = {}
+    for points in (10, 10_000):
+        sim = LiveSimulation()
+        t = np.linspace(0.01, 60.0, points)
+        q = 0.5 * np.sin(t)[:, None].repeat(4, axis=1) ** 2
+        sim.set_trajectory(JointTrajectory(['rh_FFJ3', 'rh_MFJ3', 'rh_RFJ3', 'rh_LFJ3'], t, q))
+        sim.step(2)
+        start = time.perf_counter()
+        for _ in range(2000):
+            sim.step(2)
+        costs[points] = (time.perf_counter() - start) / 2000
+    ratio = costs[10_000] / costs[10]
+    check(ratio < SAMPLING_RATIO_TARGET, f'live step (2 physics steps) following 10,000 vs 10 points: '
+                                         f'{costs[10_000] * 1e6:.0f} vs {costs[10] * 1e6:.0f} us, ratio {ratio:.2f} '
+                                         f'(target < {SAMPLING_RATIO_TARGET:g})')
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--kills', type=int, default=10, help='SIGKILLs of the mock hardware')
+    parser.add_argument('--stalls', type=int, default=3, help='SIGSTOPs of the mock hardware')
+    parser.add_argument('--skip-load', action='store_true', help='only the faults and the sampling cost')
+    parser.add_argument('--logs', type=Path, default=None, help='keep the processes\' logs in this folder')
+    args = parser.parse_args()
+    ros_helpers.isolate_domain()
+    from sensor_msgs.msg import JointState
+    check = Checks()
+    sampling_ratio(check)
+    client = ros_helpers.RosClient('faults_benchmark')
+    states = {'real': client.record(JointState, '/joint_states', depth=1000),
+              'sim': client.record(JointState, '/sim/joint_states', depth=1000)}
+    try:
+        with tempfile.TemporaryDirectory(prefix='faults_') as tmp:
+            folder = Path(tmp) if args.logs is None else args.logs
+            folder.mkdir(parents=True, exist_ok=True)
+            if args.kills or args.stalls:
+                faults(client, states, folder, args.kills, args.stalls, check)
+            if not args.skip_load:
+                load(client, states, folder, check)
+    finally:
+        client.close()
+    print('all targets met' if not check.failed else f'{len(check.failed)} target(s) missed')
+    return 1 if check.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Fault and load scenarios against running twin processes, shared by the fault-injection
+tests (test/ros/test_twin_faults.py) and ``benchmarks/faults.py``.
+
+* :func:`one_point_goal` / :func:`long_goal`: FollowJointTrajectory goals (a long
+  one with thousands of points, positions and velocities, within the hand's limits).
+* :func:`rate` / :func:`longest_gap`: what a :class:`ros_helpers.Recorder` received
+  in a window (messages per second, s).
+* :func:`kill_mid_goal`: send a goal to the twin, signal the robot's process once the
+  robot moves, and time the twin's answer and the sim's hold.
+* :func:`preemption_storm`: a new goal every ``period`` s; every preempted goal's result.
+
+Import after ``pytest.importorskip('rclpy')`` (tests) or with rclpy available.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TWIN_ACTION = '/twin/follow_joint_trajectory'
+SIM_ACTION = '/sim/follow_joint_trajectory'
+MOVED = 'rh_FFJ3'
+
+
+def one_point_goal(targets: dict[str, float], seconds: float):
+    """A goal reaching ``targets`` {joint: rad} ``seconds`` after its start."""
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = list(targets)
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
+                                                   time_from_start=duration_msg(seconds))]
+    return goal
+
+
+def long_goal(points: int, seconds: float, joints: tuple[str, ...] = ('rh_FFJ3', 'rh_MFJ3', 'rh_RFJ3', 'rh_LFJ3')):
+    """A goal of ``points`` points over ``seconds`` s: each joint rises from 0 to 0.8 rad and back
+    (a sine arch), with the matching velocities (cubic interpolation)."""
+    from control_msgs.action import FollowJointTrajectory
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg
+    t = np.linspace(seconds / points, seconds, points)
+    q = 0.8 * np.sin(math.pi * t / seconds) ** 2
+    qd = 0.8 * math.pi / seconds * np.sin(2 * math.pi * t / seconds)
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = list(joints)
+    n = len(joints)
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(q[k])] * n, velocities=[float(qd[k])] * n,
+                                                   time_from_start=duration_msg(float(t[k]))) for k in range(points)]
+    return goal
+
+
+def rate(recorder, t0: float, t1: float) -> float:
+    """Messages per second received by ``recorder`` between monotonic ``t0`` and ``t1`` (s)."""
+    received = [r for r, _ in recorder.since(t0) if r <= t1]
+    return len(received) / (t1 - t0)
+
+
+def longest_gap(recorder, t0: float, t1: float) -> float:
+    """Longest time between two messages received between ``t0`` and ``t1`` (s)."""
+    received = [t0] + [r for r, _ in recorder.since(t0) if r <= t1] + [t1]
+    return float(np.max(np.diff(received)))
+
+
+def position(msg, joint: str = MOVED) -> float:
+    """Position of ``joint`` in a JointState message, rad."""
+    return float(msg.position[list(msg.name).index(joint)])
+
+
+def position_at(recorder, t: float, joint: str = MOVED) -> float:
+    """Position of ``joint`` in the last message received by monotonic ``t``, rad."""
+    before = [m for r, m in recorder.snapshot() if r <= t]
+    if not before:
+        raise ValueError(f'no message received before {t}')
+    return position(before[-1], joint)
+
+
+@dataclass
+class KillOutcome:
+    """What happened after the robot's process got ``signal`` mid-goal.
+
+    accept_s: goal sent -> its acceptance arrived here, s (every controller had accepted its part);
+    answer_s: signal -> the twin goal's result arrived here, s; status, error_string: the result;
+    sim_drift: |sim position 1.0 s after the signal - 0.5 s after|, rad (0 when the sim holds);
+    robot_position_at_signal: rad.
+    """
+
+    accept_s: float
+    answer_s: float
+    status: int
+    error_string: str
+    sim_drift: float
+    robot_position_at_signal: float
+
+
+def kill_mid_goal(client, robot_pid: int, states: dict, sig: int = signal.SIGKILL, target: float = 1.2,
+                  seconds: float = 4.0, moved_by: float = 0.15, settle: float = 1.2) -> KillOutcome:
+    """Send the twin a ``seconds`` s goal to ``target`` rad on :data:`MOVED`, send ``sig`` to
+    ``robot_pid`` once the robot has moved ``moved_by`` rad, and measure the answer.
+
+    ``states``: {'real': Recorder of /joint_states, 'sim': Recorder of /sim/joint_states}.
+    Raises AssertionError if the goal is rejected or the robot does not move.
+    """
+    from control_msgs.action import FollowJointTrajectory
+    from ros_helpers import wait_until
+    start = position(states['real'].last())
+    sent = time.monotonic()
+    handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, one_point_goal({MOVED: target}, seconds),
+                              timeout=15.0)
+    accept_s = time.monotonic() - sent
+    assert handle.accepted, 'the twin rejected the goal'
+    result = handle.get_result_async()
+    assert wait_until(lambda: position(states['real'].last()) > start + moved_by, 5.0), 'the robot did not move'
+    at_signal = position(states['real'].last())
+    os.kill(robot_pid, sig)
+    signalled = time.monotonic()
+    assert wait_until(result.done, 10.0, interval=0.001), 'no result within 10 s of the fault'
+    answered = time.monotonic()
+    wait_until(lambda: time.monotonic() > signalled + settle, settle + 1.0)
+    drift = abs(position_at(states['sim'], signalled + 1.0) - position_at(states['sim'], signalled + 0.5))
+    response = result.result()
+    return KillOutcome(accept_s, answered - signalled, response.status, response.result.error_string, drift, at_signal)
+
+
+@dataclass
+class StormOutcome:
+    """A preemption storm: every goal's (status, error_code, error_string), in sending order,
+    and the monotonic window (s) it ran in."""
+
+    results: list[tuple[int, int, str]] = field(default_factory=list)
+    rejected: int = 0
+    t0: float = 0.0
+    t1: float = 0.0
+
+
+def preemption_storm(client, action: str = SIM_ACTION, seconds: float = 5.0, period: float = 0.05) -> StormOutcome:
+    """Send a new 1 s goal every ``period`` s for ``seconds`` s on ``action`` (alternating
+    targets), then wait for every result.
+
+    Each result is requested as soon as its goal is accepted: rclpy's action client keeps
+    the last 10 responses of a kind (services QoS, KEEP_LAST 10), so a hundred result
+    requests sent at once would lose most of their answers."""
+    from control_msgs.action import FollowJointTrajectory
+    act = client.action_client(FollowJointTrajectory, action)
+    out = StormOutcome(t0=time.monotonic())
+    sent, results = [], {}
+
+    def collect() -> None:
+        for k, future in enumerate(sent):
+            if k not in results and future.done():
+                handle = future.result()
+                results[k] = handle.get_result_async() if handle.accepted else None
+    k = 0
+    next_send = out.t0
+    while time.monotonic() < out.t0 + seconds:
+        goal = one_point_goal({MOVED: 0.3 + 0.4 * (k % 2), 'rh_MFJ3': 0.2 + 0.3 * (k % 3)}, 1.0)
+        sent.append(act.send_goal_async(goal))
+        k += 1
+        next_send += period
+        while time.monotonic() < next_send:
+            collect()
+            time.sleep(0.002)
+    out.t1 = time.monotonic()
+    deadline = time.monotonic() + 10.0
+    while len(results) < len(sent) and time.monotonic() < deadline:
+        collect()
+        time.sleep(0.005)
+    if len(results) < len(sent):
+        raise TimeoutError(f'{len(sent) - len(results)} of {len(sent)} goals got no answer within 10 s')
+    out.rejected = sum(1 for r in results.values() if r is None)
+    for k in sorted(results):
+        if results[k] is not None:
+            response = client.wait_future(results[k], 15.0)
+            out.results.append((response.status, int(response.result.error_code), response.result.error_string))
+    return out
