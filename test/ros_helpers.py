@@ -1,7 +1,7 @@
 """Helpers for tests that talk to real ROS 2 processes over DDS.
 
 * :func:`isolate_domain` gives the test run its own ``ROS_DOMAIN_ID`` (from the
-  pid, 1..100), keeps discovery on this host and Fast DDS on UDP; call it before ``rclpy.init``
+  pid, 1..100) and keeps discovery on this host; call it before ``rclpy.init``
   (it sets ``os.environ``, which child processes inherit).
 * :class:`NodeProcess` runs a node as a child process (``python -m MODULE
   --ros-args ...``) with its output in a log file, and stops it (SIGINT, then
@@ -51,9 +51,6 @@ def isolate_domain(domain_id: int | None = None) -> int:
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_LOCALHOST_ONLY', None)
-    # as the nodes do: Fast DDS over UDP only, so that this process cannot stall ~333 ms when
-    # another joins (shadow_twin.ros.dds); children inherit it
-    use_udp_transport()
     return domain
 
 
@@ -160,8 +157,17 @@ class RosClient:
         self.context = rclpy.Context()
         if domain_id is None:
             domain_id = int(os.environ.get('ROS_DOMAIN_ID', '0'))
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node(name, context=self.context)
+        # Fast DDS over UDP only, as the nodes (shadow_twin.ros.dds), so that this process does not
+        # stall ~333 ms when another joins; the participant is made with the first node, and the
+        # environment is set back for the children, which choose their transport themselves.
+        saved = dict(os.environ)
+        use_udp_transport()
+        try:
+            rclpy.init(context=self.context, domain_id=domain_id)
+            self.node = rclpy.create_node(name, context=self.context)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
