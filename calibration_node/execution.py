@@ -19,6 +19,10 @@ from rclpy.node import Node
 from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
 from shadow_twin.common.errors import TrajectoryError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
+
+#: Seconds to wait, before a recording, for every recorded topic to deliver (a process that
+#: has just started may take seconds to be matched by DDS discovery).
+FLOWING_TIMEOUT = 10.0
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.conversions import time_msg_ns, trajectory_msg
@@ -94,8 +98,13 @@ class TrajectoryExecutor:
         commanded trajectory stamped with its start on ``TRAJECTORY_TOPIC``; write the bag ``bag``.
 
         Returns (start stamp ns, messages recorded per topic). Raises TrajectoryError as
-        :meth:`execute`, RecordingError if ``bag`` exists.
+        :meth:`execute` or when a recorded topic does not flow within ``FLOWING_TIMEOUT`` s
+        (nothing is sent then), RecordingError if ``bag`` exists.
         """
+        silent = recorder.wait_flowing(recorder.subscribed, FLOWING_TIMEOUT)
+        if silent:
+            raise TrajectoryError(f'no messages on {silent} for {FLOWING_TIMEOUT:g} s: not recording '
+                                  f'{trajectory.name} (are the robot and the bridge running?)')
         recorder.start()
         start_ns = self.execute(trajectory_msg(trajectory), start_lead, tail,
                                 on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,

@@ -9,7 +9,9 @@ node's clock (ns); the messages keep their own header stamps.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from pathlib import Path
 
 from rclpy.node import Node
@@ -41,8 +43,11 @@ class BagRecorder:
     def __init__(self, node: Node, topics: dict[str, type], depth: int = 1000) -> None:
         self.node = node
         self.types = {topic: type_name(cls) for topic, cls in topics.items()}
+        #: The topics subscribed to (``types`` also holds topics stored with :meth:`add`).
+        self.subscribed = list(topics)
         self._lock = threading.Lock()
         self._messages: list[tuple[str, int, bytes]] | None = None
+        self._last_seen: dict[str, float] = {}      # topic: monotonic s of its last message
         self._helper = Node(f'{node.get_name()}_recorder', namespace=node.get_namespace(), context=node.context,
                             use_global_arguments=False, start_parameter_services=False)
         for topic, cls in topics.items():
@@ -52,8 +57,22 @@ class BagRecorder:
 
     def _on_message(self, topic: str, data: bytes) -> None:
         with self._lock:
+            self._last_seen[topic] = time.monotonic()
             if self._messages is not None:
                 self._messages.append((topic, self.node.get_clock().now().nanoseconds, data))
+
+    def wait_flowing(self, topics: list[str], timeout: float, fresh: float = 0.1) -> list[str]:
+        """Wait up to ``timeout`` s until each of ``topics`` has delivered a message within the
+        last ``fresh`` s (a subscription of a process that just started may take seconds to be
+        matched by DDS discovery); returns the topics still silent ([] when all flow)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            with self._lock:
+                silent = [t for t in topics if now - self._last_seen.get(t, -math.inf) > fresh]
+            if not silent or now > deadline:
+                return silent
+            time.sleep(0.02)
 
     def start(self) -> None:
         """Start buffering (drops what an earlier unfinished recording held)."""
