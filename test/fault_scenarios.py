@@ -1,8 +1,8 @@
 """Fault and load scenarios against running twin processes, shared by the fault-injection
 tests (test/ros/test_twin_faults.py) and ``benchmarks/faults.py``.
 
-* :func:`one_point_goal` / :func:`long_goal`: FollowJointTrajectory goals (a long
-  one with thousands of points, positions and velocities, within the hand's limits).
+* :func:`long_goal`: a FollowJointTrajectory goal with thousands of points (positions and
+  velocities, within the hand's limits); one-point goals are ``ros_helpers.one_point_goal``.
 * :func:`rate` / :func:`longest_gap`: what a :class:`ros_helpers.Recorder` received
   in a window (messages per second, s).
 * :func:`kill_mid_goal`: send a goal to the twin, signal the robot's process once the
@@ -21,23 +21,11 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from ros_helpers import one_point_goal, wait_until
 
 TWIN_ACTION = '/twin/follow_joint_trajectory'
 SIM_ACTION = '/sim/follow_joint_trajectory'
 MOVED = 'rh_FFJ3'
-
-
-def one_point_goal(targets: dict[str, float], seconds: float):
-    """A goal reaching ``targets`` {joint: rad} ``seconds`` after its start."""
-    from control_msgs.action import FollowJointTrajectory
-    from trajectory_msgs.msg import JointTrajectoryPoint
-
-    from shadow_twin.ros.conversions import duration_msg
-    goal = FollowJointTrajectory.Goal()
-    goal.trajectory.joint_names = list(targets)
-    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
-                                                   time_from_start=duration_msg(seconds))]
-    return goal
 
 
 def long_goal(points: int, seconds: float, joints: tuple[str, ...] = ('rh_FFJ3', 'rh_MFJ3', 'rh_RFJ3', 'rh_LFJ3')):
@@ -110,7 +98,6 @@ def kill_mid_goal(client, robot_pid: int, states: dict, sig: int = signal.SIGKIL
     Raises AssertionError if the goal is rejected or the robot does not move.
     """
     from control_msgs.action import FollowJointTrajectory
-    from ros_helpers import wait_until
     start = position(states['real'].last())
     sent = time.monotonic()
     handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, one_point_goal({MOVED: target}, seconds),

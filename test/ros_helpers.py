@@ -6,6 +6,7 @@
 * :class:`NodeProcess` runs a node as a child process (``python -m MODULE
   --ros-args ...``) with its output in a log file, and stops it (SIGINT, then
   SIGTERM, then SIGKILL).
+* :func:`one_point_goal` builds a FollowJointTrajectory goal to one point.
 * :class:`RosClient` is an rclpy context + node spinning in a background
   thread, with blocking helpers: wait for messages, call services, set remote
   parameters, send FollowJointTrajectory goals.
@@ -237,6 +238,26 @@ class RosClient:
         """Send ``goal``; returns the goal handle once the server has answered (accepted or not)."""
         client = self.action_client(action_type, name, timeout)
         return self.wait_future(client.send_goal_async(goal, feedback_callback=feedback), timeout)
+
+
+def one_point_goal(targets: dict[str, float], seconds: float, goal_tolerance: float | None = None,
+                   stamp_ns: int = 0):
+    """A one-point FollowJointTrajectory goal reaching ``targets`` {joint: rad} ``seconds`` after
+    its start: ``stamp_ns`` (header.stamp, ns) or, when 0, when it is accepted; with
+    ``goal_tolerance`` (rad) for every joint."""
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg, time_msg_ns
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.header.stamp = time_msg_ns(stamp_ns)
+    goal.trajectory.joint_names = list(targets)
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
+                                                   time_from_start=duration_msg(seconds))]
+    if goal_tolerance is not None:
+        goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
+    return goal
 
 
 def final_feedback(feedback: list, target: dict[str, float], quiet: float = 0.25, timeout: float = 3.0):

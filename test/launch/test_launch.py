@@ -68,21 +68,6 @@ def rate(recorder) -> float:
     return (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
 
 
-def one_point_goal(targets: dict[str, float], seconds: float, tolerance: float):
-    """A FollowJointTrajectory goal reaching ``targets`` (rad) ``seconds`` s after it starts, within
-    ``tolerance`` rad."""
-    from control_msgs.action import FollowJointTrajectory
-    from control_msgs.msg import JointTolerance
-    from trajectory_msgs.msg import JointTrajectoryPoint
-    from shadow_twin.ros.conversions import duration_msg
-    goal = FollowJointTrajectory.Goal()
-    goal.trajectory.joint_names = list(targets)
-    goal.trajectory.points = [JointTrajectoryPoint(positions=list(targets.values()),
-                                                   time_from_start=duration_msg(seconds))]
-    goal.goal_tolerance = [JointTolerance(name=j, position=tolerance) for j in targets]
-    return goal
-
-
 # ------------------------------------------------------------------------------------- tests
 def test_setup_lays_out_an_ament_package_in_the_venv(ros2_launch):
     """What ``colcon build --symlink-install`` would install, as links into the checkout; activate
@@ -160,7 +145,7 @@ def test_twin_with_mock_hardware(ros, launch):
             ' | '.join([line for line in run.output().splitlines() if 'joint states at' in line][-2:])
 
         handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION,
-                                  one_point_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, tolerance=0.05),
+                                  helpers.one_point_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, goal_tolerance=0.05),
                                   timeout=15.0)
         assert handle.accepted, run.output()[-3000:]
         response = client.wait_future(handle.get_result_async(), 15.0)

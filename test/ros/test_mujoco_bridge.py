@@ -91,20 +91,9 @@ def positions(msg, names) -> np.ndarray:
 
 def make_goal(targets: dict[str, float], seconds: float, goal_tolerance: float | None = None,
               stamp_ns: int = 0):
-    """A one-point FollowJointTrajectory goal reaching ``targets`` (rad) ``seconds`` after
-    its start: ``stamp_ns`` (header.stamp, ns) or, when 0, when it is accepted."""
-    from control_msgs.action import FollowJointTrajectory
-    from control_msgs.msg import JointTolerance
-    from trajectory_msgs.msg import JointTrajectoryPoint
-    from shadow_twin.ros.conversions import duration_msg, time_msg_ns
-    goal = FollowJointTrajectory.Goal()
-    goal.trajectory.header.stamp = time_msg_ns(stamp_ns)
-    goal.trajectory.joint_names = list(targets)
-    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
-                                                   time_from_start=duration_msg(seconds))]
-    if goal_tolerance is not None:
-        goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
-    return goal
+    """``ros_helpers.one_point_goal`` (imported once rclpy is known to be there)."""
+    import ros_helpers
+    return ros_helpers.one_point_goal(targets, seconds, goal_tolerance, stamp_ns)
 
 
 def send(ros, goal, action: str = SIM_ACTION, feedback=None):

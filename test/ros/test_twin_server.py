@@ -27,18 +27,9 @@ TARGET = {'rh_FFJ3': 1.2, 'rh_FFJ4': 0.2, 'rh_MFJ3': 0.9, 'rh_THJ4': 0.8, 'rh_WR
 
 # ------------------------------------------------------------------------------------ helpers
 def make_goal(targets: dict[str, float], seconds: float, goal_tolerance: float | None = None):
-    """A one-point goal reaching ``targets`` (rad) ``seconds`` after it starts."""
-    from control_msgs.action import FollowJointTrajectory
-    from control_msgs.msg import JointTolerance
-    from trajectory_msgs.msg import JointTrajectoryPoint
-    from shadow_twin.ros.conversions import duration_msg
-    goal = FollowJointTrajectory.Goal()
-    goal.trajectory.joint_names = list(targets)
-    goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in targets.values()],
-                                                   time_from_start=duration_msg(seconds))]
-    if goal_tolerance is not None:
-        goal.goal_tolerance = [JointTolerance(name=j, position=goal_tolerance) for j in targets]
-    return goal
+    """``ros_helpers.one_point_goal`` (imported once rclpy is known to be there)."""
+    import ros_helpers
+    return ros_helpers.one_point_goal(targets, seconds, goal_tolerance)
 
 
 def positions(msg, names) -> np.ndarray:
