@@ -9,6 +9,9 @@
   lag counts as sim time lost), the latest tick's lateness and the dropped sim
   time are measured over a sliding window, logged every ``rtf_log_period`` s
   and published on ``/diagnostics`` (with the sim time dropped since start).
+  A tick more than 20 ms late is logged with who held it: the CPU the process
+  used meanwhile tells its own threads (the GIL) from the operating system or
+  hypervisor not running it (``timing.stall_cause``).
 * ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
   simulated joint trajectory controller (see ``trajectory_server``).
 * Services: ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
@@ -40,7 +43,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 
-from mujoco_bridge.timing import RateMeter, SimClock
+from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, stall_cause
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path
@@ -90,7 +93,7 @@ class MujocoBridge(Node):
         self.clock = SimClock(p('real_time_factor'))
         self.meter = RateMeter(window=p('rtf_log_period'))
         self._dropped_s = 0.0
-        self._last_drop_log = 0.0
+        self._last_drop_log = self._last_stall_log = 0.0
         self._stop = threading.Event()
         self._loop_thread = threading.Thread(target=self._loop, name='mujoco_stepping', daemon=True)
 
@@ -210,6 +213,7 @@ class MujocoBridge(Node):
         """Tick at ``publish_rate`` on a fixed schedule of monotonic times; each tick knows how
         late it started (the oversleep, or how long the previous tick overran)."""
         next_tick = time.monotonic()
+        previous_start, previous_cpu = next_tick, time.process_time()
         while not self._stop.is_set():
             period = 1.0 / self._settings['publish_rate']
             next_tick += period
@@ -223,16 +227,22 @@ class MujocoBridge(Node):
                     next_tick = now
                 # else the ticks that are due run back to back, each stepping to its own
                 # scheduled time: a short stall (the GIL busy elsewhere) loses no state
+            started, cpu = time.monotonic(), time.process_time()
+            waited, used = started - previous_start, cpu - previous_cpu
+            previous_start, previous_cpu = started, cpu
+            if lateness > STALL_WARNING:
+                self._warn_stall(lateness, waited, used)
             try:
-                self._tick(next_tick, lateness)
+                self._tick(next_tick, lateness, used)
             except Exception as exc:  # keep stepping; a bug is logged, not fatal
                 if not self.context.ok():   # ROS is shutting down (Ctrl-C, SIGTERM)
                     return
                 self.get_logger().error(f'stepping failed: {exc!r}', throttle_duration_sec=5.0)
 
-    def _tick(self, scheduled: float, lateness: float = 0.0) -> None:
+    def _tick(self, scheduled: float, lateness: float = 0.0, process_cpu: float = 0.0) -> None:
         """Step to the sim time of the ``scheduled`` tick (monotonic s) and publish; the tick
-        started ``lateness`` s after its schedule (recorded by the rate meter).
+        started ``lateness`` s after its schedule, and the process used ``process_cpu`` s of CPU
+        since the previous tick began (both recorded by the rate meter).
 
         Stepping to the scheduled rather than the actual wake-up time gives every
         tick the same number of physics steps (2 at 250 Hz with a 2 ms timestep),
@@ -250,7 +260,7 @@ class MujocoBridge(Node):
                 dropped = (steps - max_steps) * sim.dt
                 self._drop_lag(steps * sim.dt, dropped, scheduled)
         state = sim.joint_state()
-        self.meter.tick(scheduled, state.sim_time, lateness, dropped)
+        self.meter.tick(scheduled, state.sim_time, lateness, dropped, process_cpu)
         if stepped == 0 and not sim.paused and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9:
             return
         msg = self._msg
@@ -264,6 +274,15 @@ class MujocoBridge(Node):
         if self.clock_pub is not None:
             self._clock_msg.clock = time_msg(state.sim_time)
             self.clock_pub.publish(self._clock_msg)
+
+    def _warn_stall(self, lateness: float, waited: float, process_cpu: float) -> None:
+        """A tick started ``lateness`` s late (above ``STALL_WARNING``): say so and who held it
+        (at most every 5 s; every stall also shows in /diagnostics)."""
+        now = time.monotonic()
+        if now - self._last_stall_log > 5.0:
+            self._last_stall_log = now
+            self.get_logger().warning(f'the stepping thread started a tick {lateness * 1e3:.0f} ms late: '
+                                      f'{stall_cause(lateness, waited, process_cpu)}')
 
     def _drop_lag(self, lag_s: float, dropped_s: float, scheduled: float) -> None:
         """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
@@ -319,6 +338,7 @@ class MujocoBridge(Node):
             'publish_rate_achieved_hz': '' if report is None else f'{report.rate:.1f}',
             'window_s': '' if report is None else f'{report.window:.2f}',
             'max_tick_lateness_ms': '' if report is None else f'{report.max_lateness * 1e3:.2f}',
+            'max_tick_lateness_process_cpu_ms': '' if report is None else f'{report.max_lateness_cpu * 1e3:.2f}',
             'dropped_sim_time_window_s': '' if report is None else f'{report.dropped:.4f}',
             'sim_time_s': f'{self.sim.time:.4f}',
             'dropped_sim_time_s': f'{self._dropped_s:.4f}',

@@ -80,7 +80,9 @@ class RateReport:
     real_time_factor: sim s advanced per wall s (sim time dropped after a stall is
     sim time that did not advance, so a stall lowers it); rate: ticks per wall s (Hz);
     window: wall s covered; ticks: ticks in the window; max_lateness: the latest tick
-    of the window, s after its scheduled time; dropped: sim s dropped in the window.
+    of the window, s after its scheduled time; dropped: sim s dropped in the window;
+    max_lateness_cpu: CPU time (s) the whole process used while that latest tick was
+    waiting (see :func:`stall_cause`).
     """
 
     real_time_factor: float
@@ -89,6 +91,32 @@ class RateReport:
     ticks: int
     max_lateness: float = 0.0
     dropped: float = 0.0
+    max_lateness_cpu: float = 0.0
+
+
+#: A tick this late (s) is a stall worth a warning in the log.
+STALL_WARNING = 0.020
+#: Below this share of the stall spent on the CPU by the process, the process was not running.
+STALL_CPU_SHARE = 0.25
+
+
+def stall_cause(lateness: float, waited: float, process_cpu: float) -> str:
+    """Who held a tick that started ``lateness`` s late, from the CPU time (s) the whole
+    process used over the ``waited`` s since the previous tick began.
+
+    When the process used the CPU for most of the stall, one of its own threads held
+    the stepping thread (the Python GIL: a garbage collection, a long callback); when
+    it hardly ran at all, the operating system or the hypervisor did not schedule it
+    (another process took the cores, or a virtual machine's vCPU was paused), which
+    no code in the node can prevent. Returns a sentence for the log.
+    """
+    share = process_cpu / waited if waited > 0 else 0.0
+    where = (f'the process used {process_cpu * 1e3:.1f} ms of CPU in the {waited * 1e3:.0f} ms since the '
+             f'previous tick')
+    if share >= STALL_CPU_SHARE:
+        return f'{where}: another thread of this node held it (the Python GIL: garbage collection or a long callback)'
+    return (f'{where}: the process was not running, the operating system or hypervisor did not schedule it '
+            f'(other processes on the cores, or a paused virtual CPU)')
 
 
 class RateMeter:
@@ -110,8 +138,8 @@ class RateMeter:
         if not window > 0:
             raise ValueError(f'window must be > 0, got {window}')
         self.window = float(window)
-        # (mono, sim_time, lateness, dropped) per tick
-        self._samples: collections.deque[tuple[float, float, float, float]] = collections.deque()
+        # (mono, sim_time, lateness, dropped, process_cpu) per tick
+        self._samples: collections.deque[tuple[float, float, float, float, float]] = collections.deque()
         self._lock = threading.Lock()
 
     def reset(self) -> None:
@@ -119,12 +147,15 @@ class RateMeter:
         with self._lock:
             self._samples.clear()
 
-    def tick(self, mono: float, sim_time: float, lateness: float = 0.0, dropped: float = 0.0) -> None:
+    def tick(self, mono: float, sim_time: float, lateness: float = 0.0, dropped: float = 0.0,
+             process_cpu: float = 0.0) -> None:
         """Record one loop iteration scheduled at monotonic ``mono`` (s) with the sim at
         ``sim_time`` (s), that started ``lateness`` s after its schedule and gave up
-        ``dropped`` s of sim time (a lag beyond the catch-up limit)."""
+        ``dropped`` s of sim time (a lag beyond the catch-up limit); ``process_cpu``: CPU
+        s the process used since the previous tick began (who held a late tick)."""
         with self._lock:
-            self._samples.append((float(mono), float(sim_time), max(0.0, float(lateness)), float(dropped)))
+            self._samples.append((float(mono), float(sim_time), max(0.0, float(lateness)), float(dropped),
+                                  float(process_cpu)))
             while len(self._samples) > 2 and mono - self._samples[0][0] > self.window:
                 self._samples.popleft()
 
@@ -134,11 +165,12 @@ class RateMeter:
         with self._lock:
             if len(self._samples) < 2:
                 return None
-            (m0, s0, _, _), (m1, s1, _, _) = self._samples[0], self._samples[-1]
+            (m0, s0, *_), (m1, s1, *_) = self._samples[0], self._samples[-1]
             ticks = len(self._samples) - 1
             later = list(self._samples)[1:]
         span = m1 - m0
         if span <= 0:
             return None
-        return RateReport((s1 - s0) / span, ticks / span, span, ticks,
-                          max(lat for _, _, lat, _ in later), sum(drop for _, _, _, drop in later))
+        latest = max(later, key=lambda sample: sample[2])
+        return RateReport((s1 - s0) / span, ticks / span, span, ticks, latest[2],
+                          sum(sample[3] for sample in later), latest[4])

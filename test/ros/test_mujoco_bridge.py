@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from mujoco_bridge.timing import RateMeter, SimClock
+from mujoco_bridge.timing import RateMeter, SimClock, stall_cause
 from shadow_twin.common.stamps import to_nanoseconds, to_seconds
 from shadow_twin.model.mjcf import builtin_model_path
 
@@ -428,7 +428,7 @@ def test_a_stall_shows_in_the_node_real_time_factor_lateness_and_dropped_time(ro
         assert float(values['max_tick_lateness_ms']) == pytest.approx(0.5)
         assert float(values['dropped_sim_time_s']) == 0.0
         t += 0.333                                    # the stall: the next tick starts 329 ms late
-        node._tick(t, 0.329)
+        node._tick(t, 0.329, 0.0008)                  # the process hardly ran meanwhile
         for k in range(1, 251):                       # 1 s on schedule again
             node._tick(t + k * period, 0.0005)
         status = node.diagnostic_status()
@@ -437,6 +437,7 @@ def test_a_stall_shows_in_the_node_real_time_factor_lateness_and_dropped_time(ro
         assert float(values['dropped_sim_time_s']) == pytest.approx(dropped, abs=1e-6)
         assert float(values['dropped_sim_time_window_s']) == pytest.approx(dropped, abs=1e-6)
         assert float(values['max_tick_lateness_ms']) == pytest.approx(329.0)
+        assert float(values['max_tick_lateness_process_cpu_ms']) == pytest.approx(0.8)
         span = 3.333 - period                         # first tick to last
         assert float(values['real_time_factor_achieved']) == pytest.approx((span - dropped) / span, abs=2e-3)
         assert status.level == DiagnosticStatus.WARN
@@ -475,6 +476,26 @@ def test_rate_meter_measures_rtf_and_rate_over_its_window():
     assert report.window == pytest.approx(1.0, abs=0.011)
     meter.reset()
     assert meter.report() is None
+
+
+def test_stall_cause_tells_the_nodes_own_threads_from_the_machine():
+    """A stall during which the process ran (the GIL held by another thread) is the node's; one
+    during which it hardly ran is the operating system's or the hypervisor's."""
+    own = stall_cause(0.040, 0.044, 0.038)
+    machine = stall_cause(0.060, 0.064, 0.0008)
+    assert 'another thread of this node' in own and '38.0 ms of CPU in the 44 ms' in own
+    assert 'not running' in machine and 'hypervisor' in machine and '0.8 ms of CPU' in machine
+    assert 'not running' in stall_cause(0.030, 0.0, 0.0)
+
+
+def test_rate_meter_reports_the_process_cpu_of_its_latest_tick():
+    meter = RateMeter(window=5.0)
+    meter.tick(0.004, 0.004, lateness=0.001, process_cpu=0.003)
+    meter.tick(0.008, 0.008, lateness=0.050, process_cpu=0.0007)
+    meter.tick(0.012, 0.012, lateness=0.002, process_cpu=0.004)
+    report = meter.report()
+    assert report.max_lateness == pytest.approx(0.050)
+    assert report.max_lateness_cpu == pytest.approx(0.0007)
 
 
 def test_rate_meter_counts_a_stall_in_its_real_time_factor():
