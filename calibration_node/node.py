@@ -51,7 +51,7 @@ from shadow_twin.calibration.optimisers import OPTIMISERS
 from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
                                           unfinished_runs)
 from shadow_twin.calibration.recording import largest_gap, read_joint_states
-from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.calibration.run import DEFAULT_OPTIMIZER, CalibrationSettings
 from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import versioned_path
 from shadow_twin.common.paths import config_path
@@ -74,8 +74,8 @@ SPECS = (
          'not hold it (bags recorded by this node do).'),
     Spec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
     Spec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
-    Spec('optimizer', 'bo', 'Optimiser of the MJCF parameters.', choices=tuple(OPTIMISERS)),
-    Spec('budget', 60, 'Evaluations of the optimiser.', bounds=(1, 100000)),
+    Spec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the MJCF parameters.', choices=tuple(OPTIMISERS)),
+    Spec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
     Spec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
     Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
     Spec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),

@@ -15,9 +15,9 @@ import numpy as np
 
 from shadow_twin.calibration import alignment, metrics
 from shadow_twin.calibration.recording import JointStateRecording
-from shadow_twin.common.errors import RecordingError, TrajectoryError
+from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError
 from shadow_twin.control.controller import SimController
-from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.control.trajectory import START_TOLERANCE, JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
 from shadow_twin.simulation.offline import TrajectorySimulator
 
@@ -46,6 +46,15 @@ class AlignmentSettings:
         rate: time-base rate for 'interpolate', Hz (default: the recording's).
         sim_rate: simulated joint_states rate for 'nearest', Hz.
         interpolation: trajectory sampling (auto/linear/cubic/quintic).
+        occurrence: which execution of the trajectory to compare when the recording holds
+            several (1-based, in time order; default None: the first complete one). Only for
+            recordings aligned by their motion onset.
+        min_rest: rest that separates two executions, s (shorter pauses, e.g. a reversal,
+            belong to one; an episode starting before the previous execution's trajectory
+            has ended continues it).
+        start_tolerance: difference between the rest state before the onset and the
+            trajectory's point 0 above which the motion starts at t = 0 (the JTC moves to
+            point 0 first), rad; see :meth:`JointTrajectory.motion_start`.
     """
 
     onset_threshold: float = 0.1
@@ -57,10 +66,15 @@ class AlignmentSettings:
     rate: float | None = None
     sim_rate: float = 250.0
     interpolation: str = 'auto'
+    occurrence: int | None = None
+    min_rest: float = 0.5
+    start_tolerance: float = START_TOLERANCE
 
     def __post_init__(self) -> None:
         if self.matching not in MATCHING:
             raise ValueError(f'matching must be one of {MATCHING}')
+        if self.occurrence is not None and self.occurrence < 1:
+            raise ValueError(f'occurrence numbers start at 1, got {self.occurrence}')
 
 
 @dataclass
@@ -72,8 +86,63 @@ class Score:
     positions: np.ndarray | None = field(default=None, repr=False)
 
 
+def list_occurrences(recording: JointStateRecording, trajectory: JointTrajectory,
+                     settings: AlignmentSettings | None = None,
+                     joints: Sequence[str] | None = None) -> list[alignment.Occurrence]:
+    """The executions of ``trajectory`` in ``recording``, as :class:`Evaluator` finds them.
+
+    Each has its onset, end and trajectory start (s, recording clock), its motion duration
+    (s), whether it is complete and what it lacks (see :class:`alignment.Occurrence`;
+    ``describe(recording.times[0])`` gives a printable line).
+
+    Args:
+        recording: real joint states.
+        trajectory: the commanded trajectory.
+        settings: onset threshold, smoothing, ``min_rest``, ``start_tolerance``, settle time.
+        joints: joints to look at (default: the trajectory's recorded joints).
+    Returns:
+        Occurrences in time order, numbered from 1.
+    Raises:
+        RecordingError: joints not recorded or NaN, no motion ("no motion onset").
+    """
+    s = settings or AlignmentSettings()
+    if joints is None:
+        joints = [j for j in trajectory.joint_names if j in recording.joint_names]
+    if not joints:
+        raise RecordingError(f'{recording.label}: none of the trajectory\'s joints is recorded')
+    positions = recording.values(joints)
+    try:
+        return alignment.find_occurrences(recording.times, positions, trajectory.subset(joints),
+                                          s.onset_threshold, s.smoothing, s.min_rest, s.start_tolerance,
+                                          s.settle_time)
+    except RecordingError as exc:
+        raise RecordingError(f'{recording.label}: {exc}') from None
+
+
 class Evaluator:
     """Compare simulated and real motion for one recording and trajectory.
+
+    Placement (without ``trajectory_start``): the executions of the trajectory in
+    the recording are listed (:func:`list_occurrences`, logged at INFO) and
+    ``settings.occurrence`` is chosen (default: the first complete one); its
+    trajectory start is its motion onset minus the trajectory's motion start with
+    the rest state before the onset (:meth:`JointTrajectory.motion_start`: 0 when
+    that state is away from point 0, as the JTC moves to point 0 from t = 0), then
+    refined by the delay fit. The window compared is the trajectory plus
+    ``settle_time``, cut at the end of the recording and before the next execution.
+
+    A recording that begins after the trajectory start (trimmed at the motion onset,
+    or a stamped start before its first sample) is simulated from its first sample:
+    the simulation starts that far into the trajectory (``time_offset``) from the
+    recorded positions and velocities there (velocities from a line fitted to the
+    positions over ``smoothing`` s: the velocities a hand reports can be another
+    joint's, e.g. the Shadow hand's J1 and J2 report their J0's), and the trajectory's
+    point at t = 0 is that first recorded state (the true rest state is unknown; a
+    recording that begins at the onset has hardly left it). The time base is then the
+    part of the window the recording covers, so the objective stays a mean squared
+    error over the compared samples. A recording whose first sample already moves is
+    taken to begin at the motion onset (logged as a warning): if it was cut later in
+    the motion, pass ``trajectory_start``.
 
     Args:
         twin: the model (its compiled model is converted by ``controller``).
@@ -88,10 +157,18 @@ class Evaluator:
             default (None) finds it from the motion onset, for recordings whose
             start time was not recorded.
         label: name of the recording in reports (default: the recording's label).
+    Attributes (set by the alignment):
+        onset: motion onset, s (recording clock); start: trajectory start after the delay fit, s;
+        delay: fitted delay, s; window: end of the compared span, s from the start;
+        time_offset: its beginning, s from the start (0 unless the recording begins later);
+        occurrences: the executions found (empty with ``trajectory_start``); occurrence: the
+        1-based one compared (None with ``trajectory_start``).
     Raises:
-        RecordingError: joints missing, NaN samples, no motion, recording
-        shorter than the trajectory after the onset.
+        RecordingError: joints missing, NaN samples, no motion, the chosen occurrence
+        absent or incomplete (the message names what is missing), a stamped trajectory
+        that ends before the recording begins.
         TrajectoryError: trajectory joints not driven by the model.
+        ConfigError: ``settings.occurrence`` together with ``trajectory_start``.
     """
 
     def __init__(self, twin: TwinModel, controller: SimController, recording: JointStateRecording,
@@ -102,8 +179,13 @@ class Evaluator:
         self.twin = twin
         self.label = label or recording.label
         self.controller = controller
+        self.trajectory = trajectory
         self.settings = settings or AlignmentSettings()
         if trajectory_start is not None:
+            if self.settings.occurrence is not None:
+                raise ConfigError(f'{self.label}: occurrence {self.settings.occurrence} was chosen but the '
+                                  f'trajectory start is known (a stamped goal); occurrences apply to '
+                                  f'recordings aligned by their motion onset')
             self.settings = replace(self.settings, max_delay=self.settings.stamped_max_delay)
         s = self.settings
         missing = [j for j in objective_joints if j not in trajectory.joint_names]
@@ -117,36 +199,86 @@ class Evaluator:
         recording.values(self.objective_joints)  # absent joints / NaN -> RecordingError
         real_times = recording.times
         real = recording.values(self.joints)
-        if trajectory_start is None:
-            moving = [self.joints.index(j) for j in trajectory.joint_names
-                      if j in self.joints and np.ptp(trajectory.positions[:, trajectory.joint_names.index(j)]) > 0]
-            self.onset = alignment.detect_motion_onset(real_times, real[:, moving or slice(None)],
-                                                       s.onset_threshold, s.smoothing)
-            start = self.onset - trajectory.motion_start()
-        else:
-            start = float(trajectory_start)
-            self.onset = start + trajectory.motion_start()
-        self.window = trajectory.duration + s.settle_time
-        available = real_times[-1] - start
-        if available < trajectory.duration:
-            raise RecordingError(f'{recording.label}: recording ends {available:.2f} s after the trajectory '
-                                 f'start, shorter than the trajectory ({trajectory.duration:.2f} s)')
-        if start < real_times[0]:
-            raise RecordingError(f'{recording.label}: the trajectory starts {start - real_times[0]:+.2f} s from the '
-                                 f'start of the recording, before it')
-        self.window = min(self.window, available - s.max_delay)
-        initial = dict(zip(self.joints, alignment.resample(real_times, real, [start])[0]))
-        self.simulator = TrajectorySimulator(twin.model, controller, trajectory,
-                                             self.window + s.max_delay + 0.01, initial, s.interpolation)
-        self._columns = [controller.joint_names.index(j) for j in self.joints]
         self._real_times, self._real = real_times, real
+        self.occurrences: list[alignment.Occurrence] = []
+        self.occurrence: int | None = None
+        if trajectory_start is None:
+            start, compare_until = self._place_by_onset(recording)
+        else:
+            start, compare_until = self._place_by_stamp(float(trajectory_start)), float(real_times[-1])
+        self.window = trajectory.duration + s.settle_time
+        self.window = min(self.window, compare_until - start - s.max_delay)
+        self._columns = [controller.joint_names.index(j) for j in self.joints]
         self.delay = 0.0
         self.start = start
+        self.simulator = self._simulator(start)
         if s.max_delay > 0:
             self._fit_delay()
+            if self.simulator.time_offset > 0 or self.start < real_times[0]:
+                self.simulator = self._simulator(self.start)  # the offset moved with the start
+        #: ``time_from_start`` of the first compared instant, s (> 0 when the recording begins later).
+        self.time_offset = self.simulator.time_offset
         self._set_time_base()
-        log.info('%s aligned: onset %.3f s, trajectory start %.3f s, delay %+.3f s, window %.2f s',
-                 self.label, self.onset, self.start, self.delay, self.window)
+        log.info('%s aligned: onset %.3f s, trajectory start %.3f s, delay %+.3f s, window %.2f s%s',
+                 self.label, self.onset, self.start, self.delay, self.window,
+                 f' from {self.time_offset:.3f} s (the recording begins after the trajectory start)'
+                 if self.time_offset > 0 else '')
+
+    def _place_by_onset(self, recording: JointStateRecording) -> tuple[float, float]:
+        """Choose the occurrence and place the trajectory start from its onset.
+
+        Sets ``occurrences``, ``occurrence`` and ``onset``; returns (trajectory start, end of
+        the compared span), s on the recording clock."""
+        s = self.settings
+        origin = float(self._real_times[0])
+        self.occurrences = list_occurrences(recording, self.trajectory, s, self.joints)
+        for found in self.occurrences:
+            log.info('%s: %s', self.label, found.describe(origin))
+        chosen = alignment.select_occurrence(self.occurrences, s.occurrence, origin, self.label)
+        self.occurrence = chosen.number
+        self.onset = chosen.onset
+        if chosen.begins_in_motion:
+            log.warning('%s: the recording moves from its first sample: it is taken to begin at the motion '
+                        'onset (if it was cut later in the motion, give the trajectory start)', self.label)
+        if len(self.occurrences) > 1:
+            log.info('%s: comparing occurrence %d of %d', self.label, chosen.number, len(self.occurrences))
+        end = float(self._real_times[-1])
+        following = [o.start for o in self.occurrences if o.number > chosen.number]
+        return chosen.start, min(following[0], end) if following else end
+
+    def _place_by_stamp(self, start: float) -> float:
+        """Check a known trajectory start against the recording and set ``onset``; returns ``start``."""
+        times, trajectory, s = self._real_times, self.trajectory, self.settings
+        missing = alignment.missing_end(times[-1] - start, trajectory.duration, s.settle_time)
+        if missing:
+            raise RecordingError(f'{self.label}: {missing}')
+        if times[0] - start >= trajectory.duration:
+            raise RecordingError(f'{self.label}: the recording begins {times[0] - start:.2f} s after the trajectory '
+                                 f'start, after its end ({trajectory.duration:.2f} s): the motion is missing')
+        at = alignment.resample(times, self._real, [min(max(start, times[0]), times[-1])])[0]
+        rest = np.full(len(trajectory.joint_names), np.nan)
+        rest[[trajectory.joint_names.index(j) for j in self.joints]] = at
+        self.onset = start + trajectory.motion_start(rest, start_tolerance=s.start_tolerance)
+        return start
+
+    def _simulator(self, start: float) -> TrajectorySimulator:
+        """The simulator for a trajectory started at ``start`` (s, recording clock): from the
+        recorded state there, or from the first sample, ``time_offset`` into the trajectory,
+        when the recording begins later."""
+        s, times = self.settings, self._real_times
+        offset = max(0.0, times[0] - start)
+        velocities = None
+        if offset > 0:
+            at = times[0]
+            near = max(2, int(np.count_nonzero(times <= times[0] + s.smoothing)))
+            slope = np.polyfit(times[:near] - times[0], self._real[:near], 1)[0]
+            velocities = dict(zip(self.joints, slope))
+        else:
+            at = start
+        initial = dict(zip(self.joints, alignment.resample(times, self._real, [at])[0]))
+        return TrajectorySimulator(self.twin.model, self.controller, self.trajectory,
+                                   self.window + s.max_delay + 0.01 - offset, initial, s.interpolation,
+                                   velocities, offset)
 
     def _fit_delay(self) -> None:
         """Refine the trajectory start by the delay that best fits the default model."""
@@ -161,14 +293,18 @@ class Evaluator:
     def _set_time_base(self) -> None:
         s = self.settings
         rel = self._real_times - self.start
+        offset = self.simulator.time_offset
+        if offset >= self.window:
+            raise RecordingError(f'{self.label}: the recording begins {offset:.2f} s after the trajectory start, '
+                                 f'after the {self.window:.2f} s it can compare')
         if s.matching == 'interpolate':
             rate = s.rate or 1.0 / float(np.median(np.diff(self._real_times)))
-            self.time_base = alignment.uniform_time_base(0.0, self.window, rate)
+            self.time_base = alignment.uniform_time_base(offset, self.window, rate)
             self.real = alignment.resample(rel, self._real, self.time_base)
             self._sim_index, self._sim_weight = alignment.interpolation_weights(
-                np.concatenate([[0.0], self.simulator.times]), self.time_base)
+                np.concatenate([[offset], self.simulator.times]), self.time_base)
         else:
-            keep = (rel >= 0) & (rel <= self.window)
+            keep = (rel >= offset) & (rel <= self.window)
             self.time_base = rel[keep]
             self.real = self._real[keep]
             stride = max(1, int(round(1.0 / (s.sim_rate * self.simulator.dt))))
@@ -198,24 +334,68 @@ class Evaluator:
         positions = self.simulator.run(models, nthread)
         return [self.score(p, keep_positions) for p in positions]
 
+    def residuals(self, positions: np.ndarray) -> np.ndarray:
+        """Scaled residual vector of one simulated run ((nstep, J_controller) positions, rad).
+
+        Returns (R,) = (N * J_w,), rad: for every time-base sample t and weighted joint j
+        (the keys of ``weights``, in order; row-major over (N, J_w)),
+        ``sqrt(w_j / (sum(w) * N)) * (sim_tj - real_tj)``, so that ``sum(r**2)`` is the
+        objective of :meth:`score` (the weighted mean of per-joint MSE, rad^2).
+        """
+        return self._residuals_on_time_base(self.sim_on_time_base(positions))
+
+    def _residuals_on_time_base(self, sim: np.ndarray) -> np.ndarray:
+        columns = [self.joints.index(j) for j in self.weights]
+        w = np.array([self.weights[j] for j in self.weights], dtype=float)
+        scale = np.sqrt(w / (w.sum() * sim.shape[0]))
+        return ((sim[:, columns] - self.real[:, columns]) * scale).ravel()
+
+    def evaluate_scored_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                                  nthread: int = 1) -> tuple[list[Score], np.ndarray]:
+        """Simulate every parameter set in one batched ``mujoco.rollout`` call over ``nthread``
+        threads; returns (M scores, (M, R) residuals as in :meth:`residuals`)."""
+        models = self.simulator.model_copies(len(parameter_sets))
+        for model, values in zip(models, parameter_sets):
+            apply_parameters(model, values)
+        scores, residuals = [], []
+        for p in self.simulator.run(models, nthread):
+            sim = self.sim_on_time_base(p)
+            mse = metrics.per_joint_mse(self.real, sim, self.joints)
+            scores.append(Score(metrics.weighted_objective(mse, self.weights), mse))
+            residuals.append(self._residuals_on_time_base(sim))
+        return scores, np.stack(residuals)
+
+    def evaluate_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                           nthread: int = 1) -> np.ndarray:
+        """(M, R) residual vectors (see :meth:`residuals`), one batched rollout; rows sum(r**2) = objective."""
+        return self.evaluate_scored_residuals(parameter_sets, nthread)[1]
+
 
 class EvaluatorSet:
-    """Several recordings scored together: the objective is the mean of their objectives.
+    """Several recordings scored together: the objective is the weighted mean of their objectives.
 
     Has the interface of :class:`Evaluator` that a :class:`~shadow_twin.calibration.run.Calibration`
     and the report use (``evaluate``, ``objective_joints``, ``weights``, ``settings``,
-    ``parts``). Per-joint MSE (rad^2) is averaged over the recordings that compare the joint.
+    ``parts``). Per-joint MSE (rad^2) is the weighted mean over the recordings that compare
+    the joint. ``weights`` stays the per-joint weights of that interface; the recordings'
+    weights are ``recording_weights``.
 
     Args:
         parts: evaluators of the same model and controller (at least one).
+        recording_weights: (len(parts),) weight of each recording's objective, finite and > 0
+            (default: equal). Only their ratios matter: objective = sum(w_k f_k) / sum(w_k).
     Raises:
-        ValueError: no parts.
+        ValueError: no parts; weights of another length, not finite or not positive.
     """
 
-    def __init__(self, parts: Sequence[Evaluator]) -> None:
+    def __init__(self, parts: Sequence[Evaluator], recording_weights: Sequence[float] | None = None) -> None:
         if not parts:
             raise ValueError('an EvaluatorSet needs at least one recording')
         self.parts = list(parts)
+        w = np.ones(len(self.parts)) if recording_weights is None else np.asarray(recording_weights, dtype=float)
+        if w.shape != (len(self.parts),) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError(f'recording weights must be {len(self.parts)} finite numbers > 0, got {recording_weights}')
+        self.recording_weights = [float(v) for v in w]
         first = self.parts[0]
         self.twin, self.controller, self.settings = first.twin, first.controller, first.settings
         self.objective_joints = list(dict.fromkeys(j for p in self.parts for j in p.objective_joints))
@@ -224,16 +404,43 @@ class EvaluatorSet:
 
     def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
                  keep_positions: bool = False) -> list[Score]:
-        """Score each parameter set on every recording; objective = mean over recordings (rad^2)."""
+        """Score each parameter set on every recording; objective = weighted mean over recordings (rad^2)."""
         per_part = [p.evaluate(parameter_sets, nthread) for p in self.parts]
-        return [combine_scores([scores[k] for scores in per_part]) for k in range(len(parameter_sets))]
+        return [combine_scores([scores[k] for scores in per_part], self.recording_weights)
+                for k in range(len(parameter_sets))]
+
+    def _recording_shares(self) -> np.ndarray:
+        """(K,) share of each recording in the objective: its weight over the sum (equal by default)."""
+        w = np.asarray(self.recording_weights, dtype=float)
+        return w / w.sum()
+
+    def evaluate_scored_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                                  nthread: int = 1) -> tuple[list[Score], np.ndarray]:
+        """Scores as :meth:`evaluate` and (M, R) residuals: every recording's residual vector
+        (:meth:`Evaluator.residuals`) scaled by the square root of its share of the objective,
+        concatenated, so that each row's sum(r**2) is the objective (rad^2). One batched rollout
+        per recording."""
+        per_part = [p.evaluate_scored_residuals(parameter_sets, nthread) for p in self.parts]
+        scores = [combine_scores([part[0][k] for part in per_part], self.recording_weights)
+                  for k in range(len(parameter_sets))]
+        shares = self._recording_shares()
+        residuals = np.hstack([np.sqrt(share) * res for share, (_, res) in zip(shares, per_part)])
+        return scores, residuals
+
+    def evaluate_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                           nthread: int = 1) -> np.ndarray:
+        """(M, R) residual vectors (see :meth:`evaluate_scored_residuals`)."""
+        return self.evaluate_scored_residuals(parameter_sets, nthread)[1]
 
 
-def combine_scores(scores: Sequence[Score]) -> Score:
-    """Mean objective and per-joint mean MSE (over the scores that have the joint) of several scores."""
+def combine_scores(scores: Sequence[Score], weights: Sequence[float] | None = None) -> Score:
+    """Weighted mean objective and per-joint weighted mean MSE (over the scores that have the joint)
+    of several scores; ``weights`` (one per score, > 0) default to equal."""
+    w = [1.0] * len(scores) if weights is None else [float(v) for v in weights]
     joints = list(dict.fromkeys(j for sc in scores for j in sc.per_joint_mse))
-    mse = {j: float(np.mean([sc.per_joint_mse[j] for sc in scores if j in sc.per_joint_mse])) for j in joints}
-    return Score(float(np.mean([sc.objective for sc in scores])), mse)
+    mse = {j: float(np.average([sc.per_joint_mse[j] for sc in scores if j in sc.per_joint_mse],
+                               weights=[wk for sc, wk in zip(scores, w) if j in sc.per_joint_mse])) for j in joints}
+    return Score(float(np.average([sc.objective for sc in scores], weights=w)), mse)
 
 
 def parts_of(evaluator: 'Evaluator | EvaluatorSet') -> list[Evaluator]:

@@ -9,6 +9,12 @@
 * ``random``: uniform random search.
 * ``cmaes``: CMA-ES (the ``cma`` package), in the unit cube with bounds.
 * ``pso``: particle swarm (``pyswarms`` backend, global-best topology).
+* ``lsq``: box-constrained nonlinear least squares on the residual vector
+  (:mod:`~shadow_twin.calibration.least_squares`), from the model defaults; not an
+  ask/tell optimiser: :class:`~shadow_twin.calibration.run.Calibration` drives it.
+* ``<global>+lsq`` (e.g. ``random+lsq``, ``bo+lsq``): a global phase with one of the
+  ask/tell optimisers above, then a least-squares polish from the best point found;
+  the budget counts the rollouts of both phases.
 
 Every optimiser is seeded, so a fixed seed and the same evaluations reproduce
 a run; :func:`replay` rebuilds an optimiser's state from a checkpoint by
@@ -28,7 +34,13 @@ import numpy as np
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
 
-OPTIMISERS = ('bo', 'random', 'pso', 'cmaes')
+#: Optimisers with an ask/tell interface (:func:`make_optimiser`).
+ASK_TELL = ('bo', 'random', 'pso', 'cmaes')
+#: The local least-squares method.
+LEAST_SQUARES = 'lsq'
+#: Every optimiser a calibration accepts: the ask/tell ones, least squares alone,
+#: and each ask/tell optimiser as the global phase before a least-squares polish.
+OPTIMISERS = ASK_TELL + (LEAST_SQUARES,) + tuple(f'{name}+{LEAST_SQUARES}' for name in ASK_TELL)
 
 
 class Optimiser(Protocol):
@@ -152,16 +164,16 @@ class _Generational:
 
 
 class CMAES(_Generational):
-    """CMA-ES from the ``cma`` package, started at the model defaults, sigma0 0.25 of the range."""
+    """CMA-ES from the ``cma`` package, started at the model defaults, sigma0 of the range (default 0.25)."""
 
-    def __init__(self, space: SearchSpace, seed: int = 0, popsize: int | None = None) -> None:
+    def __init__(self, space: SearchSpace, seed: int = 0, popsize: int | None = None, sigma0: float = 0.25) -> None:
         import cma  # lazy: optional heavy dependency, only the cmaes optimiser needs it
         super().__init__(space)
         options = {'bounds': [0.0, 1.0], 'seed': seed + 1, 'verbose': -9}
         if popsize:
             options['popsize'] = popsize
         start = space.to_unit(space.defaults[None])[0]
-        self._es = cma.CMAEvolutionStrategy(start.tolist(), 0.25, options)
+        self._es = cma.CMAEvolutionStrategy(start.tolist(), sigma0, options)
         self._solutions: list[np.ndarray] = []
 
     def _generation(self):
@@ -245,14 +257,29 @@ def _quiet_pyswarms():
                 os.environ['LOG_CFG'] = saved
 
 
+def phases(name: str) -> tuple[str | None, bool]:
+    """(global ask/tell optimiser or None, whether a least-squares phase follows) of ``name``.
+
+    Raises ConfigError for a name not in OPTIMISERS.
+    """
+    if name not in OPTIMISERS:
+        raise ConfigError(f'unknown optimizer {name!r}; use one of {OPTIMISERS}')
+    if name == LEAST_SQUARES:
+        return None, True
+    first, _, second = name.partition('+')
+    return first, bool(second)
+
+
 def make_optimiser(name: str, space: SearchSpace, seed: int = 0, **options) -> Optimiser:
-    """Build optimiser ``name`` (one of OPTIMISERS); ConfigError otherwise."""
+    """Build ask/tell optimiser ``name`` (one of ASK_TELL); ConfigError otherwise."""
     if name == 'bo':
         return BayesianOptimiser(space, seed, **options)
     if name == 'random':
         return RandomSearch(space, seed)
     if name == 'cmaes':
-        return CMAES(space, seed)
+        return CMAES(space, seed, **options)
     if name == 'pso':
         return ParticleSwarm(space, seed)
+    if name in OPTIMISERS:
+        raise ConfigError(f'optimizer {name!r} has no ask/tell interface; a Calibration runs it')
     raise ConfigError(f'unknown optimizer {name!r}; use one of {OPTIMISERS}')

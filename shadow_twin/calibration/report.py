@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from shadow_twin.calibration import metrics
+from shadow_twin.calibration import identifiability, metrics
 from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
 from shadow_twin.calibration.run import CalibrationResult
 from shadow_twin.calibration.search_space import SearchSpace
@@ -51,12 +51,13 @@ def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimC
 
 
 def write_history_csv(path: Path, result: CalibrationResult, space: SearchSpace) -> None:
-    """One row per evaluation: index, batch, parameter values, objective, best so far, per-joint MSE."""
+    """One row per evaluation: index, batch, phase (optimiser), parameter values, objective, best so far,
+    per-joint MSE."""
     rows = []
     best = np.inf
     for ev in result.evaluations:
         best = min(best, ev.objective)
-        row = {'evaluation': ev.index, 'batch': ev.batch, **space.named(ev.x),
+        row = {'evaluation': ev.index, 'batch': ev.batch, 'phase': ev.phase, **space.named(ev.x),
                'objective': ev.objective, 'best_objective': best, 'wall_time_s': ev.wall_time}
         row.update({f'mse_{j}': v for j, v in ev.per_joint_mse.items()})
         rows.append(row)
@@ -129,10 +130,12 @@ def _alignment_of(part: Evaluator) -> dict:
 
 def calibration_report(result: CalibrationResult, evaluator: Evaluator | EvaluatorSet, space: SearchSpace,
                        final: Score, inputs: Mapping[str, Mapping[str, str]], outputs: Mapping[str, str],
-                       recordings: Sequence[dict] = ()) -> dict:
+                       recordings: Sequence[dict] = (), holdout: Mapping | None = None) -> dict:
     """The ``report.json`` document (objectives in rad^2, times in s).
 
     ``recordings``: per-recording before/after objectives (several recordings only).
+    ``holdout``: recordings not fitted, scored before and after (rad^2), written as the
+    ``holdout`` section as given (see ``shadow-twin calibrate --holdout``).
     """
     before, after = result.initial.per_joint_mse, final.per_joint_mse
     parts = parts_of(evaluator)
@@ -160,7 +163,21 @@ def calibration_report(result: CalibrationResult, evaluator: Evaluator | Evaluat
     }
     if len(parts) > 1:
         report['recordings'] = [{**_alignment_of(p), **extra} for p, extra in zip(parts, recordings)]
+        for entry, weight in zip(report['recordings'], getattr(evaluator, 'recording_weights', [])):
+            entry['weight'] = weight
+    if holdout:
+        report['holdout'] = dict(holdout)
     return report
+
+
+def identifiability_section(result: CalibrationResult, evaluator: Evaluator | EvaluatorSet,
+                            space: SearchSpace) -> dict:
+    """The ``identifiability`` section of report.json at the best point (see
+    :mod:`~shadow_twin.calibration.identifiability`; ``identifiability.summary_lines`` prints it).
+    Reuses the least-squares phase's Jacobian when it was taken there, else spends D + 1
+    rollouts outside the budget (``jacobian_rollouts``)."""
+    workers = int(result.settings.get('workers', 1) or 1)
+    return identifiability.of_result(result, evaluator, space, nthread=workers).to_dict()
 
 
 def _version(dist: str) -> str:
@@ -175,12 +192,16 @@ def _safe(label: str) -> str:
 
 
 def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
-                  space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]]) -> dict:
+                  space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]],
+                  holdout: Mapping | None = None) -> dict:
     """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
+
+    ``holdout``: the ``holdout`` section of report.json (see :func:`calibration_report`).
 
     Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
     ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
-    (one per recording of an :class:`EvaluatorSet`), ``report.json``.
+    (one per recording of an :class:`EvaluatorSet`), ``report.json`` (with ``phases``: evaluations
+    and best objective of each optimiser phase, and ``identifiability``: :func:`identifiability_section`).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     best_values = space.values(result.best.x)
@@ -203,9 +224,12 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
         plots.append(name)
         recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
         afters.append(after)
-    final = combine_scores(afters) if len(parts) > 1 else afters[0]
+    final = combine_scores(afters, getattr(evaluator, 'recording_weights', None)) if len(parts) > 1 else afters[0]
     outputs = {'calibrated_model': model_file.name, 'parameters': 'parameters.yaml',
                'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
-    report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings)
+    report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings, holdout=holdout)
+    report['phases'] = result.phase_summary()
+    if hasattr(evaluator, 'evaluate_residuals'):
+        report['identifiability'] = identifiability_section(result, evaluator, space)
     write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
     return report

@@ -17,10 +17,27 @@ YAML::
 
 ``around`` gives the centre of relative bounds where the model default is
 zero or not the value to search around.
+
+Bounds are clipped to each attribute's physical domain, with a warning naming
+the parameter, the bounds given and the clipped ones (:func:`physical_domain`):
+
+* damping, frictionloss, armature, stiffness (joints) and kd (actuators) >= 0;
+* kp > 0: a low at or below 0 becomes ``LOG_FLOOR`` x high;
+* range_lower < the joint's upper limit and range_upper > its lower limit, as the
+  model has them now (the smallest upper / largest lower over the shared joints),
+  kept ``RANGE_GAP`` apart. When both ends of a joint are searched, each is checked
+  against the other's model value only;
+* springref: no limit.
+
+A log-scale dimension whose low is at or below 0 after that (``[0, 0.2]``, or
+``{relative: 2.0}``: -100 % .. +300 %) starts at ``LOG_FLOOR`` x high instead,
+three decades below it, with the same warning. Clipping that leaves
+``low >= high`` is a SearchSpaceError naming the parameter.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -31,7 +48,16 @@ import yaml
 from shadow_twin.common.errors import ModelError, SearchSpaceError
 from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter
 
+log = logging.getLogger(__name__)
 _KEYS = {'name', 'joints', 'classes', 'actuators', 'attribute', 'bounds', 'log', 'around'}
+#: Attributes that are physically >= 0 (N m s/rad, N m, kg m^2, N m/rad; kd N m s/rad).
+NON_NEGATIVE = ('damping', 'frictionloss', 'armature', 'stiffness', 'kd')
+#: Attributes that are physically > 0 (kp, N m/rad: MuJoCo's servo needs a positive gain).
+POSITIVE = ('kp',)
+#: A low that must be > 0 but clips to 0 (kp, log scale) becomes this fraction of the high.
+LOG_FLOOR = 1e-3
+#: Gap kept between a searched range end and the joint's other limit (rad, or m for slides).
+RANGE_GAP = 1e-6
 
 
 @dataclass
@@ -128,6 +154,14 @@ class SearchSpace:
         return {d.name: {'targets': [str(t) for t in d.targets], 'low': d.low, 'high': d.high,
                          'default': d.default, 'log': d.log} for d in self.dimensions}
 
+    def subset(self, names: Sequence[str]) -> 'SearchSpace':
+        """The space of the dimensions ``names`` only (in this space's order); the others
+        are not searched and keep the model's values. Raises SearchSpaceError for an unknown name."""
+        unknown = [n for n in names if n not in self.names]
+        if unknown:
+            raise SearchSpaceError(f'{self.source}: no parameter(s) {unknown}; known: {self.names}')
+        return SearchSpace([d for d in self.dimensions if d.name in names], self.source)
+
     @classmethod
     def from_yaml(cls, path: str | Path, twin: TwinModel) -> 'SearchSpace':
         """Load and resolve a search-space YAML against ``twin``'s model."""
@@ -181,10 +215,59 @@ def _resolve_entry(entry, k: int, twin: TwinModel, path: Path) -> Dimension:
         raise SearchSpaceError(f'{where}: {exc}') from None
     default = float(np.mean([get_parameter(twin.model, t) for t in targets]))
     low, high = _bounds(entry.get('bounds'), entry.get('around', default), where)
-    log = bool(entry.get('log', False))
-    if log and low <= 0:
+    log_scale = bool(entry.get('log', False))
+    low, high = clip_to_domain(low, high, attribute, targets, twin, log_scale, where)
+    if log_scale and low <= 0:
         raise SearchSpaceError(f'{where}: log scale needs positive bounds, got [{low}, {high}]')
-    return Dimension(name, targets, low, high, default, log)
+    return Dimension(name, targets, low, high, default, log_scale)
+
+
+def physical_domain(attribute: str, targets: Sequence[ParameterTarget], twin: TwinModel) -> tuple[float, float]:
+    """(lowest, highest) physical value of ``attribute`` on ``targets`` (the attribute's unit).
+
+    0 and inf for :data:`NON_NEGATIVE` and :data:`POSITIVE` attributes (the low excluded
+    for kp); for range_lower, -inf and the smallest current upper limit of the targets'
+    joints (excluded); for range_upper, their largest current lower limit (excluded) and
+    inf; -inf, inf for springref.
+    """
+    if attribute in NON_NEGATIVE or attribute in POSITIVE:
+        return 0.0, np.inf
+    if attribute == 'range_lower':
+        return -np.inf, min(get_parameter(twin.model, ParameterTarget(t.kind, t.name, 'range_upper'))
+                            for t in targets)
+    if attribute == 'range_upper':
+        return max(get_parameter(twin.model, ParameterTarget(t.kind, t.name, 'range_lower'))
+                   for t in targets), np.inf
+    return -np.inf, np.inf
+
+
+def clip_to_domain(low: float, high: float, attribute: str, targets: Sequence[ParameterTarget], twin: TwinModel,
+                   log_scale: bool = False, where: str = '') -> tuple[float, float]:
+    """Bounds [low, high] clipped to the :func:`physical_domain` of ``attribute`` (see the module doc).
+
+    Logs a warning naming ``where`` (the parameter), the bounds given and the clipped ones
+    when they change. Raises SearchSpaceError when nothing is left (low >= high).
+    """
+    lowest, highest = physical_domain(attribute, targets, twin)
+    new_low, new_high = max(low, lowest), min(high, highest)
+    if attribute == 'range_lower' and new_high >= highest:
+        new_high = highest - RANGE_GAP
+    if attribute == 'range_upper' and new_low <= lowest:
+        new_low = lowest + RANGE_GAP
+    floor = (attribute in POSITIVE or (log_scale and attribute in NON_NEGATIVE)) and new_low <= 0
+    if floor and new_high > 0:
+        new_low = LOG_FLOOR * new_high
+    domain = {'range_lower': f'below the upper limit {highest:.7g}',
+              'range_upper': f'above the lower limit {lowest:.7g}'}
+    text = domain.get(attribute, '> 0' if attribute in POSITIVE or floor else '>= 0')
+    if not new_low < new_high:
+        raise SearchSpaceError(f'{where}: bounds [{low:.7g}, {high:.7g}] leave nothing of the physical domain '
+                               f'of {attribute} ({text}): clipped to [{new_low:.7g}, {new_high:.7g}]')
+    if (new_low, new_high) != (low, high):
+        log.warning('%s: bounds [%.7g, %.7g] cross the physical domain of %s (%s%s): clipped to [%.7g, %.7g]',
+                    where, low, high, attribute, text,
+                    f'; log-scale floor {LOG_FLOOR:g} x high' if floor else '', new_low, new_high)
+    return float(new_low), float(new_high)
 
 
 def _bounds(spec, centre, where: str) -> tuple[float, float]:

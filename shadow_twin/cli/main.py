@@ -2,7 +2,8 @@
 
 Subcommands:
   evaluate        score a model (optionally with parameters) against a recording
-  calibrate       fit MJCF parameters to a recording with an optimiser
+  calibrate       fit MJCF parameters to one or more recordings with an optimiser
+  sensitivity     screen a search space: which parameters move the objective (tornado chart)
   up              start the live twin (bridge, optional mock hardware, twin server, monitor) in one process
   calibrate-live  ask the running calibration_node to calibrate the twin, and follow it
   demo            the whole twin with mock hardware, calibrated live, error before/after
@@ -22,26 +23,21 @@ import logging
 import sys
 from pathlib import Path
 
-import yaml
-from tqdm import tqdm
-
-from shadow_twin.calibration import metrics
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-from shadow_twin.calibration.recording import read_joint_states
+from shadow_twin.calibration import identifiability, metrics
+from shadow_twin.calibration.job import install_decision
+from shadow_twin.calibration.optimisers import OPTIMISERS
 from shadow_twin.calibration.report import write_outputs
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON
+from shadow_twin.cli.inputs import (Setup, add_input_arguments, add_run_options, fingerprints, input_files, load_params,
+                                    load_setup, positive_int, progress_bar)
+from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import check_writable_directory, exclusive_directory, sha256_of
-from shadow_twin.common.paths import config_path
-from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.control.trajectory import parse_trajectory_arg
-from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import ModelError, TwinModel
+from shadow_twin.common.files import check_writable_directory, exclusive_directory
 
 log = logging.getLogger('shadow_twin')
-DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
 #: Subcommands with their own parser: name -> (module with main(argv), help).
 DELEGATED = {
     'up': ('shadow_twin.cli.up', 'start the live twin: shadow-twin up [--mock-hardware] [--config FILE] '
@@ -55,108 +51,60 @@ DELEGATED = {
 }
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group('inputs')
-    g.add_argument('--model', type=Path, help='MJCF model (default: built-in Shadow Hand E)')
-    g.add_argument('--bag', type=Path, required=True,
-                   help='recording of the real robot: ROS 1 .bag or ROS 2 bag (sqlite3/MCAP)')
-    g.add_argument('--topic', help='JointState topic in the bag (default: the only one, or /joint_states)')
-    g.add_argument('--trajectory', required=True, metavar='FILE.yaml:NAME',
-                   help='commanded waypoint trajectory that the recording executes')
-    g.add_argument('--joints', default=DEFAULT_JOINTS,
-                   help=f'joints in the objective, comma-separated (default: {DEFAULT_JOINTS})')
-    g.add_argument('--gains', type=Path, help='controller gains YAML (default: config/controllers/shadow_hand_e.yaml)')
-    g.add_argument('--joint-map', type=Path, help='ROS -> MJCF joint-name map YAML (default: identity)')
-    a = parser.add_argument_group('alignment')
-    a.add_argument('--settle-time', type=float, default=3.0,
-                   help='seconds compared after the trajectory ends (default: 3.0)')
-    a.add_argument('--onset-threshold', type=float, default=0.1,
-                   help='joint speed marking the motion onset, rad/s (default: 0.1)')
-    a.add_argument('--max-delay', type=float, default=0.3,
-                   help='largest fitted sim-to-real delay, s; 0 disables the fit (default: 0.3)')
-    a.add_argument('--matching', choices=('interpolate', 'nearest'), default='interpolate',
-                   help='interpolate both streams onto one time base, or nearest-timestamp '
-                        'matching of 250 Hz sim samples as in the published study (default: interpolate)')
-    a.add_argument('--interpolation', choices=('auto', 'linear', 'cubic', 'quintic'), default='auto',
-                   help='trajectory interpolation (default: auto, as the JTC: by the fields present)')
-    parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
-    parser.add_argument('-q', '--quiet', action='store_true', help='warnings and errors only')
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='shadow-twin', description=__doc__.split('\n\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
 
     ev = sub.add_parser('evaluate', help='score a model against a real recording')
-    _add_common(ev)
+    add_input_arguments(ev)
     ev.add_argument('--params', type=Path, help='parameters YAML (as written by calibrate) to apply first')
     ev.add_argument('--json', action='store_true', help='print one JSON object instead of a table')
 
     for name, (_, text) in DELEGATED.items():
         sub.add_parser(name, add_help=False, help=text)
-    cal = sub.add_parser('calibrate', help='fit MJCF parameters to a real recording')
-    _add_common(cal)
-    cal.add_argument('--space', type=Path, required=True, help='search-space YAML (see config/calibration/)')
-    cal.add_argument('--optimizer', choices=('bo', 'random', 'pso', 'cmaes'), default='bo',
-                     help='bo: Bayesian optimisation (scikit-optimize); random; pso; cmaes (default: bo)')
-    cal.add_argument('--budget', type=int, default=150, help='evaluations (default: 150)')
-    cal.add_argument('--workers', type=int, default=2, help='parallel simulations (default: 2)')
+    cal = sub.add_parser('calibrate', help='fit MJCF parameters to one or more real recordings')
+    add_input_arguments(cal, several=True)
+    cal.add_argument('--holdout', action='append', default=[], metavar='BAG:FILE.yaml:NAME',
+                     help='a recording not fitted, scored before and after calibration (repeatable); split at '
+                          'its last two ":" (the bag path may hold ":", the file and the name may not)')
+    default = CalibrationSettings.optimizer
+    cal.add_argument('--optimizer', choices=OPTIMISERS, default=default,
+                     help=f'optimiser: {", ".join(OPTIMISERS)} (default: {default}); '
+                          'see shadow_twin/calibration/optimisers.py')
+    cal.add_argument('--budget', type=int, default=150,
+                     help='rollouts (simulations) in all, screening included; the model as given, the plots and '
+                          'the hold-outs are scored in addition (default: 150)')
+    cal.add_argument('--global-budget', type=int, metavar='N',
+                     help='rollouts of the global phase of a <global>+lsq optimiser (default: two CMA-ES '
+                          'generations, at most a fifth of --budget); least squares gets the rest')
     cal.add_argument('--batch-size', type=int, help='points per ask/tell batch (default: --workers)')
     cal.add_argument('--initial-points', type=int, help='BO Latin-hypercube design size (default: max(10, 2 D))')
     cal.add_argument('--acq-func', default='gp_hedge', choices=('gp_hedge', 'EI', 'PI', 'LCB'),
                      help='BO acquisition function (default: gp_hedge)')
     cal.add_argument('--log-objective', action='store_true',
                      help='BO models log(objective) (better when errors span orders of magnitude)')
-    cal.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    cal.add_argument('--screen', type=positive_int, metavar='K',
+                     help='screen the space first (as `sensitivity`) and calibrate only its K most influential '
+                          'parameters; the others keep the model\'s values')
+    cal.add_argument('--screen-samples', type=positive_int, metavar='N',
+                     help=f'screening samples, taken from --budget (default: a third of --budget, at least '
+                          f'{MIN_SAMPLES})')
     cal.add_argument('--resume', action='store_true', help='continue the run checkpointed in --out')
-    cal.add_argument('--no-progress', action='store_true', help='no progress bar')
-    cal.add_argument('--out', type=Path, required=True, help='output directory')
+    add_run_options(cal)
+
+    sen = sub.add_parser('sensitivity', help='which parameters of a search space move the objective: Pearson '
+                                             'correlation over uniform samples, tornado chart')
+    add_input_arguments(sen, several=True)
+    sen.add_argument('--samples', type=positive_int, default=50,
+                     help=f'parameter sets drawn uniformly in the space (at least {MIN_SAMPLES}; default: 50)')
+    add_run_options(sen)
     return parser
 
 
-def _setup(args):
-    """Load model, controller, recording and trajectory; build the evaluator."""
-
-    joints = [j.strip() for j in args.joints.split(',') if j.strip()]
-    if not joints:
-        raise ConfigError('--joints is empty')
-    twin = TwinModel(args.model)
-    gains_file = args.gains or config_path('controllers', 'shadow_hand_e.yaml')
-    controller = SimController(twin.model, ControllerGains.from_yaml(gains_file),
-                               JointNameMap.from_yaml(args.joint_map))
-    recording = read_joint_states(args.bag, args.topic)
-    trajectory = parse_trajectory_arg(args.trajectory)
-    settings = AlignmentSettings(onset_threshold=args.onset_threshold, max_delay=args.max_delay,
-                                 settle_time=args.settle_time, matching=args.matching,
-                                 interpolation=args.interpolation)
-    evaluator = Evaluator(twin, controller, recording, trajectory, joints, settings=settings)
-    return twin, controller, evaluator, gains_file
-
-
-def _load_params(path: Path, twin) -> dict:
-    """Read a parameters YAML ({values: {joint.attribute: value}}) into targets."""
-    if not path.is_file():
-        raise ConfigError(f'parameters file not found: {path}')
-    data = yaml.safe_load(path.read_text()) or {}
-    values = data.get('values', data)
-    if not isinstance(values, dict):
-        raise ConfigError(f'{path}: expected "values: {{name.attribute: number}}"')
-    out = {}
-    for key, value in values.items():
-        name, _, attribute = str(key).rpartition('.')
-        kind = 'actuator' if attribute in ('kp', 'kd') else 'joint'
-        try:
-            out[twin.target(kind, name, attribute)] = float(value)
-        except ModelError as exc:
-            raise ConfigError(f'{path}: {exc}') from None
-        except (TypeError, ValueError):
-            raise ConfigError(f'{path}: {key} must be a number') from None
-    return out
-
-
 def cmd_evaluate(args) -> int:
-    twin, _, evaluator, _ = _setup(args)
-    params = _load_params(args.params, twin) if args.params else {}
+    setup = load_setup(args)
+    twin, evaluator = setup.twin, setup.evaluator
+    params = load_params(args.params, twin) if args.params else {}
     score = evaluator.evaluate([params])[0]
     objective_mse = {j: score.per_joint_mse[j] for j in evaluator.objective_joints}
     result = {
@@ -177,6 +125,8 @@ def cmd_evaluate(args) -> int:
 
 
 def _check_out_dir(out: Path, resume: bool) -> None:
+    """Check ``--out`` of calibrate without creating anything (it is created and locked only once
+    every input has been read and checked)."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f'--out {out} exists and is not a directory')
     check_writable_directory(out, '--out')
@@ -188,47 +138,94 @@ def _check_out_dir(out: Path, resume: bool) -> None:
 
 
 def cmd_calibrate(args) -> int:
+    # Order: check --out (nothing created), then read and check every input, and only then
+    # create and lock --out: bad input leaves no directory behind.
     _check_out_dir(args.out, args.resume)
-    settings = CalibrationSettings(args.optimizer, args.budget, args.workers, args.batch_size, args.seed,
-                                   args.initial_points, args.acq_func, args.log_objective)
-    twin, controller, evaluator, gains_file = _setup(args)
-    space = SearchSpace.from_yaml(args.space, twin)
-    traj_file = args.trajectory.rsplit(':', 1)[0]
-    inputs = {name: {'path': str(Path(p).resolve()), 'sha256': sha256_of(p)}
-              for name, p in (('model', twin.path), ('bag', args.bag), ('trajectory', traj_file),
-                              ('space', args.space), ('gains', gains_file))}
-    run_info = {'inputs': {k: v['sha256'] for k, v in inputs.items()}, 'trajectory': args.trajectory,
-                'joints': evaluator.objective_joints, 'alignment': vars(evaluator.settings)}
+    samples = screen_samples(args) if args.screen else 0
+    if args.screen_samples and not args.screen:
+        raise ConfigError('--screen-samples needs --screen K')
+    settings = CalibrationSettings(args.optimizer, args.budget - samples, args.workers, args.batch_size, args.seed,
+                                   args.initial_points, args.acq_func, args.log_objective, args.global_budget)
+    setup = load_setup(args)
+    space = SearchSpace.from_yaml(args.space, setup.twin)
+    if args.screen and args.screen > len(space.dimensions):
+        raise ConfigError(f'--screen {args.screen}: the space has only {len(space.dimensions)} parameters')
+    inputs = fingerprints(input_files(args, setup))
+    fitted = {k: v['sha256'] for k, v in inputs.items() if not k.startswith('holdout')}
+    trajectory = args.trajectory[0] if len(args.trajectory) == 1 else args.trajectory
+    run_info = {'inputs': fitted, 'trajectory': trajectory, 'joints': setup.evaluator.objective_joints,
+                'alignment': vars(setup.evaluator.settings)}
+    if setup.weights is not None:
+        run_info['weights'] = setup.weights
+    screening = None
+    if args.screen:
+        screening = screen_run(inputs, setup, samples, args.seed)
+        run_info['screen'] = {'parameters': args.screen, 'samples': samples}
+        earlier = earlier_screening(args.out, screening)
+        screening = {'run': screening, 'doc': earlier}
     with exclusive_directory(args.out, '--out'):
-        return _calibrate(args, settings, twin, controller, evaluator, space, inputs, run_info)
+        return _calibrate(args, settings, setup, space, inputs, run_info, screening)
 
 
-def _calibrate(args, settings, twin, controller, evaluator, space, inputs, run_info) -> int:
+def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_after: float) -> dict:
+    """Hold-out errors (rad^2) with the model as given and as calibrated, and the calibration node's
+    install decision (:func:`~shadow_twin.calibration.job.install_decision`) for them."""
+    errors = {}
+    for rec in setup.holdout:
+        before, after = rec.evaluator.evaluate([{}, best_values])
+        errors[rec.name] = {'before': before.objective, 'after': after.objective}
+    accept, reason = install_decision(fit_before, fit_after, errors)
+    mean_before = sum(v['before'] for v in errors.values()) / len(errors)
+    mean_after = sum(v['after'] for v in errors.values()) / len(errors)
+    return {'recordings': {rec.name: {'bag': str(rec.bag), 'trajectory': rec.trajectory, **errors[rec.name],
+                                      'reduction_percent': metrics.reduction_percent(errors[rec.name]['before'],
+                                                                                     errors[rec.name]['after'])}
+                           for rec in setup.holdout},
+            'mean_before': mean_before, 'mean_after': mean_after,
+            'reduction_percent': metrics.reduction_percent(mean_before, mean_after),
+            'accept': accept, 'reason': reason}
+
+
+def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening) -> int:
     """The calibration itself, while this process holds ``--out``."""
-    calibration = Calibration(evaluator, space, settings, args.out, run_info, args.resume)
+    if screening is not None:
+        space = screened_space(args, setup, space, screening, inputs)
+    calibration = Calibration(setup.evaluator, space, settings, args.out, run_info, args.resume)
     log.info('calibrating %d parameters with %s: %d evaluations, %d workers -> %s',
              len(space.dimensions), settings.optimizer, settings.budget, settings.workers, args.out)
-    bar = None
-    if not args.no_progress:
-        bar = tqdm(total=settings.budget, desc='calibrate', unit='eval', file=sys.stderr)
-
-    def progress(done, total, best):
-        if bar is not None:
-            bar.update(done - bar.n)
-            bar.set_postfix(best=f'{best:.5f}')
+    bar, progress = progress_bar(args, settings.budget, 'calibrate', 'eval')
     try:
         result = calibration.run(progress)
     finally:
         if bar is not None:
             bar.close()
-    report = write_outputs(args.out, twin, controller, evaluator, space, result, inputs)
+    holdout = None
+    if setup.holdout:
+        holdout = _holdout_section(setup, space.values(result.best.x), result.initial.objective,
+                                   result.best.objective)
+    report = write_outputs(args.out, setup.twin, setup.controller, setup.evaluator, space, result, inputs,
+                           holdout=holdout)
     obj = report['objective']
     print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.6f} -> '
           f'{obj["best"]:.6f} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '
-          f'{report["evaluations"]} evaluations in {report["wall_time_s"]:.1f} s')
+          f'{report["evaluations"]} rollouts in {report["wall_time_s"]:.1f} s')
     for finger, before in report['finger_mean_mse']['before'].items():
         after = report['finger_mean_mse']['after'][finger]
         print(f'  {finger}: mean MSE {before:.6f} -> {after:.6f} rad^2')
+    for entry in report.get('recordings', []):
+        print(f'  recording {entry["recording"]} (weight {entry.get("weight", 1.0):g}): objective '
+              f'{entry["objective_before"]:.6f} -> {entry["objective_after"]:.6f} rad^2')
+    if screening is not None:
+        print(f'screening ({screening["run"]["samples"]} rollouts of --budget {args.budget}): calibrated '
+              f'{len(space.dimensions)} parameter(s): {", ".join(space.names)} ({args.out / SENSITIVITY_JSON})')
+    if holdout:
+        for name, entry in holdout['recordings'].items():
+            print(f'hold-out {name}: objective {entry["before"]:.6f} -> {entry["after"]:.6f} rad^2 '
+                  f'({entry["reduction_percent"]:.1f} % lower)')
+        print(f'hold-out check: {"accept" if holdout["accept"] else "refuse"}: {holdout["reason"]}')
+    if report.get('identifiability'):
+        for line in identifiability.summary_lines(report['identifiability']):
+            print(line)
     print(f'calibrated model: {args.out / report["outputs"]["calibrated_model"]}')
     return ExitCode.OK
 
@@ -241,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')
-    commands = {'evaluate': cmd_evaluate, 'calibrate': cmd_calibrate}
+    commands = {'evaluate': cmd_evaluate, 'calibrate': cmd_calibrate, 'sensitivity': cmd_sensitivity}
     try:
         return commands[args.command](args)
     except ShadowTwinError as exc:

@@ -22,6 +22,9 @@ from shadow_twin.common.errors import TrajectoryError
 from shadow_twin.common.stamps import to_seconds
 
 INTERPOLATIONS = ('auto', 'linear', 'cubic', 'quintic')
+#: Difference between a start state and point 0 above which the JTC's first segment is a motion,
+#: rad (see :meth:`JointTrajectory.motion_start`).
+START_TOLERANCE = 0.05
 
 
 @dataclass
@@ -113,8 +116,37 @@ class JointTrajectory:
             return pos[0], vel[0], acc[0]
         return pos, vel, acc
 
-    def motion_start(self, tolerance: float = 1e-6) -> float:
-        """First ``time_from_start`` at which any joint's desired position changes, s."""
+    def motion_start(self, start_positions: Sequence[float] | None = None, tolerance: float = 1e-6,
+                     start_tolerance: float = START_TOLERANCE) -> float:
+        """When the desired position first changes, s from the trajectory start.
+
+        The joint trajectory controller interpolates from the state at the trajectory's
+        start to point 0 over point 0's ``time_from_start`` (see :meth:`with_start`), so
+        if the start state differs from point 0 the motion starts at t = 0; otherwise it
+        starts at the first point after which a waypoint changes.
+
+        Args:
+            start_positions: (J,) the joints' positions when the trajectory started, rad
+                (e.g. the recorded rest state before the motion); NaN for a joint whose
+                state is unknown (ignored). None: not known, only the waypoints count.
+            tolerance: change between waypoints that counts as motion, rad.
+            start_tolerance: difference between the start state and point 0 that counts
+                as motion, rad (default :data:`START_TOLERANCE`, 0.05 rad: above the rest
+                offsets of real joint sensors, e.g. up to 0.024 rad between the resting
+                Shadow Hand E and a commanded all-zero pose, and far above their noise).
+        Returns:
+            Motion start, s: 0.0 when the start state is away from point 0 or nothing moves.
+        Raises:
+            TrajectoryError: ``start_positions`` of the wrong size.
+        """
+        if start_positions is not None:
+            start = np.asarray(start_positions, dtype=float).reshape(-1)
+            if start.size != len(self.joint_names):
+                raise TrajectoryError(f'start state has {start.size} positions, trajectory has '
+                                      f'{len(self.joint_names)} joints')
+            away = np.abs(start - self.positions[0]) > start_tolerance  # NaN compares False
+            if away.any():
+                return 0.0
         moving = np.any(np.abs(np.diff(self.positions, axis=0)) > tolerance, axis=1)
         if not moving.any():
             return 0.0

@@ -27,33 +27,50 @@ class TrajectorySimulator:
     """Simulate ``trajectory`` for ``duration`` s from a given initial state.
 
     Joints the trajectory does not name hold their initial position (as the
-    JTC's partial goals do). The trajectory starts at sim time 0 from the
-    initial positions (the JTC interpolates from the current state).
+    JTC's partial goals do). The trajectory starts from the initial positions
+    (the JTC interpolates from the current state: they are the point prepended
+    at t = 0 by :meth:`JointTrajectory.with_start`).
+
+    With ``time_offset`` > 0 the simulation starts that far into the
+    trajectory (a recording that begins after the trajectory started): the
+    initial state is the state at ``time_offset``, the desired states are the
+    trajectory's from ``time_offset`` on, and the point at t = 0 is still the
+    initial positions (the true start state is unknown then; for a recording
+    that begins at or just after the motion onset the hand has hardly left it).
 
     Args:
         model: compiled model already converted by ``controller``.
         controller: the simulated controller.
         trajectory: trajectory in ROS joint names.
-        duration: simulated time, s (>= trajectory duration is typical).
+        duration: simulated time, s (>= trajectory duration is typical), from ``time_offset``.
         initial_positions: {ROS joint: rad}; others from ``model.qpos0``.
         interpolation: trajectory sampling (see ``JointTrajectory.sample``).
+        initial_velocities: {ROS joint: rad/s} at the start (others 0); for a start during a motion.
+        time_offset: ``time_from_start`` at which the simulation starts, s (>= 0).
     Raises:
         TrajectoryError: trajectory joints the controller does not drive.
+        ValueError: negative or non-finite ``time_offset``.
     """
 
     def __init__(self, model: mujoco.MjModel, controller: SimController, trajectory: JointTrajectory,
                  duration: float, initial_positions: Mapping[str, float] | None = None,
-                 interpolation: str = 'auto') -> None:
+                 interpolation: str = 'auto', initial_velocities: Mapping[str, float] | None = None,
+                 time_offset: float = 0.0) -> None:
         unknown = [j for j in trajectory.joint_names if j not in controller.joint_names]
         if unknown:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                   f'(driven: {controller.joint_names})')
+        if not (np.isfinite(time_offset) and time_offset >= 0):
+            raise ValueError(f'time_offset must be finite and >= 0, got {time_offset}')
         self.model = model
         self.controller = controller
         self.dt = float(model.opt.timestep)
         self.nstep = int(np.ceil(duration / self.dt - 1e-9))
-        #: (nstep,) sim time of each state returned by :meth:`run`, s.
-        self.times = (np.arange(self.nstep) + 1) * self.dt
+        #: ``time_from_start`` of the initial state, s.
+        self.time_offset = float(time_offset)
+        #: (nstep,) ``time_from_start`` of each state returned by :meth:`run`, s
+        #: (sim time plus ``time_offset``).
+        self.times = self.time_offset + (np.arange(self.nstep) + 1) * self.dt
         data = mujoco.MjData(model)
         for joint, value in (initial_positions or {}).items():
             if joint in controller.joint_names:
@@ -61,17 +78,20 @@ class TrajectorySimulator:
                 lo, hi = model.jnt_range[controller.joint_ids[k]]
                 limited = model.jnt_limited[controller.joint_ids[k]]
                 data.qpos[controller.qpos_adr[k]] = np.clip(value, lo, hi) if limited else value
+        for joint, value in (initial_velocities or {}).items():
+            if joint in controller.joint_names:
+                data.qvel[controller.dof_adr[controller.joint_names.index(joint)]] = value
         mujoco.mj_forward(model, data)
         self.initial_state = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
         mujoco.mj_getState(model, data, self.initial_state, FULL_STATE)
         start = data.qpos[controller.qpos_adr].copy()
-        #: (J,) initial positions of ``controller.joint_names``, rad.
+        #: (J,) initial positions of ``controller.joint_names`` (at ``time_offset``), rad.
         self.start_positions = start
         columns = [controller.joint_names.index(j) for j in trajectory.joint_names]
         self.desired_positions = np.repeat(start[None], self.nstep, axis=0)
         self.desired_velocities = np.zeros_like(self.desired_positions)
         traj = trajectory.with_start(start[columns])
-        pos, vel, _ = traj.sample(np.arange(self.nstep) * self.dt, interpolation)
+        pos, vel, _ = traj.sample(self.time_offset + np.arange(self.nstep) * self.dt, interpolation)
         self.desired_positions[:, columns] = pos
         self.desired_velocities[:, columns] = vel
         self._datas: list[mujoco.MjData] = []

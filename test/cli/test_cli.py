@@ -125,7 +125,7 @@ BAD = [
     ('NaN samples', '--bag', 'nan', 'NaN/inf position sample(s), first at rh_FFJ1'),
     ('duplicate stamps', '--bag', 'duplicate', 'duplicate stamp'),
     ('unsorted stamps', '--bag', 'unsorted', 'unsorted stamps'),
-    ('recording too short', '--bag', 'short', 'shorter than the trajectory (6.10 s)'),
+    ('recording too short', '--bag', 'short', 'into the 6.10 s trajectory: the last'),
     ('joints absent', '--joints', 'literal:rh_FFJ1,rh_XXJ9', "['rh_XXJ9']"),
     ('model does not compile', '--model', 'mjcf', "does not compile: Error: mesh 'hand_mesh' not found"),
     ('missing model', '--model', 'literal:/nonexistent/hand.xml', 'model file not found'),
@@ -240,7 +240,7 @@ def test_unwritable_out_is_refused_before_any_work(real_bag, trajectories_yaml, 
     a_file = tmp_path / 'file'
     a_file.write_text('x')
     scored = []
-    monkeypatch.setattr(cli, '_setup', lambda args: scored.append(args))
+    monkeypatch.setattr(cli, 'load_setup', lambda args: scored.append(args))
     assert cli.main(calibrate_args(real_bag, trajectories_yaml, a_file / 'out')) == 2
     assert f'{a_file} exists and is not a directory' in one_error_line(capsys)[0]
     monkeypatch.setattr('os.access', lambda path, mode: False)          # as a read-only mount looks

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from conftest import README_JOINTS
 
 from shadow_twin.calibration import alignment
 from shadow_twin.common.errors import RecordingError
-
-from conftest import README_JOINTS
+from shadow_twin.control.trajectory import JointTrajectory
 
 DT = 0.008  # 125 Hz, as the real recording
 
@@ -124,3 +124,96 @@ def test_uniform_time_base():
     assert alignment.uniform_time_base(0.0, 0.9, 4.0)[-1] == 0.75
     with pytest.raises(ValueError):
         alignment.uniform_time_base(0.0, 1.0, 0.0)
+
+
+# -- executions of a trajectory (occurrences) --------------------------------------------------
+def executions(starts, trajectory, rest, end, begin=0.0, seed=6):
+    """(times, positions) of a joint stream at 125 Hz from ``begin`` to ``end`` s that rests at
+    ``rest`` and follows ``trajectory`` exactly from each of ``starts`` (s), holding its last
+    point afterwards (the JTC's hold), with sensor noise."""
+    rng = np.random.default_rng(seed)
+    times = np.arange(begin, end, DT)
+    positions = np.repeat(np.asarray(rest, dtype=float)[None], times.size, axis=0)
+    state = np.asarray(rest, dtype=float)
+    for start in starts:
+        after = times >= start
+        positions[after] = trajectory.with_start(state).sample(times[after] - start)[0]
+        state = trajectory.positions[-1]
+    return times, positions + rng.normal(0.0, 3e-4, positions.shape)
+
+
+CLOSE_OPEN = JointTrajectory(['a', 'b'], [0.5, 2.0, 3.5], [[0.0, 0.0], [0.8, 0.4], [0.0, 0.0]], name='close_open')
+
+
+def test_motion_episodes_merge_short_pauses():
+    """A reversal (speed through zero) or a 0.2 s hold is one episode; 1.5 s of rest separates two."""
+    times, positions = executions([1.0, 6.0], CLOSE_OPEN, [0.0, 0.0], 10.0)
+    runs = alignment.motion_episodes(times, positions)
+    assert len(runs) == 2
+    for (first, last), start in zip(runs, [1.0, 6.0]):
+        assert abs(times[first] - (start + 0.5)) <= 0.025 + DT   # the motion begins at point 0
+        assert abs(times[last] - (start + 3.5)) <= 0.025 + DT
+    hold = JointTrajectory(['a'], [1.0, 1.2, 2.0], [[0.5], [0.5], [0.0]])
+    times, positions = executions([0.5], hold, [0.0], 4.0)   # 0 -> 0.5, hold 0.2 s, -> 0
+    assert len(alignment.motion_episodes(times, positions)) == 1
+    assert len(alignment.motion_episodes(times, positions, min_rest=0.1)) == 2
+    assert alignment.motion_episodes(times[:50], positions[:50]) == []  # at rest before 0.5 s
+
+
+def test_occurrences_are_placed_by_the_jtc_rule():
+    """The first execution starts from rest at point 0: its motion starts at point 0's time. The
+    second starts from the end point of a trajectory that does not end at its point 0: the JTC
+    moves to point 0 from t = 0."""
+    there_and_back = JointTrajectory(['a', 'b'], [0.5, 2.0], [[0.0, 0.0], [0.8, 0.4]])
+    times, positions = executions([2.0, 6.0], there_and_back, [0.0, 0.0], 10.0)
+    found = alignment.find_occurrences(times, positions, there_and_back)
+    assert [o.number for o in found] == [1, 2] and all(o.complete for o in found)
+    first, second = found
+    assert first.motion_start == pytest.approx(0.5) and second.motion_start == 0.0
+    assert abs(first.start - 2.0) <= 0.025 + DT and abs(second.start - 6.0) <= 0.025 + DT
+    np.testing.assert_allclose(second.rest, [0.8, 0.4], atol=2e-3)
+    assert not first.begins_in_motion and first.duration == pytest.approx(1.5, abs=0.05)
+    assert second.describe(origin=1.0) == (f'occurrence 2: onset {second.onset - 1.0:.2f} s, motion until '
+                                          f'{second.end - 1.0:.2f} s ({second.duration:.2f} s), complete')
+    blind = alignment.find_occurrences(times, positions, there_and_back, start_tolerance=np.inf)
+    assert blind[1].start == pytest.approx(second.start - 0.5)   # without the start state: 0.5 s early
+
+
+def test_an_execution_with_a_long_hold_is_one_occurrence():
+    """Motion, 1 s still (a repeated waypoint), motion: the second burst begins before the
+    trajectory ends, so it continues the execution."""
+    hold = JointTrajectory(['a'], [0.5, 1.0, 2.0, 2.5], [[0.0], [0.6], [0.6], [0.0]])
+    times, positions = executions([1.0], hold, [0.0], 6.0)
+    assert len(alignment.motion_episodes(times, positions)) == 2
+    found = alignment.find_occurrences(times, positions, hold)
+    assert len(found) == 1 and found[0].end == pytest.approx(3.5, abs=0.05)
+
+
+def test_incomplete_occurrences_name_what_is_missing():
+    times, positions = executions([1.0, 6.0], CLOSE_OPEN, [0.0, 0.0], 8.0)  # ends 2.0 s into the second
+    first, second = alignment.find_occurrences(times, positions, CLOSE_OPEN, settle_time=3.0)
+    assert first.complete and not second.complete
+    covered = times[-1] - second.start
+    assert covered == pytest.approx(2.0, abs=0.05)
+    assert second.missing == (f'the recording ends {covered:.2f} s into the 3.50 s trajectory: the last '
+                              f'{3.5 - covered:.2f} s and the 3 s settle time are missing')
+    late = alignment.find_occurrences(times[times >= 2.0], positions[times >= 2.0], CLOSE_OPEN)
+    assert late[0].begins_in_motion and late[0].onset == times[times >= 2.0][0]
+    with pytest.raises(RecordingError, match='no motion onset'):
+        alignment.find_occurrences(times[:100], positions[:100], CLOSE_OPEN)
+
+
+def test_select_occurrence():
+    times, positions = executions([1.0, 6.0], CLOSE_OPEN, [0.0, 0.0], 8.0)
+    found = alignment.find_occurrences(times, positions, CLOSE_OPEN)
+    assert alignment.select_occurrence(found).number == 1   # the first complete one
+    assert alignment.select_occurrence(found, 1) is found[0]
+    with pytest.raises(RecordingError, match=r'rec: occurrence 3 requested, the recording holds 2: at 1\.5\d s '
+                                             r'and 6\.5\d s'):
+        alignment.select_occurrence(found, 3, label='rec')
+    with pytest.raises(RecordingError, match=r'occurrence 2 at 6\.5\d s is incomplete: the recording ends'):
+        alignment.select_occurrence(found, 2)
+    with pytest.raises(RecordingError, match=r'^rec: the recording ends \d\.\d\d s into the 3\.50 s trajectory'):
+        alignment.select_occurrence(found[1:], label='rec')
+    with pytest.raises(ValueError, match='start at 1'):
+        alignment.select_occurrence(found, 0)

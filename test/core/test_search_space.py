@@ -7,7 +7,7 @@ import yaml
 from shadow_twin.control.controller import SimController
 from shadow_twin.common.errors import SearchSpaceError
 from shadow_twin.model.mjcf import TwinModel, get_parameter
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.search_space import LOG_FLOOR, RANGE_GAP, Dimension, SearchSpace
 
 from conftest import FINGERS_SPACE, THUMB_SPACE
 
@@ -113,7 +113,6 @@ def _load(tmp_path, entries):
     ([dict(ENTRY, name='zero_width', attribute='stiffness', bounds={'relative': 0.7})],
      r"parameter 'zero_width': relative bounds of 0.7 around 0 have zero width"),
     ([dict(ENTRY, name='no_fraction', bounds={'relative': 0.0})], r"parameter 'no_fraction': relative bounds of 0"),
-    ([dict(ENTRY, name='log0', bounds=[0.0, 0.2], log=True)], r"parameter 'log0': log scale needs positive bounds"),
     ([dict(ENTRY, name='logneg', attribute='springref', bounds=[-1.0, 1.0], log=True)],
      r"parameter 'logneg': log scale needs positive bounds"),
     ([dict(ENTRY, name='no_bounds', bounds=None)], r"parameter 'no_bounds': bounds must be"),
@@ -148,3 +147,99 @@ def test_missing_and_invalid_files(tmp_path):
 def test_non_numeric_relative_bounds(tmp_path, entry):
     with pytest.raises(SearchSpaceError, match="parameter 'J3_damping'"):
         _load(tmp_path, [entry])
+
+
+# -- physical domains --------------------------------------------------------------------------
+def _thumb_entries(fraction: float, log: bool) -> list[dict]:
+    """The published thumb space (config/calibration/thumb.yaml) at +/-``fraction``."""
+    entries = yaml.safe_load(THUMB_SPACE.read_text())['parameters']
+    return [dict(e, bounds={'relative': fraction}, log=log) for e in entries]
+
+
+def test_thumb_space_at_200_percent_is_clipped_at_zero_with_a_warning(tmp_path, caplog):
+    """+/-200 % around a positive default gives a negative low: clipped to 0 (linear scale)."""
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    space = _load(tmp_path, _thumb_entries(2.0, log=False))
+    assert len(space.dimensions) == 10
+    for dim in space.dimensions:
+        assert dim.default > 0
+        assert (dim.low, dim.high) == (0.0, pytest.approx(3.0 * dim.default))
+        warnings = [r.getMessage() for r in caplog.records if f"parameter '{dim.name}'" in r.getMessage()]
+        assert len(warnings) == 1, warnings
+        assert f'bounds [{-dim.default:.7g}, {3 * dim.default:.7g}]' in warnings[0]
+        assert f'clipped to [0, {3 * dim.default:.7g}]' in warnings[0]
+    assert all(r.levelname == 'WARNING' for r in caplog.records)
+    x = space.from_unit(np.random.default_rng(1).random((50, 10)))
+    assert np.all(x >= 0)  # no negative damping or frictionloss is ever simulated
+
+
+def test_thumb_space_at_200_percent_on_a_log_scale_starts_at_the_floor(tmp_path, caplog):
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    space = _load(tmp_path, _thumb_entries(2.0, log=True))
+    for dim in space.dimensions:
+        assert dim.log and dim.low == pytest.approx(LOG_FLOOR * dim.high) and dim.low > 0
+        assert dim.high == pytest.approx(3.0 * dim.default)
+    assert len(caplog.records) == 10 and 'log-scale floor' in caplog.records[0].getMessage()
+    # a log dimension given a low of 0 gets the same floor
+    (dim,) = _load(tmp_path, [dict(ENTRY, bounds=[0.0, 0.2], log=True)]).dimensions
+    assert (dim.low, dim.high) == pytest.approx((LOG_FLOOR * 0.2, 0.2))
+
+
+def test_bounds_inside_the_domain_are_kept_without_a_warning(tmp_path, caplog):
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    space = _load(tmp_path, _thumb_entries(0.7, log=True))
+    for dim in space.dimensions:
+        assert (dim.low, dim.high) == pytest.approx((0.3 * dim.default, 1.7 * dim.default))
+    assert caplog.records == []
+
+
+def test_range_ends_stay_on_their_side_of_the_other_limit(tmp_path, caplog):
+    twin = TwinModel()
+    upper = get_parameter(twin.model, twin.target('joint', 'rh_FFJ3', 'range_upper'))
+    lower = get_parameter(twin.model, twin.target('joint', 'rh_FFJ3', 'range_lower'))
+    assert lower < upper
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    space = _load(tmp_path, [
+        {'name': 'lo', 'joints': ['rh_FFJ3'], 'attribute': 'range_lower', 'bounds': [lower - 1, upper + 1]},
+        {'name': 'hi', 'joints': ['rh_MFJ3'], 'attribute': 'range_upper', 'bounds': [lower - 1, upper + 1]}])
+    lo, hi = space.dimensions
+    assert (lo.low, lo.high) == pytest.approx((lower - 1, upper - RANGE_GAP))
+    assert hi.low == pytest.approx(lower + RANGE_GAP) and hi.high == pytest.approx(upper + 1)
+    assert "parameter 'lo'" in caplog.records[0].getMessage() and 'range_lower' in caplog.records[0].getMessage()
+    assert "parameter 'hi'" in caplog.records[1].getMessage()
+
+
+def test_actuator_gains_are_clipped_to_their_domain(tmp_path, caplog):
+    twin = TwinModel()
+    SimController(twin.model)  # motors become servos with kp 4
+    path = tmp_path / 'gains.yaml'
+    path.write_text(yaml.safe_dump({'parameters': [
+        {'name': 'J0_kp', 'actuators': ['rh_*J0'], 'attribute': 'kp', 'bounds': [-1.0, 8.0]},
+        {'name': 'J0_kd', 'actuators': ['rh_*J0'], 'attribute': 'kd', 'bounds': [-0.1, 0.5]}]}))
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    kp, kd = SearchSpace.from_yaml(path, twin).dimensions
+    assert (kp.low, kp.high) == pytest.approx((LOG_FLOOR * 8.0, 8.0)) and kp.low > 0  # kp > 0
+    assert (kd.low, kd.high) == (0.0, 0.5)                                           # kd >= 0
+    assert [r.getMessage().split(': bounds')[0].rsplit(' ', 1)[-1] for r in caplog.records] == ["'J0_kp'", "'J0_kd'"]
+
+
+@pytest.mark.parametrize('entry, message', [
+    (dict(ENTRY, name='all_negative', bounds=[-0.2, -0.1]),
+     r"parameter 'all_negative': bounds \[-0.2, -0.1\] leave nothing of the physical domain of damping"),
+    ({'name': 'lower_above', 'joints': ['rh_FFJ3'], 'attribute': 'range_lower', 'bounds': [2.0, 3.0]},
+     r"parameter 'lower_above': .* of range_lower \(below the upper limit 1.5708\)"),
+    ({'name': 'negative_stiffness', 'joints': ['rh_FFJ3'], 'attribute': 'stiffness', 'bounds': [-2.0, 0.0]},
+     r"parameter 'negative_stiffness': .* leave nothing .* of stiffness"),
+])
+def test_empty_after_clipping_is_an_error(tmp_path, entry, message):
+    with pytest.raises(SearchSpaceError, match=message):
+        _load(tmp_path, [entry])
+
+
+def test_subset_keeps_the_order_and_rejects_unknown_names():
+    space = SearchSpace.from_yaml(THUMB_SPACE, TwinModel())
+    sub = space.subset(['THJ3_frictionloss', 'THJ1_damping'])
+    assert sub.names == ['THJ1_damping', 'THJ3_frictionloss']
+    assert sub.dimensions[0] is space.dimensions[0]
+    with pytest.raises(SearchSpaceError, match=r"no parameter\(s\) \['nope'\]"):
+        space.subset(['nope'])

@@ -5,12 +5,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import yaml
+from conftest import README_JOINTS
 
 from shadow_twin.common.errors import TrajectoryError
-from shadow_twin.control.trajectory import (JointTrajectory, load_waypoint_yaml, parse_trajectory_arg,
-                                    validate_arrays)
-
-from conftest import README_JOINTS
+from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml, parse_trajectory_arg, validate_arrays
 
 
 # -- waypoint YAML -----------------------------------------------------------------------------
@@ -217,6 +215,25 @@ def test_position_only_with_start_ramps_linearly_from_start():
     pos, vel, _ = traj.sample(np.array([0.5, 1.0]))
     np.testing.assert_allclose(pos[:, 0], [0.25, 0.5])
     np.testing.assert_allclose(vel[:, 0], [0.5, 0.5])
+
+
+def test_motion_start_follows_the_jtc_from_the_start_state():
+    """The JTC moves from the start state to point 0 over point 0's time_from_start: a start state
+    away from point 0 starts the motion at t = 0, one at point 0 when the waypoints first change."""
+    traj = JointTrajectory(['a', 'b'], [0.5, 2.0, 3.0], [[0.2, 0.0], [0.2, 0.0], [1.0, 0.4]])
+    assert traj.motion_start() == pytest.approx(2.0)    # between waypoints: after the hold
+    assert traj.motion_start([0.2, 0.0]) == pytest.approx(2.0)
+    assert traj.motion_start([0.23, -0.02]) == pytest.approx(2.0)   # rest offsets under the tolerance
+    assert traj.motion_start([0.8, 0.0]) == 0.0
+    assert traj.motion_start([0.2, -0.3]) == 0.0
+    assert traj.motion_start([0.23, 0.0], start_tolerance=0.01) == 0.0
+    assert traj.motion_start([np.nan, 0.0]) == pytest.approx(2.0)   # unknown joints do not count
+    assert traj.motion_start([np.nan, 0.6]) == 0.0
+    still = JointTrajectory(['a'], [1.0, 2.0], [[0.5], [0.5]])
+    assert still.motion_start() == 0.0 and still.motion_start([0.5]) == 0.0
+    assert still.motion_start([0.0]) == 0.0
+    with pytest.raises(TrajectoryError, match='start state has 1 positions'):
+        traj.motion_start([0.0])
 
 
 def test_subset():

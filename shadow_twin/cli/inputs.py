@@ -1,0 +1,239 @@
+"""Inputs of the offline commands (evaluate, calibrate, sensitivity): their arguments, and the
+model, controller, recordings and evaluators loaded and checked from them.
+
+Every input is read and checked before a command creates anything (a ShadowTwinError naming
+the problem; the command line prints it on one line and exits 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from tqdm import tqdm
+
+from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
+from shadow_twin.calibration.recording import read_joint_states
+from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.files import sha256_of
+from shadow_twin.common.paths import config_path
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.trajectory import parse_trajectory_arg
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import ModelError, TwinModel
+
+DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
+    return value
+
+
+def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """Inputs and alignment options; ``several``: --bag/--trajectory may repeat (pairs, in order)
+    with an optional --weight per pair."""
+    g = parser.add_argument_group('inputs')
+    g.add_argument('--model', type=Path, help='MJCF model (default: built-in Shadow Hand E)')
+    repeat = {'action': 'append'} if several else {}
+    more = '; repeat --bag/--trajectory for several recordings, paired in order' if several else ''
+    g.add_argument('--bag', type=Path, required=True, **repeat,
+                   help='recording of the real robot: ROS 1 .bag or ROS 2 bag (sqlite3/MCAP)' + more)
+    g.add_argument('--topic', help='JointState topic in the bag (default: the only one, or /joint_states)')
+    g.add_argument('--trajectory', required=True, metavar='FILE.yaml:NAME', **repeat,
+                   help='commanded waypoint trajectory that the recording executes')
+    if several:
+        g.add_argument('--weight', type=float, action='append', metavar='W',
+                       help='weight of each --bag/--trajectory pair in the objective (one per pair, > 0; '
+                            'default: equal): the objective is the weighted mean of the recordings\' objectives')
+    g.add_argument('--joints', default=DEFAULT_JOINTS,
+                   help=f'joints in the objective, comma-separated (default: {DEFAULT_JOINTS})')
+    g.add_argument('--gains', type=Path, help='controller gains YAML (default: config/controllers/shadow_hand_e.yaml)')
+    g.add_argument('--joint-map', type=Path, help='ROS -> MJCF joint-name map YAML (default: identity)')
+    a = parser.add_argument_group('alignment')
+    a.add_argument('--settle-time', type=float, default=3.0,
+                   help='seconds compared after the trajectory ends (default: 3.0)')
+    a.add_argument('--onset-threshold', type=float, default=0.1,
+                   help='joint speed marking the motion onset, rad/s (default: 0.1)')
+    a.add_argument('--max-delay', type=float, default=0.3,
+                   help='largest fitted sim-to-real delay, s; 0 disables the fit (default: 0.3)')
+    a.add_argument('--matching', choices=('interpolate', 'nearest'), default='interpolate',
+                   help='interpolate both streams onto one time base, or nearest-timestamp '
+                        'matching of 250 Hz sim samples as in the published study (default: interpolate)')
+    a.add_argument('--interpolation', choices=('auto', 'linear', 'cubic', 'quintic'), default='auto',
+                   help='trajectory interpolation (default: auto, as the JTC: by the fields present)')
+    a.add_argument('--occurrence', type=positive_int, metavar='N',
+                   help='which execution of the trajectory in the recording to compare, 1-based '
+                        '(default: the first full one)')
+    parser.add_argument('-v', '--verbose', action='store_true', help='debug logging')
+    parser.add_argument('-q', '--quiet', action='store_true', help='warnings and errors only')
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--space', type=Path, required=True, help='search-space YAML (see config/calibration/)')
+    parser.add_argument('--workers', type=int, default=2, help='parallel simulations (default: 2)')
+    parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    parser.add_argument('--no-progress', action='store_true', help='no progress bar')
+    parser.add_argument('--out', type=Path, required=True, help='output directory')
+
+
+def alignment_settings(args) -> AlignmentSettings:
+    """AlignmentSettings from the alignment options (every command builds them here)."""
+    return AlignmentSettings(onset_threshold=args.onset_threshold, max_delay=args.max_delay,
+                             settle_time=args.settle_time, matching=args.matching,
+                             interpolation=args.interpolation, occurrence=args.occurrence)
+
+
+@dataclass
+class Recording:
+    """One recording in a command: bag, ``FILE.yaml:NAME`` trajectory, label and its evaluator."""
+
+    bag: Path
+    trajectory: str
+    name: str
+    evaluator: Evaluator
+
+
+@dataclass
+class Setup:
+    """What a command scores with: model, controller, the fitted recordings' evaluator (one
+    Evaluator, or an EvaluatorSet for several), each fitted recording and each hold-out."""
+
+    twin: TwinModel
+    controller: SimController
+    evaluator: Evaluator | EvaluatorSet
+    gains_file: Path
+    fit: list[Recording]
+    holdout: list[Recording] = field(default_factory=list)
+    weights: list[float] | None = None
+
+
+def recording_pairs(args) -> tuple[list[tuple[Path, str]], list[float] | None]:
+    """(bag, trajectory) pairs in order and their weights (None: equal); ConfigError on a count mismatch."""
+    bags = args.bag if isinstance(args.bag, list) else [args.bag]
+    trajectories = args.trajectory if isinstance(args.trajectory, list) else [args.trajectory]
+    if len(bags) != len(trajectories):
+        raise ConfigError(f'--bag is given {len(bags)} time(s) and --trajectory {len(trajectories)}: give them '
+                          f'in pairs, in order')
+    weights = getattr(args, 'weight', None)
+    if weights is not None:
+        if len(weights) != len(bags):
+            raise ConfigError(f'--weight is given {len(weights)} time(s) for {len(bags)} --bag/--trajectory '
+                              f'pair(s): give one per pair, or none')
+        bad = [w for w in weights if not (w > 0 and w < float('inf'))]
+        if bad:
+            raise ConfigError(f'--weight must be a finite number > 0, got {bad[0]}')
+    return list(zip(bags, trajectories)), weights
+
+
+def parse_holdout(spec: str) -> tuple[Path, str]:
+    """``BAG:FILE.yaml:NAME`` -> (bag, ``FILE.yaml:NAME``), split at the last two ':' (``rsplit``):
+    the bag path may contain ':', the trajectory file and name may not. ConfigError if malformed."""
+    parts = spec.rsplit(':', 2)
+    if len(parts) != 3 or not all(part.strip() for part in parts):
+        raise ConfigError(f'--holdout {spec!r}: expected BAG:FILE.yaml:NAME')
+    return Path(parts[0]), f'{parts[1]}:{parts[2]}'
+
+
+def load_setup(args) -> Setup:
+    """Load model, controller, recordings and trajectories (fitted pairs and hold-outs); build the
+    evaluators. Every input is read and checked here (ShadowTwinError naming the problem)."""
+    joints = [j.strip() for j in args.joints.split(',') if j.strip()]
+    if not joints:
+        raise ConfigError('--joints is empty')
+    pairs, weights = recording_pairs(args)
+    holdouts = [parse_holdout(spec) for spec in getattr(args, 'holdout', None) or []]
+    twin = TwinModel(args.model)
+    gains_file = args.gains or config_path('controllers', 'shadow_hand_e.yaml')
+    controller = SimController(twin.model, ControllerGains.from_yaml(gains_file),
+                               JointNameMap.from_yaml(args.joint_map))
+    settings = alignment_settings(args)
+    recordings: dict = {}   # one read per bag, shared by its pairs
+
+    def recording(bag: Path, trajectory: str, name: str | None = None) -> Recording:
+        key = str(Path(bag).resolve())
+        if key not in recordings:
+            recordings[key] = read_joint_states(bag, args.topic)
+        evaluator = Evaluator(twin, controller, recordings[key], parse_trajectory_arg(trajectory), joints,
+                              settings=settings, label=name)
+        return Recording(Path(bag), trajectory, name or evaluator.label, evaluator)
+
+    fit = []
+    for bag, trajectory in pairs:  # one pair keeps the recording's own label (as before); several get bag:NAME
+        name = f'{bag.name}:{trajectory.rsplit(":", 1)[-1]}' if len(pairs) > 1 else None
+        if name is not None and name in [r.name for r in fit]:
+            name = f'{name} #{len(fit) + 1}'
+        fit.append(recording(bag, trajectory, name))
+    holdout = []
+    for (bag, trajectory), spec in zip(holdouts, args.holdout if holdouts else []):
+        name = f'{bag.name}:{trajectory.rsplit(":", 1)[1]}'
+        if name in [h.name for h in holdout]:
+            name = f'{name} #{len(holdout) + 1}'
+        try:
+            holdout.append(recording(bag, trajectory, name))
+        except ShadowTwinError as exc:
+            raise type(exc)(f'--holdout {spec}: {exc}') from None
+    evaluator = fit[0].evaluator if len(fit) == 1 else EvaluatorSet([r.evaluator for r in fit], weights)
+    return Setup(twin, controller, evaluator, Path(gains_file), fit, holdout, weights if len(fit) > 1 else None)
+
+
+def load_params(path: Path, twin) -> dict:
+    """Read a parameters YAML ({values: {joint.attribute: value}}) into targets."""
+    if not path.is_file():
+        raise ConfigError(f'parameters file not found: {path}')
+    data = yaml.safe_load(path.read_text()) or {}
+    values = data.get('values', data)
+    if not isinstance(values, dict):
+        raise ConfigError(f'{path}: expected "values: {{name.attribute: number}}"')
+    out = {}
+    for key, value in values.items():
+        name, _, attribute = str(key).rpartition('.')
+        kind = 'actuator' if attribute in ('kp', 'kd') else 'joint'
+        try:
+            out[twin.target(kind, name, attribute)] = float(value)
+        except ModelError as exc:
+            raise ConfigError(f'{path}: {exc}') from None
+        except (TypeError, ValueError):
+            raise ConfigError(f'{path}: {key} must be a number') from None
+    return out
+
+
+def input_files(args, setup: Setup, holdout: bool = True) -> dict[str, Path]:
+    """{name: file} of every input (one pair: 'bag', 'trajectory'; several: 'bag:1', 'trajectory:1', ...;
+    hold-outs 'holdout_bag:1', ...)."""
+    files = {'model': setup.twin.path}
+    several = len(setup.fit) > 1
+    for k, rec in enumerate(setup.fit, 1):
+        suffix = f':{k}' if several else ''
+        files[f'bag{suffix}'] = rec.bag
+        files[f'trajectory{suffix}'] = Path(rec.trajectory.rsplit(':', 1)[0])
+    files.update({'space': args.space, 'gains': setup.gains_file})
+    for k, rec in enumerate(setup.holdout if holdout else [], 1):
+        files[f'holdout_bag:{k}'] = rec.bag
+        files[f'holdout_trajectory:{k}'] = Path(rec.trajectory.rsplit(':', 1)[0])
+    return files
+
+
+def fingerprints(files: dict[str, Path]) -> dict[str, dict[str, str]]:
+    return {name: {'path': str(Path(p).resolve()), 'sha256': sha256_of(p)} for name, p in files.items()}
+
+
+def progress_bar(args, total: int, desc: str, unit: str):
+    """(tqdm bar on stderr or None, callback(done, total[, best]))."""
+    bar = None if args.no_progress else tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)
+
+    def progress(done, _total, best=None):
+        if bar is not None:
+            bar.update(done - bar.n)
+            if best is not None:
+                bar.set_postfix(best=f'{best:.5f}')
+    return bar, progress
