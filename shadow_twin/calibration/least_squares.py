@@ -39,6 +39,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import mujoco.minimize
 import numpy as np
 import scipy.optimize
 
@@ -179,8 +180,6 @@ def _mujoco_least_squares(f: _Budgeted, jac: _Jacobian, start: np.ndarray, max_i
     """``mujoco.minimize.least_squares`` (Levenberg-Marquardt with box bounds) in the unit cube,
     with its own finite-difference Jacobian (``mujoco.minimize.jacobian_fd``: D points in one
     residual call, backward steps in the upper half of a range), recorded in ``jac``."""
-    import mujoco.minimize  # lazy: only this method needs it
-
     d = start.size
     bounds = [np.zeros((d, 1)), np.ones((d, 1))]
 

@@ -70,7 +70,7 @@ def test_calibrate_reports_the_result(calibration_run):
     first = stdout.splitlines()[0]
     report = json.loads((out / 'report.json').read_text())
     assert f'{report["objective"]["initial"]:.6f} -> {report["objective"]["best"]:.6f} rad^2' in first
-    assert f'after {report["evaluations"]} evaluations' in first
+    assert f'after {report["evaluations"]} rollouts' in first
     assert [line.split(':')[0].strip() for line in stdout.splitlines()[1:5]] == ['FF', 'MF', 'RF', 'LF']
 
 
