@@ -321,18 +321,23 @@ class Evaluator:
 
     def score(self, positions: np.ndarray, keep_positions: bool = False) -> Score:
         """Score one simulated run ((nstep, J_controller) positions, rad)."""
-        sim = self.sim_on_time_base(positions)
+        return self._score_on_time_base(self.sim_on_time_base(positions), keep_positions)
+
+    def _score_on_time_base(self, sim: np.ndarray, keep_positions: bool = False) -> Score:
         mse = metrics.per_joint_mse(self.real, sim, self.joints)
         return Score(metrics.weighted_objective(mse, self.weights), mse, sim if keep_positions else None)
+
+    def _simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int) -> np.ndarray:
+        """(M, nstep, J_controller) positions (rad) of each parameter set, one batched rollout."""
+        models = self.simulator.model_copies(len(parameter_sets))
+        for model, values in zip(models, parameter_sets):
+            apply_parameters(model, values)
+        return self.simulator.run(models, nthread)
 
     def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
                  keep_positions: bool = False) -> list[Score]:
         """Simulate and score each parameter set (in parallel threads, ``nthread``)."""
-        models = self.simulator.model_copies(len(parameter_sets))
-        for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values)
-        positions = self.simulator.run(models, nthread)
-        return [self.score(p, keep_positions) for p in positions]
+        return [self.score(p, keep_positions) for p in self._simulate(parameter_sets, nthread)]
 
     def residuals(self, positions: np.ndarray) -> np.ndarray:
         """Scaled residual vector of one simulated run ((nstep, J_controller) positions, rad).
@@ -354,14 +359,10 @@ class Evaluator:
                                   nthread: int = 1) -> tuple[list[Score], np.ndarray]:
         """Simulate every parameter set in one batched ``mujoco.rollout`` call over ``nthread``
         threads; returns (M scores, (M, R) residuals as in :meth:`residuals`)."""
-        models = self.simulator.model_copies(len(parameter_sets))
-        for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values)
         scores, residuals = [], []
-        for p in self.simulator.run(models, nthread):
+        for p in self._simulate(parameter_sets, nthread):
             sim = self.sim_on_time_base(p)
-            mse = metrics.per_joint_mse(self.real, sim, self.joints)
-            scores.append(Score(metrics.weighted_objective(mse, self.weights), mse))
+            scores.append(self._score_on_time_base(sim))
             residuals.append(self._residuals_on_time_base(sim))
         return scores, np.stack(residuals)
 

@@ -17,8 +17,9 @@ a limit of the method).
 Rules: samples whose objective is not finite (a simulation that diverged) are left out of
 the correlation (counted in the summary). A constant objective over the remaining samples
 (no parameter changes it), or fewer than 3 of them, gives every parameter the index 0,
-with a warning. Samples are drawn with ``numpy.random.default_rng(seed)`` in the unit cube
-and mapped with :meth:`SearchSpace.from_unit`, so a seed reproduces them.
+with a warning. Samples are drawn as the ``random`` optimiser draws them (``RandomSearch``:
+``numpy.random.default_rng(seed)`` in the unit cube, mapped with :meth:`SearchSpace.from_unit`), so
+a seed reproduces them.
 
 Library use: :func:`screen`, then :func:`write_sensitivity` (``sensitivity.json`` and
 ``tornado.png``). Command line: ``shadow-twin sensitivity`` and ``calibrate --screen K``.
@@ -35,6 +36,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from shadow_twin.calibration.optimisers import RandomSearch
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import write_text_atomic
@@ -52,8 +54,7 @@ def draw_samples(space: SearchSpace, n: int, seed: int = 0) -> np.ndarray:
     dimensions), seeded. Raises ConfigError for n < :data:`MIN_SAMPLES`."""
     if n < MIN_SAMPLES:
         raise ConfigError(f'a sensitivity screening needs at least {MIN_SAMPLES} samples, got {n}')
-    unit = np.random.default_rng(seed).random((n, len(space.dimensions)))
-    return space.from_unit(unit)
+    return RandomSearch(space, seed).ask(n)
 
 
 def influence_indices(unit: np.ndarray, objectives: np.ndarray) -> np.ndarray:
