@@ -130,6 +130,9 @@ def faults(client, states, folder: Path, kills: int, stalls: int, check: Checks)
                 mock.stop()
             mock = start_mock(folder, k + 1)
             assert wait_fresh(states, time.monotonic()), 'the mock hardware did not come back'
+            reset_and_rest(client, states)
+            # the twin sees a restarted mock seconds after this process does (DDS discovery)
+            assert scenarios.wait_twin_accepts(client), 'the twin never saw the restarted mock hardware'
     finally:
         for proc in (mock, twin, sim):
             proc.stop()

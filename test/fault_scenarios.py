@@ -89,6 +89,26 @@ class KillOutcome:
     robot_position_at_signal: float
 
 
+def wait_twin_accepts(client, timeout: float = 30.0, retry: float = 0.5) -> bool:
+    """Send the twin a 0.1 s goal holding :data:`MOVED` at 0 rad until one is accepted (then wait
+    for its result); False after ``timeout`` s.
+
+    After a kill, the twin's participant takes a few seconds to get a restarted mock's data
+    (DDS discovery of a participant that replaces a dead one): until then it rightly rejects
+    goals, so a scenario that needs an accepted goal waits here first.
+    """
+    from control_msgs.action import FollowJointTrajectory
+    deadline = time.monotonic() + timeout
+    while True:
+        handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, one_point_goal({MOVED: 0.0}, 0.1))
+        if handle.accepted:
+            client.wait_future(handle.get_result_async(), 10.0)
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(retry)
+
+
 def kill_mid_goal(client, robot_pid: int, states: dict, sig: int = signal.SIGKILL, target: float = 1.2,
                   seconds: float = 4.0, moved_by: float = 0.15, settle: float = 1.2) -> KillOutcome:
     """Send the twin a ``seconds`` s goal to ``target`` rad on :data:`MOVED`, send ``sig`` to

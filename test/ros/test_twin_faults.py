@@ -53,18 +53,8 @@ def mock(ros, states, sim_and_twin, tmp_path):
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     for node in ('/mujoco_bridge', '/mock_hardware'):
         assert client.call(Trigger, f'{node}/reset').success
-    # After a kill, the twin's participant takes a few seconds to get the new mock's data (DDS
-    # discovery of a participant that replaces a dead one): until then it rightly rejects goals.
     import fault_scenarios
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        handle = client.send_goal(FollowJointTrajectory, fault_scenarios.TWIN_ACTION,
-                                  fault_scenarios.one_point_goal({fault_scenarios.MOVED: 0.0}, 0.1))
-        if handle.accepted:
-            client.wait_future(handle.get_result_async(), 10.0)
-            break
-        assert time.monotonic() < deadline, 'the twin never saw the new mock hardware'
-        time.sleep(0.5)
+    assert fault_scenarios.wait_twin_accepts(client, START_TIMEOUT), 'the twin never saw the new mock hardware'
     assert helpers.wait_until(lambda: all(max(abs(v) for v in r.last().velocity) < 2e-3
                                           for r in states.values()), 5.0), 'the cell did not come to rest'
     time.sleep(0.3)
