@@ -99,7 +99,9 @@ SPECS = (
     Spec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
     Spec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
     Spec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
-         'one is refused (messages were lost) and recorded again.', bounds=(0.005, 10.0)),
+         'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
+    Spec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
+         'gap over max_gap is recorded again).', bounds=(1, 20)),
     Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
     Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
          bounds=(0.05, 60.0)),
@@ -267,21 +269,32 @@ class CalibrationNode(Node):
 
     def _record(self, plan: CalibrationPlan, run_dir: Path) -> None:
         pending = plan.pending(run_dir)
+        attempts = int(self._p('record_attempts'))
         for k, entry in enumerate(pending):
             trajectory = load_waypoint_yaml(*entry.trajectory.rsplit(':', 1))
-            self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
-                            f'{trajectory.duration:.1f} s)', trajectory=entry.name)
-            bag = plan.bag_path(entry, run_dir)
-            start_ns, recorded = self.trajectories.record(
-                self.recorder, trajectory, bag, float(self._p('start_lead')),
-                float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3)
-            counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
-            self.get_logger().info(f'recorded {entry.name} (start {from_nanoseconds(start_ns):.3f} s): {counts} -> {bag}')
-            self._check_gaps(bag, (plan.real_topic, plan.sim_topic), run_dir)
+            for attempt in range(1, attempts + 1):
+                again = f', attempt {attempt}/{attempts}' if attempt > 1 else ''
+                self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
+                                f'{trajectory.duration:.1f} s{again})', trajectory=entry.name)
+                bag = plan.bag_path(entry, run_dir)
+                start_ns, recorded = self.trajectories.record(
+                    self.recorder, trajectory, bag, float(self._p('start_lead')),
+                    float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3)
+                counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
+                self.get_logger().info(f'recorded {entry.name} (start {from_nanoseconds(start_ns):.3f} s): '
+                                       f'{counts} -> {bag}')
+                problem = self._set_aside_if_gap(bag, (plan.real_topic, plan.sim_topic), run_dir)
+                if problem is None:
+                    break
+                if attempt == attempts:
+                    raise RecordingError(f'{problem}; {attempts} attempt(s) failed (record_attempts); '
+                                         'call ~/calibrate again to record it anew')
+                self.get_logger().warning(f'{problem}; recording {entry.name} again '
+                                          f'(attempt {attempt + 1}/{attempts})')
 
-    def _check_gaps(self, bag: Path, topics, run_dir: Path) -> None:
-        """Refuse a recording with a gap longer than ``max_gap`` s: move it to ``bags/rejected/`` (kept
-        for inspection) and raise RecordingError; the next ~/calibrate records it again."""
+    def _set_aside_if_gap(self, bag: Path, topics, run_dir: Path) -> str | None:
+        """If a topic of ``bag`` has a gap longer than ``max_gap`` s, move the bag to ``bags/rejected/``
+        (kept for inspection, never overwritten) and return what was wrong; else None."""
         limit = float(self._p('max_gap'))
         for topic in topics:
             gap, at = largest_gap(read_joint_states(bag, topic))
@@ -289,9 +302,9 @@ class CalibrationNode(Node):
                 rejected = versioned_path(run_dir / 'bags' / 'rejected' / bag.name)
                 rejected.parent.mkdir(parents=True, exist_ok=True)
                 bag.rename(rejected)
-                raise RecordingError(f'{topic} in the recording of {bag.name} has a {gap:.3f} s gap at '
-                                     f'{at:.3f} s (max_gap {limit:g} s): messages were lost; moved it to '
-                                     f'{rejected}; call ~/calibrate again to record it anew')
+                return (f'{topic} in the recording of {bag.name} has a {gap:.3f} s gap at {at:.3f} s '
+                        f'(max_gap {limit:g} s): messages were lost; moved it to {rejected}')
+        return None
 
     def _calibrate(self, plan: CalibrationPlan, run_dir: Path) -> None:
         self.status.set('preparing', f'aligning {len(plan.entries)} recording(s)')

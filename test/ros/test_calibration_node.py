@@ -327,3 +327,21 @@ def test_calibrate_live_without_a_node_says_so(ros):
                           '--service-timeout', '1'], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert cli.returncode == 2
     assert 'no service /nobody_here/calibrate within 1 s' in cli.stderr and 'ROS_DOMAIN_ID' in cli.stderr
+
+
+def test_a_recording_with_a_gap_is_recorded_again_then_the_run_fails(ros, cell, tmp_path):
+    """max_gap below the 4 ms publish period: every recording has a gap; each is set aside in
+    bags/rejected/ (kept, never overwritten) and recorded again until record_attempts runs out."""
+    helpers, _ = ros
+    node = node_process(helpers, 'gap_calibration', tmp_path, 'trajectories:=[curl_all]', 'max_gap:=0.001',
+                        'record_attempts:=2')
+    cli = calibrate_live(helpers, node, '/gap_calibration')
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    assert '[recording] executing curl_all (1/1, 3.5 s, attempt 2/2)' in cli.stdout, cli.stdout
+    assert '2 attempt(s) failed (record_attempts)' in cli.stdout, cli.stdout
+    log = (tmp_path / 'gap_calibration.log').read_text()
+    assert 'recording curl_all again (attempt 2/2)' in log
+    run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')
+    rejected = sorted(p.name for p in (run_dir / 'bags' / 'rejected').iterdir())
+    assert len(rejected) == 2 and all(r.startswith('curl_all') for r in rejected), rejected
+    assert not (run_dir / 'bags' / 'curl_all').exists()
