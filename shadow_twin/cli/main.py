@@ -10,6 +10,7 @@ Subcommands:
   plot            PNGs of real vs sim per joint from a bag
   perspective     write an rqt perspective (real vs sim plots, diagnostics) for chosen joints
   rqt             open the monitoring view in rqt once the twin's topics are up
+  model           write the cell's MJCF (MiR250, cabinet, UR5, hand) assembled from its parts
 
 Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 """
@@ -48,6 +49,8 @@ DELEGATED = {
     'perspective': ('shadow_twin.cli.perspective', 'write an rqt perspective for chosen joints'),
     'rqt': ('shadow_twin.cli.rqt', 'open the monitoring view in rqt (real vs sim plots, Robot Monitor) once the '
                                    'twin is up'),
+    'model': ('shadow_twin.cli.model', 'write the cell MJCF (MiR250 + cabinet + UR5 + hand): '
+                                       'shadow-twin model --cell [--hand MJCF] [--arm-prefix P] --out FILE.xml'),
 }
 
 

@@ -27,3 +27,16 @@ def share_dir() -> Path:
 def config_path(*parts: str) -> Path:
     """Path of a shipped config file, e.g. ``config_path('calibration', 'fingers_j123.yaml')``."""
     return share_dir().joinpath('config', *parts)
+
+
+#: URL prefix of this package's shared files in parameter files (ROS's ``package://`` convention).
+PACKAGE_URL = f'package://{PACKAGE}/'
+
+
+def resolve_share_url(text: str) -> Path:
+    """``package://shadow_twin/<path>`` -> that file of the share directory (``config/...``);
+    any other text is a path as given. (Built-in models, ``package://shadow_twin/models/...``,
+    are resolved by ``shadow_twin.model.mjcf.resolve_model_path``.)"""
+    if text.startswith(PACKAGE_URL):
+        return share_dir() / text[len(PACKAGE_URL):]
+    return Path(text)

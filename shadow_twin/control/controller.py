@@ -88,15 +88,39 @@ class ControllerGains:
         return gains
 
     @classmethod
-    def from_yaml(cls, path: str | Path | None) -> 'ControllerGains':
-        """Load gains from YAML (see class doc); None gives the defaults (p 4.0, d 0.1)."""
+    def from_yaml(cls, path: str | Path | None, _seen: tuple[Path, ...] = ()) -> 'ControllerGains':
+        """Load gains from YAML (see class doc); None gives the defaults (p 4.0, d 0.1).
+
+        A top-level ``include: [file, ...]`` (paths relative to this file) loads those files
+        first; this file's ``default`` and ``gains`` come on top (a later file's entry for the
+        same key wins; the default is the last one given). The cell's gains are the hand's and
+        the arm's files included by ``config/controllers/cell.yaml``.
+
+        Raises ConfigError: a missing or unreadable file, an include cycle, bad gains.
+        """
         if path is None:
             return cls()
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f'controller gains file not found: {path}')
+        if path.resolve() in _seen:
+            raise ConfigError(f'controller gains file {path} includes itself')
         data = yaml.safe_load(path.read_text()) or {}
-        return cls.from_dict(data, source=str(path))
+        includes = data.pop('include', []) if isinstance(data, dict) else []
+        if isinstance(includes, str) or not isinstance(includes, list):
+            raise ConfigError(f'{path}: include must be a list of gains files')
+        own = cls.from_dict(data, source=str(path)) if data else cls()
+        if not includes:
+            return own
+        merged = cls()
+        for name in includes:
+            sub = cls.from_yaml(path.parent / str(name), _seen + (path.resolve(),))
+            merged.entries.update(sub.entries)
+            merged.default = sub.default
+        merged.entries.update(own.entries)
+        if data and (data.get('controller') or {}).get('default') is not None:
+            merged.default = own.default
+        return merged
 
     @classmethod
     def from_dict(cls, data: dict, source: str = 'gains') -> 'ControllerGains':

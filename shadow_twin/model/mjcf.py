@@ -34,7 +34,8 @@ from shadow_twin.common.files import write_text_atomic
 JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
                     'range_lower', 'range_upper')
 ACTUATOR_ATTRIBUTES = ('kp', 'kd')
-BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml'}
+#: Models shipped in shadow_twin/model/builtin: the hand, and the UR5 arm and MiR250 base of the cell.
+BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml', 'ur5': 'ur5.xml', 'mir250': 'mir250.xml'}
 
 
 def builtin_model_path(name: str = 'shadow_hand_e') -> Path:
@@ -42,6 +43,27 @@ def builtin_model_path(name: str = 'shadow_hand_e') -> Path:
     if name not in BUILTIN_MODELS:
         raise ModelError(f'no built-in model {name!r}; known: {sorted(BUILTIN_MODELS)}')
     return Path(str(resources.files('shadow_twin.model') / 'builtin' / BUILTIN_MODELS[name]))
+
+
+#: URL prefix of the built-in models in parameter files (ROS's ``package://`` convention; a
+#: colcon install puts them into ``share/shadow_twin/models``).
+PACKAGE_MODELS_URL = 'package://shadow_twin/models/'
+
+
+def resolve_model_path(path: str | os.PathLike | None) -> Path:
+    """A model path as given in parameters: None or '' = the built-in Shadow Hand E,
+    ``package://shadow_twin/models/<file>`` = that built-in model, else the path itself.
+    Raises ModelError for a ``package://`` URL naming no built-in model."""
+    text = str(path) if path is not None else ''
+    if not text:
+        return builtin_model_path()
+    if text.startswith(PACKAGE_MODELS_URL):
+        name = text[len(PACKAGE_MODELS_URL):]
+        known = {file: key for key, file in BUILTIN_MODELS.items()}
+        if name not in known:
+            raise ModelError(f'{text}: no such built-in model; known: {sorted(known)}')
+        return builtin_model_path(known[name])
+    return Path(path)
 
 
 @dataclass(frozen=True)
@@ -158,7 +180,8 @@ class TwinModel:
     """An MJCF model: its path, its ``MjSpec`` and the compiled ``MjModel``.
 
     Args:
-        path: MJCF file (default: the built-in Shadow Hand E).
+        path: MJCF file (default: the built-in Shadow Hand E); ``package://shadow_twin/models/<file>``
+            names a built-in model (:func:`resolve_model_path`).
         max_bytes: refuse a model whose MJCF files (with includes) exceed this many
             bytes, before parsing; None for no limit.
     Raises:
@@ -166,7 +189,7 @@ class TwinModel:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, max_bytes: int | None = None) -> None:
-        self.path = Path(path) if path is not None else builtin_model_path()
+        self.path = resolve_model_path(path)
         self.spec = load_spec(self.path, max_bytes)
         try:
             self.model = self.spec.compile()

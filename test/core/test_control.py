@@ -259,3 +259,21 @@ def test_motor_torque_limit_does_not_clamp_the_set_point():
     sim = TrajectorySimulator(m, controller, JointTrajectory(['j1'], [1.0], [[1.5]]), 4.0)
     q = sim.run([m])[0]
     assert q[-1, 0] == pytest.approx(1.5, abs=0.02), q[-1, 0]
+
+
+def test_gains_files_include_others_and_override_them(tmp_path):
+    from shadow_twin.common.paths import config_path
+    cell = ControllerGains.from_yaml(config_path('controllers', 'cell.yaml'))
+    assert cell.for_joint('rh_FFJ3') == PidGains(4.0, 0.0, 0.1)                 # the hand's default
+    assert cell.for_joint('rh_WRJ1') == PidGains(10.0, 0.0, 0.1)
+    assert cell.for_joint('ra_shoulder_lift_joint').p == 90000.0                 # the arm's, any prefix
+    (tmp_path / 'base.yaml').write_text('controller: {default: {p: 2.0, d: 0.2}, gains: {a: {p: 5.0}}}')
+    (tmp_path / 'top.yaml').write_text('include: [base.yaml]\ncontroller: {gains: {a: {p: 7.0}, b: {p: 1.0}}}')
+    top = ControllerGains.from_yaml(tmp_path / 'top.yaml')
+    assert top.for_joint('a').p == 7.0 and top.for_joint('b').p == 1.0 and top.for_joint('c').p == 2.0
+    (tmp_path / 'loop.yaml').write_text('include: [loop.yaml]')
+    with pytest.raises(ConfigError, match='includes itself'):
+        ControllerGains.from_yaml(tmp_path / 'loop.yaml')
+    (tmp_path / 'bad.yaml').write_text('include: base.yaml')
+    with pytest.raises(ConfigError, match='include must be a list'):
+        ControllerGains.from_yaml(tmp_path / 'bad.yaml')
