@@ -14,6 +14,9 @@
   hypervisor not running it (``timing.stall_cause``).
 * ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
   simulated joint trajectory controller (see ``trajectory_server``).
+* A model with a mobile base (drive wheel joints on a free body) also takes
+  ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
+  ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
 * Services: ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes
   on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
@@ -41,12 +44,14 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from mujoco_bridge.base_interface import BaseInterface
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, stall_cause
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
-from shadow_twin.common.paths import config_path
+from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import builtin_model_path
@@ -56,6 +61,9 @@ from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
 
 NODE_NAME = 'mujoco_bridge'
+#: Parameters of the mobile base's interface (used when the model has one).
+BASE_PARAMETERS = ('cmd_vel_topic', 'cmd_vel_timeout', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame',
+                   'publish_tf')
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
 RTF_WARN, RTF_ERROR = 0.95, 0.5
 
@@ -114,6 +122,12 @@ class MujocoBridge(Node):
         self.create_service(SetBool, '~/pause', self._on_pause, callback_group=services)
         self.create_timer(p('diagnostics_period'), self._publish_diagnostics)
         self.create_timer(p('rtf_log_period'), self._log_rate)
+        if p('speed_scaling_topic'):
+            scaling_pub = self.create_publisher(Float64, p('speed_scaling_topic'), 10)
+            self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=float(self._param('speed_scaling')))))
+        self.base = None
+        if self.sim.base is not None:
+            self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of)
         self.viewer = None
         if p('viewer'):
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
@@ -134,10 +148,13 @@ class MujocoBridge(Node):
 
     def _warn_unknown_constraints(self) -> None:
         """Warn about ``constraints.*`` values given for joints the model does not have
-        (undeclared parameters are otherwise ignored silently)."""
+        (undeclared parameters are otherwise ignored silently): parameters, and the entries of a
+        ``constraints_file`` given explicitly (the shipped file covers every robot of the cell, so
+        a model of one of them lacks the others' joints)."""
         given = getattr(self, '_parameter_overrides', {}) or {}
         unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
-        unknown += params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
+        if self._param('constraints_file'):
+            unknown += params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
         if unknown:
             self.get_logger().warning(f'ignoring constraints for joints the model does not have: {unknown}')
 
@@ -153,7 +170,8 @@ class MujocoBridge(Node):
         return self._param('model_path') or None
 
     def _gains_file(self) -> Path:
-        return Path(self._param('gains_file') or config_path('controllers', 'shadow_hand_e.yaml'))
+        given = self._param('gains_file')
+        return resolve_share_url(given) if given else config_path('controllers', 'shadow_hand_e.yaml')
 
     def _read_settings(self) -> dict:
         p = self._param

@@ -172,11 +172,13 @@ def parse_velocity_limits(text: str) -> dict[str, float]:
 
 # -- the mujoco_bridge node ------------------------------------------------------------------------
 SPECS = (
-    Spec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E. A change takes '
+    Spec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E; '
+         'package://shadow_twin/models/<file> = a built-in model (ur5.xml, mir250.xml). A change takes '
          'effect on ~/reload.'),
     Spec('joint_map_file', '', 'YAML with joint_map: {ROS name: MJCF name}; empty = identity.', read_only=True),
     Spec('gains_file', '', 'Simulated effort-PID gains YAML (controller: {default, gains}); empty = the shipped '
-         'config/controllers/shadow_hand_e.yaml. Re-read on ~/reload.'),
+         'config/controllers/shadow_hand_e.yaml; package://shadow_twin/config/... = a shipped file. Re-read on '
+         '~/reload.'),
     Spec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep '
          'and is advanced to the wall clock before each publication.', bounds=(1.0, 5000.0)),
     Spec('real_time_factor', 1.0, 'Sim seconds per wall second the stepping aims at.', bounds=(0.001, 100.0)),
@@ -212,6 +214,21 @@ SPECS = (
     Spec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, per-joint '
          'trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty = the '
          'shipped config/constraints.yaml.', read_only=True),
+    # a UR stand-in (mock hardware): the driver's speed scaling
+    Spec('speed_scaling_topic', '', 'std_msgs/Float64 topic on which the speed scaling (percent) is published '
+         'at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; empty = not published.',
+         read_only=True),
+    Spec('speed_scaling', 100.0, 'Speed scaling published on speed_scaling_topic, percent.', bounds=(0.0, 100.0)),
+    # the mobile base (used when the model has drive wheel joints)
+    Spec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
+         read_only=True),
+    Spec('cmd_vel_timeout', 0.5, 'A base velocity command older than this stops the base, s (sim time).',
+         bounds=(0.01, 60.0)),
+    Spec('odom_topic', '/sim/odom', 'nav_msgs/Odometry of the base.', read_only=True),
+    Spec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz.', read_only=True, bounds=(1.0, 1000.0)),
+    Spec('odom_frame', 'sim/odom', 'Frame of the odometry pose (the fixed frame).', read_only=True),
+    Spec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).', read_only=True),
+    Spec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),
 )
 
 

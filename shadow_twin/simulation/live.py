@@ -46,6 +46,7 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter, set_parameter
+from shadow_twin.simulation.mobile_base import BaseOdometry, SimMobileBase
 
 _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 _UNCHANGED = object()
@@ -260,6 +261,22 @@ def _model_joints(model: mujoco.MjModel) -> list[tuple[int, str]]:
             if model.joint(j).name and int(model.jnt_type[j]) in kinds]
 
 
+def _carry_free_joints(old_model: mujoco.MjModel, old_data: mujoco.MjData,
+                       model: mujoco.MjModel, data: mujoco.MjData) -> None:
+    """Copy the pose and velocity of free joints present (by name) in both models (a mobile
+    base keeps its place across a reload)."""
+    free = int(mujoco.mjtJoint.mjJNT_FREE)
+    for j in range(model.njnt):
+        name = model.joint(j).name
+        old = mujoco.mj_name2id(old_model, mujoco.mjtObj.mjOBJ_JOINT, name) if name else -1
+        if int(model.jnt_type[j]) != free or old < 0 or int(old_model.jnt_type[old]) != free:
+            continue
+        q, q_old = model.jnt_qposadr[j], old_model.jnt_qposadr[old]
+        v, v_old = model.jnt_dofadr[j], old_model.jnt_dofadr[old]
+        data.qpos[q:q + 7] = old_data.qpos[q_old:q_old + 7]
+        data.qvel[v:v + 6] = old_data.qvel[v_old:v_old + 6]
+
+
 # ------------------------------------------------------------------------------ simulation
 class LiveSimulation:
     """A model stepped live under the simulated controller.
@@ -320,9 +337,21 @@ class LiveSimulation:
         self.joint_names: tuple[str, ...] = tuple(self.joint_map.to_ros(n) for _, n in joints)
         self._state_qpos = np.array([self.model.jnt_qposadr[j] for j, _ in joints], dtype=int)
         self._state_dof = np.array([self.model.jnt_dofadr[j] for j, _ in joints], dtype=int)
-        #: ROS names of the joints the controller drives (trajectory joints must be among these).
-        self.controlled_joints: tuple[str, ...] = tuple(self.controller.joint_names)
-        self._controlled_index = {name: k for k, name in enumerate(self.controlled_joints)}
+        previous = getattr(self, 'base', None)
+        #: The model's mobile base (velocity commands, odometry), None when it has none.
+        self.base: SimMobileBase | None = SimMobileBase.find(self.model)
+        if previous is not None and self.base is not None:   # a reload keeps the command in force
+            self.base.keep_command_of(previous)
+        wheels = set(self.base.wheel_names) if self.base is not None else set()
+        #: Columns of the controller's joints (its order), wheels included.
+        self._controlled_index = {name: k for k, name in enumerate(self.controller.joint_names)}
+        #: ROS names of the joints trajectories drive (the controller's joints except the
+        #: base's drive wheels, which follow :meth:`command_base`).
+        self.controlled_joints: tuple[str, ...] = tuple(n for n in self.controller.joint_names
+                                                        if self.joint_map.to_mjcf(n) not in wheels)
+        self._wheel_columns = np.array([self._controlled_index[self.joint_map.to_ros(n)]
+                                        for n in sorted(wheels, key=self.base.wheel_names.index)], dtype=int) \
+            if self.base is not None else None
         self.dt = float(self.model.opt.timestep)
 
     # -- properties ----------------------------------------------------------------------------
@@ -397,6 +426,8 @@ class LiveSimulation:
                 times[k] = t
                 t += self.model.opt.timestep
             q, qd = self._desired(times)
+            if self.base is not None:   # the drive wheels follow the base's velocity command
+                qd[:, self._wheel_columns] = [self.base.wheel_rates(t) for t in times]
             ctrl = self.controller.ctrl(self.model, q, qd)
             model, data = self.model, self.data
             for k in range(n):
@@ -441,7 +472,7 @@ class LiveSimulation:
             TrajectoryError: a joint the controller does not drive.
         """
         with self.lock:
-            unknown = [j for j in trajectory.joint_names if j not in self._controlled_index]
+            unknown = [j for j in trajectory.joint_names if j not in self.controlled_joints]
             if unknown:
                 raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                       f'(driven: {list(self.controlled_joints)})')
@@ -483,6 +514,21 @@ class LiveSimulation:
                                   self.data.qpos[adr].copy(), self.data.qvel[dof].copy(),
                                   current.start, current.end)
 
+    # -- mobile base ------------------------------------------------------------------------
+    def command_base(self, v: float, omega: float) -> tuple[float, float]:
+        """Velocity command for the base from now on: forward ``v`` (m/s), yaw rate ``omega``
+        (rad/s); it lapses after ``base.command_timeout`` s of sim time. Returns the command as
+        applied (saturated). Raises ConfigError when the model has no base."""
+        with self.lock:
+            if self.base is None:
+                raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
+            return tuple(self.base.command((v, omega), self.data.time))
+
+    def base_odometry(self) -> BaseOdometry | None:
+        """The base's pose and twist now (see ``SimMobileBase.odometry``); None without a base."""
+        with self.lock:
+            return None if self.base is None else self.base.odometry(self.data)
+
     # -- state ------------------------------------------------------------------------------
     def joint_state(self) -> JointStateSample:
         """Positions, velocities and efforts of :attr:`joint_names` at the current sim time."""
@@ -523,9 +569,10 @@ class LiveSimulation:
         """{ROS joint: (lower, upper)} of the controlled joints; None when unlimited."""
         with self.lock:
             out = {}
-            for name, jid in zip(self.controlled_joints, self.controller.joint_ids):
-                out[name] = (tuple(float(v) for v in self.model.jnt_range[jid])
-                             if self.model.jnt_limited[jid] else None)
+            for name, jid in zip(self.controller.joint_names, self.controller.joint_ids):
+                if name in self.controlled_joints:
+                    out[name] = (tuple(float(v) for v in self.model.jnt_range[jid])
+                                 if self.model.jnt_limited[jid] else None)
             return out
 
     # -- reset and reload ----------------------------------------------------------------------
@@ -601,7 +648,7 @@ class LiveSimulation:
         with self.lock:
             old_model, old_data = self.model, self.data
             old_joints = {name: jid for jid, name in _model_joints(old_model)}
-            old_hold = dict(zip(self.controlled_joints, self._hold))
+            old_hold = dict(zip(self.controller.joint_names, self._hold))
             data = mujoco.MjData(twin.model)
             if twin.model.nkey > 0:
                 mujoco.mj_resetDataKeyframe(twin.model, data, 0)
@@ -614,6 +661,7 @@ class LiveSimulation:
                 data.qpos[twin.model.jnt_qposadr[jid]] = old_data.qpos[old_model.jnt_qposadr[old]]
                 data.qvel[twin.model.jnt_dofadr[jid]] = old_data.qvel[old_model.jnt_dofadr[old]]
                 kept.append(self.joint_map.to_ros(name))
+            _carry_free_joints(old_model, old_data, twin.model, data)
             data.time = old_data.time
             mujoco.mj_forward(twin.model, data)
 
@@ -626,7 +674,7 @@ class LiveSimulation:
             self.overrides, self._gains_source = prepared.overrides, prepared.gains_source
             self._index()
             self._hold = self._hold_positions()
-            for k, name in enumerate(self.controlled_joints):
+            for k, name in enumerate(self.controller.joint_names):
                 if name in old_hold:
                     self._hold[k] = old_hold[name]
             if active is not None:

@@ -1,0 +1,89 @@
+"""The ROS interface of the simulated mobile base (when the bridge's model has one).
+
+* ``cmd_vel_topic`` (``geometry_msgs/TwistStamped``, as the MiR takes from software
+  2.7 on): ``twist.linear.x`` (m/s) and ``twist.angular.z`` (rad/s) become the base's
+  velocity command (``LiveSimulation.command_base``); a command lapses after
+  ``cmd_vel_timeout`` s, then the base stops (other components of the twist, which a
+  differential drive cannot follow, are ignored).
+* ``odom_topic`` (``nav_msgs/Odometry``) at ``odom_rate``: the pose of the base's
+  footprint in ``odom_frame`` and its twist in ``base_frame`` (REP 105), stamped like
+  the joint states; with ``publish_tf`` also the transform ``odom_frame`` ->
+  ``base_frame`` on ``/tf``.
+
+The sim's odometry is its exact free-body pose (no wheel slip drift), so it is the
+ground truth that the real robot's wheel odometry is compared against.
+"""
+
+from __future__ import annotations
+
+from geometry_msgs.msg import TransformStamped, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from tf2_msgs.msg import TFMessage
+
+from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.mobile_base import BaseOdometry
+
+
+def _pose_fields(odom: BaseOdometry, position, orientation) -> None:
+    """Fill a geometry_msgs Point/Vector3 and Quaternion from ``odom`` (MuJoCo's w, x, y, z)."""
+    position.x, position.y, position.z = (float(v) for v in odom.position)
+    w, x, y, z = (float(v) for v in odom.orientation)
+    orientation.w, orientation.x, orientation.y, orientation.z = w, x, y, z
+
+
+class BaseInterface:
+    """Velocity commands in, odometry (and TF) out, for ``sim``'s base (see module doc).
+
+    Args:
+        node: the bridge node (publishers, subscription, timer).
+        sim: the live simulation; its base may come and go with reloads (nothing is sent
+            while the model has none).
+        settings: cmd_vel_topic, cmd_vel_timeout (s), odom_topic, odom_rate (Hz),
+            odom_frame, base_frame, publish_tf.
+        stamp_of: sim time (s) -> builtin_interfaces/Time of the state at that time.
+    """
+
+    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of) -> None:
+        self.node, self.sim, self.stamp_of = node, sim, stamp_of
+        self.timeout = float(settings['cmd_vel_timeout'])
+        group = MutuallyExclusiveCallbackGroup()
+        self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
+        self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
+        node.create_subscription(TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
+                                 callback_group=group)
+        node.create_timer(1.0 / float(settings['odom_rate']), self.publish, callback_group=group)
+        self._odom = Odometry()
+        self._odom.header.frame_id = settings['odom_frame']
+        self._odom.child_frame_id = settings['base_frame']
+        self._tf = TransformStamped()
+        self._tf.header.frame_id, self._tf.child_frame_id = settings['odom_frame'], settings['base_frame']
+        base = sim.base
+        node.get_logger().info(
+            f'mobile base: {base.geometry.wheel_radius:g} m wheels {base.geometry.wheel_separation:g} m apart; '
+            f'TwistStamped on {settings["cmd_vel_topic"]}, odometry on {self.odom_pub.topic_name} at '
+            f'{settings["odom_rate"]:g} Hz ({settings["odom_frame"]} -> {settings["base_frame"]}'
+            f'{", also on /tf" if self.tf_pub else ""})')
+
+    def _on_command(self, msg: TwistStamped) -> None:
+        if self.sim.base is None:
+            return
+        self.sim.base.command_timeout = self.timeout
+        self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z)
+
+    def publish(self) -> None:
+        """Publish the base's odometry (and TF) now; nothing while the model has no base."""
+        odom = self.sim.base_odometry()
+        if odom is None:
+            return
+        msg = self._odom
+        msg.header.stamp = self.stamp_of(odom.sim_time)
+        _pose_fields(odom, msg.pose.pose.position, msg.pose.pose.orientation)
+        msg.twist.twist.linear.x, msg.twist.twist.linear.y = odom.twist.v, odom.lateral
+        msg.twist.twist.angular.z = odom.twist.omega
+        self.odom_pub.publish(msg)
+        if self.tf_pub is not None:
+            self._tf.header.stamp = msg.header.stamp
+            _pose_fields(odom, self._tf.transform.translation, self._tf.transform.rotation)
+            self.tf_pub.publish(TFMessage(transforms=[self._tf]))
