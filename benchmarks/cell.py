@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Benchmark of the whole cell (MiR250 + cabinet + UR5 + Shadow Hand E) in the live twin.
+
+Prints, measured on this machine in one run:
+
+1. Raw MuJoCo speed of the cell: ``mj_step`` per second (one thread, no controller), and
+   the live simulation's throughput (``LiveSimulation.step``: controller and base included),
+   as a real-time capacity at the model's timestep; the hand alone beside it, as a ratio.
+2. The bridge on the cell, at 250 Hz and 1 kHz publishing: ``benchmarks/bridge.py --model
+   <cell> --gains config/controllers/cell.yaml --cpu-max 60`` (one implementation of the
+   measurements): real-time factor (target >= 0.99), period jitter p99 (< 2 ms), CPU share of
+   one core (< 60 %), and the bridge benchmark's other targets (goal latency, stalls, dropped
+   sim time).
+3. The arm-swing effect on the base (the MiR250+UR5 twin study, IMECE 2023, found that arm
+   motion makes the base oscillate in y and yaw): the extended arm (shoulder lift and elbow at
+   0: the UR5 reaches out horizontally) swings its shoulder pan joint +/-1 rad at full speed
+   (q = -cos(pi t) from rest at -1 rad: peak pi rad/s, the UR5's limit) for 6 s while the base
+   is commanded still (zero wheel rates); the base's peak-to-peak y (m) and yaw (rad) from its
+   odometry, in the live simulation the bridge runs. Target: a visible effect, >= 1 mm in y.
+
+Exit status 1 when a target is missed. Other processes on the machine skew the timings;
+run it on a quiet machine.
+
+Usage: .venv/bin/python benchmarks/cell.py [--seconds 10] [--skip-bridge]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from shadow_twin.common.paths import config_path  # noqa: E402
+from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
+from shadow_twin.model.cell import arm_joint_names, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.mjcf import builtin_model_path  # noqa: E402
+from shadow_twin.simulation.live import LiveSimulation  # noqa: E402
+
+CELL_GAINS = config_path('controllers', 'cell.yaml')
+CPU_MAX_PERCENT = 60.0
+SWING_Y_MIN = 1e-3          # m
+SWING_SECONDS = 6.0
+
+
+def steps_per_second(path: Path, gains: Path | None, seconds: float = 3.0) -> tuple[float, float]:
+    """(raw mj_step/s, LiveSimulation.step/s) of a model over about ``seconds`` each."""
+    sim = LiveSimulation(path, gains=gains)
+    model, data = sim.model, mujoco.MjData(sim.model)
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        for _ in range(500):
+            mujoco.mj_step(model, data)
+        n += 500
+    raw = n / (time.perf_counter() - started)
+    n, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        n += sim.step(2)                # a 250 Hz tick of the bridge: 2 steps of 2 ms
+    return raw, n / (time.perf_counter() - started)
+
+
+def arm_swing(path: Path) -> dict:
+    """Base odometry while the extended arm swings its shoulder pan joint (module doc): the pan
+    first goes to -1 rad in 2 s and rests, then follows q = -cos(pi t) (at rest at both ends,
+    peak pi rad/s) for ``SWING_SECONDS``; peak-to-peak of the base pose over the swing."""
+    sim = LiveSimulation(path, gains=CELL_GAINS)
+    arm = arm_joint_names()
+    period = 0.02
+    ticks = int(round(period / sim.dt))
+    sim.set_trajectory(JointTrajectory(arm, np.array([2.0]), np.array([[-1.0, 0, 0, 0, 0, 0]])))
+    sim.step(int(3.0 / sim.dt))                          # there, and settled
+    times = np.arange(period, SWING_SECONDS + 1e-9, period)
+    positions = np.zeros((len(times), len(arm)))
+    velocities = np.zeros_like(positions)
+    positions[:, 0] = -np.cos(np.pi * times)
+    velocities[:, 0] = np.pi * np.sin(np.pi * times)
+    sim.set_trajectory(JointTrajectory(arm, times, positions, velocities))
+    poses = [sim.base_odometry().pose]
+    for _ in range(len(times)):
+        sim.step(ticks)
+        poses.append(sim.base_odometry().pose)
+    poses = np.array(poses)
+    return {'y_ptp': float(np.ptp(poses[:, 1])), 'yaw_ptp': float(np.ptp(poses[:, 2])),
+            'x_ptp': float(np.ptp(poses[:, 0])), 'pan_end': float(sim.positions([arm[0]])[0])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seconds', type=float, default=10.0, help="bridge benchmark's window per rate, s")
+    parser.add_argument('--skip-bridge', action='store_true', help='leave out part 2 (the bridge processes)')
+    args = parser.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        cell, model = write_cell_mjcf(None, Path(tmp) / 'cell.xml')
+        print(f'== cell: {model.nbody} bodies, {model.njnt} joints, {model.nu} actuators, '
+              f'timestep {model.opt.timestep * 1e3:g} ms ({cell})')
+        raw, live = steps_per_second(cell, CELL_GAINS)
+        hand_raw, hand_live = steps_per_second(builtin_model_path(), None)
+        dt = model.opt.timestep
+        print('== 1. Raw speed (one thread)')
+        print(f'  cell: mj_step {raw:9.0f} /s ({raw * dt:5.1f} x real time); live simulation {live:8.0f} steps/s '
+              f'({live * dt:5.1f} x real time)')
+        print(f'  hand: mj_step {hand_raw:9.0f} /s; live simulation {hand_live:8.0f} steps/s; '
+              f'cell/hand cost ratio {hand_raw / raw:.2f} (raw), {hand_live / live:.2f} (live)')
+        if not args.skip_bridge:
+            print('== 2. The bridge on the cell (benchmarks/bridge.py)', flush=True)
+            bridge = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'bridge.py'), '--model', str(cell),
+                                     '--gains', str(CELL_GAINS), '--cpu-max', f'{CPU_MAX_PERCENT:g}',
+                                     '--seconds', f'{args.seconds:g}', '--trials', '5', '--rates', '250', '1000'],
+                                    cwd=ROOT)
+            ok &= bridge.returncode == 0
+            print(f'  bridge benchmark exit status {bridge.returncode} ({"all targets met" if bridge.returncode == 0 else "a target MISSED"})')
+        print('== 3. Arm swing, base commanded still')
+        swing = arm_swing(cell)
+        y_ok = swing['y_ptp'] >= SWING_Y_MIN
+        ok &= y_ok
+        print(f'  shoulder pan +/-1 rad at pi rad/s for {SWING_SECONDS:g} s: base y peak-to-peak '
+              f'{swing["y_ptp"] * 1e3:.2f} mm, yaw {swing["yaw_ptp"]:.4f} rad ({np.degrees(swing["yaw_ptp"]):.2f} deg), '
+              f'x {swing["x_ptp"] * 1e3:.2f} mm   target y >= {SWING_Y_MIN * 1e3:g} mm: {"ok" if y_ok else "MISSED"}')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
