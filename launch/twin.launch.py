@@ -30,48 +30,15 @@ process starts; the twin needs all of its nodes, so one that ends by itself stop
 (exit 1 if it failed); SIGINT (Ctrl-C) stops every process. The rqt view may be closed alone.
 """
 
-from ament_index_python.packages import PackageNotFoundError
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import ExecutableInPackage, FindPackageShare
+from launch_ros.substitutions import ExecutableInPackage
 
-from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, Shutdown
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition
-from launch.events.process import ProcessExited
-from launch.substitutions import LaunchConfiguration, NotSubstitution, PathJoinSubstitution
-from launch.substitutions.substitution_failure import SubstitutionFailure
-
-PACKAGE = 'shadow_twin'
-
-
-def _config(name: str) -> PathJoinSubstitution:
-    """config/``name`` in the package's share directory (looked up when the launch runs)."""
-    return PathJoinSubstitution([FindPackageShare(PACKAGE), 'config', name])
-
-
-def _require_executables(context: LaunchContext, processes: list) -> None:
-    """Raise RuntimeError, before anything starts, naming every process this launch would start
-    (``processes``: (package, executable, condition or None, hint)) whose executable is missing."""
-    problems = []
-    for package, executable, condition, hint in processes:
-        if condition is None or condition.evaluate(context):
-            try:
-                ExecutableInPackage(executable, package).perform(context)
-            except (PackageNotFoundError, SubstitutionFailure) as exc:   # a KeyError's str() quotes it
-                problems.append(f'{exc.args[0] if exc.args else exc}{hint}')
-    if problems:
-        raise RuntimeError('nothing was started: ' + '; '.join(problems))
-
-
-def _stop_all(event: ProcessExited, context: LaunchContext):
-    """on_exit of every twin node: one that ends by itself (not in a shutdown) stops the launch,
-    with exit status 1 if it failed."""
-    if context.is_shutdown:
-        return None
-    if event.returncode != 0:
-        raise RuntimeError(f'{event.process_name} exited with status {event.returncode}; stopping the twin')
-    return Shutdown(reason=f'{event.process_name} exited')
+from launch.substitutions import LaunchConfiguration, NotSubstitution
+from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -84,39 +51,36 @@ def generate_launch_description() -> LaunchDescription:
     rqt = IfCondition(LaunchConfiguration('rqt'))
     nodes = [
         Node(package=PACKAGE, executable='mujoco_bridge', name='mujoco_bridge', output='screen',
-             parameters=[_config('mujoco_bridge.yaml'), {'model_path': model}], on_exit=_stop_all),
+             parameters=[config_file('mujoco_bridge.yaml'), {'model_path': model}], on_exit=stop_all),
         Node(package=PACKAGE, executable='mujoco_bridge', name='mock_hardware', output='screen',
-             parameters=[_config('mock_hardware.yaml'), {'model_path': model}], condition=mock,
-             on_exit=_stop_all),
+             parameters=[config_file('mock_hardware.yaml'), {'model_path': model}], condition=mock,
+             on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_server', name='shadow_twin', output='screen',
              parameters=[LaunchConfiguration('config'), {'mode': mode, 'model_path': model}],
-             on_exit=_stop_all),
+             on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
-             parameters=[_config('twin_monitor.yaml'), {'publish_aggregated': own_aggregate}], on_exit=_stop_all),
+             parameters=[config_file('twin_monitor.yaml'), {'publish_aggregated': own_aggregate}], on_exit=stop_all),
         Node(package='diagnostic_aggregator', executable='aggregator_node', name='analyzers', output='screen',
-             parameters=[_config('diagnostic_aggregator.yaml')], condition=aggregator, on_exit=_stop_all),
+             parameters=[config_file('diagnostic_aggregator.yaml')], condition=aggregator, on_exit=stop_all),
     ]
     view = ExecuteProcess(cmd=[ExecutableInPackage('shadow-twin', PACKAGE), 'rqt'], name='rqt', output='screen',
                           condition=rqt)
-    hints = {'diagnostic_aggregator': ' (diagnostics_aggregator:=true needs ros-jazzy-diagnostic-aggregator)',
-             PACKAGE: f' (install {PACKAGE}: colcon build and source install/setup.bash, or '
-                      f'bash scripts/setup.sh and source .venv/bin/activate)'}
-    processes = [(n.node_package, n.node_executable, n.condition, hints[n.node_package]) for n in nodes]
-    processes.append((PACKAGE, 'shadow-twin', rqt, hints[PACKAGE]))
+    processes = [(n.node_package, n.node_executable, n.condition) for n in nodes]
+    processes.append((PACKAGE, 'shadow-twin', rqt))
     return LaunchDescription([
         DeclareLaunchArgument('mode', default_value='both', choices=['sim', 'real', 'both'],
                               description='where twin goals go'),
         DeclareLaunchArgument('use_mock_hardware', default_value='false',
                               description='start a second bridge standing in for the robot'),
         DeclareLaunchArgument('model', default_value='', description="MJCF model; '' = built-in hand"),
-        DeclareLaunchArgument('config', default_value=_config('twin.yaml'),
+        DeclareLaunchArgument('config', default_value=config_file('twin.yaml'),
                               description='parameters of the twin server'),
         DeclareLaunchArgument('diagnostics_aggregator', default_value='false',
                               description='start diagnostic_aggregator (for rqt_robot_monitor) with '
                                           'config/diagnostic_aggregator.yaml'),
         DeclareLaunchArgument('rqt', default_value='false',
                               description='start the monitoring view (shadow-twin rqt)'),
-        OpaqueFunction(function=_require_executables, args=[processes]),
+        OpaqueFunction(function=require_executables, args=[processes]),
         *nodes,
         view,
     ])

@@ -31,6 +31,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
+from shadow_twin.ros import dds
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.dds import use_udp_transport
 
@@ -48,11 +49,7 @@ def isolate_domain(domain_id: int | None = None) -> int:
 
     Returns the domain id. Must run before ``rclpy.init``.
     """
-    domain = domain_id_for() if domain_id is None else int(domain_id)
-    os.environ['ROS_DOMAIN_ID'] = str(domain)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
-    return domain
+    return dds.isolate_domain(domain_id_for() if domain_id is None else domain_id, udp=False)
 
 
 class NodeProcess:

@@ -16,6 +16,9 @@ Errors are the mean over the objective joints (J1-J3 of FF, MF, RF, LF) of the
 position MSE between /sim/joint_states and /joint_states over the trajectory plus
 its settling time (rad^2), and its square root (rad).
 
+With ``--cell``: the whole cell instead (UR5, hand and MiR250; one goal for the three robots
+and the arm swing's effect on the base), see ``shadow_twin.cli.demo_cell``.
+
 Exit status: 0 when the demo ran (whatever the numbers), 1 when a step failed, 2 on
 bad arguments.
 """
@@ -24,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ from shadow_twin.calibration.job import RecordingSource, recorded_mse
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.plan import holdout_names
 from shadow_twin.calibration.report import figure_png
+from shadow_twin.cli import demo_cell
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
@@ -47,7 +49,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import load_waypoint_yaml
 from shadow_twin.plots.bag_plots import plot_bag
 from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
-from shadow_twin.ros.dds import use_udp_transport
+from shadow_twin.ros.dds import isolate_domain
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
 SETTLE = 3.0
@@ -66,18 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ROS_DOMAIN_ID of the demo (default: a random one in 51..101, the top of the range "
                              "whose ports stay below Linux's ephemeral ports); discovery stays on this host")
     parser.add_argument('--timeout', type=float, default=900.0, help='give up after this many s (default 900)')
+    parser.add_argument('--cell', action='store_true',
+                        help='the whole cell (UR5, hand, MiR250): one goal for all three and the arm swing\'s '
+                             'effect on the base, instead of the hand\'s live calibration')
     return parser
 
-
-class Processes(ChildProcesses):
-    """The demo's child processes, logged to files; :meth:`check` raises if one has ended."""
-
-    def check(self) -> None:
-        """Raise ShadowTwinError naming a child that has ended, with the end of its log."""
-        ended = self.exited()
-        if ended is not None:
-            name, status = ended
-            raise ShadowTwinError(f'{name} exited with status {status}:\n{self.log_tail(name)}')
 
 
 def live_error(bag: Path) -> dict:
@@ -99,7 +94,7 @@ class DemoClient:
         self.recorder = BagRecorder(self.node, {'/joint_states': JointState, '/sim/joint_states': JointState})
         self.follower = StatusFollower(self.node, '/calibration_node')
 
-    def wait_for_twin(self, processes: Processes, timeout: float) -> None:
+    def wait_for_twin(self, processes: ChildProcesses, timeout: float) -> None:
         """Until the twin's action server and both joint-state streams are up."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -170,13 +165,9 @@ def run(args) -> int:
     held = holdout_names(calibration_names, 'auto')
     for sub in ('logs', 'bags', 'plots'):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    domain = args.domain_id if args.domain_id is not None else random.randrange(51, 102)
-    os.environ['ROS_DOMAIN_ID'] = str(domain)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
-    use_udp_transport()     # this process too (its recorder and client): no shared-memory stalls
+    domain = isolate_domain(args.domain_id)
     print(f'shadow-twin demo: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
-    processes = Processes(out / 'logs')
+    processes = ChildProcesses(out / 'logs')
     python = sys.executable
     processes.start('twin', [python, '-m', 'shadow_twin.cli.main', 'up', '--mock-hardware'])
     processes.start('calibration_node', [
@@ -252,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         print('shadow-twin demo: error: --budget and --workers must be at least 1', file=sys.stderr)
         return ExitCode.BAD_INPUT
     try:
+        if args.cell:
+            return demo_cell.run(args)
         return run(args)
     except ShadowTwinError as exc:
         print(f'shadow-twin demo: error: {exc}', file=sys.stderr)

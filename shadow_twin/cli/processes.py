@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from shadow_twin.common.errors import ShadowTwinError
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -60,6 +62,13 @@ class ChildProcesses:
             if proc.poll() is not None:
                 return name, proc.returncode
         return None
+
+    def check(self) -> None:
+        """Raise ShadowTwinError naming a child that has ended, with the end of its log."""
+        ended = self.exited()
+        if ended is not None:
+            name, status = ended
+            raise ShadowTwinError(f'{name} exited with status {status}:\n{self.log_tail(name)}')
 
     def log_tail(self, name: str, chars: int = 1500) -> str:
         """The end of child ``name``'s log ('' without a log directory)."""

@@ -11,15 +11,23 @@ action server (a preemption storm, a 10,000-point goal) held the physics threads
 their 250 Hz (issue 9). The children's output is this command's; further ROS
 arguments may follow ``--ros-args`` (given to every node).
 
+With ``--cell`` the twin is the whole cell (MiR250, cabinet, UR5, hand): the cell MJCF is
+written from ``config/cell.yaml`` (or ``--cell-config``) into a temporary directory and run
+by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
+``config/twin_cell.yaml``, the monitor ``config/twin_monitor_cell.yaml``; with
+``--mock-hardware`` three stand-ins start: ``mock_ur`` (``config/mock_ur.yaml``),
+``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
+the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
+
 A node that exits stops the others; Ctrl-C / SIGTERM stops the twin server first (it
 cancels its controller goals while the bridges still run), then the monitor and the
 bridges.
 
 Usage::
 
-    shadow-twin up [--mock-hardware] [--config FILE] [--mode sim|real|both]
-                   [--bridge-config FILE] [--mock-config FILE] [--monitor-config FILE]
-                   [--ros-args ...]
+    shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
+                   [--mode sim|real|both] [--bridge-config FILE] [--mock-config FILE]
+                   [--monitor-config FILE] [--ros-args ...]
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
@@ -27,34 +35,45 @@ Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from shadow_twin.cli.processes import ChildProcesses
+from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
+from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+
+#: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
+CELL_HAND_JOINT_STATES = '/rh/joint_states'
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='shadow-twin up', description='Start the sim bridge, optional mock '
                                      'hardware, the twin trajectory server and the twin monitor, one process each.')
-    parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge')
+    parser.add_argument('--cell', action='store_true',
+                        help='the whole cell: MiR250 + cabinet + UR5 + hand (config/cell.yaml)')
+    parser.add_argument('--cell-config', type=Path, default=None, help='cell YAML (default config/cell.yaml)')
+    parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge(s)')
     parser.add_argument('--config', type=Path, default=None, help='twin parameters (default config/twin.yaml)')
     parser.add_argument('--mode', choices=('sim', 'real', 'both'), default=None,
                         help='override the mode parameter of the twin server')
     parser.add_argument('--bridge-config', type=Path, default=None,
                         help='sim bridge parameters (default config/mujoco_bridge.yaml)')
     parser.add_argument('--mock-config', type=Path, default=None,
-                        help='mock hardware parameters (default config/mock_hardware.yaml)')
+                        help="the hand's mock hardware parameters (default config/mock_hardware.yaml)")
     parser.add_argument('--monitor-config', type=Path, default=None,
                         help='twin monitor parameters (default config/twin_monitor.yaml)')
     return parser
 
 
-def node_commands(args: argparse.Namespace, extra: list[str]) -> dict[str, list[str]]:
-    """{node name: command line} of the nodes to start, in start order.
+def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path | None = None) -> dict[str, list[str]]:
+    """{node name: command line} of the nodes to start, in start order; ``cell_model``: the
+    cell MJCF the sim runs (with ``--cell``).
 
     Raises FileNotFoundError for a parameter file that does not exist."""
     python = sys.executable
@@ -63,15 +82,33 @@ def node_commands(args: argparse.Namespace, extra: list[str]) -> dict[str, list[
         if not Path(params).is_file():
             raise FileNotFoundError(f'parameter file {params} does not exist')
         return [python, '-m', module, '--ros-args', *ros_args, '--params-file', str(params), *extra]
-    out = {'mujoco_bridge': command('mujoco_bridge.main', args.bridge_config or config_path('mujoco_bridge.yaml'))}
+    sim = () if cell_model is None else (
+        '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
+    out = {'mujoco_bridge': command('mujoco_bridge.main', args.bridge_config or config_path('mujoco_bridge.yaml'),
+                                    *sim)}
     if args.mock_hardware:
+        if cell_model is not None:
+            out['mock_ur'] = command('mujoco_bridge.main', config_path('mock_ur.yaml'), '-r', '__node:=mock_ur')
+        hand = () if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
         out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
-                                       '-r', '__node:=mock_hardware')
+                                       '-r', '__node:=mock_hardware', *hand)
+        if cell_model is not None:
+            out['mock_mir'] = command('mujoco_bridge.main', config_path('mock_mir.yaml'), '-r', '__node:=mock_mir')
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
-    out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path('twin.yaml'), *mode)
-    out['twin_monitor'] = command('shadow_twin.ros.twin_monitor',
-                                  args.monitor_config or config_path('twin_monitor.yaml'))
+    twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
+    out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path(twin), *mode)
+    out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor))
     return out
+
+
+def write_cell_model(config: Path | None) -> Path:
+    """Write the cell MJCF of ``config`` (None: config/cell.yaml) into a new temporary
+    directory; returns its path. Raises ShadowTwinError (ConfigError, ModelError)."""
+    cell = CellConfig.from_yaml(config or config_path('cell.yaml'))
+    folder = Path(tempfile.mkdtemp(prefix='shadow_twin_cell_'))
+    path, model = write_cell_mjcf(cell, folder / 'cell.xml')
+    print(f'[shadow-twin up] cell model {path}: {model.njnt} joints, {model.nu} actuators', flush=True)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,12 +119,23 @@ def main(argv: list[str] | None = None) -> int:
         k = argv.index('--ros-args')
         argv, extra = argv[:k], argv[k + 1:]
     args = build_parser().parse_args(argv)
+    cell_model = None
     try:
-        commands = node_commands(args, extra)
-    except FileNotFoundError as exc:
+        if args.cell:
+            cell_model = write_cell_model(args.cell_config)
+        commands = node_commands(args, extra, cell_model)
+    except (FileNotFoundError, ShadowTwinError) as exc:
         print(f'shadow-twin up: {exc}', file=sys.stderr)
         return ExitCode.BAD_INPUT
+    try:
+        return _run(commands)
+    finally:
+        if cell_model is not None:
+            shutil.rmtree(cell_model.parent, ignore_errors=True)
 
+
+def _run(commands: dict[str, list[str]]) -> int:
+    """Start ``commands``, wait for a signal or a node's end, stop all; the exit status."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     children = ChildProcesses()

@@ -30,6 +30,7 @@ LOCALHOST with ``ROS_STATIC_PEERS`` (the profile does not carry them). Other pro
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import MutableMapping
 
 from shadow_twin.common.paths import config_path
@@ -69,3 +70,17 @@ def use_udp_transport(environ: MutableMapping[str, str] | None = None) -> str | 
     env.pop('ROS_LOCALHOST_ONLY', None)
     return (f'Fast DDS transport UDPv4 only, discovery on localhost ({profile.name}, '
             f'ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT), no shared memory')
+
+
+def isolate_domain(domain_id: int | None = None, udp: bool = True) -> int:
+    """Put this process (and the children it starts) on ROS domain ``domain_id`` (None: a random
+    one in 51..101, the top of the range whose ports stay below Linux's ephemeral ports), with
+    discovery on this host only and, with ``udp``, Fast DDS over UDP (:func:`use_udp_transport`);
+    returns the domain. Must run before ``rclpy.init``."""
+    domain = int(domain_id) if domain_id is not None else random.randrange(51, 102)
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    if udp:
+        use_udp_transport()
+    return domain

@@ -110,6 +110,9 @@ def test_launch_descriptions(ros2_launch):
                                                   'aggregator_node']
     [view] = [e for e in twin.entities if isinstance(e, ExecuteProcess) and not isinstance(e, Node)]
     assert "exec='shadow-twin'" in view.cmd[0][0].describe() and view.cmd[1][0].describe() == "'rqt'"
+    cell = load_launch_file('cell.launch.py').generate_launch_description()
+    arguments = {a.name for a in cell.entities if isinstance(a, DeclareLaunchArgument)}
+    assert arguments == {'use_mock_hardware', 'mode', 'cell_config', 'config', 'rqt'}
     calibration = load_launch_file('calibration.launch.py').generate_launch_description()
     arguments = {a.name for a in calibration.entities if isinstance(a, DeclareLaunchArgument)}
     assert arguments == {'config', 'bag', 'trajectory', 'install'}
@@ -155,6 +158,43 @@ def test_twin_with_mock_hardware(ros, launch):
     assert status == 0, run.output()[-3000:]
     output = run.output()
     assert output.count('process has finished cleanly') == 4 and 'process has died' not in output, output[-3000:]
+
+
+def test_cell_with_mock_hardware(ros, launch):
+    """The whole cell: sim on the cell model, mock UR, hand and MiR, twin server and monitor; all
+    streams flow, one goal with arm and hand joints succeeds through the twin, SIGINT stops all."""
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    helpers, client = ros
+    streams = {topic: client.record(JointState, topic, depth=10)
+               for topic in ('/joint_states', '/rh/joint_states', '/sim/joint_states')}
+    streams.update({topic: client.record(Odometry, topic, depth=10) for topic in ('/odom', '/sim/odom')})
+    run = launch('cell.launch.py', 'use_mock_hardware:=true')
+    try:
+        flowing = helpers.wait_until(lambda: all(r.count() for r in streams.values()) or not run.alive(),
+                                     START_TIMEOUT)
+        assert flowing and run.alive(), f'the cell did not start:\n{run.output()[-3000:]}'
+        sim_joints = set(streams['/sim/joint_states'].last().name)
+        assert {'shoulder_pan_joint', 'wrist_3_joint', 'rh_FFJ3', 'left_wheel_joint'} <= sim_joints
+        assert 'shoulder_pan_joint' in streams['/joint_states'].last().name
+        try:
+            client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+        except TimeoutError:
+            pytest.fail(f'no action server {TWIN_ACTION}:\n{run.output()[-3000:]}')
+        assert run.started() == 6, run.output()[-3000:]     # 4 bridges, twin server, twin monitor
+        goal = helpers.one_point_goal({'shoulder_pan_joint': 0.3, 'elbow_joint': -0.4, 'rh_FFJ3': 0.8}, 1.0,
+                                      goal_tolerance=0.05)
+        handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, goal, timeout=15.0)
+        assert handle.accepted, run.output()[-3000:]
+        response = client.wait_future(handle.get_result_async(), 15.0)
+        assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string
+    finally:
+        status = stop_and_check(run)
+    assert status == 0, run.output()[-3000:]
+    output = run.output()
+    assert output.count('process has finished cleanly') == 6 and 'process has died' not in output, output[-3000:]
 
 
 def test_missing_package_fails_before_anything_starts(launch):

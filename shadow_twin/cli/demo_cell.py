@@ -1,0 +1,251 @@
+"""``shadow-twin demo --cell``: the whole cell live, one goal for the three robots, and the
+arm swing's effect on the base.
+
+1. Starts, on a private ROS domain kept on this host, ``shadow-twin up --cell
+   --mock-hardware`` (the sim bridge on the cell model, stand-ins for the UR5, the hand and
+   the MiR250 whose physics differ from the sim's, the twin server and monitor; logs in
+   ``<out>/logs``).
+2. Sends one ``FollowJointTrajectory`` goal through ``/twin/follow_joint_trajectory`` that
+   moves the arm and closes the hand (``trajectory``) while the base drives a quarter arc of
+   1 m radius in 8 s (``multi_dof_trajectory``, MoveIt's planar ``virtual_joint`` in
+   ``odom``), and prints the result and the tracking: per group the RMS and final sim - real
+   error of the joints (rad), and the final pose error of the mock base and of the sim base
+   against the goal (m, rad).
+3. Swings the extended arm's shoulder pan joint +/-1 rad at full speed (q = -cos(pi t), peak
+   pi rad/s) for 6 s with the base commanded still, and prints the peak-to-peak y (m) and
+   yaw (rad) of both bases: the effect the MiR250 + UR5 twin study (IMECE 2023) found.
+4. Writes ``demo_cell_report.json`` and ``base.png`` (base paths, and y / yaw during the swing).
+
+Exit status: 0 when the demo ran (whatever the numbers), 1 when a step failed, 2 on bad
+arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTolerance
+from geometry_msgs.msg import Transform
+from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
+
+from shadow_twin.calibration.report import figure_png
+from shadow_twin.cli.processes import ChildProcesses
+from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.control.diff_drive import wrap_angle
+from shadow_twin.model.cell import arm_joint_names
+from shadow_twin.ros.calibration_client import SpinningNode
+from shadow_twin.ros.conversions import duration_msg
+from shadow_twin.ros.dds import isolate_domain
+
+TWIN_ACTION = '/twin/follow_joint_trajectory'
+ARM = arm_joint_names()
+HAND_CLOSE = {'rh_FFJ3': 1.2, 'rh_MFJ3': 1.2, 'rh_RFJ3': 1.2, 'rh_LFJ3': 1.2, 'rh_FFJ2': 0.8, 'rh_MFJ2': 0.8}
+ARM_TARGET = [0.5, -0.6, 0.9, -0.3, 0.4, 0.0]            # rad, the goal's last arm point
+ARC_RADIUS, ARC_SECONDS = 1.0, 8.0                       # m, s: a quarter arc to the left
+SWING_SECONDS = 6.0
+REAL_TOPICS = ('/joint_states', '/rh/joint_states')
+
+
+class CellRecorder:
+    """Latest joint states (merged over the real topics) and odometry histories, in memory."""
+
+    def __init__(self, node) -> None:
+        self.lock = threading.Lock()
+        self.real: dict[str, float] = {}
+        self.sim: dict[str, float] = {}
+        self.odom: dict[str, list[tuple[float, float, float, float]]] = {'/odom': [], '/sim/odom': []}
+        for topic in REAL_TOPICS:
+            node.create_subscription(JointState, topic, lambda m: self._joints(self.real, m), 50)
+        node.create_subscription(JointState, '/sim/joint_states', lambda m: self._joints(self.sim, m), 50)
+        for topic in self.odom:
+            node.create_subscription(Odometry, topic, lambda m, t=topic: self._odom(t, m), 50)
+
+    def _joints(self, into: dict, msg: JointState) -> None:
+        with self.lock:
+            into.update(zip(msg.name, msg.position))
+
+    def _odom(self, topic: str, msg: Odometry) -> None:
+        q = msg.pose.pose.orientation
+        yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+        with self.lock:
+            self.odom[topic].append((time.monotonic(), msg.pose.pose.position.x, msg.pose.pose.position.y, yaw))
+
+    def error(self, joints: list[str]) -> np.ndarray:
+        """(J,) sim - real positions now, rad."""
+        with self.lock:
+            return np.array([self.sim[j] - self.real[j] for j in joints])
+
+    def pose(self, topic: str) -> np.ndarray:
+        """(3,) latest (x, y, yaw) of ``topic``."""
+        with self.lock:
+            return np.array(self.odom[topic][-1][1:])
+
+    def poses_since(self, topic: str, since: float) -> np.ndarray:
+        """(N, 3) poses of ``topic`` received after monotonic ``since``."""
+        with self.lock:
+            return np.array([p[1:] for p in self.odom[topic] if p[0] >= since]).reshape(-1, 3)
+
+
+def planar(x: float, y: float, yaw: float) -> Transform:
+    """A planar pose as a geometry_msgs/Transform (rotation about z)."""
+    t = Transform()
+    t.translation.x, t.translation.y = float(x), float(y)
+    t.rotation.z, t.rotation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+    return t
+
+
+def cell_goal(start: np.ndarray) -> FollowJointTrajectory.Goal:
+    """Arm to ``ARM_TARGET`` and hand closed in 4 s, base on a quarter arc (from pose ``start``)."""
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = ARM + list(HAND_CLOSE)
+    goal.trajectory.points = [JointTrajectoryPoint(positions=ARM_TARGET + list(HAND_CLOSE.values()),
+                                                   time_from_start=duration_msg(4.0))]
+    goal.goal_tolerance = [JointTolerance(name=j, position=0.05) for j in goal.trajectory.joint_names]
+    goal.multi_dof_trajectory.header.frame_id = 'odom'
+    goal.multi_dof_trajectory.joint_names = ['virtual_joint']
+    x0, y0, yaw0 = start
+    for k in range(1, 9):
+        angle = (math.pi / 2) * k / 8
+        lx, ly = ARC_RADIUS * math.sin(angle), ARC_RADIUS * (1.0 - math.cos(angle))    # in the start frame
+        pose = (x0 + lx * math.cos(yaw0) - ly * math.sin(yaw0), y0 + lx * math.sin(yaw0) + ly * math.cos(yaw0),
+                yaw0 + angle)
+        goal.multi_dof_trajectory.points.append(MultiDOFJointTrajectoryPoint(
+            transforms=[planar(*pose)], time_from_start=duration_msg(ARC_SECONDS * k / 8)))
+    return goal
+
+
+def swing_goal() -> FollowJointTrajectory.Goal:
+    """The extended arm (lift, elbow 0) swinging its shoulder pan -1 -> +1 rad at pi rad/s peak."""
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = ARM
+    rest = [-1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    goal.trajectory.points = [JointTrajectoryPoint(positions=rest, velocities=[0.0] * 6,
+                                                   time_from_start=duration_msg(2.0))]
+    for t in np.arange(0.05, SWING_SECONDS + 1e-9, 0.05):
+        q = [-math.cos(math.pi * t)] + rest[1:]
+        qd = [math.pi * math.sin(math.pi * t)] + [0.0] * 5
+        goal.trajectory.points.append(JointTrajectoryPoint(positions=q, velocities=qd,
+                                                           time_from_start=duration_msg(3.0 + t)))
+    return goal
+
+
+def send(node, action: ActionClient, goal, timeout: float) -> tuple[int, str]:
+    """Send ``goal`` and wait for its result; (error_code, error_string). Raises ShadowTwinError
+    when it is rejected or no result comes within ``timeout`` s."""
+    future = action.send_goal_async(goal)
+    deadline = time.monotonic() + timeout
+    while not future.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not future.done() or not future.result().accepted:
+        raise ShadowTwinError('the twin rejected the goal or did not answer (see logs/twin.log)')
+    result = future.result().get_result_async()
+    while not result.done() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not result.done():
+        raise ShadowTwinError(f'no result within {timeout:g} s')
+    return int(result.result().result.error_code), result.result().result.error_string
+
+
+def plot_base(path: Path, paths: dict[str, np.ndarray], swing: dict[str, np.ndarray]) -> None:
+    """The bases' paths during the cell goal, and y / yaw during the swing."""
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, (ax_path, ax_y, ax_yaw) = plt.subplots(1, 3, figsize=(13, 4))
+    for label, poses in paths.items():
+        ax_path.plot(poses[:, 0], poses[:, 1], label=label)
+    ax_path.set(xlabel='x (m)', ylabel='y (m)', title='base path, quarter arc r = 1 m', aspect='equal')
+    for label, poses in swing.items():
+        ax_y.plot((poses[:, 1] - poses[0, 1]) * 1e3, label=label)
+        ax_yaw.plot(np.degrees(poses[:, 2] - poses[0, 2]), label=label)
+    ax_y.set(xlabel='odometry sample (50 Hz)', ylabel='y - y0 (mm)', title='arm swing: base y')
+    ax_yaw.set(xlabel='odometry sample (50 Hz)', ylabel='yaw - yaw0 (deg)', title='arm swing: base yaw')
+    for ax in (ax_path, ax_y, ax_yaw):
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    write_bytes_atomic(path, figure_png(fig))
+
+
+def run(args) -> int:
+    """The demo (module doc); returns the exit status."""
+    started = time.monotonic()
+    out = (args.out or Path('shadow_twin_demo') / f'cell-{time.strftime("%Y%m%d-%H%M%S")}').resolve()
+    if out.exists():
+        raise ShadowTwinError(f'--out {out} exists; the demo never writes over earlier results')
+    (out / 'logs').mkdir(parents=True)
+    domain = isolate_domain(args.domain_id)
+    print(f'shadow-twin demo --cell: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
+    processes = ChildProcesses(out / 'logs')
+    processes.start('twin', [sys.executable, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware'])
+    ros = SpinningNode('shadow_twin_demo_cell')
+    try:
+        recorder = CellRecorder(ros.node)
+        action = ActionClient(ros.node, FollowJointTrajectory, TWIN_ACTION)
+        print('1. starting the cell with mock hardware (UR5, hand, MiR250) ...', flush=True)
+        deadline = time.monotonic() + 90.0
+        while not (action.server_is_ready() and recorder.sim and recorder.real and all(recorder.odom.values())):
+            processes.check()
+            if time.monotonic() > deadline:
+                raise ShadowTwinError('the cell did not come up within 90 s (see logs/twin.log)')
+            time.sleep(0.2)
+        time.sleep(1.0)
+        print('2. one goal: arm + hand in 4 s, base on a quarter arc of 1 m in 8 s', flush=True)
+        start = {topic: recorder.pose(topic) for topic in recorder.odom}
+        goal = cell_goal(start['/odom'])
+        t0 = time.monotonic()
+        code, message = send(ros.node, action, goal, 60.0)
+        time.sleep(0.5)
+        hand = list(HAND_CLOSE)
+        errors = {'arm': recorder.error(ARM), 'hand': recorder.error(hand)}
+        target = np.array([[t.translation.x, t.translation.y, 2 * math.atan2(t.rotation.z, t.rotation.w)]
+                           for t in (goal.multi_dof_trajectory.points[-1].transforms[0],)])[0]
+        sim_target = start['/sim/odom'] + (target - start['/odom'])      # the sim's odom starts where it was
+        base = {}
+        for topic, aim in (('/odom', target), ('/sim/odom', sim_target)):
+            pose = recorder.pose(topic)
+            base[topic] = {'position_error_m': float(np.hypot(*(pose[:2] - aim[:2]))),
+                           'yaw_error_rad': float(abs(wrap_angle(pose[2] - aim[2])))}
+        paths = {topic: recorder.poses_since(topic, t0) for topic in recorder.odom}
+        print(f'   result: error_code {code} {message!r}')
+        for group, e in errors.items():
+            print(f'   {group:4s} sim - real at the end: RMS {np.sqrt(np.mean(e ** 2)):.4f} rad, '
+                  f'max {np.max(np.abs(e)):.4f} rad over {len(e)} joints')
+        for topic, e in base.items():
+            print(f'   base {topic:9s} end pose vs goal: {e["position_error_m"] * 1e3:.1f} mm, '
+                  f'{e["yaw_error_rad"]:.4f} rad')
+        print(f'3. arm swing: shoulder pan +/-1 rad at pi rad/s for {SWING_SECONDS:g} s, base commanded still',
+              flush=True)
+        t1 = time.monotonic()
+        swing_code, swing_message = send(ros.node, action, swing_goal(), 60.0)
+        swing = {topic: recorder.poses_since(topic, t1 + 3.0) for topic in recorder.odom}
+        effect = {topic: {'y_ptp_m': float(np.ptp(p[:, 1])), 'yaw_ptp_rad': float(np.ptp(p[:, 2]))}
+                  for topic, p in swing.items()}
+        print(f'   result: error_code {swing_code} {swing_message!r}')
+        for topic, e in effect.items():
+            print(f'   base {topic:9s} y peak-to-peak {e["y_ptp_m"] * 1e3:.2f} mm, yaw {e["yaw_ptp_rad"]:.4f} rad '
+                  f'({math.degrees(e["yaw_ptp_rad"]):.2f} deg)')
+    finally:
+        ros.close()
+        processes.stop()
+    plot_base(out / 'base.png', paths, swing)
+    report = {'goal': {'error_code': code, 'error_string': message,
+                       'joint_error_end_rad': {g: e.tolist() for g, e in errors.items()}, 'base_end': base},
+              'swing': {'error_code': swing_code, 'error_string': swing_message, 'base': effect},
+              'wall_time_s': time.monotonic() - started, 'domain_id': domain}
+    write_text_atomic(out / 'demo_cell_report.json', json.dumps(report, indent=2) + '\n')
+    print(f'report: {out / "demo_cell_report.json"}; plot: {out / "base.png"}')
+    print(f'demo finished in {time.monotonic() - started:.0f} s')
+    return ExitCode.OK

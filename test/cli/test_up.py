@@ -1,0 +1,51 @@
+"""``shadow-twin up``: the nodes it starts for the hand-only twin and for the cell (command
+lines only; the processes themselves are exercised by the ROS and launch tests)."""
+
+from __future__ import annotations
+
+import mujoco
+import pytest
+
+from shadow_twin.cli import up
+from shadow_twin.common.paths import config_path
+
+
+def commands(*argv: str, cell_model=None) -> dict[str, list[str]]:
+    return up.node_commands(up.build_parser().parse_args(list(argv)), [], cell_model)
+
+
+def params_file(command: list[str]) -> str:
+    return command[command.index('--params-file') + 1]
+
+
+def test_hand_twin_nodes_are_unchanged():
+    nodes = commands('--mock-hardware')
+    assert list(nodes) == ['mujoco_bridge', 'mock_hardware', 'shadow_twin', 'twin_monitor']
+    assert params_file(nodes['shadow_twin']) == str(config_path('twin.yaml'))
+    assert not any('model_path' in arg for arg in nodes['mujoco_bridge'])
+
+
+def test_cell_nodes_run_the_cell_model_and_three_stand_ins(tmp_path):
+    cell = up.write_cell_model(None)
+    try:
+        assert mujoco.MjModel.from_xml_path(str(cell)).nu > 20          # it compiles on its own
+        nodes = commands('--cell', '--mock-hardware', cell_model=cell)
+    finally:
+        import shutil
+        shutil.rmtree(cell.parent)
+    assert list(nodes) == ['mujoco_bridge', 'mock_ur', 'mock_hardware', 'mock_mir', 'shadow_twin', 'twin_monitor']
+    sim = nodes['mujoco_bridge']
+    assert f'model_path:={cell}' in sim and f'gains_file:={config_path("controllers", "cell.yaml")}' in sim
+    assert f'joint_states_topic:={up.CELL_HAND_JOINT_STATES}' in nodes['mock_hardware']
+    assert params_file(nodes['mock_ur']) == str(config_path('mock_ur.yaml'))
+    assert params_file(nodes['mock_mir']) == str(config_path('mock_mir.yaml'))
+    assert params_file(nodes['shadow_twin']) == str(config_path('twin_cell.yaml'))
+    assert params_file(nodes['twin_monitor']) == str(config_path('twin_monitor_cell.yaml'))
+
+
+def test_a_bad_cell_config_is_refused_with_exit_2(tmp_path, capsys):
+    bad = tmp_path / 'cell.yaml'
+    bad.write_text('cell: {base: {mass: -3}}\n')
+    assert up.main(['--cell', '--cell-config', str(bad)]) == 2
+    assert 'mass' in capsys.readouterr().err
+    assert up.main(['--cell', '--cell-config', str(tmp_path / 'missing.yaml')]) == 2
