@@ -14,6 +14,9 @@
   hypervisor not running it (``timing.stall_cause``).
 * ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
   simulated joint trajectory controller (see ``trajectory_server``).
+* Speed scaling (the UR's): the trajectory time of ``speed_scaled_joints`` runs at the
+  percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; a UR
+  stand-in publishes its own on ``speed_scaling_topic``.
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
@@ -122,9 +125,13 @@ class MujocoBridge(Node):
         self.create_service(SetBool, '~/pause', self._on_pause, callback_group=services)
         self.create_timer(p('diagnostics_period'), self._publish_diagnostics)
         self.create_timer(p('rtf_log_period'), self._log_rate)
+        self.sim.set_speed_scaling(float(p('speed_scaling')) / 100.0, list(p('speed_scaled_joints')))
         if p('speed_scaling_topic'):
             scaling_pub = self.create_publisher(Float64, p('speed_scaling_topic'), 10)
             self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=float(self._param('speed_scaling')))))
+        if p('speed_scaling_input_topic'):
+            self.create_subscription(Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10,
+                                     callback_group=services)
         self.base = None
         if self.sim.base is not None:
             self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of)
@@ -184,9 +191,20 @@ class MujocoBridge(Node):
             'constraints': params.constraints_config(self, self.sim.controlled_joints),
         }
 
+    def _on_speed_scaling(self, msg: Float64) -> None:
+        """The robot's speed scaling (percent): the sim's scaled joints follow it."""
+        value = min(max(float(msg.data), 0.0), 100.0) / 100.0
+        if value != self.sim.speed_scaling:
+            self.sim.set_speed_scaling(value)
+            self.get_logger().info(f'speed scaling {100 * value:g} % ({", ".join(self.sim.speed_scaled_joints)})',
+                                   throttle_duration_sec=1.0)
+
     def _after_set(self, changed: list[Parameter]) -> None:
         self._settings = self._read_settings()
         for param in changed:
+            if param.name in ('speed_scaling', 'speed_scaled_joints'):
+                self.sim.set_speed_scaling(float(self._param('speed_scaling')) / 100.0,
+                                           list(self._param('speed_scaled_joints')))
             if param.name == 'real_time_factor':
                 self._anchor(real_time_factor=float(param.value))
                 self.get_logger().info(f'real-time factor set to {param.value:g}')

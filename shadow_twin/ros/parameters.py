@@ -214,11 +214,16 @@ SPECS = (
     Spec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, per-joint '
          'trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty = the '
          'shipped config/constraints.yaml.', read_only=True),
-    # a UR stand-in (mock hardware): the driver's speed scaling
-    Spec('speed_scaling_topic', '', 'std_msgs/Float64 topic on which the speed scaling (percent) is published '
-         'at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; empty = not published.',
-         read_only=True),
-    Spec('speed_scaling', 100.0, 'Speed scaling published on speed_scaling_topic, percent.', bounds=(0.0, 100.0)),
+    # the UR's speed scaling (ur_robot_driver's scaled joint trajectory controller)
+    Spec('speed_scaled_joints', ['*shoulder_pan_joint', '*shoulder_lift_joint', '*elbow_joint', '*wrist_?_joint'],
+         'Globs of the joints whose trajectory time runs at the speed scaling (the UR\'s).'),
+    Spec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (percent) the sim follows, e.g. the '
+         'real UR\'s /speed_scaling_state_broadcaster/speed_scaling; empty = none.', read_only=True),
+    Spec('speed_scaling_topic', '', 'A UR stand-in (mock hardware): std_msgs/Float64 topic on which its '
+         'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
+         'empty = not published.', read_only=True),
+    Spec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
+         'speed_scaling_input_topic is given (a UR stand-in: its speed slider).', bounds=(0.0, 100.0)),
     # the mobile base (used when the model has drive wheel joints)
     Spec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
          read_only=True),

@@ -248,10 +248,19 @@ class _ActiveTrajectory:
     columns: np.ndarray           # its joints' indices in controller.joint_names
     start: float                  # sim time of its t = 0, s
     token: int
+    scaled: np.ndarray            # (J,) bool: its joints whose time runs at the speed scaling
+    lag: float = 0.0              # s of trajectory time the scaled joints are behind, at lag_time
+    lag_time: float = -math.inf   # sim time up to which ``lag`` is integrated, s
 
     @property
     def end(self) -> float:
-        return self.start + self.trajectory.duration
+        return self.start + self.trajectory.duration + (self.lag if self.scaled.any() else 0.0)
+
+    def lags(self, times: np.ndarray, scaling: float) -> np.ndarray:
+        """Lag (s) of the scaled joints at sim ``times`` (>= ``lag_time``) at ``scaling``: trajectory
+        time advances ``scaling`` s per s after the start (ur_robot_driver's scaled JTC)."""
+        since = np.maximum(np.asarray(times, dtype=float), self.start) - max(self.lag_time, self.start)
+        return self.lag + (1.0 - scaling) * np.maximum(since, 0.0)
 
 
 def _model_joints(model: mujoco.MjModel) -> list[tuple[int, str]]:
@@ -306,6 +315,10 @@ class LiveSimulation:
         self._gains_source = gains
         #: When True, :meth:`step` and :meth:`step_to` do nothing.
         self.paused = False
+        #: Speed scaling (fraction, 0..1) of the joints matching ``speed_scaled_joints`` (globs):
+        #: their trajectory time runs this fast (:meth:`set_speed_scaling`).
+        self.speed_scaling = 1.0
+        self.speed_scaled_joints: tuple[str, ...] = ()
         self._active: _ActiveTrajectory | None = None
         self._finished: _ActiveTrajectory | None = None
         self._token = 0
@@ -386,10 +399,44 @@ class LiveSimulation:
         qd = np.zeros_like(q)
         active = self._active
         if active is not None:
-            pos, vel, _ = active.trajectory.sample(self._relative(times, active.start), self.interpolation)
+            pos, vel, _ = self._sample(active, times)
             q[:, active.columns] = pos
             qd[:, active.columns] = vel
         return q, qd
+
+    def _sample(self, active: _ActiveTrajectory, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired (N, J) positions, velocities, accelerations of ``active``'s joints at sim
+        ``times``; its speed-scaled joints at their own, lagging trajectory time, with velocity
+        and acceleration scaled as the scaled JTC commands them."""
+        times = np.atleast_1d(np.asarray(times, dtype=float))
+        rel = self._relative(times, active.start)
+        pos, vel, acc = active.trajectory.sample(rel, self.interpolation)
+        if active.scaled.any():
+            s = self.speed_scaling
+            slow = active.trajectory.sample(rel - active.lags(times, s), self.interpolation)
+            pos[:, active.scaled] = slow[0][:, active.scaled]
+            vel[:, active.scaled] = s * slow[1][:, active.scaled]
+            acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
+        return pos, vel, acc
+
+    def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
+        """Run the trajectory time of joints matching ``joints`` (ROS-name globs; None keeps the
+        current ones) at ``scaling`` (fraction 0..1, e.g. the UR's speed slider / 100) from now on,
+        as ur_robot_driver's scaled joint trajectory controller does. Raises ConfigError outside 0..1."""
+        if not 0.0 <= scaling <= 1.0:
+            raise ConfigError(f'speed scaling must be within 0..1, got {scaling}')
+        with self.lock:
+            active = self._active
+            if active is not None and active.scaled.any():     # integrate the lag so far at the old scaling
+                now = float(self.data.time)
+                active.lag, active.lag_time = float(active.lags(np.array([now]), self.speed_scaling)[0]), now
+            self.speed_scaling = float(scaling)
+            if joints is not None:
+                self.speed_scaled_joints = tuple(joints)
+
+    def _scaled_mask(self, joints: Sequence[str]) -> np.ndarray:
+        return np.array([any(fnmatch.fnmatchcase(j, p) for p in self.speed_scaled_joints) for j in joints],
+                        dtype=bool)
 
     def _relative(self, times, start: float):
         """``times - start`` (s), snapped onto the step grid ``k * dt`` when within
@@ -404,7 +451,7 @@ class LiveSimulation:
     def _retire_if_finished(self) -> None:
         """After the last point: hold the last positions and forget the trajectory."""
         active = self._active
-        if active is not None and self._relative(self.data.time, active.start) > active.trajectory.duration:
+        if active is not None and self._relative(self.data.time, active.start) > active.end - active.start:
             self._hold[active.columns] = active.trajectory.positions[-1]
             self._finished, self._active = active, None
 
@@ -433,6 +480,10 @@ class LiveSimulation:
             for k in range(n):
                 data.ctrl[:] = ctrl[k]
                 mujoco.mj_step(model, data)
+            active = self._active
+            if active is not None and active.scaled.any():
+                active.lag = float(active.lags(times[-1:] + self.dt, self.speed_scaling)[0])
+                active.lag_time = float(times[-1] + self.dt)
             self._retire_if_finished()
             return n
 
@@ -483,7 +534,8 @@ class LiveSimulation:
             columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
             current = self.data.qpos[self.controller.qpos_adr[columns]]
             self._token += 1
-            self._active = _ActiveTrajectory(trajectory.with_start(current), columns, start, self._token)
+            self._active = _ActiveTrajectory(trajectory.with_start(current), columns, start, self._token,
+                                             self._scaled_mask(trajectory.joint_names), lag_time=start)
             self._finished = None
             return self._token
 
@@ -507,7 +559,7 @@ class LiveSimulation:
             if current is None or (token is not None and current.token != token):
                 return None
             t = float(self.data.time)
-            pos, vel, acc = current.trajectory.sample(self._relative(t, current.start), self.interpolation)
+            pos, vel, acc = (a[0] for a in self._sample(current, t))
             adr = self.controller.qpos_adr[current.columns]
             dof = self.controller.dof_adr[current.columns]
             return TrackingSample(t, current.token, tuple(current.trajectory.joint_names), pos, vel, acc,

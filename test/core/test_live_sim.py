@@ -289,3 +289,26 @@ def test_gains_file_is_used(tmp_path):
     assert np.abs(run(soft, 0.6) - run(hard, 0.6)).max() > 0.02
     assert hard.controller.current_gains(hard.model)['rh_FFJ3'].p == 40.0
     assert isinstance(ControllerGains.from_yaml(GAINS), ControllerGains)
+
+
+def test_speed_scaling_stretches_the_scaled_joints_time_only():
+    """ur_robot_driver's scaled JTC: at 50 % the scaled joints' trajectory time runs half as fast
+    (their motion takes twice as long), the others keep their timing; back at 100 % it runs on."""
+    sim = LiveSimulation()
+    sim.set_speed_scaling(0.5, ['rh_FFJ3'])
+    trajectory = JointTrajectory(['rh_FFJ3', 'rh_MFJ3'], np.array([1.0, 2.0]), np.array([[0.5, 0.5], [1.0, 1.0]]))
+    token = sim.set_trajectory(trajectory)
+    sim.step(int(round(1.0 / sim.dt)))
+    sample = sim.tracking(token)
+    free = trajectory.sample(np.array([1.0]))[0][0]
+    slow = trajectory.with_start(np.zeros(2)).sample(np.array([0.5]))[0][0]
+    assert sample.desired_position[1] == pytest.approx(free[1], abs=1e-9)          # unscaled: on time
+    assert sample.desired_position[0] == pytest.approx(slow[0], abs=1e-6)          # scaled: at t = 0.5 s
+    assert sample.end_time == pytest.approx(sample.start_time + 2.0 + 0.5, abs=1e-6)  # 0.5 s behind so far
+    sim.set_speed_scaling(1.0)
+    sim.step(int(round(1.5 / sim.dt)))
+    assert sim.trajectory_active                                                  # 0.5 s behind: not done
+    sim.step(int(round(0.6 / sim.dt)))
+    assert not sim.trajectory_active
+    with pytest.raises(ConfigError, match='within 0..1'):
+        sim.set_speed_scaling(1.5)
