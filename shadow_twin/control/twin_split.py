@@ -6,8 +6,11 @@
   matching controller wins) and to the sim (which gets every joint).
 * :func:`pick` / :func:`filter_tolerances`: per-controller slices of point
   fields and JointTolerance lists (duck-typed, no message types needed).
-* :func:`start_stamp`: the one stamped start time all controllers get;
-  :func:`acceptance_deadline`: when they must all have accepted it.
+* :func:`goal_stamp`: the stamp of a goal whose joints and base (``multi_dof_trajectory``)
+  may both carry one; :func:`start_stamp`: the one stamped start time all controllers
+  (and the base followers) get; :func:`acceptance_deadline`: when they must all have
+  accepted it.
+* :func:`base_sides`: which bases (real, sim) a base goal drives in a mode.
 * :class:`DesiredSampler`: the desired state of a goal at a given time, as the
   JTC interpolates it (from the state at acceptance to the first point).
 * :func:`state_arrays`: actual state in goal joint order (sim minus real per
@@ -153,6 +156,30 @@ def filter_tolerances(tolerances: Iterable | None, joints: Iterable[str]) -> lis
     return out
 
 
+def base_sides(mode: str) -> list[str]:
+    """The bases a goal's ``multi_dof_trajectory`` drives: 'real' (mode real, both) and 'sim'
+    (mode sim, both), in that order."""
+    mode = parse_mode(mode)
+    return [side for side, modes in (('real', ('real', 'both')), ('sim', ('sim', 'both'))) if mode in modes]
+
+
+#: Largest difference between the stamps of a goal's joint and base trajectories, s.
+STAMP_MATCH = 1e-6
+
+
+def goal_stamp(joint_stamp_s: float | None, base_stamp_s: float | None) -> float:
+    """The ``header.stamp`` (s; 0 = start when accepted) of a goal whose ``trajectory`` and
+    ``multi_dof_trajectory`` may each be given (None: that part is absent). Both parts start
+    together, so two non-zero stamps must agree (within :data:`STAMP_MATCH`); a zero stamp
+    takes the other's. Raises GoalRejected(INVALID_GOAL) for two different stamps."""
+    stamps = [s for s in (joint_stamp_s, base_stamp_s) if s is not None and s != 0.0]
+    if len(stamps) == 2 and abs(stamps[0] - stamps[1]) > STAMP_MATCH:
+        raise jtc.GoalRejected(jtc.INVALID_GOAL, f'trajectory and multi_dof_trajectory are stamped to start at '
+                                                 f'different times ({stamps[0]:.9f} s and {stamps[1]:.9f} s); '
+                                                 f'the twin starts all parts at one time')
+    return stamps[0] if stamps else 0.0
+
+
 def start_stamp(goal_stamp_s: float, now_s: float, lead_s: float) -> float:
     """The common start time, s: ``now + lead`` for an unstamped goal (stamp 0),
     else the goal's own stamp (a future one delays the start; a past one, already
@@ -241,13 +268,20 @@ class ControllerResult:
     gone: bool = False
 
 
-def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerResult | None]) -> jtc.Verdict:
+#: What a reached goal reached, by default (a goal of joints).
+REACHED_JOINTS = 'all joints within their goal tolerances'
+
+
+def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerResult | None],
+           reached_text: str = REACHED_JOINTS) -> jtc.Verdict:
     """The twin goal's verdict from its own check and the controller goals' results.
 
     Args:
         check: ``jtc.check_path``/``check_goal`` on the actual state (real; sim in sim mode).
         reached: the twin's check has succeeded at some point after the end.
-        results: {controller: ControllerResult, or None while its goal runs}.
+        results: {controller: ControllerResult, or None while its goal runs}; the base
+            followers' runs count as controllers.
+        reached_text: what the success message says was reached.
     Returns:
         A controller that is gone aborts with its message (INVALID_GOAL); a
         controller goal that ended other than succeeded aborts (with its code,
@@ -269,6 +303,5 @@ def decide(check: jtc.Verdict, reached: bool, results: Mapping[str, ControllerRe
         return check
     if reached and all(r is not None for r in results.values()):
         return jtc.Verdict(jtc.GoalOutcome.SUCCEEDED, jtc.SUCCESSFUL,
-                           'goal reached: all joints within their goal tolerances; '
-                           f'controllers succeeded: {", ".join(results) or "none"}')
+                           f'goal reached: {reached_text}; controllers succeeded: {", ".join(results) or "none"}')
     return jtc.Verdict(jtc.GoalOutcome.RUNNING, jtc.SUCCESSFUL, check.message)

@@ -64,6 +64,32 @@ def outcome_of_status(status: int) -> jtc.GoalOutcome:
     return _OUTCOME_OF_STATUS.get(status, jtc.GoalOutcome.ABORTED)
 
 
+def feedback_message(stamp: TimeMsg, joint_names: list[str], time_from_start: float, desired: tuple,
+                     actual: tuple) -> FollowJointTrajectory.Feedback:
+    """A FollowJointTrajectory feedback with ``desired``, ``actual`` and ``error`` = desired - actual.
+
+    Args:
+        stamp: the header stamp (the time the state refers to).
+        joint_names: J joints, the order of the arrays.
+        time_from_start: s since the trajectory's start (negative before it: 0).
+        desired: (positions rad, velocities rad/s, accelerations rad/s^2), arrays (J,).
+        actual: (positions rad, velocities rad/s), arrays (J,).
+    """
+    desired_pos, desired_vel, desired_acc = desired
+    actual_pos, actual_vel = actual
+    since = duration_msg(time_from_start)
+    fb = FollowJointTrajectory.Feedback()
+    fb.header.stamp = stamp
+    fb.joint_names = list(joint_names)
+    fb.desired = JointTrajectoryPoint(positions=doubles(desired_pos), velocities=doubles(desired_vel),
+                                      accelerations=doubles(desired_acc), time_from_start=since)
+    fb.actual = JointTrajectoryPoint(positions=doubles(actual_pos), velocities=doubles(actual_vel),
+                                     time_from_start=since)
+    fb.error = JointTrajectoryPoint(positions=doubles(desired_pos - actual_pos),
+                                    velocities=doubles(desired_vel - actual_vel), time_from_start=since)
+    return fb
+
+
 @dataclass(eq=False)
 class AcceptedGoal:
     """A goal from acceptance to its end.
@@ -156,28 +182,9 @@ class FollowJointTrajectoryServer(abc.ABC):
 
     def publish_feedback(self, goal: AcceptedGoal, stamp: TimeMsg, joint_names: list[str], time_from_start: float,
                          desired: tuple, actual: tuple) -> None:
-        """Publish ``desired``, ``actual`` and ``error`` = desired - actual for ``goal``.
-
-        Args:
-            stamp: the header stamp (the time the state refers to).
-            joint_names: J joints, the order of the arrays.
-            time_from_start: s since the trajectory's start (negative before it: 0).
-            desired: (positions rad, velocities rad/s, accelerations rad/s^2), arrays (J,).
-            actual: (positions rad, velocities rad/s), arrays (J,).
-        """
-        desired_pos, desired_vel, desired_acc = desired
-        actual_pos, actual_vel = actual
-        since = duration_msg(time_from_start)
-        fb = FollowJointTrajectory.Feedback()
-        fb.header.stamp = stamp
-        fb.joint_names = list(joint_names)
-        fb.desired = JointTrajectoryPoint(positions=doubles(desired_pos), velocities=doubles(desired_vel),
-                                          accelerations=doubles(desired_acc), time_from_start=since)
-        fb.actual = JointTrajectoryPoint(positions=doubles(actual_pos), velocities=doubles(actual_vel),
-                                         time_from_start=since)
-        fb.error = JointTrajectoryPoint(positions=doubles(desired_pos - actual_pos),
-                                        velocities=doubles(desired_vel - actual_vel), time_from_start=since)
-        goal.handle.publish_feedback(fb)
+        """Publish ``desired``, ``actual`` and ``error`` = desired - actual for ``goal``
+        (arguments: :func:`feedback_message`)."""
+        goal.handle.publish_feedback(feedback_message(stamp, joint_names, time_from_start, desired, actual))
 
     # -- external events ------------------------------------------------------------------------
     def stop_active(self, reason: str, wait: float = 0.0) -> None:

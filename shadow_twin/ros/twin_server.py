@@ -7,8 +7,42 @@ controller of the ``mujoco_bridge`` (``sim_action``), by ``mode``:
 
 * ``sim``: the sim gets the goal; "actual" is the sim (``sim_joint_states_topic``).
 * ``real``: the real controllers get their joints; "actual" is the robot
-  (``real_joint_states_topic``).
+  (``real_joint_states_topics``: the joint states of several drivers, e.g. the UR's on
+  ``/joint_states`` and the hand's on ``/rh/joint_states``, merged per joint; the older
+  single ``real_joint_states_topic``, when set, replaces the list).
 * ``both`` (default): both; "actual" is the robot.
+
+**The mobile base** (``base.enabled``; the cell, ``config/twin_cell.yaml``): a goal may
+carry the base as MoveIt carries a planar joint, in ``multi_dof_trajectory`` (joint
+``base.joint_name``, default ``virtual_joint``; poses in ``odom``), beside the arm and
+hand joints in ``trajectory`` or alone. ``shadow_twin.ros.base_driver`` follows it with
+one :class:`~shadow_twin.control.base_follower.BaseTrajectoryFollower` per base (mode
+``real``/``both``: the MiR, TwistStamped on ``base.real.cmd_vel_topic`` closing the loop
+on ``base.real.odom_topic``; ``sim``/``both``: the sim's base on ``/sim/cmd_vel`` and
+``/sim/odom``), started at the same stamped time as the controllers' parts. The base
+goal is validated as the JTC validates joints (``base_trajectory_from_msg``: NaN,
+time order, stamp, speed over ``base.limits``, frame not ``odom``, unknown joint) and
+has its tolerances from ``base.tolerances`` and the goal's ``component_*_tolerance``.
+A base is needed like a controller: no fresh odometry within ``base.odom_timeout`` or
+nobody subscribed to its cmd_vel topic rejects the goal, and nothing moves. Each base's
+run ends like a controller goal (its verdict is the follower's: path/goal tolerance,
+odometry lost); cancel, preemption and any abort send the bases zero velocity.
+Feedback carries the base as MoveIt reads it (``multi_dof_joint_names``,
+``multi_dof_desired/actual/error``; actual is the base of the "actual" side).
+With ``base.enabled`` false (the hand-only twin) a goal with a ``multi_dof_trajectory``
+is rejected (INVALID_JOINTS).
+
+The joints goals are checked against are those of ``model_path`` (an MJCF), or, when it
+is empty and ``cell_config`` is set, of the cell built from that cell YAML
+(``shadow_twin.model.cell``, as ``shadow-twin model --cell --config`` writes it), else of
+the built-in hand.
+
+**Speed scaling.** With ``speed_scaling_topic`` set (the UR driver's
+``/speed_scaling_state_broadcaster/speed_scaling``, std_msgs/Float64, percent) the twin
+follows the arm's speed scaling and logs it (each change, and with every accepted goal);
+:attr:`TwinServer.speed_scaling` holds it. The UR's scaled controller stretches its
+trajectory's time by it; the sim does not (yet), so below 100 % the real arm lags the
+sim and the twin's desired state (a warning says so).
 
 Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
 (rules and codes from ``shadow_twin.control.jtc``):
@@ -31,7 +65,7 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
   2-core PC under load (see README). Each part carries its joints' tolerances
   from the goal and the goal's ``goal_time_tolerance``.
 * **Liveness from data.** A controller counts as gone when the newest joint state
-  of one of its goal joints (``real_joint_states_topic``; the sim's on
+  of one of its goal joints (``real_joint_states_topics``; the sim's on
   ``sim_joint_states_topic``) is older than ``joint_state_timeout`` (0.2 s: the UR
   publishes at 125 Hz, the hand at 125-250 Hz), or, while it runs a part, when
   it sent no feedback for ``feedback_timeout`` (1 s). A gone controller rejects a
@@ -58,13 +92,15 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
 Intake, preemption, cancel and results are
 :class:`shadow_twin.ros.action_server.FollowJointTrajectoryServer`'s;
 :class:`TwinTrajectoryServer` adds the forwarding, :class:`TwinServer` is the node
-(parameters, joint states).
+(parameters, joint states, speed scaling); the base part is
+:class:`shadow_twin.ros.base_driver.BaseDriver`'s.
 
 How far the sim is from the robot (sim minus real per joint, RMS levels on
 /diagnostics) is the ``twin_monitor`` node's job (``shadow_twin.ros.twin_monitor``).
 
 Run: ``twin_server --ros-args --params-file config/twin.yaml`` (or
-``python -m shadow_twin.ros.twin_server ...``); all together: ``shadow-twin up``.
+``python -m shadow_twin.ros.twin_server ...``; the cell: ``config/twin_cell.yaml``); all
+together: ``shadow-twin up``.
 """
 
 from __future__ import annotations
@@ -75,6 +111,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 from control_msgs.action import FollowJointTrajectory
 from rclpy.action.client import ClientGoalHandle
 from rclpy.executors import MultiThreadedExecutor
@@ -82,17 +119,23 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.paths import resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.cell import CellConfig, build_cell_spec, compile_cell
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.action_client import LockedActionClient
-from shadow_twin.ros.action_server import PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, outcome_of_status
+from shadow_twin.ros.action_server import (PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, feedback_message,
+                                           outcome_of_status)
+from shadow_twin.ros.base_driver import (BASE_SPECS, BaseDriver, BaseGoal, BaseRun, base_goal_from_request,
+                                         has_base_part, read_base_settings, read_base_topics)
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
 from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
 
@@ -108,20 +151,32 @@ ANSWER_TIMEOUT = 3.0
 #: that those cancels cannot reach a controller after (and so cancel) the new goal's.
 HANDOVER_TIMEOUT = 2 * ANSWER_TIMEOUT
 EXECUTOR_THREADS = 6
+#: A speed scaling change (percentage points) that is logged.
+SPEED_SCALING_LOG_STEP = 1.0
 UR5_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
               'wrist_3_joint']
+UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
 DEFAULT_CONTROLLERS = {
     'hand': {'action': '/rh_trajectory_controller/follow_joint_trajectory', 'joints': ['rh_*']},
-    'arm': {'action': '/scaled_joint_trajectory_controller/follow_joint_trajectory', 'joints': UR5_JOINTS},
+    'arm': {'action': UR_ACTION, 'joints': UR5_JOINTS},
+    'ur_arm': {'action': UR_ACTION, 'joints': UR5_JOINTS},
 }
 _NAMES = {'model_path', 'velocity_limits', 'allow_partial_joints_goal', 'feedback_rate', 'constraints_file'}
 Spec = bridge_params.Spec
 SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
+    Spec('cell_config', '', 'Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when model_path '
+         'is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 + hand); '
+         "empty = model_path's model.", read_only=True),
     Spec('mode', 'both', 'sim | real | both: where goals go.', read_only=True),
     Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.', read_only=True),
     Spec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
-    Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.', read_only=True),
+    Spec('real_joint_states_topics', ['/joint_states'], 'JointState topics of the robot (e.g. the arm and the hand '
+         'drivers), merged per joint.', read_only=True),
+    Spec('real_joint_states_topic', '', 'Deprecated single JointState topic of the robot: when set, it replaces '
+         'real_joint_states_topics.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.', read_only=True),
+    Spec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
+         '/speed_scaling_state_broadcaster/speed_scaling); logged; empty = not followed.', read_only=True),
     Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
     Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
          f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
@@ -132,7 +187,7 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
          'counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
     Spec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
          'counts as gone, s.', bounds=(0.05, 60.0)),
-)
+) + BASE_SPECS
 
 
 @dataclass
@@ -166,25 +221,49 @@ class TwinPlan:
     """An accepted twin goal.
 
     Attributes:
-        trajectory: the goal (ROS joint names; times s from its start).
+        stamp_s: the goal's ``header.stamp``, s (0: start when accepted).
+        trajectory: the joint part (ROS joint names; times s from its start), None for a
+            base-only goal.
         goal_split: which controllers get which joints.
-        tolerances: its path/goal tolerances.
+        tolerances: its path/goal tolerances (None without joints).
+        base_goal: the base part (``multi_dof_trajectory``), None without one.
         subs: the controller goals, accepted by every controller.
-        sampler: the desired state over time.
-        reached: the goal tolerance has held once after the end.
+        base_runs: the base followers started for it (real and/or sim).
+        start_s: the common start, s.
+        sampler: the desired joint state over time (None without joints).
+        reached: the goal tolerance of the joints has held once after the end (true from
+            the start for a goal without joints).
     """
 
-    trajectory: JointTrajectory
-    goal_split: split.GoalSplit
-    tolerances: jtc.Tolerances
+    stamp_s: float = 0.0
+    trajectory: JointTrajectory | None = None
+    goal_split: split.GoalSplit = field(default_factory=lambda: split.GoalSplit([], {}))
+    tolerances: jtc.Tolerances | None = None
+    base_goal: BaseGoal | None = None
     subs: list[SubGoal] = field(default_factory=list)
+    base_runs: list[BaseRun] = field(default_factory=list)
+    start_s: float = 0.0
     sampler: split.DesiredSampler | None = None
     reached: bool = False
+
+    @property
+    def reached_text(self) -> str:
+        """What the goal's success reached (for its result message)."""
+        if self.base_goal is None:
+            return split.REACHED_JOINTS
+        base = 'the base within its goal tolerances'
+        return base if self.trajectory is None else f'{split.REACHED_JOINTS}, {base}'
+
+    @property
+    def parts(self) -> list[str]:
+        """Names of everything that takes part: the controllers, then the bases."""
+        return list(self.goal_split.groups) + [run.name for run in self.base_runs]
 
 
 class TwinTrajectoryServer(FollowJointTrajectoryServer):
     """The twin's FollowJointTrajectory server: forwards each goal, split by joint group,
-    to the controllers in ``action_names`` and checks it on the actual state (see module doc).
+    to the controllers in ``action_names`` and its base part to ``base``, and checks it on
+    the actual state (see module doc).
 
     Args:
         node: the owning node (logger, clock; the action clients are created on it).
@@ -196,13 +275,17 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         settings: callable returning the current settings: ``feedback_rate`` (Hz),
             ``allow_partial_joints_goal``, ``velocity_limits`` ({joint: rad/s}),
             ``constraints``, ``server_timeout`` (s), ``start_lead`` (s),
-            ``joint_state_timeout`` (s), ``feedback_timeout`` (s).
+            ``joint_state_timeout`` (s), ``feedback_timeout`` (s), ``base``
+            (:class:`~shadow_twin.ros.base_driver.BaseSettings` or None).
         joint_states: the node's :class:`JointStateCache`.
+        base: the base driver, None without a base.
+        speed_scaling: the node's :class:`SpeedScaling`, None when not followed.
     """
 
     def __init__(self, node: Node, action_name: str, mode: str, controllers: list[split.ControllerSpec],
                  limits: dict[str, jtc.JointLimits], action_names: dict[str, str],
-                 settings: Callable[[], dict], joint_states: 'JointStateCache') -> None:
+                 settings: Callable[[], dict], joint_states: 'JointStateCache', base: BaseDriver | None = None,
+                 speed_scaling: 'SpeedScaling | None' = None) -> None:
         self.mode = mode
         self.controllers = controllers
         self.limits = limits
@@ -210,8 +293,12 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         self.action_names = action_names
         self._settings = settings
         self.states = joint_states
+        self.base = base
+        self.speed_scaling = speed_scaling
         #: Where "actual" comes from: the sim in sim mode, else the robot.
         self.actual_source = 'sim' if mode == 'sim' else 'real'
+        #: The bases a base goal drives.
+        self.base_sides = split.base_sides(mode)
         self._dispatching = 0        # goals being sent to the controllers (guarded by self.lock)
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
         self.clients = {name: LockedActionClient(node, FollowJointTrajectory, action, callback_group=self.group)
@@ -225,9 +312,102 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     # -- hooks --------------------------------------------------------------------------------------
     def validate(self, request) -> TwinPlan:
-        """Check the goal, then send every part to its controller; returns the plan once all
-        have accepted (see :meth:`_dispatch`). Raises ``jtc.GoalRejected`` with the reason."""
+        """Check the goal (joints, base), then the liveness of every part it needs, then send
+        every part to its controller; returns the plan once all have accepted (see
+        :meth:`_dispatch`). Raises ``jtc.GoalRejected`` with the reason."""
         settings = self._settings()
+        with_base = has_base_part(request)
+        with_joints = not with_base or bool(len(request.trajectory.joint_names) or len(request.trajectory.points))
+        if with_base and self.base is None:
+            raise jtc.GoalRejected(jtc.INVALID_JOINTS, (
+                f'the goal has a multi_dof_trajectory (joints {list(request.multi_dof_trajectory.joint_names)}) '
+                f'but this twin drives no base (base.enabled is false)'))
+        plan = TwinPlan(split.goal_stamp(to_seconds(request.trajectory.header.stamp) if with_joints else None,
+                                         to_seconds(request.multi_dof_trajectory.header.stamp) if with_base else None))
+        if with_joints:
+            self._validate_joints(request, plan, settings)
+        else:
+            plan.reached = True
+        if with_base:
+            self._validate_base(request, plan, settings)
+        self._check_alive(plan, settings)
+        self._dispatch(request, plan, settings)
+        return plan
+
+    def start(self, goal: AcceptedGoal) -> str | None:
+        """The controllers have their parts already (sent and accepted in :meth:`validate`)."""
+        plan: TwinPlan = goal.plan
+        parts = []
+        if plan.trajectory is not None:
+            parts.append(f'{len(plan.trajectory.joint_names)} joints, {len(goal.handle.request.trajectory.points)} '
+                         f'points, {plan.trajectory.duration:.3f} s')
+        if plan.base_goal is not None:
+            parts.append(f'base {len(plan.base_goal.trajectory.times)} points, '
+                         f'{plan.base_goal.trajectory.duration:.3f} s')
+        scaling = ''
+        if self.speed_scaling is not None:
+            scaling = f'; arm speed scaling {self.speed_scaling.describe()}'
+        self.log.info(f'accepted goal: {"; ".join(parts)}; accepted by {", ".join(plan.parts)}, starting at '
+                      f'{plan.start_s:.3f} s{scaling}')
+        if self.speed_scaling is not None and self.mode != 'real':
+            warning = self.speed_scaling.warning()
+            if warning:
+                self.log.warning(warning)
+        return None
+
+    def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
+        plan: TwinPlan = goal.plan
+        with self.lock:
+            if self._dispatching:        # a new goal is being accepted: it will preempt this one
+                return None
+        self._update_results(plan)
+        now_ns = self.node.get_clock().now().nanoseconds
+        now = from_nanoseconds(now_ns)
+        check = jtc.RUNNING_VERDICT
+        if plan.trajectory is None:
+            empty = np.zeros(0)
+            fb = feedback_message(time_msg_ns(now_ns), [], now - plan.start_s, (empty, empty, empty), (empty, empty))
+        else:
+            desired, desired_vel, desired_acc, t = plan.sampler.at(now)
+            names = list(plan.trajectory.joint_names)
+            pos, vel = split.state_arrays(names, self._actual())
+            fb = feedback_message(time_msg_ns(now_ns), names, t, (desired, desired_vel, desired_acc), (pos, vel))
+            check = self._check_joints(plan, now, t, names, (desired, desired_vel), (pos, vel))
+        actual_run = next((r for r in plan.base_runs if r.endpoint.side == self.actual_source), None)
+        if actual_run is not None:
+            self.base.fill_feedback(fb, actual_run, now, plan.base_goal.trajectory.joint_name)
+        goal.handle.publish_feedback(fb)
+        results = {s.name: s.result for s in plan.subs}
+        results.update((run.name, run.result()) for run in plan.base_runs)
+        verdict = split.decide(check, plan.reached, results, plan.reached_text)
+        return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
+
+    def stop(self, goal: AcceptedGoal) -> None:
+        """Stop the bases (zero velocity), cancel the controller goals still running (waits for
+        the answers of those not gone)."""
+        plan: TwinPlan = goal.plan
+        stopped = []
+        if plan.base_runs:
+            reason = goal.verdict.message if goal.verdict is not None else 'the twin goal was aborted'
+            stopped = self.base.abort(plan.base_runs, f'twin goal aborted: {reason}')
+        canceled = self._cancel_and_wait(plan.subs, results=False)
+        if canceled or stopped:
+            self.log.info(f'canceled the parts of: {", ".join(canceled + stopped)}')
+
+    def cancel(self, goal: AcceptedGoal) -> str:
+        """Stop the bases (zero velocity), cancel the controller goals and wait until they have ended."""
+        plan: TwinPlan = goal.plan
+        if plan.base_runs:
+            self.base.cancel(plan.base_runs)
+        self._cancel_and_wait(plan.subs, results=True)
+        return f'goal canceled; controller goals canceled: {", ".join(plan.parts)}'
+
+    def period(self) -> float:
+        return 1.0 / self._settings()['feedback_rate']
+
+    # -- goal checks ----------------------------------------------------------------------------
+    def _validate_joints(self, request, plan: TwinPlan, settings: dict) -> None:
+        """The joint part: JTC rules against the model, tolerances, the split by controller."""
         try:
             limits = {j: jtc.JointLimits(lim.lower, lim.upper, settings['velocity_limits'].get(j))
                       for j, lim in self.limits.items()}
@@ -242,74 +422,50 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             time.sleep(0.01)
             actual = self._actual()
         current = {j: actual[j][0] for j in names if j in actual} or None
-        trajectory = jtc.validate_goal_msg(request.trajectory, self.joints, limits, self._now_s(),
-                                           settings['allow_partial_joints_goal'], current_positions=current)
-        tolerances = jtc.tolerances_for_goal(settings['constraints'], request, self.joints)
-        goal_split = split.split_goal(names, self.controllers, self.mode)
+        plan.trajectory = jtc.validate_goal_msg(request.trajectory, self.joints, limits, self._now_s(),
+                                                settings['allow_partial_joints_goal'], current_positions=current)
+        plan.tolerances = jtc.tolerances_for_goal(settings['constraints'], request, self.joints)
+        plan.goal_split = split.split_goal(names, self.controllers, self.mode)
         missing = [j for j in names if j not in actual]
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.actual_source} joint state for {missing} yet')
-        for name in goal_split.groups:
-            gone = self._staleness(self._source(name), goal_split.joints_of(name), settings)
+
+    def _validate_base(self, request, plan: TwinPlan, settings: dict) -> None:
+        """The base part: ``base_goal_from_request`` from the actual base's pose."""
+        pose = self.base.current_pose(self.actual_source, wait_s=settings['server_timeout'])
+        plan.base_goal = base_goal_from_request(request, settings['base'], self._now_s(), pose)
+
+    def _check_alive(self, plan: TwinPlan, settings: dict) -> None:
+        """Every controller and base the goal needs is there (data fresh, action server found)."""
+        for name in plan.goal_split.groups:
+            gone = self._staleness(self._source(name), plan.goal_split.joints_of(name), settings)
             if gone is not None:
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._describe(name)} is gone: {gone}')
             if not self.clients[name].wait_for_server(timeout_sec=settings['server_timeout']):
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._describe(name)}: action server is not '
                                                          f'available (waited {settings["server_timeout"]:g} s)')
-        plan = TwinPlan(trajectory, goal_split, tolerances)
-        self._dispatch(request, plan, settings)
-        return plan
+        if plan.base_goal is not None:
+            for side in self.base_sides:
+                why = self.base.missing(side)
+                if why is not None:
+                    raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self.base.describe(side)} is missing: {why}')
 
-    def start(self, goal: AcceptedGoal) -> str | None:
-        """The controllers have their parts already (sent and accepted in :meth:`validate`)."""
-        plan: TwinPlan = goal.plan
-        self.log.info(f'accepted goal: {len(plan.trajectory.joint_names)} joints, '
-                      f'{len(goal.handle.request.trajectory.points)} points, {plan.trajectory.duration:.3f} s; '
-                      f'accepted by {", ".join(plan.goal_split.groups)}, starting at '
-                      f'{plan.sampler.start_s:.3f} s')
-        return None
-
-    def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
-        plan: TwinPlan = goal.plan
-        with self.lock:
-            if self._dispatching:        # a new goal is being accepted: it will preempt this one
-                return None
-        self._update_results(plan)
-        now_ns = self.node.get_clock().now().nanoseconds
-        now = from_nanoseconds(now_ns)
-        desired, desired_vel, desired_acc, t = plan.sampler.at(now)
-        names = list(plan.trajectory.joint_names)
-        pos, vel = split.state_arrays(names, self._actual())
-        self.publish_feedback(goal, time_msg_ns(now_ns), names, t, (desired, desired_vel, desired_acc), (pos, vel))
+    def _check_joints(self, plan: TwinPlan, now: float, t: float, names: list[str], desired: tuple,
+                      actual: tuple) -> jtc.Verdict:
+        """The twin's own path/goal tolerance check of the joints on the actual state."""
+        (desired_pos, desired_vel), (pos, vel) = desired, actual
         if now < plan.sampler.end_s:
-            check = jtc.RUNNING_VERDICT
             if t >= 0:
-                check = jtc.check_path(names, desired, desired_vel, pos, vel, plan.tolerances)
-        else:
-            target_vel = None if plan.trajectory.velocities is None else plan.trajectory.velocities[-1]
-            check = jtc.check_goal(names, plan.trajectory.positions[-1], pos, vel, plan.tolerances,
-                                   now - plan.sampler.end_s, target_vel=target_vel)
-            if check.outcome is jtc.GoalOutcome.SUCCEEDED:
-                plan.reached = True
-            elif plan.reached and check.outcome is jtc.GoalOutcome.ABORTED:
-                check = jtc.Verdict(jtc.GoalOutcome.RUNNING, jtc.SUCCESSFUL, check.message)   # wait for the controllers
-        verdict = split.decide(check, plan.reached, {s.name: s.result for s in plan.subs})
-        return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
-
-    def stop(self, goal: AcceptedGoal) -> None:
-        """Cancel the controller goals still running (waits for the answers of those not gone)."""
-        canceled = self._cancel_and_wait(goal.plan.subs, results=False)
-        if canceled:
-            self.log.info(f'canceled the parts of: {", ".join(canceled)}')
-
-    def cancel(self, goal: AcceptedGoal) -> str:
-        """Cancel the controller goals and wait until they have ended."""
-        plan: TwinPlan = goal.plan
-        self._cancel_and_wait(plan.subs, results=True)
-        return f'goal canceled; controller goals canceled: {", ".join(plan.goal_split.groups)}'
-
-    def period(self) -> float:
-        return 1.0 / self._settings()['feedback_rate']
+                return jtc.check_path(names, desired_pos, desired_vel, pos, vel, plan.tolerances)
+            return jtc.RUNNING_VERDICT
+        target_vel = None if plan.trajectory.velocities is None else plan.trajectory.velocities[-1]
+        check = jtc.check_goal(names, plan.trajectory.positions[-1], pos, vel, plan.tolerances,
+                               now - plan.sampler.end_s, target_vel=target_vel)
+        if check.outcome is jtc.GoalOutcome.SUCCEEDED:
+            plan.reached = True
+        elif plan.reached and check.outcome is jtc.GoalOutcome.ABORTED:
+            check = jtc.Verdict(jtc.GoalOutcome.RUNNING, jtc.SUCCESSFUL, check.message)   # wait for the controllers
+        return check
 
     # -- controller goals -----------------------------------------------------------------------
     def _now_s(self) -> float:
@@ -320,7 +476,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def _dispatch(self, request, plan: TwinPlan, settings: dict) -> None:
         """Send each controller its part, stamped with one start time, and wait until all have
-        accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start).
+        accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
+        then start the base followers at that time.
 
         A part rejected or not accepted in time: the parts accepted so far are canceled
         (before the start, so nothing moves) and the goal is rejected with the reason. Once
@@ -331,11 +488,14 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         plan.subs = [SubGoal(name, self.clients[name], plan.goal_split.joints_of(name), self._source(name))
                      for name in plan.goal_split.groups]
         now_s, now_mono = self._now_s(), time.monotonic()
-        lead = settings['start_lead'] + settings['start_lead_per_point'] * len(request.trajectory.points)
-        start_s = split.start_stamp(to_seconds(request.trajectory.header.stamp), now_s, lead)
+        points = len(request.trajectory.points) + len(request.multi_dof_trajectory.points)
+        lead = settings['start_lead'] + settings['start_lead_per_point'] * points
+        start_s = plan.start_s = split.start_stamp(plan.stamp_s, now_s, lead)
         accept_by = split.acceptance_deadline(start_s, now_s, lead, ACCEPT_MARGIN, ANSWER_TIMEOUT)
-        names = list(plan.trajectory.joint_names)
-        plan.sampler = split.DesiredSampler(plan.trajectory, split.state_arrays(names, self._actual())[0], start_s)
+        if plan.trajectory is not None:
+            names = list(plan.trajectory.joint_names)
+            plan.sampler = split.DesiredSampler(plan.trajectory, split.state_arrays(names, self._actual())[0],
+                                                start_s)
         with self.lock:
             self._dispatching += 1
         sends = []
@@ -365,6 +525,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             for sub in plan.subs:
                 sub.result_future = sub.handle.get_result_async()
                 sub.heard()
+            if plan.base_goal is not None:
+                plan.base_runs = self.base.start(plan.base_goal, start_s, self.base_sides, PREEMPTED)
             self.stop_active(PREEMPTED)
         except jtc.GoalRejected:
             raise
@@ -372,6 +534,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             self._cancel_and_wait([s for s in plan.subs if s.handle is not None], results=False, timeout=0.0)
             for _, future in sends:
                 future.add_done_callback(_cancel_when_accepted)
+            if plan.base_runs:
+                self.base.abort(plan.base_runs, 'the goal failed to start')
             raise
         finally:
             with self.lock:
@@ -428,7 +592,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             return None
         since = 'never received' if age == float('inf') else f'last one {age:.3f} s ago'
         return (f'its joint states stopped: {joint} {since} (joint_state_timeout {timeout:g} s, '
-                f'from {self.states.topics[source]})')
+                f'from {self.states.topic_of(source, joint)})')
 
     def _update_results(self, plan: TwinPlan) -> None:
         settings = self._settings()
@@ -464,22 +628,26 @@ def _cancel_when_accepted(future: Future) -> None:
 
 class JointStateCache:
     """The latest joint states of the robot ('real') and the sim ('sim'), and when each
-    joint's last state arrived (monotonic s), filled by a listener node on its own thread.
+    joint's last state arrived (monotonic s) and on which topic, filled by a listener node on
+    its own thread. Several topics of one source (the arm's and the hand's drivers) are
+    merged per joint: each joint has the state of the newest message naming it.
 
     Args:
-        topics: {'real': topic, 'sim': topic}, for messages.
+        topics: {'real': [topics], 'sim': [topics]}.
     """
 
-    def __init__(self, topics: dict[str, str]) -> None:
-        self.topics = dict(topics)
+    def __init__(self, topics: dict[str, list[str]]) -> None:
+        self.topics = {source: list(names) for source, names in topics.items()}
         self._lock = threading.Lock()
         self._states: dict[str, dict[str, tuple[float, float]]] = {'real': {}, 'sim': {}}
         self._received: dict[str, dict[str, float]] = {'real': {}, 'sim': {}}
+        self._topic_of: dict[str, dict[str, str]] = {'real': {}, 'sim': {}}
         self._turn = threading.Condition(self._lock)
         self._turns = 0
 
-    def on_message(self, source: str, msg: JointState) -> None:
-        """Subscription callback: store {joint: (position rad, velocity rad/s)} of ``msg``."""
+    def on_message(self, source: str, msg: JointState, topic: str = '') -> None:
+        """Subscription callback: store {joint: (position rad, velocity rad/s)} of ``msg``
+        (from ``topic`` of ``source``)."""
         now = time.monotonic()
         vel = list(msg.velocity)
         state = {n: (float(q), float(vel[i]) if i < len(vel) else float('nan'))
@@ -487,6 +655,7 @@ class JointStateCache:
         with self._lock:
             self._states[source].update(state)
             self._received[source].update(dict.fromkeys(state, now))
+            self._topic_of[source].update(dict.fromkeys(state, topic))
 
     def on_turn(self) -> None:
         """Timer callback of the listener: it is running (see :meth:`wait_for_turn`)."""
@@ -511,10 +680,75 @@ class JointStateCache:
         with self._lock:
             return split.oldest_state(self._received[source], joints, time.monotonic())
 
+    def topic_of(self, source: str, joint: str) -> str:
+        """The topic ``joint``'s newest ``source`` state came on (every topic of the source, joined,
+        if none has come)."""
+        with self._lock:
+            return self._topic_of[source].get(joint) or ', '.join(self.topics[source])
+
+
+class SpeedScaling:
+    """The arm's speed scaling (percent, std_msgs/Float64 as the UR driver's
+    ``speed_scaling_state_broadcaster`` publishes it at 10 Hz): the newest value, logged when
+    it changes by :data:`SPEED_SCALING_LOG_STEP` or more.
+
+    Args:
+        topic: where it comes from (for messages).
+        log: a logger.
+    """
+
+    def __init__(self, topic: str, log) -> None:
+        self.topic, self.log = topic, log
+        self._lock = threading.Lock()
+        self._value: float | None = None
+        self._logged: float | None = None
+
+    def on_message(self, msg: Float64) -> None:
+        value = float(msg.data)
+        with self._lock:
+            self._value = value
+            changed = self._logged is None or abs(value - self._logged) >= SPEED_SCALING_LOG_STEP
+            if changed:
+                self._logged = value
+        if changed:
+            self.log.info(f'arm speed scaling {value:g} % (from {self.topic})')
+
+    @property
+    def value(self) -> float | None:
+        """The newest speed scaling, percent (None before the first message)."""
+        with self._lock:
+            return self._value
+
+    def describe(self) -> str:
+        value = self.value
+        return f'unknown (nothing on {self.topic} yet)' if value is None else f'{value:g} %'
+
+    def warning(self) -> str | None:
+        """What a speed scaling below 100 % means for the twin, or None."""
+        value = self.value
+        if value is None or value >= 100.0 - 1e-9:
+            return None
+        return (f'arm speed scaling is {value:g} %: the real arm runs its trajectory slower than the sim, which '
+                f'does not scale; sim and robot drift apart in time')
+
+
+def load_limits(model_path: str, cell_config: str) -> dict[str, jtc.JointLimits]:
+    """The position limits of the twin's joints: ``model_path``'s MJCF, or when it is empty and
+    ``cell_config`` is set, the cell built from that cell YAML (``package://shadow_twin/...``
+    allowed), else the built-in hand. Raises ShadowTwinError (ConfigError, ModelError)."""
+    if not model_path and cell_config:
+        path = resolve_share_url(cell_config)
+        if not path.is_file():
+            raise ConfigError(f'cell_config {cell_config}: no such file ({path})')
+        model = compile_cell(build_cell_spec(CellConfig.from_yaml(path)))
+    else:
+        model = TwinModel(model_path or None).model
+    return jtc.joint_limits_from_model(model)
+
 
 class TwinServer(Node):
     """The twin's trajectory action server (see module doc). Raises ShadowTwinError/ConfigError
-    for a bad configuration (mode, controllers, model, constraints)."""
+    for a bad configuration (mode, controllers, model, constraints, base)."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
@@ -522,26 +756,38 @@ class TwinServer(Node):
         p = self._param
         self.mode = split.parse_mode(p('mode'))
         self.controllers = self._read_controllers()
-        self.limits = jtc.joint_limits_from_model(TwinModel(p('model_path') or None).model)
+        self.limits = load_limits(p('model_path'), p('cell_config'))
         self.joints = list(self.limits)
         bridge_params.declare(self, bridge_params.constraint_specs(
             self.joints, bridge_params.load_constraints(p('constraints_file'))))
+        self.base_enabled = bool(p('base.enabled'))
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(lambda _: self._refresh())
 
-        self.joint_states = JointStateCache({'real': p('real_joint_states_topic'),
-                                             'sim': p('sim_joint_states_topic')})
+        self.joint_states = JointStateCache({'real': self._real_topics(), 'sim': [p('sim_joint_states_topic')]})
         # Joint states arrive at 2 x 250 Hz: a MultiThreadedExecutor spends most of a core on
         # them (and delays the action traffic), so a helper node on its own single-threaded
         # executor takes them.
         self._listener = Node(f'{self.get_name()}_states', namespace=self.get_namespace(), context=self.context,
                               use_global_arguments=False, start_parameter_services=False)
         qos = QoSProfile(depth=10)
-        for source, topic in self.joint_states.topics.items():
-            self._listener.create_subscription(JointState, topic,
-                                               lambda m, source=source: self.joint_states.on_message(source, m), qos)
+        for source, topics in self.joint_states.topics.items():
+            for topic in topics:
+                self._listener.create_subscription(
+                    JointState, topic, lambda m, source=source, topic=topic: self.joint_states.on_message(
+                        source, m, topic), qos)
         self._listener.create_timer(LISTENER_TURN_PERIOD, self.joint_states.on_turn)
+        self.speed_scaling = None
+        if p('speed_scaling_topic'):
+            self.speed_scaling = SpeedScaling(p('speed_scaling_topic'), self.get_logger())
+            self._listener.create_subscription(Float64, p('speed_scaling_topic'), self.speed_scaling.on_message, qos)
         self._listener_spinner = BackgroundSpinner([self._listener], 'joint state listener')
+        self.base = None
+        if self.base_enabled:
+            topics = {side: read_base_topics(p, side) for side in split.base_sides(self.mode)}
+            self.base = BaseDriver(self.context, f'{self.get_name()}_base', self.get_namespace(), topics,
+                                   settings=lambda: self._settings['base'],
+                                   now=lambda: from_nanoseconds(self.get_clock().now().nanoseconds))
         action_names: dict[str, str] = {}
         if self.mode in ('sim', 'both'):
             action_names[split.SIM] = p('sim_action')
@@ -549,12 +795,25 @@ class TwinServer(Node):
             action_names.update((c.name, c.action) for c in self.controllers)
         self.trajectories = TwinTrajectoryServer(self, p('action_name'), self.mode, self.controllers, self.limits,
                                                  action_names, settings=lambda: self._settings,
-                                                 joint_states=self.joint_states)
+                                                 joint_states=self.joint_states, base=self.base,
+                                                 speed_scaling=self.speed_scaling)
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
+        base = 'none'
+        if self.base is not None:
+            base = (f'joint {self._settings["base"].joint_name} in {self._settings["base"].frame}: '
+                    + '; '.join(self.base.describe(side) for side in self.base.endpoints))
         self.get_logger().info(f'serving {p("action_name")}, mode {self.mode}; real controllers: {real or "none"}; '
-                               f'sim: {p("sim_action")}')
+                               f'sim: {p("sim_action")}; real joint states: '
+                               f'{", ".join(self.joint_states.topics["real"])}; base: {base}')
+
+    @property
+    def speed_scaling_percent(self) -> float | None:
+        """The arm's newest speed scaling, percent (None when not followed or not heard yet)."""
+        return None if self.speed_scaling is None else self.speed_scaling.value
 
     def destroy_node(self) -> None:
+        if self.base is not None:
+            self.base.shutdown()
         self._listener_spinner.shutdown()
         self._listener.destroy_node()
         super().destroy_node()
@@ -562,6 +821,19 @@ class TwinServer(Node):
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
+
+    def _real_topics(self) -> list[str]:
+        """The robot's JointState topics: ``real_joint_states_topic`` if set (deprecated), else
+        ``real_joint_states_topics``. Raises ConfigError when there is none."""
+        single = str(self._param('real_joint_states_topic') or '').strip()
+        if single:
+            self.get_logger().warning('real_joint_states_topic is deprecated: use real_joint_states_topics '
+                                      f'(a list); using {single} alone')
+            return [single]
+        topics = [str(t).strip() for t in self._param('real_joint_states_topics') or [] if str(t).strip()]
+        if not topics:
+            raise ConfigError('real_joint_states_topics is empty: name the JointState topic(s) of the robot')
+        return list(dict.fromkeys(topics))
 
     def _read_controllers(self) -> list[split.ControllerSpec]:
         names = self.declare_parameter('real_controllers', ['hand', 'arm']).value or []
@@ -585,6 +857,7 @@ class TwinServer(Node):
             'start_lead_per_point': float(p('start_lead_per_point')),
             'joint_state_timeout': float(p('joint_state_timeout')),
             'feedback_timeout': float(p('feedback_timeout')),
+            'base': read_base_settings(p) if self.base_enabled else None,
         }
 
     def _refresh(self) -> None:

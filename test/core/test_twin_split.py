@@ -148,3 +148,17 @@ def test_decide_aborts_on_own_violation_or_a_failed_controller():
     vendor = split.ControllerResult(aborted, -42, 'own code')   # a code control_msgs does not define
     assert split.decide(RUNNING, False, {'arm': vendor}) == (
         aborted, -42, 'arm controller goal aborted (-42): own code')
+
+
+def test_base_sides_follow_the_mode():
+    assert split.base_sides('both') == ['real', 'sim']
+    assert split.base_sides('real') == ['real'] and split.base_sides('sim') == ['sim']
+
+
+def test_goal_stamp_joins_the_joint_and_base_parts():
+    assert split.goal_stamp(None, None) == 0.0
+    assert split.goal_stamp(0.0, 12.5) == 12.5 and split.goal_stamp(12.5, None) == 12.5
+    assert split.goal_stamp(12.5, 12.5 + 1e-7) == 12.5
+    with pytest.raises(jtc.GoalRejected, match='different times') as rejected:
+        split.goal_stamp(12.5, 13.0)
+    assert rejected.value.error_code == jtc.INVALID_GOAL

@@ -1,0 +1,420 @@
+"""Integration tests of the twin for the cell (hand on a UR5 on a MiR250): real processes over DDS.
+
+Five processes on a ROS domain private to this test run: the sim bridge running the cell MJCF
+(written to tmp by ``shadow_twin.model.cell.write_cell_mjcf``), the mock UR
+(config/mock_ur.yaml: /joint_states, the scaled joint trajectory controller's action), the
+mock hand (config/mock_hardware.yaml with its joint states on /rh/joint_states: the twin merges
+two real joint state topics), the mock MiR (config/mock_mir.yaml: TwistStamped on /cmd_vel,
+Odometry on /odom) and the twin server with config/twin_cell.yaml. Goals go to
+/twin/follow_joint_trajectory: arm and hand joints in ``trajectory``, the base as MoveIt's
+planar ``virtual_joint`` in ``multi_dof_trajectory`` (poses in ``odom``). The last two tests
+stop the mock UR and the mock MiR. Skipped without rclpy or control_msgs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / 'config'
+TWIN_ACTION = '/twin/follow_joint_trajectory'
+UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+HAND_ACTION = '/rh_trajectory_controller/follow_joint_trajectory'
+START_TIMEOUT = 60.0
+ARM = {'shoulder_pan_joint': 0.4, 'shoulder_lift_joint': -0.4, 'elbow_joint': 0.5, 'wrist_1_joint': -0.3,
+       'wrist_2_joint': 0.3, 'wrist_3_joint': 0.5}
+HAND = {'rh_FFJ3': 1.0, 'rh_MFJ3': 0.8, 'rh_WRJ1': -0.3}
+JOINT_TOLERANCE = 0.05     # rad
+BASE_POSITION_TOLERANCE = 0.05    # m
+BASE_YAW_TOLERANCE = 0.05         # rad
+#: End pose errors of the base goals, for the report: {goal: {side: (position m, yaw rad)}}.
+END_ERRORS: dict = {}
+
+
+# ------------------------------------------------------------------------------------ helpers
+def send(client, goal, feedback=None):
+    from control_msgs.action import FollowJointTrajectory
+    return client.send_goal(FollowJointTrajectory, TWIN_ACTION, goal, feedback=feedback, timeout=15.0)
+
+
+def result_of(client, handle, timeout: float = 30.0):
+    response = client.wait_future(handle.get_result_async(), timeout)
+    return response.status, response.result
+
+
+def positions(msg, names) -> np.ndarray:
+    index = {n: k for k, n in enumerate(msg.name)}
+    return np.array([msg.position[index[n]] for n in names])
+
+
+def pose_of(odom) -> tuple[float, float, float]:
+    """(x m, y m, yaw rad) of a nav_msgs/Odometry."""
+    p, q = odom.pose.pose.position, odom.pose.pose.orientation
+    return (p.x, p.y, math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z)))
+
+
+def pose_error(pose, target) -> tuple[float, float]:
+    """(position error m, |yaw error| rad)."""
+    yaw = (pose[2] - target[2] + math.pi) % (2 * math.pi) - math.pi
+    return math.hypot(pose[0] - target[0], pose[1] - target[1]), abs(yaw)
+
+
+def smooth(tau: float) -> tuple[float, float]:
+    """Quintic blend s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5 and ds/dtau (0 and 1 at rest)."""
+    return 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5, 30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4
+
+
+def straight(length: float):
+    """Relative path: ``length`` m ahead. f(s, ds) -> (x, y, yaw, dx, dy, dyaw) per unit of s."""
+    return lambda s, ds: (length * s, 0.0, 0.0, length * ds, 0.0, 0.0)
+
+
+def left_arc(radius: float, angle: float):
+    """Relative path: a left arc of ``radius`` m turning ``angle`` rad."""
+    def f(s, ds):
+        th, dth = angle * s, angle * ds
+        return (radius * math.sin(th), radius * (1 - math.cos(th)), th,
+                radius * math.cos(th) * dth, radius * math.sin(th) * dth, dth)
+    return f
+
+
+def base_points(start, path, duration: float, dt: float = 0.1) -> list[tuple]:
+    """Points (t, x, y, yaw, x_dot, y_dot, yaw_rate) in odom of ``path`` driven from ``start``
+    (x, y, yaw) in ``duration`` s with a quintic time law, every ``dt`` s from t = 0."""
+    x0, y0, yaw0 = start
+    c, s_ = math.cos(yaw0), math.sin(yaw0)
+    out = []
+    for t in np.linspace(0.0, duration, int(round(duration / dt)) + 1):
+        s, ds = smooth(t / duration)
+        x, y, yaw, dx, dy, dyaw = path(s, ds / duration)
+        out.append((float(t), x0 + c * x - s_ * y, y0 + s_ * x + c * y, yaw0 + yaw, c * dx - s_ * dy,
+                    s_ * dx + c * dy, dyaw))
+    return out
+
+
+def make_goal(joints: dict[str, float] | None = None, joint_seconds: float = 2.0, base: list[tuple] | None = None,
+              frame: str = 'odom', base_joint: str = 'virtual_joint'):
+    """A FollowJointTrajectory goal: ``joints`` {name: rad} reached in ``joint_seconds`` (goal
+    tolerance 0.05 rad each) and/or the base ``points`` (see :func:`base_points`; 4 or 7 values)."""
+    from control_msgs.action import FollowJointTrajectory
+    from control_msgs.msg import JointTolerance
+    from geometry_msgs.msg import Transform, Twist
+    from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg
+    goal = FollowJointTrajectory.Goal()
+    if joints:
+        goal.trajectory.joint_names = list(joints)
+        goal.trajectory.points = [JointTrajectoryPoint(positions=[float(v) for v in joints.values()],
+                                                       time_from_start=duration_msg(joint_seconds))]
+        goal.goal_tolerance = [JointTolerance(name=j, position=JOINT_TOLERANCE) for j in joints]
+    if base:
+        goal.multi_dof_trajectory.header.frame_id = frame
+        goal.multi_dof_trajectory.joint_names = [base_joint]
+        for point in base:
+            t, x, y, yaw = point[:4]
+            transform = Transform()
+            transform.translation.x, transform.translation.y = float(x), float(y)
+            transform.rotation.z, transform.rotation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+            msg = MultiDOFJointTrajectoryPoint(transforms=[transform], time_from_start=duration_msg(t))
+            if len(point) == 7:
+                twist = Twist()
+                twist.linear.x, twist.linear.y, twist.angular.z = (float(v) for v in point[4:])
+                msg.velocities = [twist]
+            goal.multi_dof_trajectory.points.append(msg)
+    return goal
+
+
+def wait_quiet(helpers, recorders, quiet: float = 0.5, timeout: float = 5.0) -> None:
+    """Wait until none of ``recorders`` has received anything for ``quiet`` s."""
+    def silent():
+        return all(not r.since(time.monotonic() - quiet) for r in recorders)
+    assert helpers.wait_until(silent, timeout, interval=0.05), 'commands still flowing'
+
+
+def wait_joints_rest(helpers, recorders, names, timeout: float = 5.0, speed: float = 2e-3) -> None:
+    """Wait until the joints ``names`` (those each recorder has) move slower than ``speed`` rad/s."""
+    def resting():
+        for r in recorders:
+            msg = r.last()
+            if any(abs(v) >= speed for n, v in zip(msg.name, msg.velocity) if n in names):
+                return False
+        return True
+    assert helpers.wait_until(resting, timeout), 'the joints did not come to rest'
+
+
+def wait_base_rest(helpers, odoms, timeout: float = 5.0, speed: float = 0.01) -> None:
+    def resting():
+        return all(abs(o.last().twist.twist.linear.x) < speed and abs(o.last().twist.twist.angular.z) < speed
+                   for o in odoms)
+    assert helpers.wait_until(resting, timeout), 'the bases did not come to rest'
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope='module')
+def topics(ros):
+    """Recorders: arm (/joint_states), hand (/rh/joint_states), sim (/sim/joint_states), odom,
+    sim_odom, cmd_vel, sim_cmd_vel, and the action status of the UR and hand controllers."""
+    from action_msgs.msg import GoalStatusArray
+    from geometry_msgs.msg import TwistStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    _, client = ros
+    return {'arm': client.record(JointState, '/joint_states', depth=10),
+            'hand': client.record(JointState, '/rh/joint_states', depth=10),
+            'sim': client.record(JointState, '/sim/joint_states', depth=10),
+            'odom': client.record(Odometry, '/odom', depth=50),
+            'sim_odom': client.record(Odometry, '/sim/odom', depth=50),
+            'cmd_vel': client.record(TwistStamped, '/cmd_vel', depth=100),
+            'sim_cmd_vel': client.record(TwistStamped, '/sim/cmd_vel', depth=100),
+            'ur_status': client.record(GoalStatusArray, f'{UR_ACTION}/_action/status', depth=50),
+            'hand_status': client.record(GoalStatusArray, f'{HAND_ACTION}/_action/status', depth=50)}
+
+
+@pytest.fixture(scope='module')
+def cell(ros, topics, tmp_path_factory):
+    """The five processes; yields {name: process}."""
+    from control_msgs.action import FollowJointTrajectory
+
+    from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+    helpers, client = ros
+    folder = tmp_path_factory.mktemp('twin_cell')
+    cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
+    procs = {
+        'sim': helpers.NodeProcess('mujoco_bridge.main', [
+            '--params-file', str(CONFIG / 'mujoco_bridge.yaml'), '-p', f'model_path:={cell_xml}',
+            '-p', 'gains_file:=package://shadow_twin/config/controllers/cell.yaml'], folder / 'sim.log'),
+        'ur': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_ur', '--params-file',
+                                                         str(CONFIG / 'mock_ur.yaml')], folder / 'ur.log'),
+        'hand': helpers.NodeProcess('mujoco_bridge.main', [
+            '-r', '__node:=mock_hardware', '--params-file', str(CONFIG / 'mock_hardware.yaml'),
+            '-p', 'joint_states_topic:=/rh/joint_states'], folder / 'hand.log'),
+        'mir': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_mir', '--params-file',
+                                                          str(CONFIG / 'mock_mir.yaml')], folder / 'mir.log'),
+        'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin_cell.yaml')],
+                                    folder / 'twin.log'),
+    }
+
+    def fail(what: str):
+        for p in procs.values():
+            p.stop()
+        pytest.fail(f'{what}:\n' + '\n'.join(f'--- {n}\n{p.output()[-3000:]}' for n, p in procs.items()))
+
+    flowing = [topics[k] for k in ('arm', 'hand', 'sim', 'odom', 'sim_odom')]
+    if not helpers.wait_until(lambda: all(r.count() for r in flowing) or not all(p.alive() for p in procs.values()),
+                              START_TIMEOUT) or not all(p.alive() for p in procs.values()):
+        fail('the cell did not start')
+    try:
+        client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+    except TimeoutError:
+        fail(f'no action server {TWIN_ACTION}')
+    # the twin's listeners have subscribed (this client is one more) and its base publishers are matched
+    wanted = {'/joint_states': 2, '/rh/joint_states': 2, '/sim/joint_states': 2, '/odom': 2, '/sim/odom': 2}
+    node = client.node
+    if not helpers.wait_until(lambda: all(node.count_subscribers(t) >= n for t, n in wanted.items())
+                              and node.count_publishers('/cmd_vel') >= 1 and node.count_publishers('/sim/cmd_vel') >= 1,
+                              START_TIMEOUT):
+        fail('the twin did not subscribe to the joint states and odometry')
+    wait_base_rest(helpers, [topics['odom'], topics['sim_odom']], timeout=10.0)
+    time.sleep(0.3)
+    yield procs
+    statuses = {name: p.stop() for name, p in procs.items()}
+    assert statuses == dict.fromkeys(procs, 0), {n: p.output()[-2000:] for n, p in procs.items()}
+    if END_ERRORS:
+        print('\nbase end pose errors (position m, yaw rad):', END_ERRORS)
+
+
+# ------------------------------------------------------------------------------------- tests
+def test_arm_and_hand_goal_reaches_the_target_on_robot_and_sim(ros, cell, topics):
+    from action_msgs.msg import GoalStatus
+    _, client = ros
+    target = {**ARM, **HAND}
+    feedback = []
+    handle = send(client, make_goal(target, 2.0), feedback=feedback.append)
+    assert handle.accepted, cell['twin'].output()[-3000:]
+    status, result = result_of(client, handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+    assert 'ur_arm' in result.error_string and 'hand' in result.error_string, result.error_string
+    np.testing.assert_allclose(positions(topics['arm'].last(), list(ARM)), list(ARM.values()), atol=JOINT_TOLERANCE)
+    np.testing.assert_allclose(positions(topics['hand'].last(), list(HAND)), list(HAND.values()),
+                               atol=JOINT_TOLERANCE)
+    np.testing.assert_allclose(positions(topics['sim'].last(), list(target)), list(target.values()),
+                               atol=JOINT_TOLERANCE)
+    # feedback: joints of two real sources merged in one "actual"
+    fb = feedback[-1].feedback
+    assert list(fb.joint_names) == list(target) and len(fb.actual.positions) == len(target)
+    assert not fb.multi_dof_joint_names
+    # the arm's speed scaling (mock UR: 100 %) is followed and logged
+    assert 'arm speed scaling 100 %' in cell['twin'].output()
+
+
+@pytest.mark.parametrize('name, path, duration', [('straight 1 m in 5 s', straight(1.0), 5.0),
+                                                  ('quarter arc r 1 m in 8 s', left_arc(1.0, math.pi / 2), 8.0)])
+def test_base_goal_ends_at_the_target_on_mir_and_sim(ros, cell, topics, name, path, duration):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    odoms = {'mock': topics['odom'], 'sim': topics['sim_odom']}
+    wait_base_rest(helpers, odoms.values())
+    start = pose_of(odoms['mock'].last())
+    points = base_points(start, path, duration)
+    target = points[-1][1:4]
+    feedback = []
+    handle = send(client, make_goal(base=points), feedback=feedback.append)
+    assert handle.accepted, cell['twin'].output()[-3000:]
+    status, result = result_of(client, handle, timeout=duration + 15.0)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+    assert 'base' in result.error_string and 'sim base' in result.error_string, result.error_string
+    wait_base_rest(helpers, odoms.values())
+    errors = {side: pose_error(pose_of(o.last()), target) for side, o in odoms.items()}
+    END_ERRORS[name] = {side: (round(float(e[0]), 4), round(float(e[1]), 4)) for side, e in errors.items()}
+    print(f'\n{name}: end pose errors (m, rad): {END_ERRORS[name]}')
+    for side, (position, yaw) in errors.items():
+        assert position < BASE_POSITION_TOLERANCE and yaw < BASE_YAW_TOLERANCE, (side, errors)
+    # feedback carries the base as MoveIt reads it; error = desired - actual
+    fb = feedback[-1].feedback
+    assert list(fb.multi_dof_joint_names) == ['virtual_joint'] and not fb.joint_names
+    desired, actual, error = (p.transforms[0].translation for p in (fb.multi_dof_desired, fb.multi_dof_actual,
+                                                                     fb.multi_dof_error))
+    assert (desired.x, desired.y) == pytest.approx(target[:2], abs=1e-6)
+    assert error.x == pytest.approx(desired.x - actual.x, abs=1e-9)
+    assert len(feedback) > 20 * duration
+
+
+def bad_base_goals(start) -> dict:
+    x, y, yaw = start
+    good = [(0.0, x, y, yaw), (2.0, x + 0.3, y, yaw)]
+    nan = [list(p) for p in good]
+    nan[1][1] = float('nan')
+    return {'NaN': make_goal(base=nan),
+            'non-increasing time': make_goal(base=[good[0], (1.0, x + 0.1, y, yaw), (1.0, x + 0.2, y, yaw)]),
+            'speed over 2 m/s': make_goal(base=[(0.0, x, y, yaw), (0.4, x + 1.0, y, yaw)]),
+            'frame not odom': make_goal(base=good, frame='map'),
+            'unknown joint': make_goal(base=good, base_joint='base_joint')}
+
+
+def test_bad_base_goals_are_rejected_and_nothing_moves(ros, cell, topics):
+    helpers, client = ros
+    odoms = [topics['odom'], topics['sim_odom']]
+    commands = [topics['cmd_vel'], topics['sim_cmd_vel']]
+    wait_base_rest(helpers, odoms)
+    wait_quiet(helpers, commands)
+    before = [pose_of(o.last()) for o in odoms]
+    since = time.monotonic()
+    for name, goal in bad_base_goals(before[0]).items():
+        handle = send(client, goal)
+        assert not handle.accepted, name
+    # with arm joints too: the whole goal is rejected, the arm does not move
+    arm_before = positions(topics['arm'].last(), list(ARM))
+    handle = send(client, make_goal({'shoulder_pan_joint': 0.0}, 1.0, base=[(0.0, *before[0]), (0.2, 5.0, 0.0, 0.0)]))
+    assert not handle.accepted
+    time.sleep(0.5)
+    assert not topics['cmd_vel'].since(since) and not topics['sim_cmd_vel'].since(since), 'a TwistStamped was sent'
+    for odom, pose in zip(odoms, before):
+        assert pose_error(pose_of(odom.last()), pose)[0] < 1e-3 and pose_error(pose_of(odom.last()), pose)[1] < 1e-3
+    np.testing.assert_allclose(positions(topics['arm'].last(), list(ARM)), arm_before, atol=2e-3)
+    log = cell['twin'].output()
+    for reason in ('is nan (NaN or inf)', 'not strictly increasing', 'above the limit 2 m/s', "it must be in 'odom'",
+                   "the base follows only the planar joint 'virtual_joint'"):
+        assert reason in log, reason
+
+
+def test_cancel_stops_arm_hand_and_both_bases(ros, cell, topics):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    odoms = [topics['odom'], topics['sim_odom']]
+    wait_base_rest(helpers, odoms)
+    start = pose_of(topics['odom'].last())
+    joints = {'shoulder_pan_joint': -0.3, 'elbow_joint': 1.2, 'rh_FFJ3': 0.2, 'rh_MFJ3': 0.2}
+    topics['ur_status'].clear()
+    topics['hand_status'].clear()
+    handle = send(client, make_goal(joints, 4.0, base=base_points(start, straight(1.0), 5.0)))
+    assert handle.accepted, cell['twin'].output()[-3000:]
+    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) > 0.1 for o in odoms), 4.0), \
+        'the bases did not start moving'
+    canceled_at = time.monotonic()
+    client.wait_future(handle.cancel_goal_async(), 5.0)
+    status, result = result_of(client, handle)
+    assert status == GoalStatus.STATUS_CANCELED, result.error_string
+    for part in ('ur_arm', 'hand', 'sim', 'base', 'sim base'):
+        assert part in result.error_string, result.error_string
+    # both bases stopped within 1 s of the cancel
+    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) < 0.02
+                                          and abs(o.last().twist.twist.angular.z) < 0.02 for o in odoms),
+                              max(0.0, canceled_at + 1.0 - time.monotonic())), \
+        [(o.last().twist.twist.linear.x, o.last().twist.twist.angular.z) for o in odoms]
+    # the arm and hand controllers' goals were canceled
+    for key in ('ur_status', 'hand_status'):
+        assert helpers.wait_until(lambda: any(s.status == GoalStatus.STATUS_CANCELED
+                                              for m in [topics[key].last()] if m is not None for s in m.status_list),
+                                  3.0), f'{key}: {topics[key].last()}'
+    # and nothing is sent to the bases once they have stopped
+    wait_quiet(helpers, [topics['cmd_vel'], topics['sim_cmd_vel']])
+
+
+def test_a_joint_goal_preempting_a_base_goal_stops_both_bases(ros, cell, topics):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    odoms = [topics['odom'], topics['sim_odom']]
+    wait_base_rest(helpers, odoms)
+    start = pose_of(topics['odom'].last())
+    first = send(client, make_goal(base=base_points(start, left_arc(1.0, -math.pi / 4), 5.0)))
+    assert first.accepted, cell['twin'].output()[-3000:]
+    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) > 0.1 for o in odoms), 4.0), \
+        'the bases did not start moving'
+    second = send(client, make_goal({'rh_FFJ3': 0.6}, 0.5))
+    assert second.accepted, cell['twin'].output()[-3000:]
+    preempted_at = time.monotonic()
+    status, result = result_of(client, first)
+    assert status == GoalStatus.STATUS_ABORTED and 'preempted by a new goal' in result.error_string, \
+        result.error_string
+    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) < 0.02
+                                          and abs(o.last().twist.twist.angular.z) < 0.02 for o in odoms),
+                              max(0.0, preempted_at + 1.0 - time.monotonic())), \
+        [(o.last().twist.twist.linear.x, o.last().twist.twist.angular.z) for o in odoms]
+    status, result = result_of(client, second)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+
+
+def test_arm_driver_missing_rejects_an_arm_goal_and_nothing_moves(ros, cell, topics):
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    assert cell['ur'].stop() == 0
+    assert helpers.wait_until(lambda: not topics['arm'].since(time.monotonic() - 0.5), 5.0)
+    wait_joints_rest(helpers, [topics['hand'], topics['sim']], {*ARM, *HAND})
+    sim_before = positions(topics['sim'].last(), list(ARM))
+    hand_before = positions(topics['hand'].last(), list(HAND))
+    since = time.monotonic()
+    handle = send(client, make_goal({**ARM, 'rh_FFJ3': 0.3}, 1.0))
+    assert not handle.accepted
+    log = cell['twin'].output()
+    assert f'ur_arm controller ({UR_ACTION}) is gone: its joint states stopped' in log, log[-3000:]
+    assert 'from /joint_states' in log
+    time.sleep(0.5)
+    np.testing.assert_allclose(positions(topics['sim'].last(), list(ARM)), sim_before, atol=2e-3)
+    np.testing.assert_allclose(positions(topics['hand'].last(), list(HAND)), hand_before, atol=2e-3)
+    assert not topics['cmd_vel'].since(since) and not topics['sim_cmd_vel'].since(since)
+    # the hand alone still goes (the hand driver is there)
+    handle = send(client, make_goal({'rh_FFJ3': 0.4}, 0.5))
+    assert handle.accepted, cell['twin'].output()[-3000:]
+    assert result_of(client, handle)[0] == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_mir_bridge_missing_rejects_a_base_goal(ros, cell, topics):
+    helpers, client = ros
+    assert cell['mir'].stop() == 0
+    assert helpers.wait_until(lambda: not topics['odom'].since(time.monotonic() - 0.7), 5.0)
+    sim_before = pose_of(topics['sim_odom'].last())
+    since = time.monotonic()
+    handle = send(client, make_goal(base=base_points(sim_before, straight(0.5), 3.0)))
+    assert not handle.accepted
+    log = cell['twin'].output()
+    assert 'real base (TwistStamped on /cmd_vel, odometry on /odom) is missing: no fresh odometry on /odom' in log, \
+        log[-3000:]
+    time.sleep(0.5)
+    assert pose_error(pose_of(topics['sim_odom'].last()), sim_before)[0] < 1e-3
+    assert not topics['sim_cmd_vel'].since(since)
