@@ -106,7 +106,6 @@ together: ``shadow-twin up``.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -123,13 +122,11 @@ from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
-from shadow_twin.common.paths import resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.cell import CellConfig, build_cell_spec, compile_cell
-from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.cell import UR5_JOINTS
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.action_server import (PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, feedback_message,
@@ -138,6 +135,7 @@ from shadow_twin.ros.base_driver import (BASE_SPECS, BaseDriver, BaseGoal, BaseR
                                          has_base_part, read_base_settings, read_base_topics)
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
 from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
+from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
 
 NODE_NAME = 'shadow_twin'
 #: Seconds before the common start by which every controller must have accepted its part
@@ -151,15 +149,11 @@ ANSWER_TIMEOUT = 3.0
 #: that those cancels cannot reach a controller after (and so cancel) the new goal's.
 HANDOVER_TIMEOUT = 2 * ANSWER_TIMEOUT
 EXECUTOR_THREADS = 6
-#: A speed scaling change (percentage points) that is logged.
-SPEED_SCALING_LOG_STEP = 1.0
-UR5_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
-              'wrist_3_joint']
 UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
 DEFAULT_CONTROLLERS = {
     'hand': {'action': '/rh_trajectory_controller/follow_joint_trajectory', 'joints': ['rh_*']},
-    'arm': {'action': UR_ACTION, 'joints': UR5_JOINTS},
-    'ur_arm': {'action': UR_ACTION, 'joints': UR5_JOINTS},
+    'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
+    'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
 }
 _NAMES = {'model_path', 'velocity_limits', 'allow_partial_joints_goal', 'feedback_rate', 'constraints_file'}
 Spec = bridge_params.Spec
@@ -624,126 +618,6 @@ def _cancel_when_accepted(future: Future) -> None:
         return
     if handle is not None and handle.accepted:
         handle.cancel_goal_async()
-
-
-class JointStateCache:
-    """The latest joint states of the robot ('real') and the sim ('sim'), and when each
-    joint's last state arrived (monotonic s) and on which topic, filled by a listener node on
-    its own thread. Several topics of one source (the arm's and the hand's drivers) are
-    merged per joint: each joint has the state of the newest message naming it.
-
-    Args:
-        topics: {'real': [topics], 'sim': [topics]}.
-    """
-
-    def __init__(self, topics: dict[str, list[str]]) -> None:
-        self.topics = {source: list(names) for source, names in topics.items()}
-        self._lock = threading.Lock()
-        self._states: dict[str, dict[str, tuple[float, float]]] = {'real': {}, 'sim': {}}
-        self._received: dict[str, dict[str, float]] = {'real': {}, 'sim': {}}
-        self._topic_of: dict[str, dict[str, str]] = {'real': {}, 'sim': {}}
-        self._turn = threading.Condition(self._lock)
-        self._turns = 0
-
-    def on_message(self, source: str, msg: JointState, topic: str = '') -> None:
-        """Subscription callback: store {joint: (position rad, velocity rad/s)} of ``msg``
-        (from ``topic`` of ``source``)."""
-        now = time.monotonic()
-        vel = list(msg.velocity)
-        state = {n: (float(q), float(vel[i]) if i < len(vel) else float('nan'))
-                 for i, (n, q) in enumerate(zip(msg.name, msg.position))}
-        with self._lock:
-            self._states[source].update(state)
-            self._received[source].update(dict.fromkeys(state, now))
-            self._topic_of[source].update(dict.fromkeys(state, topic))
-
-    def on_turn(self) -> None:
-        """Timer callback of the listener: it is running (see :meth:`wait_for_turn`)."""
-        with self._turn:
-            self._turns += 1
-            self._turn.notify_all()
-
-    def wait_for_turn(self, timeout: float) -> bool:
-        """Wait until the listener has been through two more rounds of its executor (so it has
-        taken what had arrived before the call); True if it did within ``timeout`` s."""
-        with self._turn:
-            seen = self._turns
-            return self._turn.wait_for(lambda: self._turns > seen + 1, timeout)
-
-    def get(self, source: str) -> dict[str, tuple[float, float]]:
-        """{joint: (position rad, velocity rad/s)} of ``source`` ('real' or 'sim')."""
-        with self._lock:
-            return dict(self._states[source])
-
-    def oldest(self, source: str, joints: list[str]) -> tuple[str, float]:
-        """The joint of ``joints`` with the oldest ``source`` state and its age, s (inf if never)."""
-        with self._lock:
-            return split.oldest_state(self._received[source], joints, time.monotonic())
-
-    def topic_of(self, source: str, joint: str) -> str:
-        """The topic ``joint``'s newest ``source`` state came on (every topic of the source, joined,
-        if none has come)."""
-        with self._lock:
-            return self._topic_of[source].get(joint) or ', '.join(self.topics[source])
-
-
-class SpeedScaling:
-    """The arm's speed scaling (percent, std_msgs/Float64 as the UR driver's
-    ``speed_scaling_state_broadcaster`` publishes it at 10 Hz): the newest value, logged when
-    it changes by :data:`SPEED_SCALING_LOG_STEP` or more.
-
-    Args:
-        topic: where it comes from (for messages).
-        log: a logger.
-    """
-
-    def __init__(self, topic: str, log) -> None:
-        self.topic, self.log = topic, log
-        self._lock = threading.Lock()
-        self._value: float | None = None
-        self._logged: float | None = None
-
-    def on_message(self, msg: Float64) -> None:
-        value = float(msg.data)
-        with self._lock:
-            self._value = value
-            changed = self._logged is None or abs(value - self._logged) >= SPEED_SCALING_LOG_STEP
-            if changed:
-                self._logged = value
-        if changed:
-            self.log.info(f'arm speed scaling {value:g} % (from {self.topic})')
-
-    @property
-    def value(self) -> float | None:
-        """The newest speed scaling, percent (None before the first message)."""
-        with self._lock:
-            return self._value
-
-    def describe(self) -> str:
-        value = self.value
-        return f'unknown (nothing on {self.topic} yet)' if value is None else f'{value:g} %'
-
-    def warning(self) -> str | None:
-        """What a speed scaling below 100 % means for the twin, or None."""
-        value = self.value
-        if value is None or value >= 100.0 - 1e-9:
-            return None
-        return (f'arm speed scaling is {value:g} %: the real arm runs its trajectory slower than the sim, which '
-                f'does not scale; sim and robot drift apart in time')
-
-
-def load_limits(model_path: str, cell_config: str) -> dict[str, jtc.JointLimits]:
-    """The position limits of the twin's joints: ``model_path``'s MJCF, or when it is empty and
-    ``cell_config`` is set, the cell built from that cell YAML (``package://shadow_twin/...``
-    allowed), else the built-in hand. Raises ShadowTwinError (ConfigError, ModelError)."""
-    if not model_path and cell_config:
-        path = resolve_share_url(cell_config)
-        if not path.is_file():
-            raise ConfigError(f'cell_config {cell_config}: no such file ({path})')
-        model = compile_cell(build_cell_spec(CellConfig.from_yaml(path)))
-    else:
-        model = TwinModel(model_path or None).model
-    return jtc.joint_limits_from_model(model)
 
 
 class TwinServer(Node):
