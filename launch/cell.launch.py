@@ -71,8 +71,8 @@ def _cell_nodes(context: LaunchContext) -> list:
              parameters=[LaunchConfiguration('config'), {'mode': mode}], on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
              parameters=[config_file('twin_monitor_cell.yaml')], on_exit=stop_all),
-        ExecuteProcess(cmd=[ExecutableInPackage('shadow-twin', PACKAGE), 'rqt'], name='rqt', output='screen',
-                       condition=rqt),
+        ExecuteProcess(cmd=[ExecutableInPackage('shadow-twin', PACKAGE), 'rqt', '--cell'], name='rqt',
+                       output='screen', condition=rqt),
     ]
 
 

@@ -178,7 +178,7 @@ def ros(request):
 #: Modules whose tests start ROS 2 processes, and modules that take minutes (see setup.cfg markers).
 ROS_DIRS = ('ros', 'launch', 'rqt')
 ROS_MODULES = ('test_demo',)
-SLOW_MODULES = ('test_demo', 'test_calibration_node', 'test_calibration', 'test_launch', 'test_rqt')
+SLOW_MODULES = ('test_demo', 'test_calibration_node', 'test_calibration', 'test_launch', 'test_rqt', 'test_rqt_cell')
 
 
 def pytest_collection_modifyitems(items):

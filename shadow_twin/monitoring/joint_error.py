@@ -6,23 +6,28 @@
   bounded in age and length; :meth:`JointStateHistory.at` interpolates positions
   and velocities linearly at a time ``t``.
 * :func:`joint_error`: sim minus real for the joints in both samples, in the
-  real sample's joint order.
+  real sample's joint order; :func:`merge_errors`: the errors of several real
+  streams in one; :func:`aligned`: which real sample to compare next, and the sim
+  interpolated at its stamp.
 * :class:`ErrorWindow`: per joint, over the last ``window`` s of errors: RMS of
   the position error (rad) and of the velocity error (rad/s), max |position
   error| (rad) and the sample count.
 * :class:`Thresholds`: warn / error levels (rad, RMS position error), a default
   pair and per-joint-glob overrides (fnmatch on ROS joint names, case-sensitive),
   validated (error >= warn > 0).
-* :class:`SimRealMonitor`: all of it together, as the node uses it: feed both
-  streams, :meth:`SimRealMonitor.update` computes the time-aligned error of the
-  newest real sample, :meth:`SimRealMonitor.report` gives a level per joint and
-  a summary.
+* :class:`SimRealMonitor`: all of it together, as the node uses it: feed the sim
+  and one or more real streams (e.g. a UR driver's ``/joint_states`` at 125 Hz and
+  a hand driver's ``/rh/joint_states`` at 250 Hz), :meth:`SimRealMonitor.update`
+  computes the time-aligned error of each real stream's newest sample (each on its
+  own stamps) and returns the newest comparison of every joint,
+  :meth:`SimRealMonitor.report` gives a level per joint and a summary.
 
 Levels are those of ``diagnostic_msgs/DiagnosticStatus``: :data:`OK` 0,
 :data:`WARN` 1, :data:`ERROR` 2, :data:`STALE` 3. A joint is OK below its warn
 threshold, WARN from warn (inclusive) to below error, ERROR from error
-(inclusive); STALE when a stream has been silent for ``stale_after`` s, nothing
-has arrived yet, or the window holds no error sample of the joint.
+(inclusive); STALE when the joint's real stream or the sim has been silent for
+``stale_after`` s, nothing has arrived yet, or the window holds no error sample of
+the joint. The mobile base's pose error is :mod:`shadow_twin.monitoring.base_error`.
 
 Units: positions rad, velocities rad/s, times s.
 """
@@ -148,6 +153,10 @@ class JointStateHistory:
         k = bisect_right(self._times, t)
         return self._samples[k - 1] if k > 0 else None
 
+    def after(self, t: float | None) -> list[JointSample]:
+        """The samples with stamp > ``t`` (all for None), oldest first."""
+        return list(self._samples) if t is None else self._samples[bisect_right(self._times, t):]
+
     def at(self, t: float, max_gap: float = 0.0) -> JointSample | None:
         """The state at ``t``.
 
@@ -196,26 +205,71 @@ class JointError:
 
 
 @functools.lru_cache(maxsize=64)
-def _pairing(sim_names: tuple[str, ...], real_names: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+def _pairing(sim_names: tuple[str, ...], real_names: tuple[str, ...],
+             excluded: frozenset = frozenset()) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     index = {n: k for k, n in enumerate(sim_names)}
-    real_idx = [k for k, n in enumerate(real_names) if n in index]
+    real_idx = [k for k, n in enumerate(real_names) if n in index and n not in excluded]
     names = tuple(real_names[k] for k in real_idx)
     return names, np.array([index[n] for n in names], dtype=int), np.array(real_idx, dtype=int)
 
 
-def joint_error(sim: JointSample, real: JointSample) -> JointError:
+def joint_error(sim: JointSample, real: JointSample, excluded: frozenset = frozenset()) -> JointError:
     """Sim minus real for the joints present in both samples.
 
     Args:
         sim: the simulated state (normally interpolated at ``real.t``).
         real: the robot's state.
+        excluded: joints left out (those another real stream owns, see :class:`SimRealMonitor`).
     Returns:
         JointError stamped with ``real``'s time and stamp; joints in ``real``'s order
         (a joint only in one of them is left out; none in common gives empty arrays).
     """
-    names, si, ri = _pairing(tuple(sim.names), tuple(real.names))
+    names, si, ri = _pairing(tuple(sim.names), tuple(real.names), excluded)
     return JointError(real.t, names, sim.position[si] - real.position[ri], sim.velocity[si] - real.velocity[ri],
                       real.stamp)
+
+
+def merge_errors(errors: Sequence[JointError]) -> JointError:
+    """One error holding every joint of ``errors`` (each the newest comparison of one real stream).
+
+    Joints in the given order (stream by stream, each in its own order); the stamp (``t``
+    and ``stamp``) is that of the newest error, so the other streams' joints are as of
+    their own, older stamps (at most one of their periods older while they flow). One
+    error is returned as it is. Raises ValueError without errors.
+    """
+    if not errors:
+        raise ValueError('merge_errors needs at least one error')
+    if len(errors) == 1:
+        return errors[0]
+    newest = max(errors, key=lambda e: e.t)
+    names = tuple(n for e in errors for n in e.names)
+    return JointError(newest.t, names, np.concatenate([e.position for e in errors]),
+                      np.concatenate([e.velocity for e in errors]), newest.stamp)
+
+
+def aligned(real: JointStateHistory, sim: JointStateHistory, last_t: float | None,
+            max_gap: float) -> tuple[JointSample, JointSample] | None:
+    """(real sample, sim state at its stamp) to compare next, or None.
+
+    The real sample is the newest one, or, when the sim's newest stamp is older, the
+    newest real sample that the sim history covers (so that the sim is interpolated,
+    not held); it must be newer than ``last_t`` (the stamp compared last, s; None:
+    none yet). The sim state is :meth:`JointStateHistory.at` the real stamp, within
+    ``max_gap`` s outside the sim history. None when there is nothing new or no sim
+    state within ``max_gap`` s of it.
+    """
+    newest = real.latest()
+    sim_span = sim.span()
+    if newest is None or sim_span is None:
+        return None
+    if newest.t > sim_span[1]:
+        covered = real.newest_not_after(sim_span[1])
+        if covered is not None and (last_t is None or covered.t > last_t):
+            newest = covered
+    if last_t is not None and newest.t <= last_t:
+        return None
+    state = sim.at(newest.t, max_gap)
+    return None if state is None else (newest, state)
 
 
 @dataclass(frozen=True)
@@ -321,20 +375,23 @@ class Threshold:
         return OK
 
 
-def _number(value, what: str) -> float:
+def _number(value, what: str, unit: str = 'rad') -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f'{what} must be a finite number (rad), got {value!r}')
+        raise ConfigError(f'{what} must be a finite number ({unit}), got {value!r}')
     return float(value)
 
 
-def _checked(warn, error, where: str) -> Threshold:
-    warn = _number(warn, f'warn threshold of {where}')
-    error = _number(error, f'error threshold of {where}')
+def checked_threshold(warn, error, where: str, unit: str = 'rad') -> Threshold:
+    """A :class:`Threshold` of ``warn`` and ``error`` (in ``unit``), validated: finite
+    numbers, error >= warn > 0. Raises ConfigError naming ``where``."""
+    warn = _number(warn, f'warn threshold of {where}', unit)
+    error = _number(error, f'error threshold of {where}', unit)
     if not warn > 0:
-        raise ConfigError(f'warn threshold of {where} must be > 0 rad, got {warn:g}')
+        raise ConfigError(f'warn threshold of {where} must be > 0 {unit}, got {warn:g}')
     if not error >= warn:
-        raise ConfigError(f'thresholds of {where}: error ({error:g} rad) must be >= warn ({warn:g} rad)')
+        raise ConfigError(f'thresholds of {where}: error ({error:g} {unit}) must be >= warn ({warn:g} {unit})')
     return Threshold(warn, error)
+
 
 
 class Thresholds:
@@ -354,7 +411,7 @@ class Thresholds:
 
     def __init__(self, warn: float = DEFAULT_WARN, error: float = DEFAULT_ERROR,
                  overrides: Mapping[str, Mapping[str, float]] | None = None) -> None:
-        self.default = _checked(warn, error, 'the default (thresholds.warn, thresholds.error)')
+        self.default = checked_threshold(warn, error, 'the default (thresholds.warn, thresholds.error)')
         self.overrides: list[tuple[str, Threshold]] = []
         if overrides is None:
             overrides = {}
@@ -371,8 +428,8 @@ class Thresholds:
             unknown = sorted(str(k) for k in entry if k not in ('warn', 'error'))
             if unknown:
                 raise ConfigError(f'{where}: unknown key(s) {unknown} (allowed: warn, error)')
-            self.overrides.append((glob, _checked(entry.get('warn', self.default.warn),
-                                                  entry.get('error', self.default.error), where)))
+            self.overrides.append((glob, checked_threshold(entry.get('warn', self.default.warn),
+                                                           entry.get('error', self.default.error), where)))
         self._cache: dict[str, Threshold] = {}
 
     @classmethod
@@ -434,8 +491,41 @@ class MonitorReport:
     stale: list[str] = field(default_factory=list)
 
 
+def stale_phrase(label: str, last_arrival: float | None, now: float, stale_after: float) -> str | None:
+    """Why a stream named ``label`` is stale at ``now`` (s, arrival clock): nothing received
+    yet, or nothing for more than ``stale_after`` s since ``last_arrival``; None if it flows."""
+    if last_arrival is None:
+        return f'nothing received on {label} yet'
+    if now - last_arrival > stale_after:
+        return f'nothing received on {label} for {now - last_arrival:.1f} s'
+    return None
+
+
+class RealStream:
+    """One real joint-state stream (topic) of :class:`SimRealMonitor`: its samples, its
+    errors and the newest of them, the stamp compared last (s) and the last arrival (s)."""
+
+    def __init__(self, label: str, history_age: float, window: float) -> None:
+        self.label = label
+        self.history = JointStateHistory(history_age)
+        self.errors = ErrorWindow(window)
+        self.latest_error: JointError | None = None
+        self.last_t: float | None = None
+        self.arrival: float | None = None
+
+    def restart(self) -> None:
+        """Forget what was compared (the stream's stamps went back)."""
+        self.latest_error = None
+        self.last_t = None
+
+
+@functools.lru_cache(maxsize=64)
+def _union(names: tuple[tuple[str, ...], ...]) -> frozenset:
+    return frozenset(n for group in names for n in group)
+
+
 class SimRealMonitor:
-    """Compares a simulated and a real joint-state stream over time.
+    """Compares a simulated joint-state stream with one or more real ones over time.
 
     Args:
         thresholds: the levels (attribute, may be replaced).
@@ -446,110 +536,147 @@ class SimRealMonitor:
             with the nearest sim sample, s.
         history_age: how much of each stream is kept, s (> ``max_gap``).
         real_label, sim_label: how the streams are named in messages (e.g. topics).
+        real_labels: several real streams (e.g. ``/joint_states`` of a UR driver at
+            125 Hz and ``/rh/joint_states`` of a hand's driver at 250 Hz), in this order;
+            replaces ``real_label``.
     Raises:
-        ValueError: non-positive window, history_age or stale_after.
+        ValueError: non-positive window, history_age or stale_after; no real stream or
+            a repeated label.
+
+    Several real streams: each is compared on its own stamps with the sim interpolated
+    at them (:func:`aligned`), so every comparison is exact in time whatever the
+    streams' rates and phases; merging the streams into one real state first would
+    hold one stream's joints up to one of its periods (8 ms at 125 Hz) while comparing
+    them at the other's stamp. A joint in more than one real stream is compared from
+    the first stream (in the given order) whose newest sample has it. Each stream keeps
+    its own error window (an error older than the newest one restarts a window: one
+    window over interleaved streams would see that all the time), and
+    :meth:`report` takes each joint's statistics from its stream's window.
+    :meth:`update` returns the newest comparison of every stream in one error
+    (:func:`merge_errors`), stamped with the newest of them.
     """
 
     def __init__(self, thresholds: Thresholds, window: float = 2.0, stale_after: float = 0.5,
                  max_gap: float = 0.05, history_age: float = 1.0, real_label: str = 'real',
-                 sim_label: str = 'sim') -> None:
+                 sim_label: str = 'sim', real_labels: Sequence[str] | None = None) -> None:
         if not stale_after > 0:
             raise ValueError(f'stale_after must be > 0 s, got {stale_after!r}')
+        if not window > 0:
+            raise ValueError(f'window must be > 0 s, got {window!r}')
+        labels = [real_label] if real_labels is None else [str(label) for label in real_labels]
+        if not labels or len(set(labels)) != len(labels):
+            raise ValueError(f'real streams must be one or more distinct labels, got {labels!r}')
         self.thresholds = thresholds
-        self.errors = ErrorWindow(window)
         self.stale_after = float(stale_after)
         self.max_gap = float(max_gap)
-        self.real = JointStateHistory(history_age)
+        self.streams = [RealStream(label, history_age, window) for label in labels]
         self.sim = JointStateHistory(history_age)
-        self.labels = {'real': real_label, 'sim': sim_label}
-        self._arrival: dict[str, float | None] = {'real': None, 'sim': None}
-        self._last_t: float | None = None
-        self._order: tuple[str, ...] = ()
+        self.sim_label = sim_label
+        self._sim_arrival: float | None = None
+        self._window = float(window)
+        self._published_t: float | None = None
 
     @property
     def window(self) -> float:
         """RMS window, s."""
-        return self.errors.window
+        return self._window
 
     @window.setter
     def window(self, value: float) -> None:
         if not value > 0:
             raise ValueError(f'window must be > 0 s, got {value!r}')
-        self.errors.window = float(value)
+        self._window = float(value)
+        for stream in self.streams:
+            stream.errors.window = self._window
 
-    def add_real(self, sample: JointSample, arrival: float) -> None:
-        """A sample of the robot, received at ``arrival`` (s, the clock of ``report``'s ``now``)."""
-        if self.real.latest() is not None and sample.t < self.real.latest().t:
-            self._last_t = None           # the stream restarted
-        self.real.add(sample)
-        self._arrival['real'] = arrival
+    @property
+    def real(self) -> JointStateHistory:
+        """The first real stream's history."""
+        return self.streams[0].history
+
+    def add_real(self, sample: JointSample, arrival: float, stream: int = 0) -> None:
+        """A sample of real stream number ``stream`` (in the order of ``real_labels``),
+        received at ``arrival`` (s, the clock of ``report``'s ``now``)."""
+        real = self.streams[stream]
+        latest = real.history.latest()
+        if latest is not None and sample.t < latest.t:        # the stream restarted
+            real.restart()
+            self._published_t = None
+        real.history.add(sample)
+        real.arrival = arrival
 
     def add_sim(self, sample: JointSample, arrival: float) -> None:
         """A sample of the sim, received at ``arrival`` s."""
         self.sim.add(sample)
-        self._arrival['sim'] = arrival
+        self._sim_arrival = arrival
+
+    def _compare(self, stream: RealStream, excluded: frozenset) -> JointError | None:
+        pair = aligned(stream.history, self.sim, stream.last_t, self.max_gap)
+        if pair is None:
+            return None
+        real, sim = pair
+        error = joint_error(sim, real, excluded)
+        stream.last_t = real.t
+        stream.latest_error = error
+        stream.errors.add(error)
+        return error
 
     def update(self) -> JointError | None:
-        """Compare the newest real sample with the sim at the same stamp and add the
-        result to the window.
+        """Compare each real stream's next sample (:func:`aligned`) with the sim at its
+        stamp, add the results to the windows, and return the newest comparison of every
+        stream merged (:func:`merge_errors`; with one stream, that comparison).
 
-        The real sample is the newest one, or, when the sim's newest stamp is older,
-        the newest real sample that the sim history covers (so that the sim is
-        interpolated, not held). Returns None when there is nothing new (no real sample
-        newer than the last compared one) or no sim state within ``max_gap`` s of it.
+        A stream whose newest comparison is older than the newest one by more than
+        ``stale_after`` s is left out. Returns None when no stream has a new comparison
+        or the merged stamp would not be newer than the last one returned (stamps
+        strictly increase, except after a real stream restarted).
         """
-        real = self.real.latest()
-        sim_span = self.sim.span()
-        if real is None or sim_span is None:
+        new = False
+        owners: list[tuple[str, ...]] = []
+        for stream in self.streams:
+            if self._compare(stream, _union(tuple(owners))) is not None:
+                new = True
+            latest = stream.history.latest()
+            if latest is not None:
+                owners.append(latest.names)
+        if not new:
             return None
-        if real.t > sim_span[1]:
-            covered = self.real.newest_not_after(sim_span[1])
-            if covered is not None and (self._last_t is None or covered.t > self._last_t):
-                real = covered
-        if self._last_t is not None and real.t <= self._last_t:
+        errors = [s.latest_error for s in self.streams if s.latest_error is not None]
+        newest = max(e.t for e in errors)
+        if self._published_t is not None and newest <= self._published_t:
             return None
-        sim = self.sim.at(real.t, self.max_gap)
-        if sim is None:
-            return None
-        error = joint_error(sim, real)
-        self._last_t = real.t
-        self._order = error.names
-        self.errors.add(error)
-        return error
+        self._published_t = newest
+        return merge_errors([e for e in errors if e.t >= newest - self.stale_after])
 
     def stale_streams(self, now: float) -> list[str]:
         """Why the comparison is stale at ``now`` (arrival clock, s): one phrase per
-        silent stream; empty when both are flowing."""
-        out = []
-        for which in ('real', 'sim'):
-            last = self._arrival[which]
-            label = self.labels[which]
-            if last is None:
-                out.append(f'nothing received on {label} yet')
-            elif now - last > self.stale_after:
-                out.append(f'nothing received on {label} for {now - last:.1f} s')
-        return out
+        silent stream (real streams first); empty when all are flowing."""
+        phrases = [stale_phrase(s.label, s.arrival, now, self.stale_after) for s in self.streams]
+        phrases.append(stale_phrase(self.sim_label, self._sim_arrival, now, self.stale_after))
+        return [p for p in phrases if p is not None]
 
     def report(self, now: float) -> MonitorReport:
-        """Levels per joint (joints of the newest error, in its order) and the summary at
-        ``now`` (arrival clock, s). The summary level is the worst joint level; its
-        message names the worst joint (highest level, then highest RMS error)."""
+        """Levels per joint and the summary at ``now`` (arrival clock, s).
+
+        Joints: stream by stream (in order), those of its newest comparison in its order,
+        then joints seen only earlier in its window. A joint is STALE while its stream or
+        the sim is silent (see :meth:`stale_streams`). The summary level is the worst joint
+        level, STALE when any stream is silent; its message names the worst joint (highest
+        level, then highest RMS error)."""
+        sim_stale = stale_phrase(self.sim_label, self._sim_arrival, now, self.stale_after)
+        window = self._window
+        joints: list[JointReport] = []
+        seen: set[str] = set()
+        for stream in self.streams:
+            stats = stream.errors.stats()
+            order = stream.latest_error.names if stream.latest_error is not None else ()
+            why = [p for p in (stale_phrase(stream.label, stream.arrival, now, self.stale_after), sim_stale) if p]
+            for name in list(order) + [n for n in stats if n not in order]:
+                if name in seen:
+                    continue
+                seen.add(name)
+                joints.append(self._joint_report(name, stats.get(name), why, window))
         stale = self.stale_streams(now)
-        stats = self.errors.stats()
-        names = list(self._order) + [n for n in stats if n not in self._order]
-        window = self.errors.window
-        joints = []
-        for name in names:
-            threshold = self.thresholds.for_joint(name)
-            st = stats.get(name)
-            if st is None:
-                level, message = STALE, f'no comparison in the last {window:.1f} s'
-            else:
-                level = threshold.level(st.rms_position)
-                message = f'RMS error {st.rms_position:.3f} rad over {window:.1f} s'
-            if stale:
-                level, message = STALE, '; '.join(stale) + (f' (last: {message})' if st is not None else '')
-            joints.append(JointReport(name, level, message, st, threshold))
         if not joints:
             reason = '; '.join(stale) if stale else 'no joint is in both streams'
             return MonitorReport([], STALE, reason, None, stale)
@@ -561,6 +688,19 @@ class SimRealMonitor:
         what = (f'RMS error {worst.stats.rms_position:.3f} rad' if worst.stats is not None else 'no comparison')
         message = (f'worst joint {worst.name}: {what} ({LEVEL_NAMES[worst.level]}); '
                    f'{counts[ERROR]} ERROR, {counts[WARN]} WARN of {len(joints)} joints over {window:.1f} s')
+        level = worst.level
         if stale:
             message = '; '.join(stale) + '; ' + message
-        return MonitorReport(joints, worst.level, message, worst.name, stale)
+            level = STALE
+        return MonitorReport(joints, level, message, worst.name, stale)
+
+    def _joint_report(self, name: str, st: JointStats | None, stale: list[str], window: float) -> JointReport:
+        threshold = self.thresholds.for_joint(name)
+        if st is None:
+            level, message = STALE, f'no comparison in the last {window:.1f} s'
+        else:
+            level = threshold.level(st.rms_position)
+            message = f'RMS error {st.rms_position:.3f} rad over {window:.1f} s'
+        if stale:
+            level, message = STALE, '; '.join(stale) + (f' (last: {message})' if st is not None else '')
+        return JointReport(name, level, message, st, threshold)

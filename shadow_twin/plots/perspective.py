@@ -10,6 +10,18 @@ Two perspectives, one rqt window each, side by side on a 1920 x 1080 screen:
   ``rqt_robot_monitor`` on ``/diagnostics_agg`` (the twin monitor publishes it, see
   ``shadow_twin.ros.twin_monitor``), its list of all devices tall enough for every joint.
 
+And two for the cell (MiR250 + UR5 + hand, ``shadow_twin.model.cell``), in the same places:
+
+* **cell plots** (``config/shadow_twin_cell_plots.perspective``): real vs sim of four arm
+  joints (``DEFAULT_CELL_JOINTS``; the arm's real joint states on ``/joint_states``, the
+  hand's on ``/rh/joint_states``, the sim's all on ``/sim/joint_states``), two per row; below
+  them, side by side, their sim - real errors (``/twin/joint_error``, rad) and the base's
+  pose error (``/twin/base_error/vector/x``, ``vector/y`` m in the odom frame and
+  ``vector/z`` yaw rad, a ``geometry_msgs/Vector3Stamped``);
+* **cell monitor** (``config/shadow_twin_cell_monitor.perspective``): the Robot Monitor
+  with a taller list of all devices (30 joints, the base, the summary and the headers),
+  which shows ``/shadow_twin/sim vs real/base`` beside the joints.
+
 Why two windows: rqt's plugins share one node, and rqt_robot_monitor's 1 s timer
 calls ``rclpy.spin_once`` on it, which moves the node into rclpy's global executor;
 from then on every plugin of that window receives about one message per second
@@ -30,20 +42,32 @@ Indices: ``i_sim`` is the joint's index in the JointState the ``mujoco_bridge``
 publishes, the model's named hinge and slide joints in model order
 (``LiveSimulation.joint_names``); the mock hardware publishes the same order, and
 so is ``i_real`` unless ``real_joints`` gives the robot's order. ``k`` is the index
-in ``/twin/joint_error``: the joints of the real message that the sim has too, in
-the real message's order (the twin monitor's documented order).
+in ``/twin/joint_error``: the joints of the real messages that the sim has too, real
+topic by real topic in the monitor's order, each in its message's order (the twin
+monitor's documented order; with several real topics, once every topic has been
+compared). In the cell, ``i_real`` of an arm joint is its index in the UR5 model's
+joints (as ``mock_ur`` publishes; ``arm_joints`` gives a UR driver's order), of a hand
+joint in the built-in hand's.
+
+Y ranges: a joint's limits plus 0.05 rad, clipped to [-pi, pi] (the UR5's joints turn
++-2 pi; a 12.6 rad range would flatten every motion).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.paths import config_path
+from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.plots import qt_layout
 from shadow_twin.simulation.live import LiveSimulation
 
@@ -59,6 +83,16 @@ PLOT, ROBOT_MONITOR = 'rqt_plot/Plot', 'rqt_robot_monitor/RobotMonitor'
 PLOT_WIDGET, ROBOT_MONITOR_WIDGET = 'DataPlotWidget', 'Robot Monitor'
 #: The shipped files (in config/) and what they hold.
 PLOTS_FILE, MONITOR_FILE = 'shadow_twin_plots.perspective', 'shadow_twin_monitor.perspective'
+CELL_PLOTS_FILE, CELL_MONITOR_FILE = 'shadow_twin_cell_plots.perspective', 'shadow_twin_cell_monitor.perspective'
+#: Joints of the shipped cell plots perspective (the UR5's, without a tf_prefix).
+DEFAULT_CELL_JOINTS = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint')
+#: The cell's real joint state topics: the UR driver's and the hand driver's (config/twin_monitor_cell.yaml).
+ARM_TOPIC, HAND_TOPIC = '/joint_states', '/rh/joint_states'
+#: The twin monitor's base pose error (geometry_msgs/Vector3Stamped) and its plotted fields:
+#: x, y (m, odom frame), z (yaw, rad).
+BASE_ERROR_TOPIC = '/twin/base_error'
+BASE_ERROR_FIELDS = ('vector/x', 'vector/y', 'vector/z')
+BASE_Y_LIMITS = (-0.2, 0.2)
 #: rqt_plot backend index: 0 PyQtGraph (lightest at 250 Hz; rqt_plot falls back to the
 #: first available backend), 1 MatPlot, 2 QwtPlot.
 PLOT_TYPE = 0
@@ -79,6 +113,10 @@ PLOTS_PER_ROW = 2
 #: Heights of the Robot Monitor's panes (errors, warnings, all devices: 24 joints and 3 more rows
 #: of about 17 px), px, and its splitter's handle width (its robotmonitor_mainwidget.ui).
 MONITOR_PANES, MONITOR_HANDLE = (140, 140, 560), 9
+#: The cell's: 30 joints, the base and 3 more rows (620 px, the same total height).
+CELL_MONITOR_PANES = (110, 110, 620)
+#: Largest |y| of a joint plot's range, rad (before the margin).
+MAX_Y_RAD = math.pi
 
 
 def published_joints(model_path: str | os.PathLike | None = None) -> tuple[list[str], dict]:
@@ -86,6 +124,26 @@ def published_joints(model_path: str | os.PathLike | None = None) -> tuple[list[
     or None}) of the MJCF at ``model_path`` (None: the built-in hand). Raises ModelError."""
     sim = LiveSimulation(model_path)
     return list(sim.joint_names), sim.joint_limits()
+
+
+def cell_published_joints(cell_config: str | os.PathLike | None = None) -> tuple[list[str], dict]:
+    """:func:`published_joints` of the cell built from ``cell_config`` (None: config/cell.yaml),
+    as ``shadow-twin up --cell`` builds it (in a temporary directory, removed after).
+    Raises ConfigError, ModelError."""
+    config = CellConfig.from_yaml(cell_config or config_path('cell.yaml'))
+    with tempfile.TemporaryDirectory(prefix='shadow_twin_perspective_') as folder:
+        path, _ = write_cell_mjcf(config, Path(folder) / 'cell.xml')
+        return published_joints(path)
+
+
+def cell_real_streams(arm_joints: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
+    """[(topic, joint order)] of the cell's real joint states, in the monitor's order: the UR
+    driver's on ``ARM_TOPIC`` (``arm_joints``; None: the UR5 model's order, as ``mock_ur``
+    publishes), the hand driver's on ``HAND_TOPIC`` (the built-in hand's order, as the mock
+    hand publishes). Raises ConfigError for an empty or repeated ``arm_joints``."""
+    arm = (published_joints(builtin_model_path('ur5'))[0] if arm_joints is None
+           else _names(arm_joints, 'arm joint order'))
+    return [(ARM_TOPIC, arm), (HAND_TOPIC, published_joints()[0])]
 
 
 def _value(value: Any) -> dict:
@@ -147,10 +205,53 @@ def _names(values: Sequence[str], what: str) -> list[str]:
     return names
 
 
-def _grid(docks: list[qt_layout.Dock], error: qt_layout.Dock) -> qt_layout.Layout:
-    """Joint plots ``PLOTS_PER_ROW`` to a row, the error plot below them, rows of equal height."""
+def _grid(docks: list[qt_layout.Dock], bottom: list[qt_layout.Dock]) -> qt_layout.Layout:
+    """Joint plots ``PLOTS_PER_ROW`` to a row, the error plots below them side by side, rows of
+    equal height."""
     rows = [qt_layout.row(*docks[k:k + PLOTS_PER_ROW]) for k in range(0, len(docks), PLOTS_PER_ROW)]
-    return qt_layout.column(*[(r, 1.0) for r in rows], (error, 1.0))
+    last = bottom[0] if len(bottom) == 1 else qt_layout.row(*bottom)
+    return qt_layout.column(*[(r, 1.0) for r in rows], (last, 1.0))
+
+
+def _y_range(limits: tuple[float, float] | None) -> tuple[float, float]:
+    """A joint plot's y range: its limits clipped to +-``MAX_Y_RAD``, plus ``MARGIN_RAD`` (rad)."""
+    if limits is None:
+        return -1.0, 1.0
+    return max(limits[0], -MAX_Y_RAD) - MARGIN_RAD, min(limits[1], MAX_Y_RAD) + MARGIN_RAD
+
+
+def _joint_plots(joints: Sequence[str], sim_order: list[str], limits: dict,
+                 real_streams: Sequence[tuple[str, Sequence[str]]], sim_topic: str,
+                 error_topic: str) -> dict:
+    """{plugin group name: settings} of one real vs sim plot per joint and the error plot of them
+    all (serials 1..len(joints)+1); see :func:`build_plots_perspective`."""
+    joints = _names(joints, 'joints')
+    unknown = [j for j in joints if j not in sim_order]
+    if unknown:
+        raise ConfigError(f'unknown joint(s) {unknown}; the model has {sim_order}')
+    owner: dict[str, tuple[str, int]] = {}        # joint: (real topic, index), the first topic wins
+    error_order: list[str] = []                   # the twin monitor's message: topic by topic
+    for topic, order in real_streams:
+        for k, joint in enumerate(order):
+            if joint not in owner:
+                owner[joint] = (topic, k)
+                if joint in sim_order:
+                    error_order.append(joint)
+    missing = [j for j in joints if j not in owner]
+    if missing:
+        orders = [list(order) for _, order in real_streams]
+        raise ConfigError(f'joint(s) {missing} are not in the real joint order '
+                          f'{orders[0] if len(orders) == 1 else orders}')
+    plugins = {}
+    for serial, joint in enumerate(joints, start=1):
+        topic, index = owner[joint]
+        topics = [f'{topic}/position[{index}]', f'{sim_topic}/position[{sim_order.index(joint)}]']
+        plugins[f'plugin__rqt_plot__Plot__{serial}'] = _plot(f'{joint}: real vs sim (rad)', topics,
+                                                             _y_range(limits.get(joint)))
+    topics = [f'{error_topic}/position[{error_order.index(j)}]' for j in joints]
+    plugins[f'plugin__rqt_plot__Plot__{len(joints) + 1}'] = _plot(f'sim - real (rad): {", ".join(joints)}', topics,
+                                                                  ERROR_Y_LIMITS)
+    return plugins
 
 
 def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike | None = None,
@@ -172,34 +273,49 @@ def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike
     """
     joints = _names(joints, 'joints')
     sim_order, limits = published_joints(model_path)
-    unknown = [j for j in joints if j not in sim_order]
-    if unknown:
-        raise ConfigError(f'unknown joint(s) {unknown}; the model has {sim_order}')
     real_order = sim_order if real_joints is None else _names(real_joints, 'real joint order')
-    missing = [j for j in joints if j not in real_order]
-    if missing:
-        raise ConfigError(f'joint(s) {missing} are not in the real joint order {real_order}')
-    error_order = [j for j in real_order if j in sim_order]     # the twin monitor's message
-    plugins = {}
-    for serial, joint in enumerate(joints, start=1):
-        lim = limits.get(joint)
-        y = (lim[0] - MARGIN_RAD, lim[1] + MARGIN_RAD) if lim is not None else (-1.0, 1.0)
-        topics = [f'{real_topic}/position[{real_order.index(joint)}]',
-                  f'{sim_topic}/position[{sim_order.index(joint)}]']
-        plugins[f'plugin__rqt_plot__Plot__{serial}'] = _plot(f'{joint}: real vs sim (rad)', topics, y)
+    plugins = _joint_plots(joints, sim_order, limits, [(real_topic, real_order)], sim_topic, error_topic)
     error_serial = len(joints) + 1
-    topics = [f'{error_topic}/position[{error_order.index(j)}]' for j in joints]
-    plugins[f'plugin__rqt_plot__Plot__{error_serial}'] = _plot(f'sim - real (rad): {", ".join(joints)}', topics,
-                                                               ERROR_Y_LIMITS)
     layout = _grid([_dock(PLOT, k, PLOT_WIDGET) for k in range(1, error_serial)],
-                   _dock(PLOT, error_serial, PLOT_WIDGET))
+                   [_dock(PLOT, error_serial, PLOT_WIDGET)])
     return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, error_serial + 1))}, plugins)
 
 
-def build_monitor_perspective() -> dict:
-    """The monitor perspective: rqt_robot_monitor alone (see the module doc)."""
+def build_cell_plots_perspective(joints: Sequence[str] = DEFAULT_CELL_JOINTS,
+                                 model_path: str | os.PathLike | None = None,
+                                 cell_config: str | os.PathLike | None = None,
+                                 arm_joints: Sequence[str] | None = None, sim_topic: str = SIM_TOPIC,
+                                 error_topic: str = ERROR_TOPIC, base_error_topic: str = BASE_ERROR_TOPIC) -> dict:
+    """The cell plots perspective (see the module doc) for ``joints`` (arm or hand joints).
+
+    Args:
+        joints: ROS joint names to plot, real vs sim (two to a row), and their errors.
+        model_path: the sim's cell MJCF; None: built from ``cell_config`` (None:
+            config/cell.yaml) as ``shadow-twin up --cell`` does.
+        arm_joints: the UR driver's joint order on ``/joint_states`` (None: the UR5
+            model's, as ``mock_ur``); the hand's on ``/rh/joint_states`` is the built-in hand's.
+        sim_topic, error_topic, base_error_topic: topics plotted.
+    Raises:
+        ConfigError: as :func:`build_plots_perspective`; a bad cell config.
+        ModelError: the model does not compile.
+    """
+    joints = _names(joints, 'joints')
+    sim_order, limits = published_joints(model_path) if model_path is not None else cell_published_joints(cell_config)
+    plugins = _joint_plots(joints, sim_order, limits, cell_real_streams(arm_joints), sim_topic, error_topic)
+    base_serial = len(joints) + 2
+    topics = [f'{base_error_topic}/{field}' for field in BASE_ERROR_FIELDS]
+    plugins[f'plugin__rqt_plot__Plot__{base_serial}'] = _plot('base: sim - real (x, y m; yaw rad)', topics,
+                                                              BASE_Y_LIMITS)
+    layout = _grid([_dock(PLOT, k, PLOT_WIDGET) for k in range(1, base_serial - 1)],
+                   [_dock(PLOT, base_serial - 1, PLOT_WIDGET), _dock(PLOT, base_serial, PLOT_WIDGET)])
+    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, base_serial + 1))}, plugins)
+
+
+def build_monitor_perspective(panes: Sequence[int] = MONITOR_PANES) -> dict:
+    """The monitor perspective: rqt_robot_monitor alone (see the module doc), its panes (errors,
+    warnings, all devices) ``panes`` px high (``CELL_MONITOR_PANES`` for the cell)."""
     title = _group({'dock_widget_title': f'Robot Monitor: {DIAGNOSTICS_AGG_TOPIC}', 'dockable': True})
-    splitter = qt_layout.splitter_state(MONITOR_PANES, vertical=True, handle_width=MONITOR_HANDLE)
+    splitter = qt_layout.splitter_state(panes, vertical=True, handle_width=MONITOR_HANDLE)
     plugin = {'keys': {'splitter': _bytes_value(splitter)}, 'groups': {}}
     plugins = {'plugin__rqt_robot_monitor__RobotMonitor__1': _group(groups={
         f'dock_widget__{ROBOT_MONITOR_WIDGET}': title, 'plugin': plugin})}
@@ -209,7 +325,9 @@ def build_monitor_perspective() -> dict:
 
 def shipped_perspectives() -> dict[str, dict]:
     """{file name in config/: perspective} of the perspectives this package ships."""
-    return {PLOTS_FILE: build_plots_perspective(DEFAULT_JOINTS), MONITOR_FILE: build_monitor_perspective()}
+    return {PLOTS_FILE: build_plots_perspective(DEFAULT_JOINTS), MONITOR_FILE: build_monitor_perspective(),
+            CELL_PLOTS_FILE: build_cell_plots_perspective(),
+            CELL_MONITOR_FILE: build_monitor_perspective(CELL_MONITOR_PANES)}
 
 
 def perspective_text(perspective: dict) -> str:

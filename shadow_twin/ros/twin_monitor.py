@@ -1,41 +1,81 @@
-"""The ``twin_monitor`` node: how far the simulation is from the robot, joint by joint.
+"""The ``twin_monitor`` node: how far the simulation is from the robot, joint by joint and base.
 
-Subscribes ``real_joint_states_topic`` (``/joint_states``) and
-``sim_joint_states_topic`` (``/sim/joint_states``), both ``sensor_msgs/JointState``
-(about 250 Hz each), and publishes (logic in ``shadow_twin.monitoring.joint_error``):
+Subscribes the robot's joint states on ``real_joint_states_topics`` (``[/joint_states]``;
+in the cell ``[/joint_states, /rh/joint_states]``: the UR driver's at 125 Hz and the
+hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
+(``/sim/joint_states``), all ``sensor_msgs/JointState``, and publishes (logic in
+``shadow_twin.monitoring.joint_error``):
 
 * at ``rate`` Hz on ``joint_error_topic`` (``/twin/joint_error``) a
-  ``sensor_msgs/JointState``: ``name`` = the joints in both streams, in the order of
-  the real message; ``position`` = sim - real (rad); ``velocity`` = sim - real
-  (rad/s); ``effort`` empty; ``header.stamp`` = the stamp of the real sample
-  compared, and the sim state is interpolated at that same stamp (time-aligned, not
-  latest against latest). The real sample is the newest one, or the newest one the
-  sim has already reached when the sim's newest stamp is older; a real sample ahead
-  of all sim samples by at most ``max_stamp_gap`` s is compared with the newest sim
-  sample. Stamps strictly increase; nothing is published without a new real sample.
+  ``sensor_msgs/JointState``: ``name`` = the joints in the real and the sim streams,
+  real topic by real topic (in the order of ``real_joint_states_topics``), each in
+  the order of its message; ``position`` = sim - real (rad); ``velocity`` = sim - real
+  (rad/s); ``effort`` empty. Each real topic is compared on its own stamps: its
+  sample is the newest one, or the newest one the sim has already reached when the
+  sim's newest stamp is older, and the sim is interpolated at that same stamp
+  (time-aligned, not latest against latest; a real sample ahead of all sim samples
+  by at most ``max_stamp_gap`` s is compared with the newest sim sample). The message
+  holds the newest comparison of every topic (one whose newest comparison is
+  ``stale_after`` s older than the newest is left out) and ``header.stamp`` = the
+  newest of their real stamps: with one topic, exactly the compared sample's stamp;
+  with several, the other topics' joints are as of their own last stamp, at most one
+  of their periods older while they flow. Why per topic and not one merged real
+  state: two drivers at 125 and 250 Hz never stamp together, and a merged state
+  would hold the slower topic's joints for up to 8 ms while comparing them at the
+  faster one's stamps; compared on their own stamps every error is exact in time,
+  and the RMS windows in ``/diagnostics`` hold only such exact comparisons. Stamps
+  strictly increase; nothing is published without a new real sample. A joint on
+  several real topics is taken from the first topic listed that has it.
+* with ``real_odom_topic`` and ``sim_odom_topic`` set (``nav_msgs/Odometry``, the
+  MiR bridge's ``/odom``, ``odom`` -> ``base_footprint``, and the sim bridge's
+  ``/sim/odom``, ``sim/odom`` -> ``sim/base_footprint``, both 50 Hz; the odom frames
+  coincide at start; logic in ``shadow_twin.monitoring.base_error``), at the same
+  timer on ``base_error_topic`` (``/twin/base_error``) one
+  ``geometry_msgs/Vector3Stamped`` per real odometry message (each compared once the
+  sim has reached its stamp): ``vector.x``, ``vector.y`` = sim - real position
+  in the odom frame (m), ``vector.z`` = sim - real yaw (rad, wrapped into [-pi, pi));
+  ``header.stamp`` = the real odometry's stamp (the sim pose interpolated at it, as
+  for the joints, except that a real pose ahead of the sim's newest waits for the
+  sim unless ``base_max_stamp_gap`` > 0: at 50 Hz a held sim pose could be 20 ms old,
+  8 mm at 0.4 m/s), ``header.frame_id`` = the real odometry's frame (``odom``). Why this
+  message: one stamped message keeps the three errors of one time together (two
+  ``std_msgs/Float64`` carry no stamp, so the time alignment would be lost), it is
+  a standard message rqt_plot plots field by field (``/twin/base_error/vector/x``),
+  and ``geometry_msgs`` is already a dependency; z holding an angle is the one
+  liberty (``geometry_msgs/Pose2D`` has no header, a ``PoseStamped`` hides yaw in a
+  quaternion). Without odometry topics (the hand-only twin) none of this exists.
 * every ``diagnostics_period`` s on ``/diagnostics`` a ``diagnostic_msgs/DiagnosticArray``:
   one ``DiagnosticStatus`` per joint (name ``twin_monitor: <joint>``, hardware_id
   ``shadow_twin``, message ``RMS error 0.012 rad over 2.0 s``, values
   ``rms_position_error_rad``, ``rms_velocity_error_rad_s``,
   ``max_abs_position_error_rad``, ``samples``, ``window_s``, ``warn_rad``,
-  ``error_rad``) and a summary ``twin_monitor: sim vs real`` with the worst joint's
-  level, naming it. Levels by RMS position error over the last ``window`` s:
-  OK < ``thresholds.warn`` <= WARN < ``thresholds.error`` <= ERROR (per-joint-glob
-  ``threshold_overrides``); STALE while a stream has been silent for ``stale_after``
-  s or has sent nothing yet.
+  ``error_rad``), a summary ``twin_monitor: sim vs real`` with the worst joint's
+  level, naming it, and with odometry ``twin_monitor: base`` (message ``RMS error
+  0.012 m, 0.004 rad over 2.0 s``, values ``rms_position_error_m``,
+  ``rms_yaw_error_rad``, ``max_position_error_m``, ``max_abs_yaw_error_rad``,
+  ``samples``, ``window_s``, ``position_warn_m``, ``position_error_m``,
+  ``yaw_warn_rad``, ``yaw_error_rad``, the topics and the frames). Levels by RMS
+  error over the last ``window`` s: a joint's position error, OK <
+  ``thresholds.warn`` <= WARN < ``thresholds.error`` <= ERROR (per-joint-glob
+  ``threshold_overrides``, e.g. stiffer arm joints); the base's the worse of its
+  position (``base_thresholds.position.*``, m) and yaw (``base_thresholds.yaw.*``,
+  rad) levels; STALE while a stream it depends on has been silent for
+  ``stale_after`` s or has sent nothing yet (the summary: any stream).
 * with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
   (``/diagnostics_agg``, the topic rqt_robot_monitor shows) the same statuses as
   diagnostic_aggregator's ``aggregator_node`` would publish them with a GenericAnalyzer
   at ``aggregated_path`` (``/shadow_twin/sim vs real``) and ``remove_prefix:
   [twin_monitor]`` (``config/diagnostic_aggregator.yaml``): ``/shadow_twin/sim vs
-  real/rh_FFJ3`` per joint, ``/shadow_twin/sim vs real/sim vs real`` (the summary), the
-  analyzer's header ``/shadow_twin/sim vs real`` and the group header ``/shadow_twin``
-  (see :func:`aggregated`). This stands in for the C++ aggregator where it is not
-  installed; set it false where diagnostic_aggregator runs (one publisher per topic).
+  real/rh_FFJ3`` per joint, ``/shadow_twin/sim vs real/base``, ``/shadow_twin/sim vs
+  real/sim vs real`` (the summary), the analyzer's header ``/shadow_twin/sim vs real``
+  and the group header ``/shadow_twin`` (see :func:`aggregated`). This stands in for the
+  C++ aggregator where it is not installed; set it false where diagnostic_aggregator
+  runs (one publisher per topic).
 
-All callbacks of the node run on one single-threaded executor (two 250 Hz
-subscriptions and the timers). Parameters: ``config/twin_monitor.yaml``;
-thresholds, window, stale_after and max_stamp_gap may be changed at runtime.
+All callbacks of the node run on one single-threaded executor (the joint-state and
+odometry subscriptions and the timers). Parameters: ``config/twin_monitor.yaml`` (the
+hand), ``config/twin_monitor_cell.yaml`` (the cell); thresholds, base thresholds,
+window, stale_after, max_stamp_gap and base_max_stamp_gap may be changed at runtime.
 
 Run: ``twin_monitor --ros-args --params-file config/twin_monitor.yaml`` (or
 ``python -m shadow_twin.ros.twin_monitor ...``). Exit status 0 after Ctrl-C / SIGTERM,
@@ -49,6 +89,8 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Vector3Stamped
+from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -57,6 +99,7 @@ from sensor_msgs.msg import JointState
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.stamps import to_seconds
+from shadow_twin.monitoring import base_error
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.conversions import doubles
@@ -81,13 +124,17 @@ def _path_parts(path: str) -> list[str]:
 
 
 SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') + (
-    Spec('real_joint_states_topic', '/joint_states', 'sensor_msgs/JointState of the robot.', read_only=True),
+    Spec('real_joint_states_topics', ['/joint_states'], 'sensor_msgs/JointState topics of the robot (e.g. the '
+         "UR driver's and the hand driver's), each compared on its own stamps, merged per joint.", read_only=True),
+    Spec('real_joint_states_topic', '', 'Deprecated single sensor_msgs/JointState topic of the robot: when set, it '
+         'replaces real_joint_states_topics.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState of the sim.', read_only=True),
     Spec('joint_error_topic', '/twin/joint_error', 'sensor_msgs/JointState of sim minus real (rad, rad/s), '
-         'stamped with the real sample compared.', read_only=True),
-    Spec('rate', 50.0, 'Rate of joint error messages, Hz.', read_only=True, bounds=(0.1, 1000.0)),
+         'stamped with the newest real sample compared.', read_only=True),
+    Spec('rate', 50.0, 'Rate of joint (and base) error messages, Hz.', read_only=True, bounds=(0.1, 1000.0)),
     Spec('window', 2.0, 'Sliding window of the RMS errors in /diagnostics, s.', bounds=(0.01, 600.0)),
-    Spec('stale_after', 0.5, 'A stream silent for this long makes every joint STALE, s.', bounds=(0.01, 3600.0)),
+    Spec('stale_after', 0.5, 'A stream silent for this long makes what depends on it STALE, s.',
+         bounds=(0.01, 3600.0)),
     Spec('max_stamp_gap', 0.05, 'A real sample ahead of every sim sample by at most this much is compared '
          'with the newest sim sample (else it waits for the sim), s.', bounds=(0.0, 0.5)),
     Spec('thresholds.warn', monitor.DEFAULT_WARN, 'RMS position error from which a joint is WARN, rad (> 0).',
@@ -96,6 +143,23 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') 
          '(>= thresholds.warn).', bounds=(0.0, 1e6)),
     Spec('threshold_overrides', '', 'YAML {joint_glob: {warn: rad, error: rad}}: per-joint thresholds (the '
          'first matching glob wins; a missing key takes the default), e.g. "rh_TH*: {warn: 0.1, error: 0.3}".'),
+    Spec('real_odom_topic', '', "nav_msgs/Odometry of the robot's base (the MiR bridge's /odom); empty, or "
+         'sim_odom_topic empty: no base error.', read_only=True),
+    Spec('sim_odom_topic', '', "nav_msgs/Odometry of the sim's base (/sim/odom); its odom frame must coincide "
+         "with the robot's at start.", read_only=True),
+    Spec('base_max_stamp_gap', 0.0, 'A real odometry ahead of every sim odometry by at most this much is compared '
+         'with the newest sim pose (else it waits for the sim), s; 0: always waits (at 50 Hz a held pose can be '
+         '20 ms old).', bounds=(0.0, 0.5)),
+    Spec('base_error_topic', '/twin/base_error', 'geometry_msgs/Vector3Stamped of sim minus real base pose: x, y '
+         'in m (odom frame), z yaw in rad, stamped with the real odometry compared.', read_only=True),
+    Spec('base_thresholds.position.warn', base_error.DEFAULT_POSITION_WARN, 'RMS base position error from which '
+         'the base is WARN, m (> 0).', bounds=(0.0, 1e6)),
+    Spec('base_thresholds.position.error', base_error.DEFAULT_POSITION_ERROR, 'RMS base position error from '
+         'which the base is ERROR, m (>= warn).', bounds=(0.0, 1e6)),
+    Spec('base_thresholds.yaw.warn', base_error.DEFAULT_YAW_WARN, 'RMS base yaw error from which the base is '
+         'WARN, rad (> 0).', bounds=(0.0, 1e6)),
+    Spec('base_thresholds.yaw.error', base_error.DEFAULT_YAW_ERROR, 'RMS base yaw error from which the base is '
+         'ERROR, rad (>= warn).', bounds=(0.0, 1e6)),
     Spec('publish_aggregated', True, 'Also publish the statuses on aggregated_topic as diagnostic_aggregator '
          'would (for rqt_robot_monitor without the C++ aggregator); false where diagnostic_aggregator runs.',
          read_only=True),
@@ -106,6 +170,10 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') 
          check=_path_parts),
 )
 _THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
+_BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.position.error',
+                          'base_thresholds.yaw.warn', 'base_thresholds.yaw.error')
+#: Name of the base's status after the node's name (``twin_monitor: base``).
+BASE_STATUS = 'base'
 
 
 def level_byte(level: int) -> bytes:
@@ -176,45 +244,91 @@ class TwinMonitor(Node):
         node_name: default node name.
         kwargs: passed to ``rclpy.node.Node`` (``context``, ``parameter_overrides``...).
     Raises:
-        ConfigError: a parameter of the wrong type or out of range, or invalid
-            thresholds (the message names the parameter, joint glob and values).
+        ConfigError: a parameter of the wrong type or out of range, invalid thresholds
+            (the message names the parameter, joint glob and values), no real joint state
+            topic, or only one of the two odometry topics.
     """
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         bridge_params.declare(self, SPECS)
         p = self._param
-        self.real_topic, self.sim_topic = p('real_joint_states_topic'), p('sim_joint_states_topic')
+        self.real_topics, self.sim_topic = self._real_topics(), p('sim_joint_states_topic')
         self.monitor = monitor.SimRealMonitor(
             self._thresholds({}), window=float(p('window')), stale_after=float(p('stale_after')),
-            max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_label=self.real_topic,
+            max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_labels=self.real_topics,
             sim_label=self.sim_topic)
+        self.odom_topics = self._odom_topics()
+        base_thresholds = self._base_thresholds({})          # checked also without a base
+        self.base = None if self.odom_topics is None else base_error.BaseMonitor(
+            base_thresholds, window=float(p('window')), stale_after=float(p('stale_after')),
+            max_gap=float(p('base_max_stamp_gap')), history_age=HISTORY_AGE, real_label=self.odom_topics[0],
+            sim_label=self.odom_topics[1])
         self.add_on_set_parameters_callback(self._validate_change)
         self.add_post_set_parameters_callback(self._after_set)
-        self._names_cache: dict[str, tuple] = {'real': ((), ()), 'sim': ((), ())}
+        self._names_cache: dict = {}
+        self._frames = ['', '']             # header.frame_id of the real and the sim odometry
         self._warned_globs = False
 
         self.error_pub = self.create_publisher(JointState, p('joint_error_topic'), 10)
+        self.base_error_pub = (None if self.base is None else
+                               self.create_publisher(Vector3Stamped, p('base_error_topic'), 10))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.aggregated_path = p('aggregated_path')
         self.aggregated_pub = (self.create_publisher(DiagnosticArray, p('aggregated_topic'), 10)
                                if p('publish_aggregated') else None)
         qos = QoSProfile(depth=10)
-        self.create_subscription(JointState, self.real_topic, lambda m: self._on_state('real', m), qos)
+        for k, topic in enumerate(self.real_topics):
+            self.create_subscription(JointState, topic, lambda m, k=k: self._on_state(k, m), qos)
         self.create_subscription(JointState, self.sim_topic, lambda m: self._on_state('sim', m), qos)
+        if self.base is not None:
+            self.create_subscription(Odometry, self.odom_topics[0], lambda m: self._on_odometry(0, m), qos)
+            self.create_subscription(Odometry, self.odom_topics[1], lambda m: self._on_odometry(1, m), qos)
         self.create_timer(1.0 / float(p('rate')), self._publish_error)
         self.create_timer(float(p('diagnostics_period')), self._publish_diagnostics)
         th = self.monitor.thresholds
+        base = ''
+        if self.base is not None:
+            bt = self.base.thresholds
+            base = (f'; base: {self.odom_topics[1]} vs {self.odom_topics[0]}, sim - real on '
+                    f'{p("base_error_topic")} (warn {bt.position.warn:g} m / {bt.yaw.warn:g} rad, error '
+                    f'{bt.position.error:g} m / {bt.yaw.error:g} rad)')
         self.get_logger().info(
-            f'comparing {self.sim_topic} with {self.real_topic}: sim - real on {p("joint_error_topic")} at '
-            f'{p("rate"):g} Hz, {DIAGNOSTICS_TOPIC} every {p("diagnostics_period"):g} s (RMS over '
-            f'{self.monitor.window:g} s, warn {th.default.warn:g} rad, error {th.default.error:g} rad'
-            + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')'
+            f'comparing {self.sim_topic} with {", ".join(self.real_topics)}: sim - real on '
+            f'{p("joint_error_topic")} at {p("rate"):g} Hz, {DIAGNOSTICS_TOPIC} every {p("diagnostics_period"):g} s '
+            f'(RMS over {self.monitor.window:g} s, warn {th.default.warn:g} rad, error {th.default.error:g} rad'
+            + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')' + base
             + (f', aggregated at {self.aggregated_path!r} on {p("aggregated_topic")}' if self.aggregated_pub else ''))
 
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
+
+    def _real_topics(self) -> list[str]:
+        """The robot's JointState topics: ``real_joint_states_topic`` if set (deprecated), else
+        ``real_joint_states_topics`` (repeats dropped). Raises ConfigError when there is none."""
+        single = str(self._param('real_joint_states_topic') or '').strip()
+        if single:
+            self.get_logger().warning('real_joint_states_topic is deprecated: use real_joint_states_topics '
+                                      f'(a list); using {single} alone')
+            return [single]
+        topics = [str(t).strip() for t in self._param('real_joint_states_topics') or [] if str(t).strip()]
+        if not topics:
+            raise ConfigError('real_joint_states_topics is empty: name the JointState topic(s) of the robot')
+        return list(dict.fromkeys(topics))
+
+    def _odom_topics(self) -> tuple[str, str] | None:
+        """(real, sim) odometry topics, or None when both are empty (no base). Raises ConfigError
+        when only one is set, or both are the same."""
+        real, sim = (str(self._param(n) or '').strip() for n in ('real_odom_topic', 'sim_odom_topic'))
+        if not real and not sim:
+            return None
+        if not real or not sim:
+            raise ConfigError(f'real_odom_topic ({real!r}) and sim_odom_topic ({sim!r}): set both to compare the '
+                              'bases, or neither')
+        if real == sim:
+            raise ConfigError(f'real_odom_topic and sim_odom_topic are both {real}')
+        return real, sim
 
     def _thresholds(self, changed: dict) -> monitor.Thresholds:
         """Thresholds from the current parameters with ``changed`` {name: value} applied."""
@@ -222,14 +336,21 @@ class TwinMonitor(Node):
         return monitor.Thresholds.from_config(values['thresholds.warn'], values['thresholds.error'],
                                               values['threshold_overrides'])
 
+    def _base_thresholds(self, changed: dict) -> base_error.BaseThresholds:
+        """Base thresholds from the current parameters with ``changed`` {name: value} applied."""
+        return base_error.BaseThresholds.from_config(
+            *(changed.get(name, self._param(name)) for name in _BASE_THRESHOLD_PARAMS))
+
     def _validate_change(self, params) -> SetParametersResult:
         """Refuse thresholds that are invalid together (``parameters.declare`` checks each value alone)."""
         changed = {param.name: param.value for param in params}
-        if any(name in changed for name in _THRESHOLD_PARAMS):
-            try:
+        try:
+            if any(name in changed for name in _THRESHOLD_PARAMS):
                 self._thresholds(changed)
-            except ConfigError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
+            if any(name in changed for name in _BASE_THRESHOLD_PARAMS):
+                self._base_thresholds(changed)
+        except ConfigError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     def _after_set(self, params) -> None:
@@ -237,53 +358,83 @@ class TwinMonitor(Node):
         if names & set(_THRESHOLD_PARAMS):
             self.monitor.thresholds = self._thresholds({})
             self._warned_globs = False
-        if 'window' in names:
-            self.monitor.window = float(self._param('window'))
-        if 'stale_after' in names:
-            self.monitor.stale_after = float(self._param('stale_after'))
+        parts = [self.monitor] + ([self.base] if self.base is not None else [])
+        if self.base is not None and names & set(_BASE_THRESHOLD_PARAMS):
+            self.base.thresholds = self._base_thresholds({})
+        for part in parts:
+            if 'window' in names:
+                part.window = float(self._param('window'))
+            if 'stale_after' in names:
+                part.stale_after = float(self._param('stale_after'))
         if 'max_stamp_gap' in names:
             self.monitor.max_gap = float(self._param('max_stamp_gap'))
+        if self.base is not None and 'base_max_stamp_gap' in names:
+            self.base.max_gap = float(self._param('base_max_stamp_gap'))
         self.get_logger().info(f'parameters set: {sorted(names)}')
 
     # -- streams ---------------------------------------------------------------------------------
-    def _names(self, which: str, names: list) -> tuple:
+    def _names(self, which, names: list) -> tuple:
         """The message's names as a tuple, the same object while they do not change."""
-        last_list, last_tuple = self._names_cache[which]
+        last_list, last_tuple = self._names_cache.get(which, ((), ()))
         if names == last_list:
             return last_tuple
         out = tuple(names)
         self._names_cache[which] = (names, out)
         return out
 
-    def _on_state(self, which: str, msg: JointState) -> None:
+    def _on_state(self, which, msg: JointState) -> None:
+        """A JointState of the sim (``which`` 'sim') or of real topic number ``which``."""
         names = self._names(which, msg.name)
         try:
             sample = monitor.JointSample.make(to_seconds(msg.header.stamp), names,
                                               np.asarray(msg.position, dtype=float), msg.velocity,
                                               stamp=msg.header.stamp)
         except ValueError as exc:
-            self.get_logger().warning(f'ignoring a message on {self.real_topic if which == "real" else self.sim_topic}:'
-                                      f' {exc}', throttle_duration_sec=5.0)
+            topic = self.sim_topic if which == 'sim' else self.real_topics[which]
+            self.get_logger().warning(f'ignoring a message on {topic}: {exc}', throttle_duration_sec=5.0)
             return
         arrival = time.monotonic()
-        if which == 'real':
-            self.monitor.add_real(sample, arrival)
-        else:
+        if which == 'sim':
             self.monitor.add_sim(sample, arrival)
+        else:
+            self.monitor.add_real(sample, arrival, which)
+
+    def _on_odometry(self, which: int, msg: Odometry) -> None:
+        """An odometry of the robot (``which`` 0) or of the sim (1)."""
+        pose, q = msg.pose.pose.position, msg.pose.pose.orientation
+        try:
+            planar = base_error.planar_pose(to_seconds(msg.header.stamp), pose.x, pose.y, q.x, q.y, q.z, q.w,
+                                            stamp=msg.header.stamp)
+        except ValueError as exc:
+            self.get_logger().warning(f'ignoring a message on {self.odom_topics[which]}: {exc}',
+                                      throttle_duration_sec=5.0)
+            return
+        self._frames[which] = msg.header.frame_id
+        arrival = time.monotonic()
+        if which == 0:
+            self.base.add_real(planar, arrival)
+        else:
+            self.base.add_sim(planar, arrival)
 
     # -- outputs ---------------------------------------------------------------------------------
     def _publish_error(self) -> None:
         error = self.monitor.update()
-        if error is None:
-            return
-        msg = JointState(name=list(error.names), position=doubles(error.position),
-                         velocity=doubles(error.velocity))
-        msg.header.stamp = error.stamp
-        self.error_pub.publish(msg)
+        if error is not None:
+            msg = JointState(name=list(error.names), position=doubles(error.position),
+                             velocity=doubles(error.velocity))
+            msg.header.stamp = error.stamp
+            self.error_pub.publish(msg)
+        if self.base is not None:
+            for base in self.base.update():
+                out = Vector3Stamped()
+                out.header.stamp, out.header.frame_id = base.stamp, self._frames[0]
+                out.vector.x, out.vector.y, out.vector.z = base.x, base.y, base.yaw
+                self.base_error_pub.publish(out)
 
     def diagnostics(self, now: float | None = None) -> DiagnosticArray:
         """The DiagnosticArray of the current state (``now``: monotonic s, default now)."""
-        report = self.monitor.report(time.monotonic() if now is None else now)
+        now = time.monotonic() if now is None else now
+        report = self.monitor.report(now)
         if report.joints and not self._warned_globs:
             unused = self.monitor.thresholds.unused_globs(j.name for j in report.joints)
             if unused:
@@ -304,20 +455,43 @@ class TwinMonitor(Node):
                 'warn_rad': f'{joint.threshold.warn:g}',
                 'error_rad': f'{joint.threshold.error:g}',
             }
-            msg.status.append(DiagnosticStatus(
-                level=level_byte(joint.level), name=f'{self.get_name()}: {joint.name}', message=joint.message,
-                hardware_id=HARDWARE_ID, values=[KeyValue(key=k, value=v) for k, v in values.items()]))
+            msg.status.append(self._status(joint.level, joint.name, joint.message, values))
+        if self.base is not None:
+            msg.status.append(self._base_status(self.base.report(now)))
         summary_values = {
             'worst_joint': report.worst or '',
             'joints': str(len(report.joints)),
-            'real_topic': self.real_topic,
+            'real_topics': ', '.join(self.real_topics),
             'sim_topic': self.sim_topic,
             'window_s': window,
         }
-        msg.status.append(DiagnosticStatus(
-            level=level_byte(report.level), name=f'{self.get_name()}: sim vs real', message=report.message,
-            hardware_id=HARDWARE_ID, values=[KeyValue(key=k, value=v) for k, v in summary_values.items()]))
+        msg.status.append(self._status(report.level, 'sim vs real', report.message, summary_values))
         return msg
+
+    def _status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:
+        return DiagnosticStatus(level=level_byte(level), name=f'{self.get_name()}: {name}', message=message,
+                                hardware_id=HARDWARE_ID, values=[KeyValue(key=k, value=v) for k, v in values.items()])
+
+    def _base_status(self, report: base_error.BaseReport) -> DiagnosticStatus:
+        """The ``twin_monitor: base`` status of ``report``."""
+        st, th = report.stats, report.thresholds
+        values = {
+            'rms_position_error_m': '' if st is None else f'{st.rms_position:.6f}',
+            'rms_yaw_error_rad': '' if st is None else f'{st.rms_yaw:.6f}',
+            'max_position_error_m': '' if st is None else f'{st.max_position:.6f}',
+            'max_abs_yaw_error_rad': '' if st is None else f'{st.max_abs_yaw:.6f}',
+            'samples': '0' if st is None else str(st.samples),
+            'window_s': f'{self.base.window:g}',
+            'position_warn_m': f'{th.position.warn:g}',
+            'position_error_m': f'{th.position.error:g}',
+            'yaw_warn_rad': f'{th.yaw.warn:g}',
+            'yaw_error_rad': f'{th.yaw.error:g}',
+            'real_odom_topic': self.odom_topics[0],
+            'sim_odom_topic': self.odom_topics[1],
+            'real_odom_frame': self._frames[0],
+            'sim_odom_frame': self._frames[1],
+        }
+        return self._status(report.level, BASE_STATUS, report.message, values)
 
     def _publish_diagnostics(self) -> None:
         msg = self.diagnostics()

@@ -1,6 +1,8 @@
 """ROS-free tests of the twin monitor's core (shadow_twin.monitoring.joint_error): history and
-interpolation, sim minus real, the RMS window, thresholds and levels, the monitor;
-and of its rqt perspectives (shadow_twin.plots.perspective, window layout from shadow_twin.plots.qt_layout)."""
+interpolation, sim minus real, the RMS window, thresholds and levels, the monitor, several real
+streams (the cell's arm and hand topics) each compared on its own stamps and merged; and of its
+rqt perspectives, the hand's and the cell's (shadow_twin.plots.perspective, window layout from
+shadow_twin.plots.qt_layout). The base's pose error: test_base_error.py."""
 
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shadow_twin.monitoring import joint_error as m
 from shadow_twin.cli import perspective as persp_cli
-from shadow_twin.plots import perspective as persp
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.monitoring import joint_error as m
+from shadow_twin.plots import perspective as persp
 
 NAMES = ('a', 'b')
 
@@ -282,6 +284,133 @@ def test_monitor_ok_when_streams_agree():
     assert report.worst == 'b'                             # highest RMS among equals
 
 
+# ------------------------------------------------------------------------ several real streams
+ARM, HAND = ('s', 'e'), ('h1', 'h2')
+
+
+def cell_monitor(**kwargs) -> m.SimRealMonitor:
+    return m.SimRealMonitor(m.Thresholds(), real_labels=['/joint_states', '/rh/joint_states'], **kwargs)
+
+
+def cell_sim(mon, t0, n, rate=500.0, arrival=0.0):
+    """The sim at ``rate`` Hz: every joint moves at 1 rad/s (q = t + offset), so any error in the
+    time alignment shows."""
+    for k in range(n):
+        t = t0 + k / rate
+        mon.add_sim(m.JointSample.make(t, ARM + HAND + ('wheel',), [t, t + 1, t + 2, t + 3, 0.0], [1.0] * 5), arrival)
+
+
+def arm(t, offset=0.1):
+    return m.JointSample.make(t, ARM, [t - offset, t + 1 - offset], [1.0, 1.0], stamp=f'arm {t:.4f}')
+
+
+def hand(t, offset=0.25):
+    return m.JointSample.make(t, HAND, [t + 2 - offset, t + 3 - offset], [1.0, 1.0], stamp=f'hand {t:.4f}')
+
+
+def test_each_real_stream_is_compared_on_its_own_stamps():
+    """Arm at 125 Hz and hand at 250 Hz, out of phase with each other and with the sim: each joint's
+    error is exact (sim interpolated at that stream's stamp); one message holds both streams, stamped
+    with the newer comparison."""
+    mon = cell_monitor()
+    cell_sim(mon, 1.0, 250)                                      # up to 1.498 s
+    for k in range(60):
+        mon.add_real(arm(1.0013 + k / 125), 0.0, 0)              # up to 1.4733 s
+    for k in range(120):
+        mon.add_real(hand(1.0031 + k / 250), 0.0, 1)             # up to 1.4791 s
+    err = mon.update()
+    assert err.names == ARM + HAND and err.names[:2] == ARM     # stream by stream, in the list's order
+    np.testing.assert_allclose(err.position, [0.1, 0.1, 0.25, 0.25], atol=1e-9)
+    np.testing.assert_allclose(err.velocity, [0.0] * 4, atol=1e-9)
+    assert err.t == pytest.approx(1.4791) and err.stamp == 'hand 1.4791'
+    assert mon.update() is None
+    mon.add_real(hand(1.4831), 0.0, 1)                           # only the hand has something new
+    err = mon.update()
+    assert err.t == pytest.approx(1.4831) and err.names == ARM + HAND
+    np.testing.assert_allclose(err.position, [0.1, 0.1, 0.25, 0.25], atol=1e-9)
+    # an arm sample newer than its last one but older than the last message: no message (stamps
+    # increase); its error enters the window and the next message
+    mon.add_real(arm(1.4813), 0.0, 0)
+    assert mon.update() is None
+    mon.add_real(hand(1.4871), 0.0, 1)
+    assert mon.update().stamp == 'hand 1.4871'
+    stats = mon.streams[0].errors.stats()                        # the arm's window: both its comparisons
+    assert stats['s'].samples == 2 and stats['s'].rms_position == pytest.approx(0.1, abs=1e-9)
+
+
+def test_interleaved_streams_keep_their_windows():
+    """Comparisons of the two streams alternate in time, each window only sees its own stream's
+    (one shared window would restart whenever a stream's stamp is older than the other's)."""
+    mon = cell_monitor(window=1.0)
+    for k in range(1, 101):                                      # the reals one 4 ms period behind the sim
+        cell_sim(mon, k / 250, 2)
+        mon.add_real(hand(0.0031 + (k - 1) / 250), 0.0, 1)
+        if k % 2 == 0:
+            mon.add_real(arm(0.0013 + (k - 1) / 250), 0.0, 0)
+        mon.update()
+    report = mon.report(now=0.0)
+    by_name = {j.name: j for j in report.joints}
+    assert [j.name for j in report.joints] == list(ARM + HAND)
+    assert by_name['s'].stats.samples == 50 and by_name['h1'].stats.samples == 100
+    assert by_name['s'].level == m.WARN and by_name['h1'].level == m.ERROR     # 0.1 and 0.25 rad RMS
+    assert report.level == m.ERROR and report.worst in HAND
+
+
+def test_a_joint_in_two_streams_is_taken_from_the_first():
+    mon = m.SimRealMonitor(m.Thresholds(), real_labels=['a', 'b'])
+    cell_sim(mon, 0.0, 100)
+    mon.add_real(m.JointSample.make(0.05, ('s', 'h1'), [0.05 - 0.1, 2.05 - 0.3]), 0.0, 0)
+    mon.add_real(m.JointSample.make(0.06, ('h1', 'h2'), [2.06 - 0.25, 3.06 - 0.25]), 0.0, 1)
+    err = mon.update()
+    assert err.names == ('s', 'h1', 'h2')
+    np.testing.assert_allclose(err.position, [0.1, 0.3, 0.25], atol=1e-9)
+    assert [j.name for j in mon.report(0.0).joints] == ['s', 'h1', 'h2']
+
+
+def test_a_silent_stream_leaves_the_message_and_its_joints_go_stale():
+    mon = cell_monitor(stale_after=0.5)
+    cell_sim(mon, 0.0, 300)                                       # up to 0.598 s
+    mon.add_real(arm(0.5), 0.5, 0)                                # the arm stops at 0.5 s
+    assert mon.update().names == ARM
+    cell_sim(mon, 0.6, 700, arrival=2.0)                          # up to 1.998 s
+    for k in range(250):
+        mon.add_real(hand(0.9 + k / 250), 2.0, 1)
+    err = mon.update()
+    assert err.names == HAND and err.t == pytest.approx(0.9 + 249 / 250)   # the arm's 0.5 s: 1.4 s older
+    report = mon.report(now=2.0)
+    levels = {j.name: j.level for j in report.joints}
+    assert levels == {'s': m.STALE, 'e': m.STALE, 'h1': m.ERROR, 'h2': m.ERROR}
+    arm_joint = next(j for j in report.joints if j.name == 's')
+    assert arm_joint.message.startswith('nothing received on /joint_states for 1.5 s (last: RMS error 0.100')
+    assert report.level == m.STALE and report.message.startswith('nothing received on /joint_states for 1.5 s; ')
+    never = cell_monitor()
+    cell_sim(never, 0.0, 10)
+    never.add_real(hand(0.005), 0.0, 1)
+    never.update()
+    report = never.report(now=0.1)
+    assert [j.name for j in report.joints] == list(HAND) and m.STALE not in [j.level for j in report.joints]
+    assert report.level == m.STALE                               # the summary: a stream is silent
+    assert 'nothing received on /joint_states yet' in report.message
+
+
+def test_real_streams_must_be_distinct():
+    with pytest.raises(ValueError, match='distinct'):
+        m.SimRealMonitor(m.Thresholds(), real_labels=['/a', '/a'])
+    with pytest.raises(ValueError, match='one or more'):
+        m.SimRealMonitor(m.Thresholds(), real_labels=[])
+
+
+def test_merge_errors_concatenates_and_takes_the_newest_stamp():
+    a = m.JointError(1.0, ('a',), np.array([0.1]), np.array([0.0]), 'sa')
+    b = m.JointError(1.2, ('b', 'c'), np.array([0.2, 0.3]), np.array([0.0, 1.0]), 'sb')
+    merged = m.merge_errors([a, b])
+    assert merged.names == ('a', 'b', 'c') and (merged.t, merged.stamp) == (1.2, 'sb')
+    np.testing.assert_allclose(merged.position, [0.1, 0.2, 0.3])
+    assert m.merge_errors([a]) is a
+    with pytest.raises(ValueError):
+        m.merge_errors([])
+
+
 # -------------------------------------------------------------------------------- perspectives
 # The rqt perspectives of shadow_twin.plots.perspective (ROS-free: JSON files).
 CONFIG = Path(__file__).resolve().parents[2] / 'config'
@@ -292,6 +421,7 @@ TOPIC = re.compile(r'^(?P<topic>/.+)/position\[(?P<index>\d+)\]$')
 def model_joint_order() -> list[str]:
     """The built-in model's hinge/slide joints in model order, read with MuJoCo directly."""
     import mujoco
+
     from shadow_twin.model.mjcf import builtin_model_path
     model = mujoco.MjModel.from_xml_path(str(builtin_model_path()))
     kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
@@ -514,3 +644,107 @@ def test_read_perspective_names_the_problem(tmp_path):
     with pytest.raises(ConfigError, match='is not an rqt perspective'):
         persp.read_perspective(tmp_path / 'other.perspective')
     assert persp.read_perspective(PLOTS) == json.loads(PLOTS.read_text())
+
+
+# --------------------------------------------------------------------------- cell perspectives
+CELL_PLOTS, CELL_MONITOR = CONFIG / persp.CELL_PLOTS_FILE, CONFIG / persp.CELL_MONITOR_FILE
+FIELD = re.compile(r'^(?P<topic>/.+?)/(?P<field>position\[\d+\]|vector/[xyz])$')
+
+
+def cell_joint_order() -> list[str]:
+    """The cell's hinge/slide joints in model order (what the sim bridge publishes), read with MuJoCo."""
+    import mujoco
+
+    from shadow_twin.model.cell import CellConfig, build_cell_spec, compile_cell
+    model = compile_cell(build_cell_spec(CellConfig.from_yaml(CONFIG / 'cell.yaml')))
+    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    return [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in kinds and model.joint(j).name]
+
+
+def all_plot_fields(data) -> list[tuple[str, list[str]]]:
+    """[(dock title, [field, ...])] of every rqt_plot, by serial number."""
+    manager = imported(data['groups']['pluginmanager'])
+    out = []
+    for serial in manager['keys']['running-plugins']['rqt_plot/Plot']:
+        group = manager['groups'][f'plugin__rqt_plot__Plot__{serial}']
+        topics = group['groups']['plugin']['keys']['topics']
+        topics = [topics] if isinstance(topics, str) else topics
+        assert all(FIELD.match(t) for t in topics), topics
+        out.append((group['groups']['dock_widget__DataPlotWidget']['keys']['dock_widget_title'], topics))
+    return out
+
+
+def index_of(field: str) -> int:
+    return int(field.rsplit('[', 1)[1].rstrip(']'))
+
+
+def test_cell_perspective_plots_arm_joints_from_their_topics_and_the_base_error():
+    cell = cell_joint_order()
+    assert cell == persp.cell_published_joints()[0]
+    ur5 = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
+           'wrist_3_joint']                                              # what mock_ur publishes
+    hand = model_joint_order()                                          # what the mock hand publishes
+    found = all_plot_fields(json.loads(CELL_PLOTS.read_text()))
+    assert len(found) == len(persp.DEFAULT_CELL_JOINTS) + 2
+    for (title, (real, sim)), joint in zip(found, persp.DEFAULT_CELL_JOINTS):
+        assert title == f'{joint}: real vs sim (rad)'
+        assert real.startswith('/joint_states/') and ur5[index_of(real)] == joint
+        assert sim.startswith('/sim/joint_states/') and cell[index_of(sim)] == joint
+    title, errors = found[-2]
+    error_order = ur5 + hand                      # the monitor's message: /joint_states, then /rh/joint_states
+    assert title.startswith('sim - real (rad): shoulder_pan_joint')
+    assert [error_order[index_of(f)] for f in errors] == list(persp.DEFAULT_CELL_JOINTS)
+    assert all(f.startswith('/twin/joint_error/position[') for f in errors)
+    title, base = found[-1]
+    assert title == 'base: sim - real (x, y m; yaw rad)'
+    assert base == ['/twin/base_error/vector/x', '/twin/base_error/vector/y', '/twin/base_error/vector/z']
+    settings = imported(json.loads(CELL_PLOTS.read_text())['groups']['pluginmanager'])['groups']
+    limits = {k: g['groups']['plugin']['keys']['y_limits'] for k, g in settings.items()}
+    assert limits['plugin__rqt_plot__Plot__1'] == pytest.approx([-math.pi - 0.05, math.pi + 0.05])  # +-2 pi clipped
+    assert limits['plugin__rqt_plot__Plot__6'] == pytest.approx(list(persp.BASE_Y_LIMITS))
+    # a hand joint comes from /rh/joint_states, after the arm's joints in the error message
+    (_, (real, sim)), (_, err), _ = all_plot_fields(persp.build_cell_plots_perspective(['rh_FFJ3']))
+    assert real == f'/rh/joint_states/position[{hand.index("rh_FFJ3")}]' and cell[index_of(sim)] == 'rh_FFJ3'
+    assert err == [f'/twin/joint_error/position[{6 + hand.index("rh_FFJ3")}]']
+    # a UR driver publishing another order
+    (_, (real, _)), (_, err), _ = all_plot_fields(persp.build_cell_plots_perspective(
+        ['elbow_joint'], arm_joints=['wrist_3_joint', 'elbow_joint']))
+    assert (real, err) == ('/joint_states/position[1]', ['/twin/joint_error/position[1]'])
+    with pytest.raises(ConfigError, match=r"joint\(s\) \['shoulder_pan_joint'\] are not in the real joint order"):
+        persp.build_cell_plots_perspective(['shoulder_pan_joint'], arm_joints=['elbow_joint'])
+    with pytest.raises(ConfigError, match=r"unknown joint\(s\) \['rh_XXJ1'\]"):
+        persp.build_cell_plots_perspective(['rh_XXJ1'])
+
+
+def test_cell_windows_fit_the_screen_with_the_error_plots_side_by_side():
+    for path in (CELL_PLOTS, CELL_MONITOR):
+        geometry = main_window(json.loads(path.read_text()))['geometry']
+        reference = main_window(json.loads((PLOTS if path == CELL_PLOTS else MONITOR).read_text()))['geometry']
+        assert geometry == reference                                     # the hand's windows' places
+    assert main_window(json.loads(CELL_PLOTS.read_text()))['state']['areas'][3][2] == ('h', [('v', [
+        ('h', ['rqt_plot__Plot__1__DataPlotWidget', 'rqt_plot__Plot__2__DataPlotWidget']),
+        ('h', ['rqt_plot__Plot__3__DataPlotWidget', 'rqt_plot__Plot__4__DataPlotWidget']),
+        ('h', ['rqt_plot__Plot__5__DataPlotWidget', 'rqt_plot__Plot__6__DataPlotWidget'])])])
+    data = json.loads(CELL_MONITOR.read_text())
+    group = imported(data['groups']['pluginmanager'])['groups']['plugin__rqt_robot_monitor__RobotMonitor__1']
+    splitter = QtStream(group['groups']['plugin']['keys']['splitter'])
+    assert splitter.take('>iii') == (0xff, 1, 3)
+    panes = splitter.take('>3i')
+    assert panes[2] >= (30 + 1 + 3) * 17 and sum(panes) == sum(persp.MONITOR_PANES)   # 30 joints, base, 3 more
+    assert persp.needed_topics(data) == ['/diagnostics_agg']
+
+
+def test_perspective_main_writes_the_cell_files(tmp_path, capsys):
+    out = tmp_path / 'cell.perspective'
+    assert persp_cli.main(['--cell', '--out', str(out)]) == 0
+    assert out.read_text() == CELL_PLOTS.read_text() and 'base pose error plot' in capsys.readouterr().out
+    assert persp_cli.main(['--cell', '--monitor', '--out', str(out)]) == 0
+    assert out.read_text() == CELL_MONITOR.read_text()
+    for args, message in [(['--cell', '--real-order', 'a,b'], '--real-order do(es) not apply to --cell'),
+                          (['--arm-order', 'elbow_joint'], '--arm-order need(s) --cell'),
+                          (['--cell', '--joints', 'rh_XXJ9'], "unknown joint(s) ['rh_XXJ9']")]:
+        capsys.readouterr()
+        assert persp_cli.main([*args, '--out', str(tmp_path / 'x.perspective')]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith('shadow-twin perspective: error: ') and message in err, err
+    assert not (tmp_path / 'x.perspective').exists()

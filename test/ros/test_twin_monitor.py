@@ -123,6 +123,10 @@ def aggregated_pair(topics, since: float):
     (['-p', 'threshold_overrides:="rh_TH*: {error: 0.01}"'], "joints 'rh_TH*' (threshold_overrides)"),
     (['-p', 'thresholds.warn:=0.0'], 'must be > 0 rad'),
     (['-p', 'aggregated_path:=/'], "parameter aggregated_path: an aggregated path needs at least one name"),
+    (['-p', 'real_odom_topic:=/odom'], "real_odom_topic ('/odom') and sim_odom_topic (''): set both"),
+    (['-p', 'base_thresholds.yaw.warn:=0.5'], 'thresholds of the base yaw (base_thresholds.yaw.warn, .error): '
+                                              'error (0.3 rad) must be >= warn (0.5 rad)'),
+    (['-p', 'real_joint_states_topics:=[" "]'], 'real_joint_states_topics is empty'),
 ])
 def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
     helpers, _ = ros
@@ -285,6 +289,7 @@ def test_aggregated_follows_diagnostic_aggregator(ros):
 
 def test_aggregated_publishing_can_be_switched_off(ros):
     from rclpy.parameter import Parameter
+
     from shadow_twin.ros.twin_monitor import TwinMonitor
     _, client = ros
     off = TwinMonitor('twin_monitor_off', context=client.context,
@@ -300,6 +305,52 @@ def test_aggregated_publishing_can_be_switched_off(ros):
         on.destroy_node()
 
 
+def test_real_topics_from_the_list_or_the_deprecated_single_parameter(ros):
+    """The hand-only config compares /joint_states and has no base; the deprecated single topic
+    replaces the list; the cell config has two real topics and the base."""
+    from rclpy.parameter import Parameter
+
+    from shadow_twin.ros.twin_monitor import TwinMonitor
+    _, client = ros
+
+    def params(path: Path) -> list:
+        values = yaml.safe_load(path.read_text())['/**/twin_monitor']['ros__parameters']
+        flat = {}
+
+        def walk(prefix, node):
+            for key, value in node.items():
+                if isinstance(value, dict):
+                    walk(f'{prefix}{key}.', value)
+                else:
+                    flat[prefix + key] = value
+        walk('', values)
+        return [Parameter(k, value=v) for k, v in flat.items()]
+    nodes = {
+        'hand': TwinMonitor('twin_monitor_hand', context=client.context, parameter_overrides=params(MONITOR_PARAMS)),
+        'single': TwinMonitor('twin_monitor_single', context=client.context, parameter_overrides=[
+            Parameter('real_joint_states_topic', value='/robot/joint_states')]),
+        'cell': TwinMonitor('twin_monitor_cell', context=client.context,
+                            parameter_overrides=params(REPO / 'config' / 'twin_monitor_cell.yaml')),
+    }
+    try:
+        hand, single, cell = nodes['hand'], nodes['single'], nodes['cell']
+        assert (hand.real_topics, hand.base, hand.base_error_pub) == (['/joint_states'], None, None)
+        assert single.real_topics == ['/robot/joint_states']
+        assert cell.real_topics == ['/joint_states', '/rh/joint_states'] and cell.odom_topics == ('/odom', '/sim/odom')
+        assert cell.base_error_pub.topic_name == '/twin/base_error'
+        th = cell.base.thresholds
+        assert (th.position.warn, th.position.error, th.yaw.warn, th.yaw.error) == (0.05, 0.2, 0.1, 0.3)
+        assert cell.monitor.thresholds.for_joint('shoulder_lift_joint').warn == 0.01
+        assert cell.monitor.thresholds.for_joint('ra_wrist_2_joint').error == 0.05       # with a tf_prefix
+        assert cell.monitor.thresholds.for_joint('rh_WRJ1').warn == 0.05
+        statuses = [st.name for st in cell.diagnostics().status]
+        assert statuses == ['twin_monitor_cell: base', 'twin_monitor_cell: sim vs real']    # nothing received yet
+        assert [st.name for st in hand.diagnostics().status] == ['twin_monitor_hand: sim vs real']
+    finally:
+        for node in nodes.values():
+            node.destroy_node()
+
+
 def test_diagnostic_aggregator_config_covers_every_status_name():
     """config/diagnostic_aggregator.yaml (for rqt_robot_monitor) groups the statuses this package
     publishes: their names start with the publishing node's name."""
@@ -311,8 +362,8 @@ def test_diagnostic_aggregator_config_covers_every_status_name():
     groups = {k: v for k, v in analyzers.items() if isinstance(v, dict)}
     assert all(g['type'] == 'diagnostic_aggregator/GenericAnalyzer' for g in groups.values())
     prefixes = [p for g in groups.values() for p in g['startswith']]
-    for name in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{BRIDGE}: physics', 'mock_hardware: physics',
-                 f'{CALIBRATION}: calibration'):
+    for name in (f'{MONITOR}: rh_FFJ3', f'{MONITOR}: sim vs real', f'{MONITOR}: base', f'{BRIDGE}: physics',
+                 'mock_hardware: physics', f'{CALIBRATION}: calibration'):
         assert sum(name.startswith(p) for p in prefixes) == 1, name
     # the twin_monitor's own /diagnostics_agg puts its statuses where this aggregator would
     monitor_params = yaml.safe_load(MONITOR_PARAMS.read_text())['/**/twin_monitor']['ros__parameters']
