@@ -22,6 +22,7 @@ arguments.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -51,7 +52,7 @@ from shadow_twin.ros.dds import isolate_domain
 
 TWIN_ACTION = '/twin/follow_joint_trajectory'
 ARM = arm_joint_names()
-HAND_CLOSE = {'rh_FFJ3': 1.2, 'rh_MFJ3': 1.2, 'rh_RFJ3': 1.2, 'rh_LFJ3': 1.2, 'rh_FFJ2': 0.8, 'rh_MFJ2': 0.8}
+HAND_CLOSE = {'rh_FFJ3': 1.2, 'rh_MFJ3': 1.2, 'rh_RFJ3': 1.2, 'rh_LFJ3': 1.2, 'rh_THJ4': 0.8, 'rh_WRJ1': -0.3}
 ARM_TARGET = [0.5, -0.6, 0.9, -0.3, 0.4, 0.0]            # rad, the goal's last arm point
 ARC_RADIUS, ARC_SECONDS = 1.0, 8.0                       # m, s: a quarter arc to the left
 SWING_SECONDS = 6.0
@@ -70,7 +71,7 @@ class CellRecorder:
             node.create_subscription(JointState, topic, lambda m: self._joints(self.real, m), 50)
         node.create_subscription(JointState, '/sim/joint_states', lambda m: self._joints(self.sim, m), 50)
         for topic in self.odom:
-            node.create_subscription(Odometry, topic, lambda m, t=topic: self._odom(t, m), 50)
+            node.create_subscription(Odometry, topic, functools.partial(self._odom, topic), 50)
 
     def _joints(self, into: dict, msg: JointState) -> None:
         with self.lock:
@@ -199,7 +200,12 @@ def run(args) -> int:
         while not (action.server_is_ready() and recorder.sim and recorder.real and all(recorder.odom.values())):
             processes.check()
             if time.monotonic() > deadline:
-                raise ShadowTwinError('the cell did not come up within 90 s (see logs/twin.log)')
+                missing = [what for what, ok in (('the twin action server', action.server_is_ready()),
+                                                 ('/sim/joint_states', recorder.sim),
+                                                 ('real joint states', recorder.real),
+                                                 *((topic, poses) for topic, poses in recorder.odom.items())) if not ok]
+                raise ShadowTwinError(f'the cell did not come up within 90 s: nothing from {", ".join(missing)} '
+                                      '(see logs/twin.log)')
             time.sleep(0.2)
         time.sleep(1.0)
         print('2. one goal: arm + hand in 4 s, base on a quarter arc of 1 m in 8 s', flush=True)
@@ -235,8 +241,10 @@ def run(args) -> int:
                   for topic, p in swing.items()}
         print(f'   result: error_code {swing_code} {swing_message!r}')
         for topic, e in effect.items():
+            note = ('  (the sim: arm and base in one model)' if topic == '/sim/odom' else
+                    '  (the mock UR and mock MiR are separate processes: no coupling; a real cell shows it here)')
             print(f'   base {topic:9s} y peak-to-peak {e["y_ptp_m"] * 1e3:.2f} mm, yaw {e["yaw_ptp_rad"]:.4f} rad '
-                  f'({math.degrees(e["yaw_ptp_rad"]):.2f} deg)')
+                  f'({math.degrees(e["yaw_ptp_rad"]):.2f} deg){note}')
     finally:
         ros.close()
         processes.stop()

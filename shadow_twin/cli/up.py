@@ -81,7 +81,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     def command(module: str, params: Path, *ros_args: str) -> list[str]:
         if not Path(params).is_file():
             raise FileNotFoundError(f'parameter file {params} does not exist')
-        return [python, '-m', module, '--ros-args', *ros_args, '--params-file', str(params), *extra]
+        # the params file first: a later -p overrides it (ROS applies parameter overrides in order)
+        return [python, '-m', module, '--ros-args', '--params-file', str(params), *ros_args, *extra]
     sim = () if cell_model is None else (
         '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
     out = {'mujoco_bridge': command('mujoco_bridge.main', args.bridge_config or config_path('mujoco_bridge.yaml'),

@@ -62,3 +62,22 @@ def test_demo_bad_arguments(python, tmp_path):
     run = demo(python, '--out', str(tmp_path / 'y'), '--unseen', 'no_such_trajectory', timeout=60)
     assert run.returncode == 1 and "no trajectory named 'no_such_trajectory'" in run.stderr
     assert not (tmp_path / 'x').exists() and not (tmp_path / 'y').exists()
+
+
+def test_demo_cell_drives_arm_hand_and_base_and_shows_the_swing(python, tmp_path):
+    """``shadow-twin demo --cell``: the one goal for the three robots succeeds with both bases at
+    the arc's end; the arm swing moves the sim's base (arm and base in one model)."""
+    import ros_helpers
+    out = tmp_path / 'cell'
+    run = demo(python, '--cell', '--out', str(out), '--domain-id', str((ros_helpers.domain_id_for() + 30) % 101 + 1),
+               timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((out / 'demo_cell_report.json').read_text())
+    assert report['goal']['error_code'] == 0, report['goal']
+    for topic, error in report['goal']['base_end'].items():
+        assert error['position_error_m'] < 0.05 and error['yaw_error_rad'] < 0.05, (topic, error)
+    assert max(abs(e) for e in report['goal']['joint_error_end_rad']['arm']) < 0.01
+    assert report['swing']['error_code'] == 0
+    assert report['swing']['base']['/sim/odom']['y_ptp_m'] >= 1e-3
+    assert (out / 'base.png').stat().st_size > 10_000
+    assert 'one goal: arm + hand' in run.stdout and 'arm swing' in run.stdout

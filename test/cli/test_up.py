@@ -49,3 +49,12 @@ def test_a_bad_cell_config_is_refused_with_exit_2(tmp_path, capsys):
     assert up.main(['--cell', '--cell-config', str(bad)]) == 2
     assert 'mass' in capsys.readouterr().err
     assert up.main(['--cell', '--cell-config', str(tmp_path / 'missing.yaml')]) == 2
+
+
+def test_command_line_overrides_come_after_the_params_file():
+    """ROS applies parameter overrides in order: a -p before --params-file would be overridden
+    by the file's value (the sim then ran the built-in hand instead of the cell)."""
+    nodes = commands('--cell', '--mock-hardware', '--mode', 'sim', cell_model=config_path('cell.yaml'))
+    for name in ('mujoco_bridge', 'mock_hardware', 'shadow_twin'):
+        command = nodes[name]
+        assert command.index('--params-file') < min(k for k, arg in enumerate(command) if arg == '-p'), name
