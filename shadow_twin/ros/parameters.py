@@ -313,3 +313,18 @@ def constraints_config(node: Node, joints: Iterable[str]) -> dict:
                 entry[key] = float(node.get_parameter(name).value)
         config[joint] = entry
     return config
+
+
+def real_joint_state_topics(node) -> list[str]:
+    """The robot's JointState topics of a node with the parameters ``real_joint_states_topic``
+    (one topic, deprecated; wins when set, with a warning) and ``real_joint_states_topics`` (a
+    list; repeats dropped). Raises ConfigError when there is none."""
+    single = str(node.get_parameter('real_joint_states_topic').value or '').strip()
+    if single:
+        node.get_logger().warning('real_joint_states_topic is deprecated: use real_joint_states_topics '
+                                  f'(a list); using {single} alone')
+        return [single]
+    topics = [str(t).strip() for t in node.get_parameter('real_joint_states_topics').value or [] if str(t).strip()]
+    if not topics:
+        raise ConfigError('real_joint_states_topics is empty: name the JointState topic(s) of the robot')
+    return list(dict.fromkeys(topics))

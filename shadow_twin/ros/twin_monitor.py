@@ -253,7 +253,7 @@ class TwinMonitor(Node):
         super().__init__(node_name, **kwargs)
         bridge_params.declare(self, SPECS)
         p = self._param
-        self.real_topics, self.sim_topic = self._real_topics(), p('sim_joint_states_topic')
+        self.real_topics, self.sim_topic = bridge_params.real_joint_state_topics(self), p('sim_joint_states_topic')
         self.monitor = monitor.SimRealMonitor(
             self._thresholds({}), window=float(p('window')), stale_after=float(p('stale_after')),
             max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_labels=self.real_topics,
@@ -303,19 +303,6 @@ class TwinMonitor(Node):
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
-
-    def _real_topics(self) -> list[str]:
-        """The robot's JointState topics: ``real_joint_states_topic`` if set (deprecated), else
-        ``real_joint_states_topics`` (repeats dropped). Raises ConfigError when there is none."""
-        single = str(self._param('real_joint_states_topic') or '').strip()
-        if single:
-            self.get_logger().warning('real_joint_states_topic is deprecated: use real_joint_states_topics '
-                                      f'(a list); using {single} alone')
-            return [single]
-        topics = [str(t).strip() for t in self._param('real_joint_states_topics') or [] if str(t).strip()]
-        if not topics:
-            raise ConfigError('real_joint_states_topics is empty: name the JointState topic(s) of the robot')
-        return list(dict.fromkeys(topics))
 
     def _odom_topics(self) -> tuple[str, str] | None:
         """(real, sim) odometry topics, or None when both are empty (no base). Raises ConfigError

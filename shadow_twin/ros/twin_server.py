@@ -121,7 +121,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
@@ -638,7 +638,8 @@ class TwinServer(Node):
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(lambda _: self._refresh())
 
-        self.joint_states = JointStateCache({'real': self._real_topics(), 'sim': [p('sim_joint_states_topic')]})
+        self.joint_states = JointStateCache({'real': bridge_params.real_joint_state_topics(self),
+                                             'sim': [p('sim_joint_states_topic')]})
         # Joint states arrive at 2 x 250 Hz: a MultiThreadedExecutor spends most of a core on
         # them (and delays the action traffic), so a helper node on its own single-threaded
         # executor takes them.
@@ -695,19 +696,6 @@ class TwinServer(Node):
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
-
-    def _real_topics(self) -> list[str]:
-        """The robot's JointState topics: ``real_joint_states_topic`` if set (deprecated), else
-        ``real_joint_states_topics``. Raises ConfigError when there is none."""
-        single = str(self._param('real_joint_states_topic') or '').strip()
-        if single:
-            self.get_logger().warning('real_joint_states_topic is deprecated: use real_joint_states_topics '
-                                      f'(a list); using {single} alone')
-            return [single]
-        topics = [str(t).strip() for t in self._param('real_joint_states_topics') or [] if str(t).strip()]
-        if not topics:
-            raise ConfigError('real_joint_states_topics is empty: name the JointState topic(s) of the robot')
-        return list(dict.fromkeys(topics))
 
     def _read_controllers(self) -> list[split.ControllerSpec]:
         names = self.declare_parameter('real_controllers', ['hand', 'arm']).value or []
