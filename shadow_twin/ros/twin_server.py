@@ -143,6 +143,9 @@ NODE_NAME = 'shadow_twin'
 ACCEPT_MARGIN = 0.03
 #: Period of the joint-state listener's turn timer, s (see JointStateCache.wait_for_turn).
 LISTENER_TURN_PERIOD = 0.02
+#: Seconds after the start within which a goal waits for joint states or odometry that have not
+#: arrived yet (discovery), s.
+STARTUP_GRACE = 10.0
 #: Seconds to wait for the controllers to answer a goal / a cancel.
 ANSWER_TIMEOUT = 3.0
 #: Seconds a new goal waits for the goal it preempted to cancel its controller goals, so
@@ -294,6 +297,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         #: The bases a base goal drives.
         self.base_sides = split.base_sides(mode)
         self._dispatching = 0        # goals being sent to the controllers (guarded by self.lock)
+        self._started = time.monotonic()
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
         self.clients = {name: LockedActionClient(node, FollowJointTrajectory, action, callback_group=self.group)
                         for name, action in action_names.items()}
@@ -409,7 +413,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'velocity_limits parameter is invalid: {exc}') from None
         names = list(request.trajectory.joint_names)
         known = set(self.joints)
-        deadline = time.monotonic() + settings['server_timeout']
+        deadline = self._first_data_deadline(settings)
         actual = self._actual()
         # just started: give the joint states a moment to arrive
         while any(j in known and j not in actual for j in names) and time.monotonic() < deadline:
@@ -426,11 +430,26 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def _validate_base(self, request, plan: TwinPlan, settings: dict) -> None:
         """The base part: ``base_goal_from_request`` from the actual base's pose."""
-        pose = self.base.current_pose(self.actual_source, wait_s=settings['server_timeout'])
+        pose = self.base.current_pose(self.actual_source,
+                                      wait_s=max(0.0, self._first_data_deadline(settings) - time.monotonic()))
         plan.base_goal = base_goal_from_request(request, settings['base'], self._now_s(), pose)
 
+    def _first_data_deadline(self, settings: dict) -> float:
+        """Until when (monotonic s) a goal waits for data that has never arrived: ``server_timeout``
+        s from now, and within ``STARTUP_GRACE`` s of this server's start (DDS discovery of every
+        publisher takes seconds on a loaded machine; a goal sent as soon as the twin answers would
+        otherwise be rejected for data that is on its way)."""
+        return max(time.monotonic() + settings['server_timeout'], self._started + STARTUP_GRACE)
+
     def _check_alive(self, plan: TwinPlan, settings: dict) -> None:
-        """Every controller and base the goal needs is there (data fresh, action server found)."""
+        """Every controller and base the goal needs is there (data fresh, action server found).
+        Just after a start, a source whose joint states have not arrived yet (DDS discovery of a
+        publisher takes a moment) is waited for, up to ``server_timeout`` s."""
+        deadline = self._first_data_deadline(settings)
+        for name in plan.goal_split.groups:
+            source, joints = self._source(name), plan.goal_split.joints_of(name)
+            while self.states.oldest(source, joints)[1] == float('inf') and time.monotonic() < deadline:
+                time.sleep(0.01)
         for name in plan.goal_split.groups:
             gone = self._staleness(self._source(name), plan.goal_split.joints_of(name), settings)
             if gone is not None:
