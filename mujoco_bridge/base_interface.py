@@ -40,14 +40,13 @@ class BaseInterface:
         node: the bridge node (publishers, subscription, timer).
         sim: the live simulation; its base may come and go with reloads (nothing is sent
             while the model has none).
-        settings: cmd_vel_topic, cmd_vel_timeout (s), odom_topic, odom_rate (Hz),
+        settings: cmd_vel_topic, odom_topic, odom_rate (Hz),
             odom_frame, base_frame, publish_tf.
         stamp_of: sim time (s) -> builtin_interfaces/Time of the state at that time.
     """
 
     def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of) -> None:
         self.node, self.sim, self.stamp_of = node, sim, stamp_of
-        self.timeout = float(settings['cmd_vel_timeout'])
         group = MutuallyExclusiveCallbackGroup()
         self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
@@ -69,7 +68,6 @@ class BaseInterface:
     def _on_command(self, msg: TwistStamped) -> None:
         if self.sim.base is None:
             return
-        self.sim.base.command_timeout = self.timeout
         self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z)
 
     def publish(self) -> None:

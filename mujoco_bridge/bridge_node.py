@@ -65,8 +65,7 @@ from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCance
 
 NODE_NAME = 'mujoco_bridge'
 #: Parameters of the mobile base's interface (used when the model has one).
-BASE_PARAMETERS = ('cmd_vel_topic', 'cmd_vel_timeout', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame',
-                   'publish_tf')
+BASE_PARAMETERS = ('cmd_vel_topic', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame', 'publish_tf')
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
 RTF_WARN, RTF_ERROR = 0.95, 0.5
 
@@ -89,7 +88,8 @@ class MujocoBridge(Node):
         self.publish_clock = bool(p('publish_clock'))
         self.sim = LiveSimulation(self._model_path(), gains=self._gains_file(),
                                   joint_map=JointNameMap.from_yaml(p('joint_map_file') or None),
-                                  overrides=ParameterOverrides.from_yaml_text(p('overrides')))
+                                  overrides=ParameterOverrides.from_yaml_text(p('overrides')),
+                                  base_command_timeout=float(p('cmd_vel_timeout')))
         self._constraints = params.load_constraints(p('constraints_file'))
         params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
@@ -202,6 +202,8 @@ class MujocoBridge(Node):
     def _after_set(self, changed: list[Parameter]) -> None:
         self._settings = self._read_settings()
         for param in changed:
+            if param.name == 'cmd_vel_timeout':
+                self.sim.set_base_command_timeout(float(param.value))
             if param.name in ('speed_scaling', 'speed_scaled_joints'):
                 self.sim.set_speed_scaling(float(self._param('speed_scaling')) / 100.0,
                                            list(self._param('speed_scaled_joints')))

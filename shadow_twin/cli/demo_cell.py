@@ -44,6 +44,7 @@ from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
 from shadow_twin.model.cell import arm_joint_names
 from shadow_twin.ros.calibration_client import SpinningNode
@@ -79,7 +80,7 @@ class CellRecorder:
 
     def _odom(self, topic: str, msg: Odometry) -> None:
         q = msg.pose.pose.orientation
-        yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+        yaw = yaw_from_quaternion(q.x, q.y, q.z, q.w)
         with self.lock:
             self.odom[topic].append((time.monotonic(), msg.pose.pose.position.x, msg.pose.pose.position.y, yaw))
 
@@ -116,15 +117,19 @@ def cell_goal(start: np.ndarray) -> FollowJointTrajectory.Goal:
     goal.goal_tolerance = [JointTolerance(name=j, position=0.05) for j in goal.trajectory.joint_names]
     goal.multi_dof_trajectory.header.frame_id = 'odom'
     goal.multi_dof_trajectory.joint_names = ['virtual_joint']
-    x0, y0, yaw0 = start
     for k in range(1, 9):
-        angle = (math.pi / 2) * k / 8
-        lx, ly = ARC_RADIUS * math.sin(angle), ARC_RADIUS * (1.0 - math.cos(angle))    # in the start frame
-        pose = (x0 + lx * math.cos(yaw0) - ly * math.sin(yaw0), y0 + lx * math.sin(yaw0) + ly * math.cos(yaw0),
-                yaw0 + angle)
         goal.multi_dof_trajectory.points.append(MultiDOFJointTrajectoryPoint(
-            transforms=[planar(*pose)], time_from_start=duration_msg(ARC_SECONDS * k / 8)))
+            transforms=[planar(*arc_pose(start, (math.pi / 2) * k / 8))],
+            time_from_start=duration_msg(ARC_SECONDS * k / 8)))
     return goal
+
+
+def arc_pose(start: np.ndarray, angle: float) -> np.ndarray:
+    """(3,) pose (x, y m, yaw rad, odom) ``angle`` rad along the left arc of ``ARC_RADIUS`` from ``start``."""
+    x0, y0, yaw0 = start
+    lx, ly = ARC_RADIUS * math.sin(angle), ARC_RADIUS * (1.0 - math.cos(angle))    # in the start frame
+    return np.array([x0 + lx * math.cos(yaw0) - ly * math.sin(yaw0), y0 + lx * math.sin(yaw0) + ly * math.cos(yaw0),
+                     yaw0 + angle])
 
 
 def swing_goal() -> FollowJointTrajectory.Goal:
@@ -209,21 +214,20 @@ def run(args) -> int:
             time.sleep(0.2)
         time.sleep(1.0)
         print('2. one goal: arm + hand in 4 s, base on a quarter arc of 1 m in 8 s', flush=True)
-        start = {topic: recorder.pose(topic) for topic in recorder.odom}
-        goal = cell_goal(start['/odom'])
+        start = recorder.pose('/odom')
+        goal = cell_goal(start)
         t0 = time.monotonic()
         code, message = send(ros.node, action, goal, 60.0)
         time.sleep(0.5)
         hand = list(HAND_CLOSE)
         errors = {'arm': recorder.error(ARM), 'hand': recorder.error(hand)}
-        target = np.array([[t.translation.x, t.translation.y, 2 * math.atan2(t.rotation.z, t.rotation.w)]
-                           for t in (goal.multi_dof_trajectory.points[-1].transforms[0],)])[0]
-        sim_target = start['/sim/odom'] + (target - start['/odom'])      # the sim's odom starts where it was
+        # each base follows the goal's poses in its own odom frame (the twin server's rule)
+        target = arc_pose(start, math.pi / 2)
         base = {}
-        for topic, aim in (('/odom', target), ('/sim/odom', sim_target)):
+        for topic in recorder.odom:
             pose = recorder.pose(topic)
-            base[topic] = {'position_error_m': float(np.hypot(*(pose[:2] - aim[:2]))),
-                           'yaw_error_rad': float(abs(wrap_angle(pose[2] - aim[2])))}
+            base[topic] = {'position_error_m': float(np.hypot(*(pose[:2] - target[:2]))),
+                           'yaw_error_rad': float(abs(wrap_angle(pose[2] - target[2])))}
         paths = {topic: recorder.poses_since(topic, t0) for topic in recorder.odom}
         print(f'   result: error_code {code} {message!r}')
         for group, e in errors.items():

@@ -32,7 +32,8 @@ import numpy as np
 from shadow_twin.common.errors import ConfigError, TrajectoryError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.diff_drive import MIR250_TOP_SPEED, Pose2D, wrap_angle
-from shadow_twin.control.jtc import INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, GoalRejected
+from shadow_twin.control.jtc import (INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, GoalRejected,
+                                     check_time_from_start)
 from shadow_twin.control.trajectory import JointTrajectory
 
 #: MoveIt's default name of the joint between the ``odom`` frame and the base.
@@ -226,13 +227,7 @@ def _check_joint_and_frame(joint_names: Sequence[str], frame_id: str, joint_name
 
 def _check_point_values(k: int, t: float, values: Sequence[float], labels: Sequence[str],
                         previous_time: float | None) -> None:
-    if not math.isfinite(t):
-        raise GoalRejected(INVALID_GOAL, f'point {k}: time_from_start is {t} (NaN or inf)')
-    if previous_time is None and t < 0:
-        raise GoalRejected(INVALID_GOAL, f'point 0: time_from_start {_fmt(t)} s is negative')
-    if previous_time is not None and t <= previous_time:
-        raise GoalRejected(INVALID_GOAL, f'time_from_start is not strictly increasing: point {k - 1} at '
-                                         f'{_fmt(previous_time)} s, point {k} at {_fmt(t)} s')
+    check_time_from_start(k, t, previous_time)
     for label, value in zip(labels, values):
         if not math.isfinite(value):
             raise GoalRejected(INVALID_GOAL, f'point {k}: {label} is {value} (NaN or inf)')

@@ -192,6 +192,19 @@ def _fmt(value: float) -> str:
     return f'{value:.6g}'
 
 
+def check_time_from_start(k: int, t: float, previous: float | None) -> None:
+    """The JTC's rule for point ``k``'s time_from_start ``t`` (s) after the previous point's
+    ``previous`` (None for point 0): finite, not negative, strictly increasing. Raises
+    GoalRejected(INVALID_GOAL) naming the point."""
+    if not math.isfinite(t):
+        raise GoalRejected(INVALID_GOAL, f'point {k}: time_from_start is {t} (NaN or inf)')
+    if previous is None and t < 0:
+        raise GoalRejected(INVALID_GOAL, f'point 0: time_from_start {_fmt(t)} s is negative')
+    if previous is not None and t <= previous:
+        raise GoalRejected(INVALID_GOAL, f'time_from_start is not strictly increasing: point {k - 1} at '
+                                         f'{_fmt(previous)} s, point {k} at {_fmt(t)} s')
+
+
 def _validate(joint_names: Sequence[str], points: Sequence[_Point], known_joints: Sequence[str],
               limits: Mapping[str, JointLimits] | None, now: float, start_time: float | None,
               allow_partial_joints_goal: bool, allow_nonzero_velocity_at_trajectory_end: bool,
@@ -229,13 +242,7 @@ def _validate(joint_names: Sequence[str], points: Sequence[_Point], known_joints
     # which finds and names the first problem.
     for k, point in enumerate(() if _points_well_formed(points, n_joints) else points):
         t = point.time
-        if not math.isfinite(t):
-            raise GoalRejected(INVALID_GOAL, f'point {k}: time_from_start is {t} (NaN or inf)')
-        if previous is None and t < 0:
-            raise GoalRejected(INVALID_GOAL, f'point 0: time_from_start {_fmt(t)} s is negative')
-        if previous is not None and t <= previous:
-            raise GoalRejected(INVALID_GOAL, f'time_from_start is not strictly increasing: point {k - 1} at '
-                                             f'{_fmt(previous)} s, point {k} at {_fmt(t)} s')
+        check_time_from_start(k, t, previous)
         previous = t
         fields = [('positions', point.positions, False), ('velocities', point.velocities, True),
                   ('accelerations', point.accelerations, True)]

@@ -413,12 +413,9 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'velocity_limits parameter is invalid: {exc}') from None
         names = list(request.trajectory.joint_names)
         known = set(self.joints)
-        deadline = self._first_data_deadline(settings)
-        actual = self._actual()
         # just started: give the joint states a moment to arrive
-        while any(j in known and j not in actual for j in names) and time.monotonic() < deadline:
-            time.sleep(0.01)
-            actual = self._actual()
+        self._wait_for_first_states(self.actual_source, [j for j in names if j in known], settings)
+        actual = self._actual()
         current = {j: actual[j][0] for j in names if j in actual} or None
         plan.trajectory = jtc.validate_goal_msg(request.trajectory, self.joints, limits, self._now_s(),
                                                 settings['allow_partial_joints_goal'], current_positions=current)
@@ -441,15 +438,19 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         otherwise be rejected for data that is on its way)."""
         return max(time.monotonic() + settings['server_timeout'], self._started + STARTUP_GRACE)
 
+    def _wait_for_first_states(self, source: str, joints: list[str], settings: dict) -> None:
+        """Wait, until :meth:`_first_data_deadline`, while a joint of ``joints`` has never had a
+        ``source`` state."""
+        deadline = self._first_data_deadline(settings)
+        while joints and self.states.oldest(source, joints)[1] == float('inf') and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def _check_alive(self, plan: TwinPlan, settings: dict) -> None:
         """Every controller and base the goal needs is there (data fresh, action server found).
         Just after a start, a source whose joint states have not arrived yet (DDS discovery of a
         publisher takes a moment) is waited for, up to ``server_timeout`` s."""
-        deadline = self._first_data_deadline(settings)
         for name in plan.goal_split.groups:
-            source, joints = self._source(name), plan.goal_split.joints_of(name)
-            while self.states.oldest(source, joints)[1] == float('inf') and time.monotonic() < deadline:
-                time.sleep(0.01)
+            self._wait_for_first_states(self._source(name), plan.goal_split.joints_of(name), settings)
         for name in plan.goal_split.groups:
             gone = self._staleness(self._source(name), plan.goal_split.joints_of(name), settings)
             if gone is not None:

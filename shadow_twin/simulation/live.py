@@ -46,7 +46,7 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter, set_parameter
-from shadow_twin.simulation.mobile_base import BaseOdometry, SimMobileBase
+from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, BaseOdometry, SimMobileBase
 
 _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 _UNCHANGED = object()
@@ -298,6 +298,8 @@ class LiveSimulation:
         overrides: physical-parameter overrides (:class:`ParameterOverrides`,
             a mapping, or None).
         interpolation: trajectory sampling, see :meth:`JointTrajectory.sample`.
+        base_command_timeout: a base velocity command lapses after this many s of sim time
+            (models with a mobile base; see :meth:`command_base`).
     Raises:
         ModelError: the model is missing or does not compile (MuJoCo's text).
         ConfigError: bad gains, joint map or overrides.
@@ -307,8 +309,9 @@ class LiveSimulation:
                  gains: ControllerGains | str | os.PathLike | None = None,
                  joint_map: JointNameMap | None = None,
                  overrides: ParameterOverrides | Mapping | None = None,
-                 interpolation: str = 'auto') -> None:
+                 interpolation: str = 'auto', base_command_timeout: float = COMMAND_TIMEOUT) -> None:
         self.lock = threading.RLock()
+        self.base_command_timeout = float(base_command_timeout)
         self.joint_map = joint_map or JointNameMap()
         self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
         self.interpolation = interpolation
@@ -352,19 +355,17 @@ class LiveSimulation:
         self._state_dof = np.array([self.model.jnt_dofadr[j] for j, _ in joints], dtype=int)
         previous = getattr(self, 'base', None)
         #: The model's mobile base (velocity commands, odometry), None when it has none.
-        self.base: SimMobileBase | None = SimMobileBase.find(self.model)
+        self.base: SimMobileBase | None = SimMobileBase.find(self.model, command_timeout=self.base_command_timeout)
         if previous is not None and self.base is not None:   # a reload keeps the command in force
             self.base.keep_command_of(previous)
-        wheels = set(self.base.wheel_names) if self.base is not None else set()
+        wheels = [self.joint_map.to_ros(n) for n in self.base.wheel_names] if self.base is not None else []
         #: Columns of the controller's joints (its order), wheels included.
         self._controlled_index = {name: k for k, name in enumerate(self.controller.joint_names)}
         #: ROS names of the joints trajectories drive (the controller's joints except the
         #: base's drive wheels, which follow :meth:`command_base`).
-        self.controlled_joints: tuple[str, ...] = tuple(n for n in self.controller.joint_names
-                                                        if self.joint_map.to_mjcf(n) not in wheels)
-        self._wheel_columns = np.array([self._controlled_index[self.joint_map.to_ros(n)]
-                                        for n in sorted(wheels, key=self.base.wheel_names.index)], dtype=int) \
-            if self.base is not None else None
+        self.controlled_joints: tuple[str, ...] = tuple(n for n in self.controller.joint_names if n not in wheels)
+        #: Columns of the (left, right) drive wheels.
+        self._wheel_columns = np.array([self._controlled_index[n] for n in wheels], dtype=int)
         self.dt = float(self.model.opt.timestep)
 
     # -- properties ----------------------------------------------------------------------------
@@ -575,6 +576,13 @@ class LiveSimulation:
             if self.base is None:
                 raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
             return tuple(self.base.command((v, omega), self.data.time))
+
+    def set_base_command_timeout(self, seconds: float) -> None:
+        """From now on a base velocity command lapses after ``seconds`` s of sim time."""
+        with self.lock:
+            self.base_command_timeout = float(seconds)
+            if self.base is not None:
+                self.base.command_timeout = self.base_command_timeout
 
     def base_odometry(self) -> BaseOdometry | None:
         """The base's pose and twist now (see ``SimMobileBase.odometry``); None without a base."""

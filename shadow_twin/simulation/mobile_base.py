@@ -29,6 +29,7 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import (MIR250_TOP_SPEED, ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D,
                                             WheelRates, saturate_twist, wheel_rates)
 
@@ -176,7 +177,7 @@ class SimMobileBase:
         """Pose and body twist of the base from its free joint (module doc)."""
         position = data.qpos[self._qpos:self._qpos + 3].copy()
         w, x, y, z = data.qpos[self._qpos + 3:self._qpos + 7]
-        yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        yaw = yaw_from_quaternion(x, y, z, w)
         vx, vy = data.qvel[self._dof:self._dof + 2]           # world frame (MuJoCo's free joint)
         forward = vx * math.cos(yaw) + vy * math.sin(yaw)
         lateral = -vx * math.sin(yaw) + vy * math.cos(yaw)
