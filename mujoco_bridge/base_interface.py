@@ -8,7 +8,9 @@
 * ``odom_topic`` (``nav_msgs/Odometry``) at ``odom_rate``: the pose of the base's
   footprint in ``odom_frame`` and its twist in ``base_frame`` (REP 105), stamped like
   the joint states; with ``publish_tf`` also the transform ``odom_frame`` ->
-  ``base_frame`` on ``/tf``.
+  ``base_frame`` on ``/tf``. The bridge's stepping thread publishes it (:meth:`BaseInterface.tick`
+  after the tick's joint states), not an executor timer: a timer would wake the executor
+  threads 50 times a second, whose Python holds the GIL the stepping thread needs on time.
 
 The sim's odometry is its exact free-body pose (no wheel slip drift), so it is the
 ground truth that the real robot's wheel odometry is compared against.
@@ -37,7 +39,7 @@ class BaseInterface:
     """Velocity commands in, odometry (and TF) out, for ``sim``'s base (see module doc).
 
     Args:
-        node: the bridge node (publishers, subscription, timer).
+        node: the bridge node (publishers, subscription).
         sim: the live simulation; its base may come and go with reloads (nothing is sent
             while the model has none).
         settings: cmd_vel_topic, odom_topic, odom_rate (Hz),
@@ -52,7 +54,8 @@ class BaseInterface:
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
         node.create_subscription(TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
                                  callback_group=group)
-        node.create_timer(1.0 / float(settings['odom_rate']), self.publish, callback_group=group)
+        self._period = 1.0 / float(settings['odom_rate'])
+        self._next_due = -float('inf')      # monotonic s of the next odometry message
         self._odom = Odometry()
         self._odom.header.frame_id = settings['odom_frame']
         self._odom.child_frame_id = settings['base_frame']
@@ -69,6 +72,14 @@ class BaseInterface:
         if self.sim.base is None:
             return
         self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z)
+
+    def tick(self, mono: float) -> None:
+        """Called by the stepping thread at each tick (monotonic ``mono``, s): publish when the
+        odometry is due (every ``1 / odom_rate`` s; a late tick does not bunch messages)."""
+        if mono < self._next_due:
+            return
+        self._next_due = max(self._next_due + self._period, mono)
+        self.publish()
 
     def publish(self) -> None:
         """Publish the base's odometry (and TF) now; nothing while the model has no base."""

@@ -2,9 +2,11 @@
 
 * A stepping thread advances physics so that sim time tracks the wall clock
   times ``real_time_factor`` (a lag above ``max_catch_up`` is dropped and
-  logged), then publishes ``sensor_msgs/JointState`` on ``joint_states_topic``
+  logged) and publishes ``sensor_msgs/JointState`` on ``joint_states_topic``
   at ``publish_rate``, stamped with the ROS time the state refers to (with
-  ``publish_clock``: the sim time, also published on ``/clock``).
+  ``publish_clock``: the sim time, also published on ``/clock``). Each tick
+  publishes first and then steps ahead to the next tick's time, so the physics
+  cost does not delay the messages.
 * The achieved real-time factor (sim time advanced per wall second: a dropped
   lag counts as sim time lost), the latest tick's lateness and the dropped sim
   time are measured over a sliding window, logged every ``rtf_log_period`` s
@@ -34,6 +36,7 @@ Run a second instance as mock hardware with another name and parameter file:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -51,7 +54,7 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from mujoco_bridge.base_interface import BaseInterface
-from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, stall_cause
+from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority, stall_cause
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path, resolve_share_url
@@ -142,6 +145,7 @@ class MujocoBridge(Node):
 
         self._msg = JointState(name=list(self.sim.joint_names))
         self._msg_names = self.sim.joint_names
+        self._published_sim_time = math.nan     # sim time of the latest published state, s
         self.get_logger().info(
             f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
             f'joint states on {self.joint_state_pub.topic_name} at {self._settings["publish_rate"]:g} Hz, '
@@ -249,7 +253,11 @@ class MujocoBridge(Node):
 
     def _loop(self) -> None:
         """Tick at ``publish_rate`` on a fixed schedule of monotonic times; each tick knows how
-        late it started (the oversleep, or how long the previous tick overran)."""
+        late it started (the oversleep, or how long the previous tick overran). The thread runs
+        at ``thread_priority`` (SCHED_FIFO) where the user may set it."""
+        refused = set_realtime_priority(int(self._param('thread_priority')))
+        if refused is not None:
+            self.get_logger().warning(f'the stepping thread runs at normal priority: {refused}')
         next_tick = time.monotonic()
         previous_start, previous_cpu = next_tick, time.process_time()
         while not self._stop.is_set():
@@ -278,29 +286,50 @@ class MujocoBridge(Node):
                 self.get_logger().error(f'stepping failed: {exc!r}', throttle_duration_sec=5.0)
 
     def _tick(self, scheduled: float, lateness: float = 0.0, process_cpu: float = 0.0) -> None:
-        """Step to the sim time of the ``scheduled`` tick (monotonic s) and publish; the tick
-        started ``lateness`` s after its schedule, and the process used ``process_cpu`` s of CPU
-        since the previous tick began (both recorded by the rate meter).
+        """Publish the state of the ``scheduled`` tick (monotonic s), then step ahead to the next
+        tick's sim time; the tick started ``lateness`` s after its schedule, and the process used
+        ``process_cpu`` s of CPU since the previous tick began (both recorded by the rate meter).
 
-        Stepping to the scheduled rather than the actual wake-up time gives every
-        tick the same number of physics steps (2 at 250 Hz with a 2 ms timestep),
-        so stamps are evenly spaced whatever the wake-up jitter. Below the physics
-        rate a tick that took no step (after a re-anchor) publishes nothing, so
-        stamps strictly increase; above it, states repeat by design.
+        Publish first, step after (a control loop's read-then-compute order): the previous tick
+        already stepped to this tick's sim time, so the message leaves as soon as the thread
+        wakes, and the physics cost (which grows with the model: the cell's is several times
+        the hand's) is paid between publications instead of delaying them. Only when the sim is
+        behind (the first tick, a re-anchor, a stall) does a tick step before publishing.
+
+        Stepping to scheduled rather than actual wake-up times gives every tick the same
+        number of physics steps (2 at 250 Hz with a 2 ms timestep), so stamps are evenly
+        spaced whatever the wake-up jitter. Below the physics rate a tick whose state did not
+        advance (after a re-anchor) publishes nothing, so stamps strictly increase; above it,
+        states repeat by design.
         """
         sim = self.sim
-        stepped, dropped = 0, 0.0
-        if not sim.paused:
-            max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
-            steps = sim.steps_until(self.clock.target(scheduled))
-            stepped = sim.step(min(steps, max_steps))
-            if steps > max_steps:
-                dropped = (steps - max_steps) * sim.dt
-                self._drop_lag(steps * sim.dt, dropped, scheduled)
+        dropped = self._step_to(scheduled)          # 0 steps unless the sim is behind
         state = sim.joint_state()
         self.meter.tick(scheduled, state.sim_time, lateness, dropped, process_cpu)
-        if stepped == 0 and not sim.paused and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9:
-            return
+        repeated = state.sim_time == self._published_sim_time and not sim.paused
+        if not (repeated and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9):
+            self._publish(state)
+        if self.base is not None:
+            self.base.tick(scheduled)               # odometry and TF when due
+        self._step_to(scheduled + 1.0 / self._settings['publish_rate'])
+
+    def _step_to(self, mono: float) -> float:
+        """Step (unless paused) to the sim time of monotonic time ``mono`` (s), at most
+        ``max_catch_up`` s of sim time; returns the sim time dropped beyond that (s)."""
+        sim = self.sim
+        if sim.paused:
+            return 0.0
+        max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
+        steps = sim.steps_until(self.clock.target(mono))
+        sim.step(min(steps, max_steps))
+        if steps <= max_steps:
+            return 0.0
+        dropped = (steps - max_steps) * sim.dt
+        self._drop_lag(steps * sim.dt, dropped, mono)
+        return dropped
+
+    def _publish(self, state) -> None:
+        """Publish ``state`` (a ``JointStateSample``) on joint_states (and /clock)."""
         msg = self._msg
         if state.names is not self._msg_names:      # a reload changed the joints
             msg.name, self._msg_names = list(state.names), state.names
@@ -309,6 +338,7 @@ class MujocoBridge(Node):
         msg.velocity = doubles(state.velocity)
         msg.effort = doubles(state.effort)
         self.joint_state_pub.publish(msg)
+        self._published_sim_time = state.sim_time
         if self.clock_pub is not None:
             self._clock_msg.clock = time_msg(state.sim_time)
             self.clock_pub.publish(self._clock_msg)

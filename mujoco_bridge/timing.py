@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import threading
 from dataclasses import dataclass
 
@@ -174,3 +175,37 @@ class RateMeter:
         latest = max(later, key=lambda sample: sample[2])
         return RateReport((s1 - s0) / span, ticks / span, span, ticks, latest[2],
                           sum(sample[3] for sample in later), latest[4])
+
+
+#: Highest SCHED_FIFO priority Linux accepts.
+MAX_REALTIME_PRIORITY = 99
+
+
+def set_realtime_priority(priority: int) -> str | None:
+    """Run the calling thread under ``SCHED_FIFO`` at ``priority`` (1-99), as ros2_control's
+    controller manager does for its loop (its ``thread_priority``, default 50: "Determinism",
+    controller_manager user documentation, Jazzy); 0 leaves the thread's scheduling alone.
+
+    A real-time thread is run as soon as it wakes, ahead of every normal thread and process
+    (the subscriber of its messages, the node's executor threads); Linux's real-time
+    throttling (``sched_rt_runtime_us``, 95 % by default) keeps a runaway loop from taking
+    the whole core.
+
+    Returns None when done (or 0), else why it could not be (the thread then keeps normal
+    scheduling): an unprivileged user needs an ``rtprio`` limit, e.g. the ``realtime`` group
+    with ``@realtime - rtprio 99`` in /etc/security/limits.conf, or ``--cap-add=sys_nice``
+    in a container. Raises ValueError for a priority outside 0-99.
+    """
+    if not 0 <= int(priority) <= MAX_REALTIME_PRIORITY:
+        raise ValueError(f'thread priority must be 0 (normal scheduling) to {MAX_REALTIME_PRIORITY}, got {priority}')
+    if priority == 0:
+        return None
+    if not hasattr(os, 'sched_setscheduler'):
+        return 'this platform has no SCHED_FIFO (os.sched_setscheduler)'
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(priority)))
+    except OSError as exc:
+        return (f'SCHED_FIFO priority {priority} refused ({exc.strerror or exc}): give the user an rtprio limit '
+                '(the realtime group in /etc/security/limits.conf, as for ros2_control) or set thread_priority '
+                'to 0')
+    return None

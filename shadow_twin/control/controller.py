@@ -202,8 +202,23 @@ class SimController:
             self.drives.append(ActuatorDrive(a, mode, local, np.asarray(coefs, dtype=float)))
             if mode == EFFORT_PID:
                 self._install_pd(model, a, [self.joint_names[k] for k in local])
+        self._build_ctrl_map(model.nu)
 
     # -- construction helpers ------------------------------------------------------------
+    def _build_ctrl_map(self, nu: int) -> None:
+        """The drives as arrays, so :meth:`ctrl` is two matrix products (no loop over actuators):
+        ``_coupling`` (J, nu) tendon coefficients, and per actuator whether its ctrl takes the
+        desired position (PD servos, position servos) and the desired velocity as such (velocity
+        servos); PD servos add ``kd / kp`` times the velocity, read from the model at each call."""
+        self._coupling = np.zeros((len(self.joint_names), nu))
+        self._takes_position = np.zeros(nu)
+        self._takes_velocity = np.zeros(nu)
+        for drive in self.drives:
+            self._coupling[drive.joints, drive.actuator] = drive.coefs
+            self._takes_position[drive.actuator] = float(drive.mode != VELOCITY)
+            self._takes_velocity[drive.actuator] = float(drive.mode == VELOCITY)
+        self._pd_actuators = np.array([d.actuator for d in self.drives if d.mode == EFFORT_PID], dtype=int)
+
     @staticmethod
     def _transmission(model, a) -> tuple[list[int], list[float]]:
         trn = model.actuator_trntype[a]
@@ -265,20 +280,12 @@ class SimController:
         Returns:
             (nu,) or (N, nu) control vector(s).
         """
-        q_des = np.asarray(q_des, dtype=float)
-        qd_des = np.asarray(qd_des, dtype=float)
-        out = np.zeros(q_des.shape[:-1] + (model.nu,))
-        for drive in self.drives:
-            position = q_des[..., drive.joints] @ drive.coefs
-            velocity = qd_des[..., drive.joints] @ drive.coefs
-            if drive.mode == EFFORT_PID:
-                kp, kd = model.actuator_gainprm[drive.actuator, 0], -model.actuator_biasprm[drive.actuator, 2]
-                out[..., drive.actuator] = position + (kd / kp) * velocity
-            elif drive.mode == POSITION:
-                out[..., drive.actuator] = position
-            else:
-                out[..., drive.actuator] = velocity
-        return out
+        position = np.asarray(q_des, dtype=float) @ self._coupling
+        velocity = np.asarray(qd_des, dtype=float) @ self._coupling
+        velocity_weight = self._takes_velocity.copy()
+        pd = self._pd_actuators
+        velocity_weight[pd] = -model.actuator_biasprm[pd, 2] / model.actuator_gainprm[pd, 0]   # kd / kp
+        return position * self._takes_position + velocity * velocity_weight
 
     def joint_state(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions (rad), velocities (rad/s) and efforts (N m: ``qfrc_actuator``) of :attr:`joint_names`."""

@@ -179,8 +179,11 @@ SPECS = (
     Spec('gains_file', '', 'Simulated effort-PID gains YAML (controller: {default, gains}); empty = the shipped '
          'config/controllers/shadow_hand_e.yaml; package://shadow_twin/config/... = a shipped file. Re-read on '
          '~/reload.'),
-    Spec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep '
-         'and is advanced to the wall clock before each publication.', bounds=(1.0, 5000.0)),
+    Spec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep; '
+         'each tick publishes, then steps ahead to the next tick\'s time.', bounds=(1.0, 5000.0)),
+    Spec('thread_priority', 50, 'SCHED_FIFO priority of the stepping thread (1-99; 0 = normal scheduling), '
+         'as ros2_control\'s controller manager sets for its loop; where the user may not (no rtprio limit) '
+         'a warning says so and the thread runs at normal priority.', read_only=True, bounds=(0, 99)),
     Spec('real_time_factor', 1.0, 'Sim seconds per wall second the stepping aims at.', bounds=(0.001, 100.0)),
     Spec('publish_clock', False, 'Publish /clock (rosgraph_msgs/Clock) with the sim time; joint state stamps '
          'are then sim time too.', read_only=True),
@@ -230,7 +233,8 @@ SPECS = (
     Spec('cmd_vel_timeout', 0.5, 'A base velocity command older than this stops the base, s (sim time).',
          bounds=(0.01, 60.0)),
     Spec('odom_topic', '/sim/odom', 'nav_msgs/Odometry of the base.', read_only=True),
-    Spec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz.', read_only=True, bounds=(1.0, 1000.0)),
+    Spec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz; the stepping thread publishes it, so '
+         'at most publish_rate.', read_only=True, bounds=(1.0, 1000.0)),
     Spec('odom_frame', 'sim/odom', 'Frame of the odometry pose (the fixed frame).', read_only=True),
     Spec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).', read_only=True),
     Spec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),

@@ -10,6 +10,7 @@ The clock tests at the end need no ROS.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from mujoco_bridge.timing import RateMeter, SimClock, stall_cause
+from mujoco_bridge.timing import RateMeter, SimClock, set_realtime_priority, stall_cause
 from shadow_twin.common.stamps import to_nanoseconds, to_seconds
 from shadow_twin.model.mjcf import builtin_model_path
 
@@ -139,6 +140,24 @@ def test_joint_states_flow_at_publish_rate(ros, bridge):
     values = {kv.key: kv.value for kv in status.values}
     assert float(values['real_time_factor_achieved']) == pytest.approx(1.0, abs=0.05)
     assert float(values['publish_rate_achieved_hz']) == pytest.approx(250.0, rel=0.1)
+
+
+def test_stepping_thread_runs_at_the_configured_real_time_priority(ros, bridge):
+    """thread_priority 50 (config/mujoco_bridge.yaml): exactly one thread of the bridge, the
+    stepping thread, runs under SCHED_FIFO at 50; where the user may not set it, the node says
+    so and runs at normal priority."""
+    proc, _ = bridge
+    fifo = []
+    for task in Path(f'/proc/{proc.pid}/task').iterdir():
+        try:
+            if os.sched_getscheduler(int(task.name)) == os.SCHED_FIFO:
+                fifo.append(os.sched_getparam(int(task.name)).sched_priority)
+        except ProcessLookupError:                  # a thread that just ended
+            continue
+    if 'the stepping thread runs at normal priority' in proc.output():
+        assert fifo == [] and 'rtprio' in proc.output()
+    else:
+        assert fifo == [50]
 
 
 def test_bridge_process_uses_no_shared_memory_transport(ros, bridge):
@@ -394,6 +413,29 @@ def test_mock_hardware_publishes_joint_states_and_serves_the_real_action(ros, tm
 
 
 # --------------------------------------------------------------------- stall reporting
+@contextlib.contextmanager
+def bridge_driven_tick_by_tick(prefix: str):
+    """A bridge node in this process on topics under ``/<prefix>``, never spun and with no
+    stepping thread: the test calls its ``_tick`` on a made-up monotonic schedule."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from mujoco_bridge.bridge_node import MujocoBridge
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    node = None
+    try:
+        node = MujocoBridge(f'{prefix}_bridge', context=context, parameter_overrides=[
+            Parameter('joint_states_topic', value=f'/{prefix}/joint_states'),
+            Parameter('action_name', value=f'/{prefix}/follow_joint_trajectory')])
+        yield node
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
 def status_values(status) -> dict[str, str]:
     return {kv.key: kv.value for kv in status.values}
 
@@ -403,17 +445,8 @@ def test_a_stall_shows_in_the_node_real_time_factor_lateness_and_dropped_time(ro
     spun): a 333 ms stall (a publish blocked that long) makes the next tick 329 ms late, the lag
     beyond max_catch_up (0.1 s) is dropped, and /diagnostics says so: real-time factor below
     target over the window, the tick lateness, the sim time dropped, level WARN."""
-    import rclpy
     from diagnostic_msgs.msg import DiagnosticStatus
-    from rclpy.parameter import Parameter
-    from mujoco_bridge.bridge_node import MujocoBridge
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
-    node = None
-    try:
-        node = MujocoBridge('stall_test_bridge', context=context, parameter_overrides=[
-            Parameter('joint_states_topic', value='/stall_test/joint_states'),
-            Parameter('action_name', value='/stall_test/follow_joint_trajectory')])
+    with bridge_driven_tick_by_tick('stall_test') as node:
         period = 1.0 / 250.0
         node.clock.anchor(0.0, node.get_clock().now().nanoseconds, node.sim.time)
         node.meter.reset()
@@ -433,7 +466,9 @@ def test_a_stall_shows_in_the_node_real_time_factor_lateness_and_dropped_time(ro
             node._tick(t + k * period, 0.0005)
         status = node.diagnostic_status()
         values = status_values(status)
-        dropped = 0.332 - 0.1                         # whole steps behind, less max_catch_up
+        # the tick before the stall had stepped ahead to its successor's time (+4 ms): the lag is
+        # 333 - 4 = 329 ms, 164 whole steps (328 ms), less max_catch_up
+        dropped = 0.328 - 0.1
         assert float(values['dropped_sim_time_s']) == pytest.approx(dropped, abs=1e-6)
         assert float(values['dropped_sim_time_window_s']) == pytest.approx(dropped, abs=1e-6)
         assert float(values['max_tick_lateness_ms']) == pytest.approx(329.0)
@@ -441,13 +476,8 @@ def test_a_stall_shows_in_the_node_real_time_factor_lateness_and_dropped_time(ro
         span = 3.333 - period                         # first tick to last
         assert float(values['real_time_factor_achieved']) == pytest.approx((span - dropped) / span, abs=2e-3)
         assert status.level == DiagnosticStatus.WARN
-        assert 'dropped 232 ms of sim time' in status.message
+        assert 'dropped 228 ms of sim time' in status.message
         node._log_rate()                              # the log line has the same figures
-    finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        rclpy.try_shutdown(context=context)
 
 
 # ------------------------------------------------------------------------- clock (no ROS)
@@ -476,6 +506,56 @@ def test_rate_meter_measures_rtf_and_rate_over_its_window():
     assert report.window == pytest.approx(1.0, abs=0.011)
     meter.reset()
     assert meter.report() is None
+
+
+def _in_a_thread(function):
+    """``function()`` run in a new thread (scheduling is per thread); returns its result."""
+    import threading
+    out = []
+    thread = threading.Thread(target=lambda: out.append(function()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def test_set_realtime_priority_sets_sched_fifo_on_the_calling_thread_only():
+    def run():
+        refused = set_realtime_priority(30)
+        return refused, os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
+    refused, policy, priority = _in_a_thread(run)
+    if refused is None:
+        assert (policy, priority) == (os.SCHED_FIFO, 30)
+    else:                                           # no rtprio limit for this user
+        assert policy == os.SCHED_OTHER and 'rtprio' in refused
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER            # this thread is untouched
+    assert _in_a_thread(lambda: (set_realtime_priority(0), os.sched_getscheduler(0))) == (None, os.SCHED_OTHER)
+
+
+def test_set_realtime_priority_explains_a_refusal_and_rejects_bad_priorities(monkeypatch):
+    import errno
+
+    def refuse(*_):
+        raise PermissionError(errno.EPERM, 'Operation not permitted')
+    monkeypatch.setattr(os, 'sched_setscheduler', refuse)
+    refused = set_realtime_priority(50)
+    assert 'SCHED_FIFO priority 50 refused (Operation not permitted)' in refused
+    assert 'rtprio' in refused and 'thread_priority' in refused
+    for bad in (-1, 100):
+        with pytest.raises(ValueError, match='thread priority must be 0'):
+            set_realtime_priority(bad)
+
+
+def test_a_tick_publishes_first_then_steps_ahead_to_the_next_tick(ros):
+    """The node driven tick by tick (not spun): each tick publishes the state of its own
+    scheduled time, then steps ahead, so the next tick has nothing to step before publishing."""
+    with bridge_driven_tick_by_tick('step_ahead_test') as node:
+        period = 1.0 / 250.0
+        sim0 = node.sim.time
+        node.clock.anchor(0.0, node.get_clock().now().nanoseconds, sim0)
+        for k in range(1, 6):
+            node._tick(k * period)
+            assert node._published_sim_time == pytest.approx(sim0 + k * period, abs=1e-9)
+            assert node.sim.time == pytest.approx(sim0 + (k + 1) * period, abs=1e-9)
 
 
 def test_stall_cause_tells_the_nodes_own_threads_from_the_machine():
