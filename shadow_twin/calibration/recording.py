@@ -111,7 +111,9 @@ class JointStateRecording:
         return cls(frame, topic, source)
 
 
-def _open_reader(path: Path):
+def open_bag_reader(path: Path):
+    """An opened rosbags ``AnyReader`` of a ROS 1 or ROS 2 bag (Jazzy typestore); the caller closes it.
+    Raises RecordingError for a missing or unreadable bag."""
     if not path.exists():
         raise RecordingError(f'bag not found: {path}')
     try:
@@ -124,7 +126,7 @@ def _open_reader(path: Path):
 
 def joint_state_topics(path: str | Path) -> list[str]:
     """Topics of type ``sensor_msgs/JointState`` in a bag."""
-    reader = _open_reader(Path(path))
+    reader = open_bag_reader(Path(path))
     try:
         return sorted({c.topic for c in reader.connections if c.msgtype == JOINT_STATE})
     finally:
@@ -134,7 +136,7 @@ def joint_state_topics(path: str | Path) -> list[str]:
 def bag_topics(path: str | Path) -> dict[str, str]:
     """{topic: message type} of a ROS 1 or ROS 2 bag. Raises RecordingError for a missing or
     unreadable bag."""
-    reader = _open_reader(Path(path))
+    reader = open_bag_reader(Path(path))
     try:
         return {c.topic: c.msgtype for c in reader.connections}
     finally:
@@ -155,7 +157,7 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
         whose name and position sizes differ.
     """
     path = Path(path)
-    reader = _open_reader(path)
+    reader = open_bag_reader(path)
     try:
         topics = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_STATE})
         if not topics:
@@ -354,7 +356,7 @@ def read_commanded_trajectory(path: str | Path, topic: str | None = None) -> tup
         an unstamped or malformed trajectory.
     """
     path = Path(path)
-    reader = _open_reader(path)
+    reader = open_bag_reader(path)
     try:
         topics = sorted({c.topic for c in reader.connections if c.msgtype == TRAJECTORY})
         if topic is None and len(topics) != 1:

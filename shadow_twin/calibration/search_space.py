@@ -11,9 +11,13 @@ YAML::
         bounds: {relative: 0.7}     # +/-70 % of the model default (or of 'around')
         log: false                  # search on a log scale (positive bounds only)
       - name: J0_kp
-        actuators: ['rh_*J0']       # actuator globs, attributes kp / kd
+        actuators: ['rh_*J0']       # actuator globs, attributes kp / kd (position servos), kv (velocity)
         attribute: kp
         bounds: [1.0, 10.0]         # absolute [low, high]
+      - name: wheel_friction
+        geoms: ['*wheel_contact']   # geom globs, attribute friction (sliding coefficient)
+        attribute: friction
+        bounds: [0.2, 0.8]
 
 ``around`` gives the centre of relative bounds where the model default is
 zero or not the value to search around.
@@ -21,8 +25,8 @@ zero or not the value to search around.
 Bounds are clipped to each attribute's physical domain, with a warning naming
 the parameter, the bounds given and the clipped ones (:func:`physical_domain`):
 
-* damping, frictionloss, armature, stiffness (joints) and kd (actuators) >= 0;
-* kp > 0: a low at or below 0 becomes ``LOG_FLOOR`` x high;
+* damping, frictionloss, armature, stiffness (joints), kd (actuators) and friction (geoms) >= 0;
+* kp, kv > 0: a low at or below 0 becomes ``LOG_FLOOR`` x high;
 * range_lower < the joint's upper limit and range_upper > its lower limit, as the
   model has them now (the smallest upper / largest lower over the shared joints),
   kept ``RANGE_GAP`` apart. When both ends of a joint are searched, each is checked
@@ -46,14 +50,15 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ModelError, SearchSpaceError
-from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, get_parameter
+from shadow_twin.model.mjcf import (ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel,
+                                    get_parameter)
 
 log = logging.getLogger(__name__)
-_KEYS = {'name', 'joints', 'classes', 'actuators', 'attribute', 'bounds', 'log', 'around'}
-#: Attributes that are physically >= 0 (N m s/rad, N m, kg m^2, N m/rad; kd N m s/rad).
-NON_NEGATIVE = ('damping', 'frictionloss', 'armature', 'stiffness', 'kd')
-#: Attributes that are physically > 0 (kp, N m/rad: MuJoCo's servo needs a positive gain).
-POSITIVE = ('kp',)
+_KEYS = {'name', 'joints', 'classes', 'actuators', 'geoms', 'attribute', 'bounds', 'log', 'around'}
+#: Attributes that are physically >= 0 (N m s/rad, N m, kg m^2, N m/rad; kd N m s/rad; friction, no unit).
+NON_NEGATIVE = ('damping', 'frictionloss', 'armature', 'stiffness', 'kd', 'friction')
+#: Attributes that are physically > 0 (kp N m/rad, kv N m s/rad: MuJoCo's servos need a positive gain).
+POSITIVE = ('kp', 'kv')
 #: A low that must be > 0 but clips to 0 (kp, log scale) becomes this fraction of the high.
 LOG_FLOOR = 1e-3
 #: Gap kept between a searched range end and the joint's other limit (rad, or m for slides).
@@ -198,17 +203,17 @@ def _resolve_entry(entry, k: int, twin: TwinModel, path: Path) -> Dimension:
     name = str(entry.get('name') or f'p{k}')
     where = f'{path}: parameter {name!r}'
     attribute = entry.get('attribute')
-    kind = 'actuator' if entry.get('actuators') else 'joint'
-    known = ACTUATOR_ATTRIBUTES if kind == 'actuator' else JOINT_ATTRIBUTES
+    kind = 'actuator' if entry.get('actuators') else 'geom' if entry.get('geoms') else 'joint'
+    known = {'actuator': ACTUATOR_ATTRIBUTES, 'geom': GEOM_ATTRIBUTES, 'joint': JOINT_ATTRIBUTES}[kind]
     if attribute not in known:
         raise SearchSpaceError(f'{where}: unknown {kind} attribute {attribute!r}; known: {list(known)}')
     try:
-        if kind == 'actuator':
-            names = twin.select('actuator', _as_list(entry.get('actuators')))
+        if kind in ('actuator', 'geom'):
+            names = twin.select(kind, _as_list(entry.get(f'{kind}s')))
         else:
             patterns, classes = _as_list(entry.get('joints')), _as_list(entry.get('classes'))
             if not patterns and not classes:
-                raise SearchSpaceError(f'{where}: give joints, classes or actuators')
+                raise SearchSpaceError(f'{where}: give joints, classes, actuators or geoms')
             names = twin.select('joint', patterns, classes)
         targets = [twin.target(kind, n, attribute) for n in names]
     except ModelError as exc:

@@ -23,7 +23,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import parse_trajectory_arg
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import ModelError, TwinModel
+from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, ModelError, TwinModel
 
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
 
@@ -197,7 +197,7 @@ def load_params(path: Path, twin) -> dict:
     out = {}
     for key, value in values.items():
         name, _, attribute = str(key).rpartition('.')
-        kind = 'actuator' if attribute in ('kp', 'kd') else 'joint'
+        kind = 'actuator' if attribute in ACTUATOR_ATTRIBUTES else 'geom' if attribute in GEOM_ATTRIBUTES else 'joint'
         try:
             out[twin.target(kind, name, attribute)] = float(value)
         except ModelError as exc:

@@ -11,6 +11,7 @@ Subcommands:
   perspective     write an rqt perspective (real vs sim plots, diagnostics) for chosen joints
   rqt             open the monitoring view in rqt once the twin's topics are up
   model           write the cell's MJCF (MiR250, cabinet, UR5, hand) assembled from its parts
+  frame-calibration  the motion-capture floor frame from three recorded points A, B, C
 
 Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 """
@@ -51,6 +52,8 @@ DELEGATED = {
                                    'twin is up'),
     'model': ('shadow_twin.cli.model', 'write the cell MJCF (MiR250 + cabinet + UR5 + hand): '
                                        'shadow-twin model --cell [--hand MJCF] [--arm-prefix P] --out FILE.xml'),
+    'frame-calibration': ('shadow_twin.cli.frame_calibration', 'the motion-capture floor frame from three points: '
+                          'shadow-twin frame-calibration --a X Y Z --b X Y Z --c X Y Z [--out FILE.yaml] [--json]'),
 }
 
 

@@ -330,10 +330,11 @@ def _checked_trajectory(points: Sequence[Sequence[float]], joint_names: Sequence
     return BaseTrajectory.from_points(points, frame_id=str(frame_id), joint_name=joint_name)
 
 
-def yaw_from_quaternion(x: float, y: float, z: float, w: float) -> float:
+def yaw_from_quaternion(x, y, z, w):
     """Yaw (rad, in (-pi, pi]) of a quaternion: ``atan2(2 (w z + x y), 1 - 2 (y^2 + z^2))``
-    (the z-y-x Euler angle)."""
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    (the z-y-x Euler angle). Scalars give a float; arrays (any shape, elementwise) an array."""
+    yaw = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return float(yaw) if np.ndim(yaw) == 0 else yaw
 
 
 def _planar_point(k: int, transform, label: str) -> tuple[float, float, float]:

@@ -33,7 +33,11 @@ from shadow_twin.common.files import write_text_atomic
 
 JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
                     'range_lower', 'range_upper')
-ACTUATOR_ATTRIBUTES = ('kp', 'kd')
+#: kp, kd: position servo (kp N m/rad, kd N m s/rad); kv: velocity servo gain (N m s/rad; the MiR's wheels).
+ACTUATOR_ATTRIBUTES = ('kp', 'kd', 'kv')
+#: friction: sliding (Coulomb) friction coefficient of a geom, MuJoCo's ``friction[0]`` (with ``priority``
+#: it is the contact's: the MiR250's wheel geoms have priority 1 over the floor).
+GEOM_ATTRIBUTES = ('friction',)
 #: Models shipped in shadow_twin/model/builtin: the hand, and the UR5 arm and MiR250 base of the cell.
 BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml', 'ur5': 'ur5.xml', 'mir250': 'mir250.xml'}
 
@@ -68,7 +72,7 @@ def resolve_model_path(path: str | os.PathLike | None) -> Path:
 
 @dataclass(frozen=True)
 class ParameterTarget:
-    """One calibratable scalar: ``kind`` 'joint' or 'actuator', element name, attribute."""
+    """One calibratable scalar: ``kind`` 'joint', 'actuator' or 'geom', element name, attribute."""
 
     kind: str
     name: str
@@ -207,6 +211,11 @@ class TwinModel:
         """Names of all named actuators, in model order."""
         return [self.model.actuator(i).name for i in range(self.model.nu) if self.model.actuator(i).name]
 
+    @property
+    def geom_names(self) -> list[str]:
+        """Names of all named geoms, in model order."""
+        return [self.model.geom(i).name for i in range(self.model.ngeom) if self.model.geom(i).name]
+
     def joint_id(self, name: str) -> int:
         """Index of joint ``name``; ModelError if absent."""
         jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
@@ -222,12 +231,13 @@ class TwinModel:
         return joint.classname.name or 'main'
 
     def select(self, kind: str, patterns: Sequence[str] = (), classes: Sequence[str] = ()) -> list[str]:
-        """Names of joints or actuators matching any glob ``pattern`` or default ``class``.
+        """Names of joints, actuators or geoms (``kind``) matching any glob ``pattern`` or
+        default ``class`` (joints only).
 
         Patterns use shell globs (``rh_*FJ1``, ``rh_[FMRL]FJ3``). Returns names in
         model order. Raises ModelError if a pattern or class matches nothing.
         """
-        names = self.joint_names if kind == 'joint' else self.actuator_names
+        names = {'joint': self.joint_names, 'actuator': self.actuator_names, 'geom': self.geom_names}[kind]
         chosen: set[str] = set()
         for pattern in patterns:
             hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
@@ -254,6 +264,11 @@ class TwinModel:
                 raise ModelError(f'unknown actuator attribute {attribute!r}; known: {ACTUATOR_ATTRIBUTES}')
             if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, name) < 0:
                 raise ModelError(f'{self.path.name}: no actuator named {name!r}')
+        elif kind == 'geom':
+            if attribute not in GEOM_ATTRIBUTES:
+                raise ModelError(f'unknown geom attribute {attribute!r}; known: {GEOM_ATTRIBUTES}')
+            if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, name) < 0:
+                raise ModelError(f'{self.path.name}: no geom named {name!r}')
         else:
             raise ModelError(f'unknown parameter kind {kind!r}')
         return ParameterTarget(kind, name, attribute)
@@ -280,18 +295,28 @@ def get_parameter(model: mujoco.MjModel, target: ParameterTarget) -> float:
     if target.kind == 'joint':
         array, index = _joint_slot(model, target)
         return float(array[index])
+    if target.kind == 'geom':
+        return float(model.geom_friction[_geom_id(model, target.name), 0])
     aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
     if aid < 0:
         raise ModelError(f'no actuator named {target.name!r}')
     return float(-model.actuator_biasprm[aid, 1 if target.attribute == 'kp' else 2])
 
 
+def _geom_id(model: mujoco.MjModel, name: str) -> int:
+    gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
+    if gid < 0:
+        raise ModelError(f'no geom named {name!r}')
+    return gid
+
+
 def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) -> None:
     """Set ``target`` in a compiled model in place (no recompilation).
 
     kp sets both the gain and the position bias of the servo, so that
-    force = kp*(ctrl - q) - kd*qdot keeps holding. Raises ModelError for an
-    unknown name or kp <= 0.
+    force = kp*(ctrl - q) - kd*qdot keeps holding; kv likewise sets the gain and the
+    velocity bias of a velocity servo (force = kv*(ctrl - qdot)). A geom's friction sets
+    its sliding coefficient. Raises ModelError for an unknown name or kp/kv <= 0.
     """
     value = float(value)
     if target.kind == 'joint':
@@ -301,14 +326,20 @@ def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) 
             jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, target.name)
             model.jnt_limited[jid] = 1
         return
+    if target.kind == 'geom':
+        model.geom_friction[_geom_id(model, target.name), 0] = value
+        return
     aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
     if aid < 0:
         raise ModelError(f'no actuator named {target.name!r}')
+    if target.attribute in ('kp', 'kv') and value <= 0:
+        raise ModelError(f'{target}: {target.attribute} must be positive, got {value}')
     if target.attribute == 'kp':
-        if value <= 0:
-            raise ModelError(f'{target}: kp must be positive, got {value}')
         model.actuator_gainprm[aid, 0] = value
         model.actuator_biasprm[aid, 1] = -value
+    elif target.attribute == 'kv':
+        model.actuator_gainprm[aid, 0] = value
+        model.actuator_biasprm[aid, 2] = -value
     else:
         model.actuator_biasprm[aid, 2] = -value
 
@@ -356,9 +387,9 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
                           out_path: str | os.PathLike) -> Path:
     """Write a copy of ``source``'s MJCF with ``values`` applied, atomically.
 
-    Joint attributes are written as explicit values on each joint; kp/kd of
-    actuators that are affine-bias servos in the MJCF are written to their
-    gain/bias parameters. Gains of plain motors belong to the simulated
+    Joint attributes are written as explicit values on each joint, a geom's friction
+    on the geom; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
+    written to their gain/bias parameters. Gains of plain motors belong to the simulated
     controller (see ``control.py``) and are skipped here. Includes are flattened
     and ``meshdir``/``texturedir`` become absolute, so the file compiles on its
     own from any directory.
@@ -377,6 +408,14 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
         if target.kind == 'joint':
             _spec_set(spec, target, value)
             continue
+        if target.kind == 'geom':
+            geom = spec.geom(target.name)
+            if geom is None:
+                raise ModelError(f'no geom named {target.name!r}')
+            friction = np.array(geom.friction, dtype=float)
+            friction[0] = value
+            geom.friction = friction
+            continue
         actuator = spec.actuator(target.name)
         if actuator is None:
             raise ModelError(f'no actuator named {target.name!r}')
@@ -385,6 +424,8 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
         gain, bias = np.array(actuator.gainprm), np.array(actuator.biasprm)
         if target.attribute == 'kp':
             gain[0], bias[1] = value, -value
+        elif target.attribute == 'kv':
+            gain[0], bias[2] = value, -value
         else:
             bias[2] = -value
         actuator.gainprm, actuator.biasprm = gain, bias

@@ -188,3 +188,46 @@ class SimMobileBase:
         return BaseOdometry(float(data.time), Pose2D(float(position[0]), float(position[1]), yaw), position,
                             data.qpos[self._qpos + 3:self._qpos + 7].copy(), BodyTwist(float(forward), yaw_rate),
                             float(lateral))
+
+
+@dataclass(frozen=True)
+class TwistCommands:
+    """Velocity commands of the base over time, as recorded (``cmd_vel``).
+
+    Attributes:
+        times: (C,) sim time at which each command arrives, s, non-decreasing.
+        twists: (C, 2) forward speed v (m/s) and yaw rate omega (rad/s).
+    Raises:
+        ValueError: shapes that disagree, non-finite values or decreasing times.
+    """
+
+    times: np.ndarray
+    twists: np.ndarray
+
+    def __post_init__(self) -> None:
+        times = np.asarray(self.times, dtype=float).reshape(-1)
+        twists = np.asarray(self.twists, dtype=float).reshape(-1, 2) if len(times) else np.zeros((0, 2))
+        if len(twists) != len(times):
+            raise ValueError(f'{len(times)} command times but {len(twists)} twists')
+        if not (np.all(np.isfinite(times)) and np.all(np.isfinite(twists))):
+            raise ValueError('command times and twists must be finite')
+        if np.any(np.diff(times) < 0):
+            raise ValueError('command times must not decrease')
+        object.__setattr__(self, 'times', times)
+        object.__setattr__(self, 'twists', twists)
+
+
+def wheel_rate_schedule(base: SimMobileBase, commands: TwistCommands, step_times: np.ndarray) -> np.ndarray:
+    """(N, 2) drive wheel rates (left, right; rad/s) at each of ``step_times`` (N,) s, as the live
+    simulation derives them: every command goes to ``base.command`` at its own time, in order,
+    and the rate at a step is ``base.wheel_rates`` of the step's time (saturation and the
+    command timeout included). ``base`` is left holding the last command applied."""
+    out = np.zeros((len(step_times), 2))
+    k = 0
+    for n, t in enumerate(np.asarray(step_times, dtype=float)):
+        while k < len(commands.times) and commands.times[k] <= t + 1e-12:
+            base.command(tuple(commands.twists[k]), float(commands.times[k]))
+            k += 1
+        out[n] = base.wheel_rates(float(t))
+    return out
+

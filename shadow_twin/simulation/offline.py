@@ -16,9 +16,11 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 
-from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.common.errors import ModelError, TrajectoryError
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.simulation.mobile_base import SimMobileBase, TwistCommands, wheel_rate_schedule
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
@@ -38,30 +40,41 @@ class TrajectorySimulator:
     initial positions (the true start state is unknown then; for a recording
     that begins at or just after the motion onset the hand has hardly left it).
 
+    A model with a mobile base (``SimMobileBase``) drives its wheels from ``base_commands``
+    (recorded velocity commands) exactly as the live simulation does; :meth:`run_base`
+    gives the base's planar pose beside the joint positions. ``settle_time`` lets the model
+    come to rest (on its wheels, the arm holding) before the initial state is taken.
+
     Args:
         model: compiled model already converted by ``controller``.
         controller: the simulated controller.
-        trajectory: trajectory in ROS joint names.
+        trajectory: trajectory in ROS joint names; None: every joint holds.
         duration: simulated time, s (>= trajectory duration is typical), from ``time_offset``.
         initial_positions: {ROS joint: rad}; others from ``model.qpos0``.
         interpolation: trajectory sampling (see ``JointTrajectory.sample``).
         initial_velocities: {ROS joint: rad/s} at the start (others 0); for a start during a motion.
         time_offset: ``time_from_start`` at which the simulation starts, s (>= 0).
+        base_commands: the base's velocity commands, times in s of this simulation (0 = its start).
+        settle_time: s simulated with every joint holding before the start (its time is not counted).
     Raises:
         TrajectoryError: trajectory joints the controller does not drive.
-        ValueError: negative or non-finite ``time_offset``.
+        ModelError: base commands for a model without a mobile base.
+        ValueError: negative or non-finite ``time_offset`` or ``settle_time``.
     """
 
-    def __init__(self, model: mujoco.MjModel, controller: SimController, trajectory: JointTrajectory,
+    def __init__(self, model: mujoco.MjModel, controller: SimController, trajectory: JointTrajectory | None,
                  duration: float, initial_positions: Mapping[str, float] | None = None,
                  interpolation: str = 'auto', initial_velocities: Mapping[str, float] | None = None,
-                 time_offset: float = 0.0) -> None:
-        unknown = [j for j in trajectory.joint_names if j not in controller.joint_names]
+                 time_offset: float = 0.0, base_commands: TwistCommands | None = None,
+                 settle_time: float = 0.0) -> None:
+        unknown = [] if trajectory is None else [j for j in trajectory.joint_names if j not in controller.joint_names]
         if unknown:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                   f'(driven: {controller.joint_names})')
         if not (np.isfinite(time_offset) and time_offset >= 0):
             raise ValueError(f'time_offset must be finite and >= 0, got {time_offset}')
+        if not (np.isfinite(settle_time) and settle_time >= 0):
+            raise ValueError(f'settle_time must be finite and >= 0, got {settle_time}')
         self.model = model
         self.controller = controller
         self.dt = float(model.opt.timestep)
@@ -82,19 +95,42 @@ class TrajectorySimulator:
             if joint in controller.joint_names:
                 data.qvel[controller.dof_adr[controller.joint_names.index(joint)]] = value
         mujoco.mj_forward(model, data)
+        if settle_time > 0:
+            self._settle(model, controller, data, settle_time)
         self.initial_state = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
         mujoco.mj_getState(model, data, self.initial_state, FULL_STATE)
         start = data.qpos[controller.qpos_adr].copy()
         #: (J,) initial positions of ``controller.joint_names`` (at ``time_offset``), rad.
         self.start_positions = start
-        columns = [controller.joint_names.index(j) for j in trajectory.joint_names]
         self.desired_positions = np.repeat(start[None], self.nstep, axis=0)
         self.desired_velocities = np.zeros_like(self.desired_positions)
-        traj = trajectory.with_start(start[columns])
-        pos, vel, _ = traj.sample(self.time_offset + np.arange(self.nstep) * self.dt, interpolation)
-        self.desired_positions[:, columns] = pos
-        self.desired_velocities[:, columns] = vel
+        step_times = np.arange(self.nstep) * self.dt
+        if trajectory is not None:
+            columns = [controller.joint_names.index(j) for j in trajectory.joint_names]
+            traj = trajectory.with_start(start[columns])
+            pos, vel, _ = traj.sample(self.time_offset + step_times, interpolation)
+            self.desired_positions[:, columns] = pos
+            self.desired_velocities[:, columns] = vel
+        #: The model's mobile base, None when it has none.
+        self.base = SimMobileBase.find(model)
+        if base_commands is not None:
+            if self.base is None:
+                raise ModelError('base commands given for a model without a mobile base (no drive wheel joints)')
+            wheels = [controller.joint_names.index(controller.joint_map.to_ros(n)) for n in self.base.wheel_names]
+            self.desired_velocities[:, wheels] = wheel_rate_schedule(self.base, base_commands, step_times)
         self._datas: list[mujoco.MjData] = []
+
+    @staticmethod
+    def _settle(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, seconds: float) -> None:
+        """Step ``seconds`` with every controlled joint holding where it is (wheels still), then
+        restart the clock at 0: the state a live twin at rest would be in."""
+        hold = data.qpos[controller.qpos_adr].copy()
+        data.ctrl[:] = controller.ctrl(model, hold, np.zeros_like(hold))
+        for _ in range(int(np.ceil(seconds / model.opt.timestep))):
+            mujoco.mj_step(model, data)
+        data.qvel[:] = 0.0
+        data.time = 0.0
+        mujoco.mj_forward(model, data)
 
     def control(self, model: mujoco.MjModel) -> np.ndarray:
         """(nstep, nu) control sequence for ``model`` (its current gains)."""
@@ -105,14 +141,29 @@ class TrajectorySimulator:
 
         J follows ``controller.joint_names``; row k is the state at ``times[k]``.
         """
+        return self._rollout(models, nthread)[:, :, 1 + self.controller.qpos_adr]  # state = [time, qpos, ...]
+
+    def run_base(self, models: Sequence[mujoco.MjModel], nthread: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Simulate every model; returns ((M, nstep, J) joint positions as :meth:`run`, rad,
+        (M, nstep, 3) the base's planar pose: x, y (m) in the world (the sim's ``odom``) and
+        yaw (rad, unwrapped over time)). Raises ModelError for a model without a mobile base."""
+        if self.base is None:
+            raise ModelError('the model has no mobile base (no drive wheel joints)')
+        state = self._rollout(models, nthread)
+        adr = 1 + int(self.model.jnt_qposadr[self.base.free_joint])
+        quat = state[:, :, adr + 3:adr + 7]                    # w, x, y, z
+        yaw = yaw_from_quaternion(quat[..., 1], quat[..., 2], quat[..., 3], quat[..., 0])
+        poses = np.concatenate([state[:, :, adr:adr + 2], np.unwrap(yaw, axis=1)[..., None]], axis=2)
+        return state[:, :, 1 + self.controller.qpos_adr], poses
+
+    def _rollout(self, models: Sequence[mujoco.MjModel], nthread: int) -> np.ndarray:
+        """(M, nstep, state size) full physics states of one batched ``mujoco.rollout``."""
         nthread = max(1, min(nthread, len(models)))
         while len(self._datas) < nthread:
             self._datas.append(mujoco.MjData(self.model))
         controls = np.stack([self.control(m) for m in models])
-        state, _ = mujoco.rollout.rollout(list(models), self._datas[:nthread], self.initial_state,
-                                          controls)
-        qpos_columns = 1 + self.controller.qpos_adr  # state = [time, qpos, qvel, act, ...]
-        return state[:, :, qpos_columns]
+        state, _ = mujoco.rollout.rollout(list(models), self._datas[:nthread], self.initial_state, controls)
+        return state
 
     def model_copies(self, count: int) -> list[mujoco.MjModel]:
         """``count`` independent copies of the model, to set parameters on in place."""

@@ -1,0 +1,188 @@
+"""Score a model's mobile base against a base recording: replay the commands, compare the path.
+
+:class:`BaseEvaluator` replays a recording's velocity commands (``cmd_vel``) through the
+simulated base, the wheels driven exactly as in the live bridge (``SimMobileBase``: the
+differential-drive inverse kinematics, saturation, command timeout), optionally with the
+arm following its commanded trajectory (the study's runs CY and IY move the arm while the
+base drives), and compares the simulated path with the recorded one, both relative to their
+start pose (:meth:`BaseRecording.relative_poses`).
+
+The objective is the MiR250 + UR5 twin study's (IMECE 2023): the squared errors of x and y
+(m) and of yaw (rad, times ``yaw_weight``) summed, here averaged over the recording's pose
+samples so that runs of different length weigh alike::
+
+    objective = mean_t (ex^2 + ey^2 + yaw_weight * eyaw^2)      [m^2]
+
+It has the interface of :class:`~shadow_twin.calibration.evaluation.Evaluator` that
+:class:`~shadow_twin.calibration.run.Calibration`, the sensitivity screening and
+``EvaluatorSet`` use: the "joints" of its scores are the coordinates ``base_x``,
+``base_y`` (MSE, m^2) and ``base_yaw`` (MSE, rad^2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from shadow_twin.calibration.base_recording import BaseRecording, poses_relative_to
+from shadow_twin.calibration.evaluation import Score
+from shadow_twin.common.errors import ConfigError, RecordingError
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.controller import SimController
+from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.simulation.offline import TrajectorySimulator
+
+#: The coordinates compared, in the order of the residual vector.
+COORDINATES = ('base_x', 'base_y', 'base_yaw')
+
+
+@dataclass(frozen=True)
+class BaseObjectiveSettings:
+    """How a base recording is replayed and compared.
+
+    Attributes:
+        yaw_weight: weight of the squared yaw error (rad^2) against the squared position
+            errors (m^2), m^2/rad^2; 1 by default (the study adds them unweighted).
+        settle_time: simulated rest before the replay, s (the base settles on its wheels).
+        after_last_command: time compared after the last command, s (the base coasts to a
+            stop; the command timeout stops the wheels).
+        max_start_gap: largest gap between the first command and the first pose, s.
+    Raises:
+        ConfigError: a negative or non-finite value.
+    """
+
+    yaw_weight: float = 1.0
+    settle_time: float = 0.5
+    after_last_command: float = 1.0
+    max_start_gap: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ('yaw_weight', 'settle_time', 'after_last_command', 'max_start_gap'):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ConfigError(f'base objective: {name} must be finite and >= 0, got {value}')
+
+
+class BaseEvaluator:
+    """Scores parameter sets by the base path they give on one recording (see module doc).
+
+    Args:
+        twin: the model (with a mobile base), already converted by ``controller``.
+        controller: the simulated controller (the same as the live bridge's).
+        recording: the base recording.
+        settings: replay and objective settings.
+        arm_trajectory: trajectory the arm (and hand) followed during the run, or None (they hold).
+        arm_start: recording time at which ``arm_trajectory`` started, s.
+        initial_positions: {ROS joint: rad} the arm and hand held at the start (default qpos0).
+    Raises:
+        RecordingError: the recording starts its poses too long after its first command, or
+            its commanded part is shorter than one physics step.
+        ModelError: the model has no mobile base.
+    """
+
+    def __init__(self, twin: TwinModel, controller: SimController, recording: BaseRecording,
+                 settings: BaseObjectiveSettings | None = None, arm_trajectory: JointTrajectory | None = None,
+                 arm_start: float = 0.0, initial_positions: Mapping[str, float] | None = None) -> None:
+        self.twin, self.controller, self.recording = twin, controller, recording
+        self.settings = settings or BaseObjectiveSettings()
+        start = float(recording.command_times[0])
+        if recording.pose_times[0] > start + self.settings.max_start_gap:
+            raise RecordingError(f'{recording.label}: the first pose comes {recording.pose_times[0] - start:.2f} s '
+                                 f'after the first command (more than {self.settings.max_start_gap:g} s)')
+        end = min(float(recording.command_times[-1]) + self.settings.after_last_command,
+                  float(recording.pose_times[-1]))
+        if end - start < twin.model.opt.timestep:
+            raise RecordingError(f'{recording.label}: commands and poses overlap for {end - start:.3f} s only')
+        if arm_trajectory is not None and arm_start > start:
+            raise RecordingError(f'{recording.label}: the arm trajectory starts {arm_start - start:.2f} s after '
+                                 f'the base\'s first command; start the replay with the arm')
+        self.start = start
+        trajectory, offset = None, 0.0
+        if arm_trajectory is not None:
+            trajectory, offset = arm_trajectory, max(0.0, start - arm_start)
+        self.simulator = TrajectorySimulator(twin.model, controller, trajectory, end - start,
+                                             initial_positions=initial_positions, time_offset=offset,
+                                             base_commands=recording.twist_commands(start),
+                                             settle_time=self.settings.settle_time)
+        # the recorded path from the start pose (interpolated at the first command), on its own samples
+        inside = (recording.pose_times >= start) & (recording.pose_times <= end)
+        rel = poses_relative_to(_pose_at(recording, start), recording.poses[inside])
+        #: (N,) compared sample times from the start, s; (N, 3) recorded path relative to its start.
+        self.times, self.real = recording.pose_times[inside] - start, rel
+        self.objective_joints = list(COORDINATES)
+        self.joints = list(COORDINATES)
+        self.weights = {'base_x': 1.0, 'base_y': 1.0, 'base_yaw': self.settings.yaw_weight}
+
+    # -- simulation --------------------------------------------------------------------------
+    def simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1) -> np.ndarray:
+        """(M, N, 3) simulated paths (x, y m; yaw rad) relative to the sim's start pose, at
+        :attr:`times`, one batched rollout."""
+        models = self.simulator.model_copies(len(parameter_sets))
+        for model, values in zip(models, parameter_sets):
+            apply_parameters(model, values)
+        _, poses = self.simulator.run_base(models, nthread)
+        step_times = np.concatenate([[0.0], self.simulator.times - self.simulator.time_offset])
+        out = np.empty((len(models), len(self.times), 3))
+        for m, path in enumerate(poses):
+            start_pose = self._sim_start_pose()
+            full = np.vstack([start_pose, path])
+            sampled = np.column_stack([np.interp(self.times, step_times, full[:, k]) for k in range(3)])
+            out[m] = poses_relative_to(start_pose, sampled)
+        return out
+
+    def _sim_start_pose(self) -> np.ndarray:
+        """(3,) the sim base's pose in the initial state (after settling)."""
+        adr = 1 + int(self.simulator.model.jnt_qposadr[self.simulator.base.free_joint])
+        state = self.simulator.initial_state
+        w, x, y, z = state[adr + 3:adr + 7]
+        return np.array([state[adr], state[adr + 1], yaw_from_quaternion(x, y, z, w)])
+
+    # -- scores --------------------------------------------------------------------------------
+    def score_path(self, path: np.ndarray) -> Score:
+        """Score of one simulated path ((N, 3), relative to its start)."""
+        error = path - self.real
+        mse = dict(zip(COORDINATES, (float(v) for v in np.mean(error ** 2, axis=0))))
+        objective = mse['base_x'] + mse['base_y'] + self.settings.yaw_weight * mse['base_yaw']
+        return Score(objective, mse, path)
+
+    def residuals_of(self, path: np.ndarray) -> np.ndarray:
+        """(3 N,) residuals whose squares sum to the objective: ex, ey and sqrt(yaw_weight) eyaw,
+        each over sqrt(N), coordinate by coordinate (m)."""
+        scale = np.sqrt(np.array([1.0, 1.0, self.settings.yaw_weight]) / len(self.times))
+        return ((path - self.real) * scale).T.ravel()
+
+    def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
+                 keep_positions: bool = False) -> list[Score]:
+        """Simulate and score each parameter set (``keep_positions``: keep each path on its score)."""
+        scores = [self.score_path(p) for p in self.simulate(parameter_sets, nthread)]
+        if not keep_positions:
+            for score in scores:
+                score.positions = None
+        return scores
+
+    def evaluate_scored_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                                  nthread: int = 1) -> tuple[list[Score], np.ndarray]:
+        """(M scores, (M, 3 N) residuals as in :meth:`residuals_of`), one batched rollout."""
+        paths = self.simulate(parameter_sets, nthread)
+        scores = [self.score_path(p) for p in paths]
+        for score in scores:
+            score.positions = None
+        return scores, np.stack([self.residuals_of(p) for p in paths])
+
+    def evaluate_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                           nthread: int = 1) -> np.ndarray:
+        """(M, 3 N) residual vectors (see :meth:`residuals_of`)."""
+        return self.evaluate_scored_residuals(parameter_sets, nthread)[1]
+
+    def path_rmse(self, path: np.ndarray) -> dict[str, float]:
+        """RMSE of x, y (m) and yaw (rad) of one simulated path: the figures a report gives."""
+        return {name: float(np.sqrt(v)) for name, v in self.score_path(path).per_joint_mse.items()}
+
+
+def _pose_at(recording: BaseRecording, t: float) -> np.ndarray:
+    """(3,) the recorded pose at time ``t`` (s), linearly interpolated (held before the first sample)."""
+    return np.array([np.interp(t, recording.pose_times, recording.poses[:, k]) for k in range(3)])
+
