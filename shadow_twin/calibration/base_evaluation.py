@@ -29,7 +29,6 @@ import numpy as np
 from shadow_twin.calibration.base_recording import BaseRecording, poses_relative_to
 from shadow_twin.calibration.evaluation import Score
 from shadow_twin.common.errors import ConfigError, RecordingError
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
@@ -125,20 +124,13 @@ class BaseEvaluator:
             apply_parameters(model, values)
         _, poses = self.simulator.run_base(models, nthread)
         step_times = np.concatenate([[0.0], self.simulator.times - self.simulator.time_offset])
+        start_pose = self.simulator.initial_base_pose
         out = np.empty((len(models), len(self.times), 3))
         for m, path in enumerate(poses):
-            start_pose = self._sim_start_pose()
             full = np.vstack([start_pose, path])
             sampled = np.column_stack([np.interp(self.times, step_times, full[:, k]) for k in range(3)])
             out[m] = poses_relative_to(start_pose, sampled)
         return out
-
-    def _sim_start_pose(self) -> np.ndarray:
-        """(3,) the sim base's pose in the initial state (after settling)."""
-        adr = 1 + int(self.simulator.model.jnt_qposadr[self.simulator.base.free_joint])
-        state = self.simulator.initial_state
-        w, x, y, z = state[adr + 3:adr + 7]
-        return np.array([state[adr], state[adr + 1], yaw_from_quaternion(x, y, z, w)])
 
     # -- scores --------------------------------------------------------------------------------
     def score_path(self, path: np.ndarray) -> Score:

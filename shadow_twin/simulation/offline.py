@@ -150,11 +150,25 @@ class TrajectorySimulator:
         if self.base is None:
             raise ModelError('the model has no mobile base (no drive wheel joints)')
         state = self._rollout(models, nthread)
-        adr = 1 + int(self.model.jnt_qposadr[self.base.free_joint])
-        quat = state[:, :, adr + 3:adr + 7]                    # w, x, y, z
-        yaw = yaw_from_quaternion(quat[..., 1], quat[..., 2], quat[..., 3], quat[..., 0])
-        poses = np.concatenate([state[:, :, adr:adr + 2], np.unwrap(yaw, axis=1)[..., None]], axis=2)
+        poses = self._base_poses(state)
+        poses[..., 2] = np.unwrap(poses[..., 2], axis=1)
         return state[:, :, 1 + self.controller.qpos_adr], poses
+
+    @property
+    def initial_base_pose(self) -> np.ndarray:
+        """(3,) the base's planar pose (x, y m; yaw rad) in the initial state (after settling).
+        Raises ModelError for a model without a mobile base."""
+        if self.base is None:
+            raise ModelError('the model has no mobile base (no drive wheel joints)')
+        return self._base_poses(self.initial_state[None])[0]
+
+    def _base_poses(self, states: np.ndarray) -> np.ndarray:
+        """(..., 3) planar pose (x, y m; yaw rad in (-pi, pi]) of the base in full physics
+        states (..., state size) whose element 0 is the time."""
+        adr = 1 + int(self.model.jnt_qposadr[self.base.free_joint])
+        quat = states[..., adr + 3:adr + 7]                    # w, x, y, z
+        yaw = yaw_from_quaternion(quat[..., 1], quat[..., 2], quat[..., 3], quat[..., 0])
+        return np.concatenate([states[..., adr:adr + 2], np.asarray(yaw)[..., None]], axis=-1)
 
     def _rollout(self, models: Sequence[mujoco.MjModel], nthread: int) -> np.ndarray:
         """(M, nstep, state size) full physics states of one batched ``mujoco.rollout``."""
