@@ -1,8 +1,9 @@
-"""Execute one trajectory through a FollowJointTrajectory action, with a known start time.
+"""Execute one FollowJointTrajectory goal through an action, with a known start time.
 
 Used from a worker thread while the node's executor spins elsewhere: every wait
 polls a future. The goal is stamped ``now + start_lead`` (the JTC starts a
-stamped goal at its stamp), so the recording knows exactly when the trajectory
+stamped goal at its stamp; the twin starts all parts of a goal, arm, hand and
+base, at that stamp), so the recording knows exactly when the trajectory
 started.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
@@ -19,23 +20,31 @@ from rclpy.node import Node
 from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
 from shadow_twin.common.errors import TrajectoryError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
-
-#: Seconds to wait, before a recording, for every recorded topic to deliver (a process that
-#: has just started may take seconds to be matched by DDS discovery).
-FLOWING_TIMEOUT = 10.0
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.conversions import time_msg_ns, trajectory_msg
 from shadow_twin.ros.spinning import result_within
 
+#: Seconds to wait, before a recording, for every recorded topic to deliver (a process that
+#: has just started may take seconds to be matched by DDS discovery).
+FLOWING_TIMEOUT = 10.0
 #: Topic of the commanded trajectory in recorded bags (a JointTrajectory stamped with its start).
 TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
 STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: 'succeeded', GoalStatus.STATUS_ABORTED: 'aborted',
                 GoalStatus.STATUS_CANCELED: 'canceled'}
 
 
+def goal_duration(goal: FollowJointTrajectory.Goal) -> float:
+    """The longest ``time_from_start`` of the goal's joint and base (multi-DOF) parts, s."""
+    ends = [to_seconds(part.points[-1].time_from_start)
+            for part in (goal.trajectory, goal.multi_dof_trajectory) if part.points]
+    if not ends:
+        raise TrajectoryError('the goal has no points (neither trajectory nor multi_dof_trajectory)')
+    return max(ends)
+
+
 class TrajectoryExecutor:
-    """Send trajectories to ``action_name`` and wait for them.
+    """Send goals to ``action_name`` and wait for them.
 
     Args:
         node: the node owning the action client.
@@ -57,58 +66,90 @@ class TrajectoryExecutor:
             raise TrajectoryError(f'no answer from {what} within {timeout:g} s')
         return answer
 
-    def execute(self, trajectory, start_lead: float, tail: float,
-                on_sent: Callable[[int], None] | None = None) -> int:
-        """Run ``trajectory`` (``trajectory_msgs/JointTrajectory``), then wait ``tail`` s more.
+    def send(self, goal: FollowJointTrajectory.Goal, start_lead: float, tail: float,
+             on_sent: Callable[[int], None] | None = None) -> int:
+        """Run a prepared ``goal``, then wait ``tail`` s more.
 
         Args:
-            trajectory: the message; its header.stamp is set to now + ``start_lead``.
+            goal: the goal; the header stamps of its ``trajectory`` and (when it has points) its
+                ``multi_dof_trajectory`` are set to now + ``start_lead``.
             start_lead: s between sending and the start.
-            tail: s to wait after the trajectory's end (the recording's settling part).
+            tail: s to wait after the goal's end (its longest part; the recording's settling part).
             on_sent: called with the start stamp (ns) before the goal is sent.
         Returns:
             The start stamp, ns (node clock).
         Raises:
-            TrajectoryError: no action server, goal rejected, or not succeeded (names the reason).
+            TrajectoryError: no action server, goal rejected, or not succeeded (one line naming
+            the reason).
         """
+        duration = goal_duration(goal)
         if not self.client.wait_for_server(timeout_sec=self.server_timeout):
             raise TrajectoryError(f'action server {self.action_name} is not available')
         start_ns = self.node.get_clock().now().nanoseconds + to_nanoseconds(start_lead)
-        trajectory.header.stamp = time_msg_ns(start_ns)
-        duration = to_seconds(trajectory.points[-1].time_from_start)
+        goal.trajectory.header.stamp = time_msg_ns(start_ns)
+        if goal.multi_dof_trajectory.points:
+            goal.multi_dof_trajectory.header.stamp = time_msg_ns(start_ns)
         if on_sent is not None:
             on_sent(start_ns)
-        goal = FollowJointTrajectory.Goal(trajectory=trajectory)
         handle = self._wait(self.client.send_goal_async(goal), 10.0, self.action_name)
         if not handle.accepted:
-            raise TrajectoryError(f'{self.action_name} rejected the trajectory (see its log for the reason)')
+            raise TrajectoryError(f'{self.action_name} rejected the goal (see its log for the reason)')
         answer = self._wait(handle.get_result_async(), start_lead + duration + 60.0, self.action_name)
         if answer.status != GoalStatus.STATUS_SUCCEEDED:
             result = answer.result
-            raise TrajectoryError(f'trajectory {STATUS_NAMES.get(answer.status, answer.status)} on '
-                                  f'{self.action_name}: error_code {result.error_code} {result.error_string}')
+            reason = ' '.join(str(result.error_string).split())     # one line
+            raise TrajectoryError(f'goal {STATUS_NAMES.get(answer.status, answer.status)} on '
+                                  f'{self.action_name}: error_code {result.error_code} {reason}')
         end_ns = start_ns + to_nanoseconds(duration + tail)
         while self.node.get_clock().now().nanoseconds < end_ns:
             time.sleep(0.01)
         return start_ns
 
-    def record(self, recorder, trajectory: JointTrajectory, bag: Path, start_lead: float,
-               tail: float) -> tuple[int, dict[str, int]]:
-        """:meth:`execute` ``trajectory`` while ``recorder`` (a BagRecorder) records, with the
-        commanded trajectory stamped with its start on ``TRAJECTORY_TOPIC``; write the bag ``bag``.
+    def execute(self, trajectory, start_lead: float, tail: float,
+                on_sent: Callable[[int], None] | None = None) -> int:
+        """Run ``trajectory`` (``trajectory_msgs/JointTrajectory``) alone: :meth:`send` of a goal
+        holding it. Returns the start stamp, ns; raises TrajectoryError as :meth:`send`."""
+        return self.send(FollowJointTrajectory.Goal(trajectory=trajectory), start_lead, tail, on_sent)
 
-        Returns (start stamp ns, messages recorded per topic). Raises TrajectoryError as
-        :meth:`execute` or when a recorded topic does not flow within ``FLOWING_TIMEOUT`` s
-        (nothing is sent then), RecordingError if ``bag`` exists.
+    def record_goal(self, recorder, goal: FollowJointTrajectory.Goal, commanded: JointTrajectory, bag: Path,
+                    start_lead: float, tail: float, wait_for: Sequence[str] | None = None,
+                    topics: Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
+        """:meth:`send` ``goal`` while ``recorder`` (a BagRecorder) records, with ``commanded`` (the
+        goal's joint trajectory) stamped with its start on ``TRAJECTORY_TOPIC``; write the bag ``bag``.
+
+        Args:
+            wait_for: topics that must be flowing before anything is sent (default: every topic
+                the recorder subscribes to); topics that carry messages only while something
+                moves (velocity commands) do not belong here.
+            topics: the topics recorded (default: every subscribed one).
+        Returns:
+            (start stamp ns, messages recorded per topic).
+        Raises:
+            TrajectoryError: as :meth:`send`, or a ``wait_for`` topic that does not flow within
+            ``FLOWING_TIMEOUT`` s (nothing is sent then); RecordingError if ``bag`` exists.
+            Whatever fails, the recorder stops buffering (nothing is written).
         """
-        silent = recorder.wait_flowing(recorder.subscribed, FLOWING_TIMEOUT)
+        wait_for = recorder.subscribed if wait_for is None else list(wait_for)
+        silent = recorder.wait_flowing(wait_for, FLOWING_TIMEOUT)
         if silent:
             raise TrajectoryError(f'no messages on {silent} for {FLOWING_TIMEOUT:g} s: not recording '
-                                  f'{trajectory.name} (are the robot and the bridge running?)')
-        recorder.start()
-        start_ns = self.execute(trajectory_msg(trajectory), start_lead, tail,
-                                on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
-                                                                trajectory_cdr(trajectory, from_nanoseconds(ns))))
+                                  f'{commanded.name} (are the robot and the bridge running?)')
+        recorder.start(topics)
+        try:
+            start_ns = self.send(goal, start_lead, tail,
+                                 on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
+                                                                 trajectory_cdr(commanded, from_nanoseconds(ns))))
+        except BaseException:
+            recorder.discard()
+            raise
         counts = recorder.counts()
         recorder.stop(bag)
         return start_ns, counts
+
+    def record(self, recorder, trajectory: JointTrajectory, bag: Path, start_lead: float,
+               tail: float, topics: Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
+        """:meth:`record_goal` of a goal holding ``trajectory`` alone, recording ``topics`` (default:
+        every subscribed one) once they all flow. Returns (start stamp ns, messages recorded per
+        topic); raises as :meth:`record_goal`."""
+        goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
+        return self.record_goal(recorder, goal, trajectory, bag, start_lead, tail, wait_for=topics, topics=topics)

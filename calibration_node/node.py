@@ -19,6 +19,16 @@ once with the run directory. A run:
    ``~/reload``; if the reload fails the bridge keeps its model and the parameter
    is set back. Offline with no bridge answering, the model is only written (``done``).
 
+**The cell** (``protocol``: ``cell`` = ``config/calibration/cell_protocol.yaml``, or a
+protocol YAML): a live run executes the protocol's runs in order (IN1, IN2, CN1, CN2, CY, IY,
+AR1..AR3 of the MiR250 + UR5 twin study; :mod:`calibration_node.protocol_runner`): the arm to
+the rest pose, then one goal of arm and base from the base's newest odometry pose, recording
+joint states, the base's velocity commands, both odometries (and a motion-capture pose topic)
+into ``<run>/bags/<RUN>``; offline, bags named after the runs are used. Then
+:class:`~shadow_twin.calibration.cell_job.CellCalibrationJob` screens, fits and validates (the
+validation runs before and after) and decides; an accepted model is installed as above (the
+bridge keeps its gains file).
+
 Progress: log lines, ``~/status`` (``diagnostic_msgs/DiagnosticStatus``, latched,
 on every change and each ``status_period``) and the same status on /diagnostics.
 A run killed midway resumes on the next ``~/calibrate``, or at start when
@@ -29,35 +39,46 @@ Run: ``calibration_node --ros-args --params-file config/calibration_node.yaml``.
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import sys
 import threading
 import traceback
 from pathlib import Path
 
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.validate_topic_name import validate_topic_name
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from calibration_node.bridge_link import BridgeLink
 from calibration_node.execution import TrajectoryExecutor
+from calibration_node.protocol_runner import OdometryWatch, ProtocolRunner, RunnerSettings
 from calibration_node.recorder import BagRecorder
 from calibration_node.status import StatusBoard
+from shadow_twin.calibration.cell_job import CellCalibrationJob
+from shadow_twin.calibration.frame import FrameCalibration
 from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
 from shadow_twin.calibration.optimisers import OPTIMISERS
 from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
-                                          unfinished_runs)
+                                          protocol_entries, unfinished_runs)
+from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.calibration.recording import largest_gap, read_joint_states
 from shadow_twin.calibration.run import DEFAULT_OPTIMIZER, CalibrationSettings
 from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import versioned_path
-from shadow_twin.common.paths import config_path
+from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.model.mjcf import resolve_model_path
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.spinning import run_node
 
@@ -105,7 +126,25 @@ SPECS = (
     Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
     Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
          bounds=(0.05, 60.0)),
+    Spec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, space_file); "
+         "'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs and arm sweeps); else "
+         'a protocol YAML (path or package://shadow_twin/...). Live, its runs are executed and recorded in order; '
+         'offline (bag), each bag is the run of its name (IN1/, IN1.bag, ...). The validation runs are held out.'),
+    Spec('base_cmd_vel_topic', '/cmd_vel', "Protocol runs: the real base's velocity commands "
+         '(geometry_msgs/TwistStamped), recorded and replayed through the sim.'),
+    Spec('base_odom_topic', '/odom', "Protocol runs: the real base's odometry (nav_msgs/Odometry), recorded; each "
+         'live base run starts from its newest pose.'),
+    Spec('base_pose_topic', '', "Protocol runs: a motion-capture geometry_msgs/PoseStamped of the real base, "
+         "recorded and compared instead of the odometry; '' = none."),
+    Spec('frame_file', '', "Protocol runs with base_pose_topic: the motion capture's floor frame (written by "
+         "shadow-twin frame-calibration --out); '' = the poses as published."),
+    Spec('sim_odom_topic', '/sim/odom', "Protocol runs: the sim base's odometry (nav_msgs/Odometry), recorded."),
+    Spec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to rest), s.",
+         bounds=(0.0, 60.0)),
 )
+#: Parameters of the base's topics, and their message types.
+BASE_TOPICS = {'base_cmd_vel_topic': TwistStamped, 'base_odom_topic': Odometry, 'base_pose_topic': PoseStamped,
+               'sim_odom_topic': Odometry}
 
 
 def ros_home() -> Path:
@@ -120,6 +159,7 @@ class CalibrationNode(Node):
         super().__init__(node_name, **kwargs)
         bridge_params.declare(self, SPECS)
         self._settings()
+        protocol = self._protocol_settings()        # validates the protocol parameters
         self.output_dir = Path(self._p('output_dir') or ros_home() / 'shadow_twin' / 'calibration').expanduser()
         self._worker: threading.Thread | None = None
         group = ReentrantCallbackGroup()
@@ -131,7 +171,16 @@ class CalibrationNode(Node):
         self.recorder = BagRecorder(self, {self._p('real_joint_states_topic'): JointState,
                                            self._p('sim_joint_states_topic'): JointState})
         self.bridge = BridgeLink(self, self._p('bridge_node'), float(self._p('bridge_timeout')), group)
+        self._group = group
+        self._odometry: dict[str, OdometryWatch] = {}
+        if protocol['protocol'] is not None and not self._p('bag'):
+            # subscribe now: DDS discovery takes seconds, the first run should not wait for it
+            self.recorder.subscribe({topic: BASE_TOPICS[name] for name, topic in protocol['topics'].items() if topic})
+            if protocol['topics']['base_odom_topic']:
+                self._odometry_watch(protocol['topics']['base_odom_topic'])
         mode = f'offline, bags {self._p("bag")}' if self._p('bag') else 'live'
+        if protocol['protocol'] is not None:
+            mode += f', protocol {protocol["protocol"]}'
         self.get_logger().info(f'ready: ~/calibrate ({mode}); runs in {self.output_dir}')
         if self._p('auto_resume'):
             self._resume_timer = self.create_timer(0.5, self._auto_resume, callback_group=group)
@@ -198,24 +247,28 @@ class CalibrationNode(Node):
     def _plan_fields(self) -> dict:
         """The fields of a new plan, from the parameters and the bridge's model."""
         p = self._p
-        model_path, gains_file = self._base_model()
-        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
-        if not space.is_file():
-            raise ConfigError(f'space_file {space} does not exist')
+        protocol = self._protocol_settings()
+        model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
         alignment = {'settle_time': float(p('settle_time')), 'max_delay': float(p('max_delay')),
                      'stamped_max_delay': float(p('stamped_max_delay'))}
         bags = [b.strip() for b in p('bag').split(',') if b.strip()]
+        missing = [b for b in bags if not Path(b).exists()]
+        if missing:
+            raise ConfigError(f'bag(s) not found: {missing}')
+        common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
+                      settings=self._settings(), alignment=alignment, real_topic=p('real_joint_states_topic'),
+                      sim_topic=p('sim_joint_states_topic'))
+        if protocol['protocol'] is not None:
+            return {**common, **self._protocol_fields(protocol, bags)}
+        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
+        if not space.is_file():
+            raise ConfigError(f'space_file {space} does not exist')
         if bags:
-            mode = OFFLINE
-            missing = [b for b in bags if not Path(b).exists()]
-            if missing:
-                raise ConfigError(f'bag(s) not found: {missing}')
             names = [Path(b).name.split('.')[0] for b in bags]
             held = holdout_names(names, p('holdout'))
             trajectory = p('bag_trajectory') or None
             entries = [PlanEntry(n, str(Path(b).resolve()), trajectory, n in held) for n, b in zip(names, bags)]
         else:
-            mode = LIVE
             file = Path(p('trajectories_file') or config_path('trajectories', 'calibration.yaml')).resolve()
             names = list(p('trajectories'))
             if not names:
@@ -224,9 +277,73 @@ class CalibrationNode(Node):
                 load_waypoint_yaml(file, name)   # TrajectoryError naming it
             held = holdout_names(names, p('holdout'))
             entries = [PlanEntry(n, f'bags/{n}', f'{file}:{n}', n in held) for n in names]
-        return dict(mode=mode, model_path=model_path, gains_file=gains_file, space_file=str(space.resolve()),
-                    objective_joints=list(p('objective_joints')), settings=self._settings(), alignment=alignment,
-                    entries=entries, real_topic=p('real_joint_states_topic'), sim_topic=p('sim_joint_states_topic'))
+        return dict(common, space_file=str(space.resolve()), objective_joints=list(p('objective_joints')),
+                    entries=entries)
+
+    def _protocol_fields(self, protocol: dict, bags: list[str]) -> dict:
+        """The protocol fields of a new plan: its runs (matched to ``bags`` offline), the base topics.
+        Raises ConfigError for a hand-calibration parameter that does not apply, or unmatched bags."""
+        p = self._p
+        if p('holdout').strip() not in ('auto', ''):
+            raise ConfigError(f'holdout {p("holdout")!r} does not apply to a protocol: its validation runs are '
+                              'held out')
+        if p('bag_trajectory'):
+            raise ConfigError('bag_trajectory does not apply to a protocol: each run\'s arm trajectory comes '
+                              'from the protocol')
+        topics = protocol['topics']
+        return dict(space_file='', objective_joints=list(protocol['cell'].rest_pose),
+                    entries=protocol_entries(protocol['cell'], bags or None), protocol=str(protocol['protocol']),
+                    base_cmd_vel_topic=topics['base_cmd_vel_topic'],
+                    base_odom_topic=topics['base_odom_topic'] or None,
+                    base_pose_topic=topics['base_pose_topic'] or None, sim_odom_topic=topics['sim_odom_topic'],
+                    frame_file=str(protocol['frame_file']) if protocol['frame_file'] else None)
+
+    def _protocol_settings(self) -> dict:
+        """The protocol parameters, validated: {'protocol': absolute path of the protocol YAML or
+        None (the hand's calibration), 'cell': its CellProtocol or None, 'topics': {parameter: topic
+        ('' = none)}, 'frame_file': absolute path or None}. Raises ConfigError naming the problem."""
+        p = self._p
+        value = p('protocol').strip()
+        path, cell = None, None
+        if value:
+            path = (config_path('calibration', 'cell_protocol.yaml') if value == 'cell'
+                    else resolve_share_url(value).expanduser()).resolve()
+            if not path.is_file():
+                raise ConfigError(f"protocol {value!r}: {path} does not exist ('' = the hand's calibration, "
+                                  "'cell' = the shipped protocol, else a protocol YAML)")
+            cell = CellProtocol.from_yaml(path)        # ConfigError naming the file and the problem
+        topics = {name: p(name).strip() for name in BASE_TOPICS}
+        used = {'real_joint_states_topic': p('real_joint_states_topic'),
+                'sim_joint_states_topic': p('sim_joint_states_topic'), **topics}
+        seen: dict[str, str] = {}
+        for name, topic in used.items():
+            if not topic:
+                continue
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicNameException as exc:
+                raise ConfigError(f'{name} {topic!r} is not a valid topic name ({" ".join(str(exc).split())})') \
+                    from None
+            if topic in seen and path is not None:
+                raise ConfigError(f'{seen[topic]} and {name} are both {topic}; a protocol run records each apart')
+            seen.setdefault(topic, name)
+        if path is not None:
+            for name in ('base_cmd_vel_topic', 'sim_odom_topic'):
+                if not topics[name]:
+                    raise ConfigError(f'{name} is empty; a protocol run records it')
+        frame_file = None
+        if p('frame_file'):
+            frame_file = Path(p('frame_file')).expanduser().resolve()
+            if not topics['base_pose_topic']:
+                raise ConfigError(f'frame_file {frame_file} is set but base_pose_topic is empty: the floor frame '
+                                  'applies only to a motion-capture pose topic')
+            try:
+                FrameCalibration.from_dict(yaml.safe_load(frame_file.read_text()))
+            except (OSError, yaml.YAMLError) as exc:
+                raise ConfigError(f'frame_file {frame_file} cannot be read ({exc})') from None
+            except ConfigError as exc:
+                raise ConfigError(f'frame_file {frame_file}: {exc}') from None
+        return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
 
     def _settings(self) -> dict:
         """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
@@ -236,9 +353,11 @@ class CalibrationNode(Node):
         CalibrationSettings(**settings)
         return settings
 
-    def _base_model(self) -> tuple[str, str]:
-        """(model_path, gains_file) the bridge runs, else this node's parameters (absolute paths).
-        Raises ConfigError if a file does not exist."""
+    def _base_model(self, cell: bool = False) -> tuple[str, str]:
+        """(model_path, gains_file) the bridge runs, else this node's parameters (absolute paths;
+        ``package://shadow_twin/...`` URLs resolved). Default gains: the hand's, or with ``cell``
+        config/controllers/cell.yaml. Raises ConfigError if a file does not exist, or, for the cell,
+        when there is no model (it has no built-in MJCF)."""
         model, gains = self._p('model_path'), self._p('gains_file')
         from_bridge = self.bridge.model_and_gains()
         if from_bridge is not None:
@@ -246,8 +365,14 @@ class CalibrationNode(Node):
         else:
             self.get_logger().warning(f'bridge {self.bridge.bridge} not found; calibrating '
                                       f'{model or "the built-in model"}')
-        model = Path(model) if model else builtin_model_path()
-        gains = Path(gains) if gains else config_path('controllers', 'shadow_hand_e.yaml')
+        if cell and not model:
+            where = (f'bridge {self.bridge.bridge} runs the built-in hand' if from_bridge is not None else
+                     f'no bridge {self.bridge.bridge} answered and model_path is empty')
+            raise ConfigError(f'a protocol calibrates the cell, which has no built-in MJCF: {where}; set model_path '
+                              'to a cell MJCF (shadow-twin model --cell --out cell.xml)')
+        model = resolve_share_url(str(resolve_model_path(model)))       # '' = the built-in hand
+        gains = resolve_share_url(gains) if gains else config_path('controllers',
+                                                                    'cell.yaml' if cell else 'shadow_hand_e.yaml')
         for what, path in (('model', model), ('gains file', gains)):
             if not path.is_file():
                 raise ConfigError(f'the {what} {path} does not exist')
@@ -260,26 +385,52 @@ class CalibrationNode(Node):
             self.status.set('starting', f'run {plan.run_id} ({plan.mode})', run_dir=str(run_dir))
             if plan.mode == LIVE:
                 self._record(plan, run_dir)
-            self._calibrate(plan, run_dir)
+            if plan.protocol is not None:
+                self._calibrate_cell(plan, run_dir)
+            else:
+                self._calibrate(plan, run_dir)
         except ShadowTwinError as exc:
             self.status.set('failed', str(exc), DiagnosticStatus.ERROR)
         except Exception as exc:   # keep the node up; the traceback is in the log
             self.get_logger().error(traceback.format_exc())
             self.status.set('failed', f'unexpected error: {exc!r}', DiagnosticStatus.ERROR)
 
+    def _odometry_watch(self, topic: str) -> OdometryWatch:
+        """The (one) watch of odometry ``topic``."""
+        if topic not in self._odometry:
+            self._odometry[topic] = OdometryWatch(self, topic, self._group)
+        return self._odometry[topic]
+
+    def _recordings(self, plan: CalibrationPlan, entries: list[PlanEntry]):
+        """(entry, what it does (for the status), record(bag) -> (start ns, counts)) of each pending entry:
+        a protocol run through :class:`ProtocolRunner`, else a trajectory through the executor."""
+        self.recorder.subscribe({plan.real_topic: JointState, plan.sim_topic: JointState})
+        start_lead = float(self._p('start_lead'))
+        if plan.protocol is not None:
+            runner = ProtocolRunner(plan, self.trajectories, self.recorder, self._odometry_watch(plan.base_odom_topic),
+                                    RunnerSettings(start_lead, float(self._p('base_settle_time'))))
+            for entry in entries:
+                run = runner.protocol.run(entry.name)
+                about = f'{run.role}' + (f', {run.description}' if run.description else '')
+                yield entry, (runner.duration(run), about), functools.partial(runner.record, run)
+            return
+        tail = float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3
+        for entry in entries:
+            trajectory = load_waypoint_yaml(*entry.trajectory.rsplit(':', 1))
+            yield entry, (trajectory.duration, ''), functools.partial(
+                self.trajectories.record, self.recorder, trajectory, start_lead=start_lead, tail=tail,
+                topics=[plan.real_topic, plan.sim_topic])
+
     def _record(self, plan: CalibrationPlan, run_dir: Path) -> None:
         pending = plan.pending(run_dir)
         attempts = int(self._p('record_attempts'))
-        for k, entry in enumerate(pending):
-            trajectory = load_waypoint_yaml(*entry.trajectory.rsplit(':', 1))
+        for k, (entry, (duration, about), record) in enumerate(self._recordings(plan, pending)):
             for attempt in range(1, attempts + 1):
                 again = f', attempt {attempt}/{attempts}' if attempt > 1 else ''
                 self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
-                                f'{trajectory.duration:.1f} s{again})', trajectory=entry.name)
+                                f'{duration:.1f} s{again})' + (f': {about}' if about else ''), trajectory=entry.name)
                 bag = plan.bag_path(entry, run_dir)
-                start_ns, recorded = self.trajectories.record(
-                    self.recorder, trajectory, bag, float(self._p('start_lead')),
-                    float(plan.alignment['settle_time']) + float(plan.alignment['stamped_max_delay']) + 0.3)
+                start_ns, recorded = record(bag=bag)
                 counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
                 self.get_logger().info(f'recorded {entry.name} (start {from_nanoseconds(start_ns):.3f} s): '
                                        f'{counts} -> {bag}')
@@ -329,6 +480,44 @@ class CalibrationNode(Node):
                        report=str(run_dir / 'report.json'))
         for name, v in result.holdout.items():
             summary[f'holdout_{name}'] = f'{v["before"]:.6g} -> {v["after"]:.6g}'
+        gains = None
+        if result.accept:
+            gains = publish_gains(run_dir / 'parameters.yaml', self.output_dir / 'models', Path(plan.model_path),
+                                  plan.run_id)
+        self._finish(plan, job, result, document, summary, gains)
+
+    def _calibrate_cell(self, plan: CalibrationPlan, run_dir: Path) -> None:
+        """Screen, fit and validate the protocol's recordings (CellCalibrationJob), then finish as
+        :meth:`_finish` (the job writes no gains: the bridge keeps its gains file)."""
+        self.status.set('preparing', f'reading {len(plan.entries)} protocol run(s) of {Path(plan.protocol).name}')
+        job = CellCalibrationJob(plan.cell_job_spec(run_dir), run_dir)
+        logged = {'stage': None, 'best': None, 'done': 0}
+
+        def progress(stage: str, done: int, total: int, best: float) -> None:
+            # status on every call; a log line on a new stage, a better best, each tenth of a stage, its end
+            # (best is NaN while screening and validating: no objective is minimised there)
+            best = None if math.isnan(best) else float(best)
+            step = max(1, total // 10)
+            log = (stage != logged['stage'] or best != logged['best'] or done // step > logged['done'] // step
+                   or done == total)
+            if log:
+                logged.update(stage=stage, best=best, done=done)
+            found = '' if best is None else f', best objective {best:.6g}'
+            self.status.set('calibrating', f'{stage}: {done}/{total}{found}', log=log, stage=stage, evaluations=done,
+                            budget=total, best_objective='-' if best is None else f'{best:.6g}')
+        self.status.set('calibrating', f'protocol {Path(plan.protocol).name}: {len(plan.entries)} runs')
+        result = job.run(progress)
+        document = result.to_dict()
+        summary = {f'validation_{name}': f'{v["before"]:.6g} -> {v["after"]:.6g}'
+                   for name, v in result.validation.items()}
+        summary['report'] = str(run_dir / 'report.json')
+        self._finish(plan, job, result, document, summary, None)
+
+    def _finish(self, plan: CalibrationPlan, job, result, document: dict, summary: dict,
+                gains: Path | None) -> None:
+        """Write the result; a refused calibration ends 'refused'; an accepted one is copied to
+        ``models/`` under a new name and, with ``install``, installed into the bridge (``gains``: a
+        new gains file to install with it, or None to keep the bridge's)."""
         if not result.accept:
             document['installed'] = False
             job.write_result(document)
@@ -336,7 +525,6 @@ class CalibrationNode(Node):
             return
         models = self.output_dir / 'models'
         model = publish_model(result.calibrated_model, models, Path(plan.model_path), plan.run_id)
-        gains = publish_gains(run_dir / 'parameters.yaml', models, Path(plan.model_path), plan.run_id)
         document.update(model=str(model), gains_file=str(gains) if gains else None)
         installed, message, failed = False, 'install is false: not installed', False
         if self._p('install') and plan.mode == OFFLINE and self.bridge.model_and_gains() is None:

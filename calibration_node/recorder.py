@@ -9,15 +9,18 @@ node's clock (ns); the messages keep their own header stamps.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
 from pathlib import Path
+from typing import Sequence
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
 from shadow_twin.calibration.recording import write_serialized_bag
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.ros.spinning import BackgroundSpinner
 
 
@@ -28,7 +31,7 @@ def type_name(msg_class) -> str:
 
 
 class BagRecorder:
-    """Buffer the messages of ``topics`` while recording; write them as a bag.
+    """Buffer the messages of subscribed topics while recording; write them as a bag.
 
     The subscriptions live on a helper node spun by its own single-threaded executor in a
     thread: joint states arrive at 2 x 250 Hz, more than a MultiThreadedExecutor shared with
@@ -36,29 +39,45 @@ class BagRecorder:
 
     Args:
         node: the owning node (its context, namespace, clock and name are used).
-        topics: {topic: message class}.
+        topics: {topic: message class} subscribed at once (:meth:`subscribe` adds more).
         depth: subscription queue depth.
     """
 
     def __init__(self, node: Node, topics: dict[str, type], depth: int = 1000) -> None:
         self.node = node
-        self.types = {topic: type_name(cls) for topic, cls in topics.items()}
-        #: The topics subscribed to (``types`` also holds topics stored with :meth:`add`).
-        self.subscribed = list(topics)
+        self.depth = depth
+        #: {topic: 'pkg/msg/Type'} of the subscribed topics and of topics stored with :meth:`add`.
+        self.types: dict[str, str] = {}
+        #: The topics subscribed to.
+        self.subscribed: list[str] = []
         self._lock = threading.Lock()
         self._messages: list[tuple[str, int, bytes]] | None = None
+        self._recording: set[str] = set()           # topics buffered by the current recording
         self._last_seen: dict[str, float] = {}      # topic: monotonic s of its last message
         self._helper = Node(f'{node.get_name()}_recorder', namespace=node.get_namespace(), context=node.context,
                             use_global_arguments=False, start_parameter_services=False)
-        for topic, cls in topics.items():
-            self._helper.create_subscription(cls, topic, lambda data, t=topic: self._on_message(t, data),
-                                             QoSProfile(depth=depth), raw=True)
+        self.subscribe(topics)
         self._spinner = BackgroundSpinner([self._helper], 'bag recorder')
+
+    def subscribe(self, topics: dict[str, type]) -> None:
+        """Subscribe to those of ``topics`` ({topic: message class}) not subscribed yet (also while
+        spinning). Raises ConfigError for a subscribed topic asked for with another type."""
+        for topic, cls in topics.items():
+            with self._lock:
+                known = self.types.get(topic) if topic in self.subscribed else None
+                if known is None:
+                    self.types[topic] = type_name(cls)
+                    self.subscribed.append(topic)
+            if known is None:
+                self._helper.create_subscription(cls, topic, functools.partial(self._on_message, topic),
+                                                 QoSProfile(depth=self.depth), raw=True)
+            elif known != type_name(cls):
+                raise ConfigError(f'topic {topic} is recorded as {known}; it cannot also be {type_name(cls)}')
 
     def _on_message(self, topic: str, data: bytes) -> None:
         with self._lock:
             self._last_seen[topic] = time.monotonic()
-            if self._messages is not None:
+            if self._messages is not None and topic in self._recording:
                 self._messages.append((topic, self.node.get_clock().now().nanoseconds, data))
 
     def wait_flowing(self, topics: list[str], timeout: float, fresh: float = 0.1) -> list[str]:
@@ -74,10 +93,23 @@ class BagRecorder:
                 return silent
             time.sleep(0.02)
 
-    def start(self) -> None:
-        """Start buffering (drops what an earlier unfinished recording held)."""
+    def start(self, topics: Sequence[str] | None = None) -> None:
+        """Start buffering ``topics`` (default: every subscribed topic; each must be subscribed);
+        drops what an earlier unfinished recording held. Raises RuntimeError for a topic not
+        subscribed."""
         with self._lock:
+            wanted = list(self.subscribed if topics is None else topics)
+            unknown = [t for t in wanted if t not in self.subscribed]
+            if unknown:
+                raise RuntimeError(f'cannot record {unknown}: not subscribed')
+            self._recording = set(wanted)
             self._messages = []
+
+    def discard(self) -> None:
+        """Stop buffering and drop what was buffered (a recording that failed); nothing is written."""
+        with self._lock:
+            self._messages = None
+            self._recording = set()
 
     def add(self, topic: str, msgtype: str, data: bytes) -> None:
         """Store a serialized message that was not received (e.g. the goal sent), at the current time."""
@@ -85,12 +117,13 @@ class BagRecorder:
             if self._messages is None:
                 raise RuntimeError('add() outside a recording')
             self.types.setdefault(topic, msgtype)
+            self._recording.add(topic)
             self._messages.append((topic, self.node.get_clock().now().nanoseconds, bytes(data)))
 
     def counts(self) -> dict[str, int]:
-        """Messages buffered per topic so far."""
+        """Messages buffered per recorded topic so far."""
         with self._lock:
-            out = {topic: 0 for topic in self.types}
+            out = {topic: 0 for topic in self._recording}
             for topic, _, _ in self._messages or []:
                 out[topic] += 1
             return out
@@ -102,10 +135,11 @@ class BagRecorder:
         """
         with self._lock:
             messages, self._messages = self._messages, None
+            recorded, self._recording = self._recording, set()
         if messages is None:
             raise RuntimeError('stop() without start()')
         messages.sort(key=lambda m: m[1])
-        return write_serialized_bag(path, self.types, messages)
+        return write_serialized_bag(path, {t: m for t, m in self.types.items() if t in recorded}, messages)
 
     def destroy(self) -> None:
         """Stop the helper executor and node."""

@@ -28,6 +28,7 @@ import numpy as np
 
 from shadow_twin.calibration.base_recording import BaseRecording, poses_relative_to
 from shadow_twin.calibration.evaluation import Score
+from shadow_twin.calibration.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
@@ -76,6 +77,9 @@ class BaseEvaluator:
         arm_trajectory: trajectory the arm (and hand) followed during the run, or None (they hold).
         arm_start: recording time at which ``arm_trajectory`` started, s.
         initial_positions: {ROS joint: rad} the arm and hand held at the start (default qpos0).
+        arm_recording: the arm's recorded joint states, to compare the arm too
+            (:meth:`simulate_with_arm`, :attr:`arm_real`); not part of the objective.
+        arm_joints: the arm joints compared (default: those of ``arm_trajectory``).
     Raises:
         RecordingError: the recording starts its poses too long after its first command, or
             its commanded part is shorter than one physics step.
@@ -84,7 +88,8 @@ class BaseEvaluator:
 
     def __init__(self, twin: TwinModel, controller: SimController, recording: BaseRecording,
                  settings: BaseObjectiveSettings | None = None, arm_trajectory: JointTrajectory | None = None,
-                 arm_start: float = 0.0, initial_positions: Mapping[str, float] | None = None) -> None:
+                 arm_start: float = 0.0, initial_positions: Mapping[str, float] | None = None,
+                 arm_recording: JointStateRecording | None = None, arm_joints: Sequence[str] | None = None) -> None:
         self.twin, self.controller, self.recording = twin, controller, recording
         self.settings = settings or BaseObjectiveSettings()
         start = float(recording.command_times[0])
@@ -114,23 +119,49 @@ class BaseEvaluator:
         self.objective_joints = list(COORDINATES)
         self.joints = list(COORDINATES)
         self.weights = {'base_x': 1.0, 'base_y': 1.0, 'base_yaw': self.settings.yaw_weight}
+        #: Arm joints compared, (T,) their sample times from the start (s) and (T, J) recorded positions (rad).
+        self.arm_joints: list[str] = []
+        self.arm_times, self.arm_real = np.zeros(0), np.zeros((0, 0))
+        if arm_recording is not None:
+            self.arm_joints = list(arm_joints or (arm_trajectory.joint_names if arm_trajectory is not None else []))
+            rel = arm_recording.times - start
+            keep = (rel >= 0.0) & (rel <= end - start)
+            self.arm_times = rel[keep]
+            self.arm_real = arm_recording.values(self.arm_joints)[keep]
+            self._arm_columns = [controller.joint_names.index(j) for j in self.arm_joints]
 
     # -- simulation --------------------------------------------------------------------------
     def simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1) -> np.ndarray:
         """(M, N, 3) simulated paths (x, y m; yaw rad) relative to the sim's start pose, at
         :attr:`times`, one batched rollout."""
+        return self.simulate_with_arm(parameter_sets, nthread)[0]
+
+    def simulate_with_arm(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                          nthread: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """((M, N, 3) paths as :meth:`simulate`, (M, T, J) arm positions at :attr:`arm_times`, rad;
+        J = 0 without an arm recording), one batched rollout."""
         models = self.simulator.model_copies(len(parameter_sets))
         for model, values in zip(models, parameter_sets):
             apply_parameters(model, values)
-        _, poses = self.simulator.run_base(models, nthread)
+        positions, poses = self.simulator.run_base(models, nthread)
         step_times = np.concatenate([[0.0], self.simulator.times - self.simulator.time_offset])
         start_pose = self.simulator.initial_base_pose
         out = np.empty((len(models), len(self.times), 3))
+        arm = np.empty((len(models), len(self.arm_times), len(self.arm_joints)))
         for m, path in enumerate(poses):
             full = np.vstack([start_pose, path])
             sampled = np.column_stack([np.interp(self.times, step_times, full[:, k]) for k in range(3)])
             out[m] = poses_relative_to(start_pose, sampled)
-        return out
+            if self.arm_joints:
+                joints = np.vstack([self.simulator.start_positions[self._arm_columns],
+                                    positions[m][:, self._arm_columns]])
+                arm[m] = np.column_stack([np.interp(self.arm_times, step_times, joints[:, k])
+                                          for k in range(len(self.arm_joints))])
+        return out, arm
+
+    def arm_mse(self, arm: np.ndarray) -> dict[str, float]:
+        """{arm joint: MSE (rad^2)} of one simulated arm ((T, J) from :meth:`simulate_with_arm`)."""
+        return dict(zip(self.arm_joints, (float(v) for v in np.mean((arm - self.arm_real) ** 2, axis=0))))
 
     # -- scores --------------------------------------------------------------------------------
     def score_path(self, path: np.ndarray) -> Score:

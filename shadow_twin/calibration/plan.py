@@ -6,6 +6,14 @@ settings, and its recordings (each: a bag, the trajectory that produced it,
 whether it is held out). Live runs record their bags into ``<run>/bags/<name>``;
 offline runs point at the user's bags (read only, never written).
 
+A plan of the cell's calibration protocol (``protocol``: the absolute path of a protocol YAML,
+:class:`~shadow_twin.calibration.protocol.CellProtocol`) has one entry per protocol run, in the
+protocol's order (name = the run's name, held out = a validation run), the base's topics
+(velocity commands, odometry, an optional motion-capture pose topic and its floor frame file),
+and is calibrated by :class:`~shadow_twin.calibration.cell_job.CellCalibrationJob`
+(:meth:`CalibrationPlan.cell_job_spec`); its ``space_file`` is empty (the protocol names the
+search spaces of the arm and the base).
+
 The plan is written once, atomically, when a run starts; a resumed run reads it
 back, so it continues with the same inputs even if the node's parameters or the
 bridge's model changed meanwhile.
@@ -20,8 +28,10 @@ from typing import Sequence
 
 import yaml
 
+from shadow_twin.calibration.cell_job import CellJobSpec, CellTopics
 from shadow_twin.calibration.evaluation import AlignmentSettings
 from shadow_twin.calibration.job import RESULT, JobSpec, RecordingSource
+from shadow_twin.calibration.protocol import VALIDATION, CellProtocol
 from shadow_twin.calibration.run import CalibrationSettings
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import write_text_atomic
@@ -50,7 +60,21 @@ class PlanEntry:
 
 @dataclass
 class CalibrationPlan:
-    """What a run does (see module doc). Paths are absolute."""
+    """What a run does (see module doc). Paths are absolute.
+
+    The protocol fields (None / defaults for a hand calibration):
+
+    Attributes:
+        protocol: absolute path of the protocol YAML, or None.
+        base_cmd_vel_topic: the real base's velocity commands (geometry_msgs/TwistStamped).
+        base_odom_topic: the real base's odometry (nav_msgs/Odometry); live runs start each base
+            path from its newest pose.
+        base_pose_topic: a motion-capture geometry_msgs/PoseStamped of the base, or None (when
+            set, the calibration compares it instead of the odometry).
+        sim_odom_topic: the sim base's odometry (recorded beside the real one).
+        frame_file: the floor frame calibration of the pose topic (``shadow-twin
+            frame-calibration --out``), or None.
+    """
 
     run_id: str
     mode: str
@@ -64,6 +88,12 @@ class CalibrationPlan:
     real_topic: str = '/joint_states'
     sim_topic: str = '/sim/joint_states'
     joint_map_file: str | None = None
+    protocol: str | None = None
+    base_cmd_vel_topic: str = '/cmd_vel'
+    base_odom_topic: str | None = '/odom'
+    base_pose_topic: str | None = None
+    sim_odom_topic: str = '/sim/odom'
+    frame_file: str | None = None
     created: str = field(default_factory=lambda: time.strftime('%Y-%m-%dT%H:%M:%S%z'))
 
     def __post_init__(self) -> None:
@@ -76,6 +106,33 @@ class CalibrationPlan:
             raise ConfigError(f'recording names must be unique, got {names}')
         CalibrationSettings(**self.settings)     # validates
         AlignmentSettings(**self.alignment)
+        if self.protocol is not None:
+            self._check_protocol()
+
+    def _check_protocol(self) -> None:
+        """A protocol plan: the protocol reads, each of its runs is one entry (in order, held out =
+        validation), the base topics are usable. Raises ConfigError naming the problem."""
+        protocol = self.cell_protocol()
+        runs = [r.name for r in protocol.runs]
+        if [e.name for e in self.entries] != runs:
+            raise ConfigError(f'the plan\'s recordings {[e.name for e in self.entries]} are not the runs of '
+                              f'protocol {self.protocol}: {runs}')
+        wrong = [e.name for e, r in zip(self.entries, protocol.runs) if e.holdout != (r.role == VALIDATION)]
+        if wrong:
+            raise ConfigError(f'recordings {wrong}: held out must be exactly the validation runs')
+        if not self.base_cmd_vel_topic:
+            raise ConfigError('a protocol plan needs the base\'s velocity command topic (base_cmd_vel_topic)')
+        if self.mode == LIVE and not self.base_odom_topic:
+            raise ConfigError('a live protocol run needs the base\'s odometry topic (base_odom_topic): each base '
+                              'path starts from its newest pose')
+        if not self.base_odom_topic and not self.base_pose_topic:
+            raise ConfigError('a protocol plan needs the base\'s odometry topic or a pose topic')
+        if self.frame_file is not None:
+            if not self.base_pose_topic:
+                raise ConfigError(f'frame_file {self.frame_file} is set but there is no pose topic: the floor '
+                                  'frame applies only to a motion-capture pose topic')
+            if not Path(self.frame_file).is_file():
+                raise ConfigError(f'frame_file {self.frame_file} does not exist')
 
     # -- files -------------------------------------------------------------------------------
     def write(self, run_dir: str | Path) -> Path:
@@ -107,6 +164,8 @@ class CalibrationPlan:
     def job_spec(self, run_dir: str | Path) -> JobSpec:
         """The :class:`JobSpec` of this plan. Raises ConfigError / TrajectoryError for bad entries,
         RecordingError for a missing bag."""
+        if self.protocol is not None:
+            raise ConfigError(f'plan {self.run_id} runs protocol {self.protocol}: use cell_job_spec()')
         sources = {True: [], False: []}
         for entry in self.entries:
             trajectory = parse_trajectory_arg(entry.trajectory) if entry.trajectory else None
@@ -119,6 +178,74 @@ class CalibrationPlan:
                        list(self.objective_joints), sources[False], sources[True],
                        CalibrationSettings(**self.settings), AlignmentSettings(**self.alignment),
                        Path(self.joint_map_file) if self.joint_map_file else None)
+
+
+    def cell_protocol(self) -> CellProtocol:
+        """The protocol of a protocol plan (read from ``protocol``). Raises ConfigError (no protocol,
+        or one that does not read)."""
+        if self.protocol is None:
+            raise ConfigError(f'plan {self.run_id} is not a protocol run')
+        return CellProtocol.from_yaml(self.protocol)
+
+    def base_recording_topics(self) -> dict[str, str]:
+        """{role: topic} of the base topics a protocol run records: ``cmd_vel``, ``odom``,
+        ``sim_odom`` and ``pose`` (those that are set)."""
+        topics = {'cmd_vel': self.base_cmd_vel_topic, 'odom': self.base_odom_topic, 'sim_odom': self.sim_odom_topic,
+                  'pose': self.base_pose_topic}
+        return {role: topic for role, topic in topics.items() if topic}
+
+    def cell_job_spec(self, run_dir: str | Path) -> CellJobSpec:
+        """The :class:`~shadow_twin.calibration.cell_job.CellJobSpec` of a protocol plan: its protocol,
+        model, gains, the bag of every run, the base and arm topics, seed and workers.
+
+        Raises ConfigError (not a protocol plan, or its protocol does not read), RecordingError
+        for a run whose bag does not exist."""
+        protocol = self.cell_protocol()
+        bags = {}
+        for entry in self.entries:
+            bag = self.bag_path(entry, run_dir)
+            if not bag.exists():
+                raise RecordingError(f'protocol run {entry.name!r}: bag {bag} does not exist')
+            bags[entry.name] = bag
+        topics = CellTopics(cmd_vel=self.base_cmd_vel_topic, odom=self.base_odom_topic or None,
+                            pose=self.base_pose_topic or None, arm=self.real_topic)
+        return CellJobSpec(protocol=protocol, model_path=Path(self.model_path), gains_file=Path(self.gains_file),
+                           bags=bags, topics=topics, seed=int(self.settings['seed']),
+                           workers=int(self.settings['workers']),
+                           frame_file=Path(self.frame_file) if self.frame_file else None)
+
+
+def protocol_entries(protocol: CellProtocol, bags: Sequence[str | Path] | None = None) -> list[PlanEntry]:
+    """The plan entries of ``protocol``: one per run, in the protocol's order; a validation run
+    is held out.
+
+    Args:
+        protocol: the protocol.
+        bags: None for a live run (each run records ``bags/<RUN>`` in the run directory); else
+            the bags of an offline run, matched to the runs by name (a bag's file or directory
+            name up to its first dot: ``.../IN1``, ``IN1.bag`` and ``IN1.mcap`` are run IN1).
+    Raises:
+        ConfigError: a run without a bag (naming it), two bags for one run, or a bag that names
+            no run of the protocol.
+    """
+    runs = [r.name for r in protocol.runs]
+    if bags is None:
+        return [PlanEntry(r.name, f'bags/{r.name}', None, r.role == VALIDATION) for r in protocol.runs]
+    by_run: dict[str, Path] = {}
+    for bag in bags:
+        name = Path(bag).name.split('.')[0]
+        if name in by_run:
+            raise ConfigError(f'bags {by_run[name]} and {bag} are both named for protocol run {name}')
+        by_run[name] = Path(bag)
+    unknown = [str(b) for n, b in by_run.items() if n not in runs]
+    if unknown:
+        raise ConfigError(f'bag(s) {unknown} name no run of the protocol (a bag is matched to a run by its name '
+                          f'without extension); runs: {runs}')
+    missing = [r for r in runs if r not in by_run]
+    if missing:
+        raise ConfigError(f'protocol run(s) {missing} have no bag (a bag is matched to a run by its name without '
+                          f'extension, e.g. {missing[0]}/ or {missing[0]}.bag); bags: {[str(b) for b in bags]}')
+    return [PlanEntry(r.name, str(by_run[r.name].resolve()), None, r.role == VALIDATION) for r in protocol.runs]
 
 
 def holdout_names(names: Sequence[str], holdout: str) -> list[str]:

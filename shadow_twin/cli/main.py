@@ -2,7 +2,8 @@
 
 Subcommands:
   evaluate        score a model (optionally with parameters) against a recording
-  calibrate       fit MJCF parameters to one or more recordings with an optimiser
+  calibrate       fit MJCF parameters to one or more recordings with an optimiser;
+                  with --protocol, the cell (UR5 + MiR250) from the bags of its calibration protocol
   sensitivity     screen a search space: which parameters move the objective (tornado chart)
   up              start the live twin (bridge, optional mock hardware, twin server, monitor) in one process
   calibrate-live  ask the running calibration_node to calibrate the twin, and follow it
@@ -41,6 +42,8 @@ from shadow_twin.common.files import check_writable_directory, exclusive_directo
 
 log = logging.getLogger('shadow_twin')
 #: Subcommands with their own parser: name -> (module with main(argv), help).
+#: ``calibrate --protocol``: the cell's protocol calibration from bags (its own parser).
+CELL_CALIBRATION = 'shadow_twin.cli.calibrate_cell'
 DELEGATED = {
     'up': ('shadow_twin.cli.up', 'start the live twin: shadow-twin up [--mock-hardware] [--config FILE] '
                              '[--mode sim|real|both]'),
@@ -241,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in DELEGATED:  # their own parsers (up: ROS arguments after --ros-args)
         return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
+    if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):
+        return importlib.import_module(CELL_CALIBRATION).main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')

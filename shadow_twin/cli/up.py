@@ -27,6 +27,7 @@ Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both] [--bridge-config FILE] [--mock-config FILE]
+                   [--mock-ur-config FILE] [--mock-mir-config FILE]
                    [--monitor-config FILE] [--ros-args ...]
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
@@ -66,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help='sim bridge parameters (default config/mujoco_bridge.yaml)')
     parser.add_argument('--mock-config', type=Path, default=None,
                         help="the hand's mock hardware parameters (default config/mock_hardware.yaml)")
+    parser.add_argument('--mock-ur-config', type=Path, default=None,
+                        help="with --cell: the UR5 stand-in's parameters (default config/mock_ur.yaml)")
+    parser.add_argument('--mock-mir-config', type=Path, default=None,
+                        help="with --cell: the MiR250 stand-in's parameters (default config/mock_mir.yaml)")
     parser.add_argument('--monitor-config', type=Path, default=None,
                         help='twin monitor parameters (default config/twin_monitor.yaml)')
     return parser
@@ -89,12 +94,14 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
                                     *sim)}
     if args.mock_hardware:
         if cell_model is not None:
-            out['mock_ur'] = command('mujoco_bridge.main', config_path('mock_ur.yaml'), '-r', '__node:=mock_ur')
+            out['mock_ur'] = command('mujoco_bridge.main', args.mock_ur_config or config_path('mock_ur.yaml'),
+                                     '-r', '__node:=mock_ur')
         hand = () if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
         out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
                                        '-r', '__node:=mock_hardware', *hand)
         if cell_model is not None:
-            out['mock_mir'] = command('mujoco_bridge.main', config_path('mock_mir.yaml'), '-r', '__node:=mock_mir')
+            out['mock_mir'] = command('mujoco_bridge.main', args.mock_mir_config or config_path('mock_mir.yaml'),
+                                      '-r', '__node:=mock_mir')
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
     out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path(twin), *mode)

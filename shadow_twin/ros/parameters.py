@@ -195,8 +195,10 @@ SPECS = (
          'the simulated trajectory controller.', read_only=True),
     Spec('overrides', '', 'YAML {joint_glob: {attribute: value}} of physical parameters set after every '
          '(re)compile, e.g. "rh_FFJ1: {damping: x3}" (xF scales the model value, a number sets it). Attributes: '
-         'damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A change takes '
-         'effect on ~/reload.', check=ParameterOverrides.from_yaml_text),
+         'damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A key "geom:GLOB" '
+         'globs MJCF geom names instead, attribute friction (sliding coefficient), e.g. '
+         '"\'geom:*_wheel_contact\': {friction: x0.6}". A change takes effect on ~/reload.',
+         check=ParameterOverrides.from_yaml_text),
     Spec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
          'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=parse_velocity_limits),
     Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),

@@ -7,13 +7,13 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
-from shadow_twin.control.controller import ControllerGains
 from shadow_twin.common.errors import ConfigError, ModelError, TrajectoryError
-from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
-from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
 from shadow_twin.common.paths import config_path
-from shadow_twin.simulation.offline import TrajectorySimulator
+from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
+from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.offline import TrajectorySimulator
 
 GAINS = config_path('controllers', 'shadow_hand_e.yaml')
 JOINTS = ['rh_FFJ3', 'rh_FFJ2', 'rh_FFJ1', 'rh_THJ4', 'rh_WRJ1']
@@ -278,6 +278,49 @@ def test_overrides_from_yaml_text_and_errors():
     with pytest.raises(ConfigError, match='no joint matches'):
         sim.reload(overrides={'rh_XXJ1': {'damping': 1.0}})
     assert sim.model is model and not sim.overrides      # old model and overrides kept
+
+
+def geom_frictions(sim: LiveSimulation) -> dict[str, np.ndarray]:
+    """{geom name: friction (sliding, torsional, rolling)} of the simulation's model."""
+    return {sim.model.geom(g).name: sim.model.geom_friction[g].copy() for g in range(sim.model.ngeom)}
+
+
+def test_geom_overrides_set_the_friction_of_exactly_the_matching_geoms():
+    """'geom:GLOB' rules glob MJCF geom names: on the MiR250 the drive wheels' contact geoms get their
+    sliding friction scaled (and one compounded), a caster's set; every other geom and the torsional
+    and rolling coefficients keep the model's values, and a reload applies the rules afresh."""
+    mir = builtin_model_path('mir250')
+    spec = {'geom:[lr]*_wheel_contact': {'friction': 'x0.6'}, 'geom:left_wheel_contact': {'friction': '*0.5'},
+            'geom:fl_caster_wheel_contact': {'friction': 0.8}}
+    plain, mock = geom_frictions(LiveSimulation(mir)), LiveSimulation(mir, overrides=spec)
+    wanted = {'left_wheel_contact': 0.3 * plain['left_wheel_contact'][0],
+              'right_wheel_contact': 0.6 * plain['right_wheel_contact'][0], 'fl_caster_wheel_contact': 0.8}
+    assert len(plain) > 10 and all(plain[name][0] != value for name, value in wanted.items())
+    for reload in (False, True):
+        if reload:
+            mock.reload()
+        frictions = geom_frictions(mock)
+        assert frictions.keys() == plain.keys()
+        for name, friction in frictions.items():
+            expected = plain[name].copy()
+            expected[0] = wanted.get(name, expected[0])
+            np.testing.assert_allclose(friction, expected, rtol=1e-12, err_msg=name)
+    assert [change[0] for change in mock.applied_overrides] == [
+        'geom:left_wheel_contact.friction', 'geom:right_wheel_contact.friction', 'geom:left_wheel_contact.friction',
+        'geom:fl_caster_wheel_contact.friction']
+
+
+def test_geom_overrides_name_bad_attributes_and_unmatched_globs():
+    with pytest.raises(ConfigError, match=r"'geom:\*_wheel_contact'.*unknown attribute 'damping'"):
+        ParameterOverrides({'geom:*_wheel_contact': {'damping': 1.0}})
+    with pytest.raises(ConfigError, match="'left_wheel_joint'.*unknown attribute 'friction'"):
+        ParameterOverrides({'left_wheel_joint': {'friction': 1.0}})    # joints have no friction
+    with pytest.raises(ConfigError, match='empty geom glob'):
+        ParameterOverrides({'geom:': {'friction': 1.0}})
+    with pytest.raises(ConfigError, match=r"no geom matches '\*_tyre'"):
+        LiveSimulation(builtin_model_path('mir250'), overrides={'geom:*_tyre': {'friction': 0.4}})
+    with pytest.raises(ConfigError, match="no joint matches 'left_wheel_contact'"):   # a geom name without geom:
+        LiveSimulation(builtin_model_path('mir250'), overrides={'left_wheel_contact': {'damping': 0.4}})
 
 
 def test_gains_file_is_used(tmp_path):

@@ -1,0 +1,400 @@
+"""Calibrate the cell (UR5 arm and MiR250 base) from the recordings of its protocol (ROS-free).
+
+The core of the calibration node's cell calibration (live: the bags it has just recorded
+running :mod:`~shadow_twin.calibration.protocol`'s runs through the twin; offline: bags given
+with ``bag:=``, or ``shadow-twin calibrate --protocol``). A job, for each group in turn
+(the arm first, since the arm rides on the base):
+
+1. **screens** the group's search space (the study's influence index over
+   ``screening_samples`` random parameter sets, :mod:`~shadow_twin.calibration.sensitivity`) on
+   its identification runs, and keeps the ``screened_keep`` most influential parameters;
+2. **fits** them with Bayesian optimisation (``*_budget`` rollouts; the base's objective is
+   flat where the wheels do not slip and kinked where they start to, which least squares
+   cannot cross) on the identification runs together
+   (:class:`~shadow_twin.calibration.evaluation.EvaluatorSet`):
+   the arm on its arm-identification runs (the arm joints' position MSE, rad^2), the base on
+   IN1, IN2, CN1 (the study's path objective, :class:`BaseEvaluator`, m^2);
+3. **validates**: every run is simulated with the model as given and as calibrated (both
+   groups' values), and scored: RMSE of x, y (m) and yaw (rad) of the path relative to its
+   start, RMSE of the arm joints (rad) over the run, and the run's objective (the path
+   objective for base runs, m^2; the arm MSE for arm runs, rad^2);
+4. **decides**: the calibration is installed only if both fits lowered their objective and
+   no validation run got worse, on its path or on its arm (:func:`cell_install_decision`);
+5. writes ``report.json``, ``parameters.yaml``, the calibrated MJCF, a PNG per run
+   (``runs/<RUN>.png``: real and simulated path in the plane, arm joints over time), each
+   group's ``sensitivity_<group>/tornado.png`` and checkpoint, and ``result.json`` (last: it
+   marks the run finished). A killed job resumes from the checkpoints of its fits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import yaml
+
+from shadow_twin.calibration.base_evaluation import BaseEvaluator, BaseObjectiveSettings
+from shadow_twin.calibration.base_recording import read_base_recording
+from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
+from shadow_twin.calibration.frame import FrameCalibration
+from shadow_twin.calibration.job import RESULT
+from shadow_twin.calibration.metrics import reduction_percent
+from shadow_twin.calibration.protocol import ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, CellProtocol, ProtocolRun
+from shadow_twin.calibration.recording import JointStateRecording, read_commanded_trajectory, read_joint_states
+from shadow_twin.calibration.report import parameters_document
+from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.sensitivity import screen, write_sensitivity
+from shadow_twin.common.errors import ConfigError, RecordingError
+from shadow_twin.common.files import sha256_of, write_text_atomic
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.model.mjcf import ParameterTarget, TwinModel, write_calibrated_mjcf
+from shadow_twin.plots.cell_runs import RunPlot, plot_run
+
+log = logging.getLogger(__name__)
+REPORT = 'report.json'
+PARAMETERS = 'parameters.yaml'
+GROUPS = ('arm', 'base')
+#: Relative rise of a validation run's error still counted as "not worse" (numerical noise).
+VALIDATION_TOLERANCE = 1e-6
+#: Stages reported to ``progress``.
+STAGES = ('arm screening', 'arm fit', 'base screening', 'base fit', 'validation')
+
+
+@dataclass
+class CellTopics:
+    """Topics of a cell recording.
+
+    Attributes:
+        cmd_vel: ``geometry_msgs/TwistStamped`` (or Twist) commands of the real base.
+        odom: ``nav_msgs/Odometry`` of the real base (None: the bag's only one).
+        pose: motion-capture ``geometry_msgs/PoseStamped`` of the base; takes precedence
+            over odometry (None: the bag's only one, if any).
+        arm: ``sensor_msgs/JointState`` of the real arm.
+    """
+
+    cmd_vel: str = '/cmd_vel'
+    odom: str | None = '/odom'
+    pose: str | None = None
+    arm: str = '/joint_states'
+
+
+@dataclass
+class CellJobSpec:
+    """Inputs of a cell calibration.
+
+    Attributes:
+        protocol: the protocol the bags were recorded with.
+        model_path: the cell MJCF the sim runs (the calibration starts from it).
+        gains_file: its simulated controller gains YAML.
+        bags: {run name: bag}, one per run of the protocol.
+        topics: topics of the bags.
+        seed: random seed of the screenings and fits.
+        workers: simulations in parallel (threads).
+        frame_file: floor frame (``shadow-twin frame-calibration``) of a motion-capture pose topic.
+        base_objective: how base runs are replayed and compared.
+    """
+
+    protocol: CellProtocol
+    model_path: Path
+    gains_file: Path
+    bags: dict
+    topics: CellTopics = field(default_factory=CellTopics)
+    seed: int = 0
+    workers: int = 2
+    frame_file: Path | None = None
+    base_objective: BaseObjectiveSettings = field(default_factory=BaseObjectiveSettings)
+
+
+@dataclass
+class GroupFit:
+    """One group's screening and fit.
+
+    Attributes:
+        influence: {parameter: influence index} of the screening (empty without one).
+        ranking: the parameters, most influential first.
+        fitted: the parameters fitted.
+        values: {target: value} of the best point (empty when the fit found nothing better).
+        named: {parameter: value} of the best point.
+        initial, best: the fit objective with the model as given and at the best point.
+        evaluations: rollouts of the fit.
+    """
+
+    influence: dict
+    ranking: list
+    fitted: list
+    values: dict
+    named: dict
+    initial: float
+    best: float
+    evaluations: int
+
+    def to_dict(self) -> dict:
+        return {'influence': self.influence, 'ranking': self.ranking, 'fitted': self.fitted,
+                'values': self.named, 'objective': {'initial': self.initial, 'best': self.best,
+                                                    'reduction_percent': reduction_percent(self.initial, self.best)},
+                'evaluations': self.evaluations}
+
+
+@dataclass
+class CellJobResult:
+    """Outcome of a cell calibration.
+
+    Attributes:
+        accept: whether the calibrated model may be installed; reason: why (one line).
+        runs: {run: {'role', 'before': metrics, 'after': metrics}} (:func:`run_metrics`).
+        validation: {validation run: {'before', 'after'}}: its objective (m^2), model as given / calibrated.
+        groups: {'arm' | 'base': GroupFit}.
+        calibrated_model, parameters_file: outputs in the run directory.
+    """
+
+    accept: bool
+    reason: str
+    runs: dict
+    validation: dict
+    groups: dict
+    calibrated_model: Path
+    parameters_file: Path
+
+    @property
+    def sensitivity(self) -> dict[str, list[str]]:
+        """{group: parameters, most influential first}."""
+        return {name: list(fit.ranking) for name, fit in self.groups.items()}
+
+    def to_dict(self) -> dict:
+        return {'accept': self.accept, 'reason': self.reason,
+                'validation': {run: {**v, 'reduction_percent': reduction_percent(v['before'], v['after'])}
+                               for run, v in self.validation.items()},
+                'sensitivity': self.sensitivity, 'runs': self.runs,
+                'groups': {name: fit.to_dict() for name, fit in self.groups.items()},
+                'calibrated_model': str(self.calibrated_model), 'parameters': str(self.parameters_file)}
+
+
+def run_metrics(path_rmse: Mapping[str, float] | None, arm_mse: Mapping[str, float] | None,
+                objective: float) -> dict:
+    """The figures a report gives for one run and one model: ``x_rmse``, ``y_rmse`` (m),
+    ``yaw_rmse`` (rad) of the path (None for a run with the base still), ``arm_rmse`` (rad,
+    over the arm joints and samples; None without the arm), ``arm_joint_rmse`` {joint: rad}
+    and ``objective`` (the run's: path m^2, or arm rad^2)."""
+    out = {'objective': float(objective)}
+    for key, name in (('x_rmse', 'base_x'), ('y_rmse', 'base_y'), ('yaw_rmse', 'base_yaw')):
+        out[key] = None if path_rmse is None else float(path_rmse[name])
+    out['arm_rmse'] = None if not arm_mse else float(np.sqrt(np.mean(list(arm_mse.values()))))
+    out['arm_joint_rmse'] = {j: float(np.sqrt(v)) for j, v in (arm_mse or {}).items()}
+    return out
+
+
+def cell_install_decision(groups: Mapping[str, GroupFit], runs: Mapping[str, dict],
+                          validation: Sequence[str]) -> tuple[bool, str]:
+    """Whether to install, and why (one line).
+
+    Refused when no group's fit lowered its objective, or when a validation run got worse
+    (beyond :data:`VALIDATION_TOLERANCE`, relative) on its objective or on its arm RMSE.
+    """
+    improved = [name for name, fit in groups.items() if fit.best < fit.initial]
+    if not improved:
+        return False, 'no better parameters found in either group: calibration not installed'
+    worse = []
+    for name in validation:
+        before, after = runs[name]['before'], runs[name]['after']
+        for key, what in (('objective', 'path error'), ('arm_rmse', 'arm RMSE')):
+            if before[key] is not None and after[key] > before[key] * (1 + VALIDATION_TOLERANCE):
+                worse.append(f'{name} {what} {before[key]:.4g} -> {after[key]:.4g}')
+    if worse:
+        return False, f'validation run(s) got worse ({"; ".join(worse)}): calibration not installed'
+    lines = [f'{n} {runs[n]["before"]["objective"]:.4g} -> {runs[n]["after"]["objective"]:.4g} '
+             f'({reduction_percent(runs[n]["before"]["objective"], runs[n]["after"]["objective"]):.1f} % lower)'
+             for n in validation]
+    return True, f'fitted {", ".join(improved)}; validation {"; ".join(lines)}'
+
+
+class CellCalibrationJob:
+    """Prepare and run one cell calibration into ``run_dir`` (see module doc).
+
+    Args:
+        spec: the inputs.
+        run_dir: the run directory (created; the fits' checkpoints are resumed when present).
+    Raises:
+        ConfigError: a protocol run without a bag, or a bag of no run.
+        RecordingError: a bag without the topics a run needs (e.g. a base run without odometry
+            or pose topic), a path that never moves, streams that do not cover the run.
+        ModelError / SearchSpaceError / TrajectoryError: a bad model, space or trajectory.
+        All from construction, before anything is simulated.
+    """
+
+    def __init__(self, spec: CellJobSpec, run_dir: str | Path) -> None:
+        self.spec, self.run_dir = spec, Path(run_dir)
+        protocol = spec.protocol
+        names = [r.name for r in protocol.runs]
+        missing = [n for n in names if n not in spec.bags]
+        extra = [n for n in spec.bags if n not in names]
+        if missing or extra:
+            raise ConfigError(f'protocol runs without a bag: {missing}; bags of no protocol run: {extra}'
+                              if missing else f'bags of no protocol run: {extra} (runs: {names})')
+        self.twin = TwinModel(spec.model_path)
+        self.controller = SimController(self.twin.model, ControllerGains.from_yaml(spec.gains_file))
+        self.spaces = {'arm': SearchSpace.from_yaml(protocol.arm_space, self.twin),
+                       'base': SearchSpace.from_yaml(protocol.base_space, self.twin)}
+        self.arm_joints = [j for j in protocol.rest_pose if j in self.controller.joint_names]
+        if len(self.arm_joints) != len(protocol.rest_pose):
+            raise ConfigError(f'the model {spec.model_path} does not drive the arm joints '
+                              f'{[j for j in protocol.rest_pose if j not in self.arm_joints]}')
+        frame = read_frame(spec.frame_file) if spec.frame_file else None
+        self.evaluators: dict[str, Evaluator | BaseEvaluator] = {}
+        for run in protocol.runs:
+            try:
+                self.evaluators[run.name] = self._evaluator(run, Path(spec.bags[run.name]), frame)
+            except RecordingError as exc:
+                raise RecordingError(f'run {run.name} ({spec.bags[run.name]}): {exc}') from None
+
+    # -- inputs --------------------------------------------------------------------------------
+    def _evaluator(self, run: ProtocolRun, bag: Path, frame: FrameCalibration | None):
+        topics = self.spec.topics
+        arm: JointStateRecording = read_joint_states(bag, topics.arm)
+        trajectory, start = read_commanded_trajectory(bag)
+        if run.role == ARM_IDENTIFICATION:
+            settings = AlignmentSettings(settle_time=1.0, stamped_max_delay=0.0)
+            return Evaluator(self.twin, self.controller, arm, trajectory, self.arm_joints, settings=settings,
+                             trajectory_start=start, label=run.name)
+        recording = read_base_recording(bag, topics.cmd_vel, topics.odom if not topics.pose else None,
+                                        topics.pose, frame)
+        first = float(recording.command_times[0])
+        at_start = arm.values(self.arm_joints)[int(np.searchsorted(arm.times, min(start, first)))]
+        return BaseEvaluator(self.twin, self.controller, recording, self.spec.base_objective,
+                             trajectory if run.arm.moves else None, min(start, first),
+                             dict(zip(self.arm_joints, at_start)), arm_recording=arm, arm_joints=self.arm_joints)
+
+    def _inputs(self) -> dict:
+        files = {'model': self.twin.path, 'gains': self.spec.gains_file, 'protocol': self.spec.protocol.source,
+                 'arm_space': self.spec.protocol.arm_space, 'base_space': self.spec.protocol.base_space}
+        files.update({f'bag:{name}': bag for name, bag in self.spec.bags.items()})
+        return {name: {'path': str(Path(p).resolve()), 'sha256': sha256_of(p)}
+                for name, p in files.items() if p and Path(p).is_file()}
+
+    def runs_of(self, *roles: str) -> list[str]:
+        return [r.name for r in self.spec.protocol.runs if r.role in roles]
+
+    # -- the job -------------------------------------------------------------------------------
+    def run(self, progress: Callable[[str, int, int, float], None] | None = None) -> CellJobResult:
+        """Screen, fit, validate, decide, write the outputs and ``result.json``; returns the result.
+
+        ``progress(stage, done, total, best)`` after every batch (stage: one of :data:`STAGES`;
+        ``best``: the lowest objective so far, NaN while screening).
+        """
+        started = time.perf_counter()
+        inputs = self._inputs()
+        groups = {'arm': self._group('arm', self.runs_of(ARM_IDENTIFICATION), progress, inputs),
+                  'base': self._group('base', self.runs_of(IDENTIFICATION), progress, inputs)}
+        calibrated = {**groups['arm'].values, **groups['base'].values}
+        runs, plots = self._compare(calibrated, progress)
+        validation_runs = self.runs_of(VALIDATION)
+        accept, reason = cell_install_decision(groups, runs, validation_runs)
+        model = write_calibrated_mjcf(self.twin, calibrated,
+                                      self.run_dir / f'{Path(self.twin.path).stem}_calibrated.xml')
+        parameters = write_text_atomic(self.run_dir / PARAMETERS, yaml.safe_dump(
+            {name: parameters_document(self.spaces[name].subset(fit.fitted),
+                                       [fit.named[p] for p in fit.fitted], self.controller, self.twin.model)
+             if fit.fitted else {} for name, fit in groups.items()}, sort_keys=False))
+        result = CellJobResult(accept, reason, runs,
+                               {n: {'before': runs[n]['before']['objective'], 'after': runs[n]['after']['objective']}
+                                for n in validation_runs}, groups, model, parameters)
+        report = {'protocol': self.spec.protocol.source, 'inputs': inputs, **result.to_dict(),
+                  'roles': {r.name: r.role for r in self.spec.protocol.runs},
+                  'outputs': {'plots': plots, 'calibrated_model': model.name, 'parameters': PARAMETERS,
+                              'tornado': {g: f'sensitivity_{g}/tornado.png' for g in GROUPS}},
+                  'wall_time_s': time.perf_counter() - started}
+        write_text_atomic(self.run_dir / REPORT, json.dumps(report, indent=2) + '\n')
+        self.write_result(result.to_dict())
+        log.info('cell calibration %s: %s', 'accepted' if accept else 'refused', reason)
+        return result
+
+    def _group(self, group: str, run_names: list[str], progress, inputs: dict) -> GroupFit:
+        """Screen and fit one group on ``run_names``."""
+        protocol, space = self.spec.protocol, self.spaces[group]
+        if not run_names:
+            return GroupFit({}, list(space.names), [], {}, {}, float('nan'), float('nan'), 0)
+        evaluator = EvaluatorSet([self.evaluators[n] for n in run_names])
+        influence, ranking, fitted = {}, list(space.names), list(space.names)
+        if protocol.screening_samples:
+            screened = screen(evaluator, space, protocol.screening_samples, self.spec.workers, self.spec.seed,
+                              progress=lambda done, total: progress and progress(f'{group} screening', done, total,
+                                                                                 float('nan')))
+            influence, ranking = screened.influence, screened.ranking()
+            fitted = screened.most_influential(min(protocol.screened_keep, len(space.names)))
+            write_sensitivity(self.run_dir / f'sensitivity_{group}', screened, {'runs': run_names},
+                              title=f'{group}: influence on the objective of {", ".join(run_names)}')
+            log.info('%s screening (%d samples): %s; fitting %s', group, protocol.screening_samples,
+                     ', '.join(f'{n} {influence[n]:+.2f}' for n in ranking), fitted)
+        subspace = space.subset(fitted)
+        budget = protocol.arm_budget if group == 'arm' else protocol.base_budget
+        settings = CalibrationSettings(optimizer='bo', budget=budget, workers=self.spec.workers, seed=self.spec.seed,
+                                       acq_func='EI', log_objective=True)
+        out = self.run_dir / f'fit_{group}'
+        calibration = Calibration(evaluator, subspace, settings, out,
+                                  {'inputs': {k: v['sha256'] for k, v in inputs.items()}, 'runs': run_names},
+                                  resume=(out / CHECKPOINT).exists())
+        result = calibration.run(lambda done, total, best: progress and progress(f'{group} fit', done, total, best))
+        improved = result.best.objective < result.initial.objective
+        values = subspace.values(result.best.x) if improved else {}
+        named = subspace.named(result.best.x) if improved else {}
+        log.info('%s fit: %.6g -> %.6g (%d rollouts)%s', group, result.initial.objective, result.best.objective,
+                 len(result.evaluations), '' if improved else '; nothing better found, the model is kept')
+        return GroupFit(influence, ranking, fitted if improved else [], values, named, result.initial.objective,
+                        min(result.best.objective, result.initial.objective), len(result.evaluations))
+
+    def _compare(self, calibrated: Mapping[ParameterTarget, float], progress) -> tuple[dict, dict]:
+        """Score every run before and after; write its PNG. Returns ({run: metrics}, {run: png})."""
+        runs, plots = {}, {}
+        protocol = self.spec.protocol
+        for k, run in enumerate(protocol.runs):
+            evaluator = self.evaluators[run.name]
+            if isinstance(evaluator, BaseEvaluator):
+                paths, arms = evaluator.simulate_with_arm([{}, dict(calibrated)], self.spec.workers)
+                metrics = [run_metrics(evaluator.path_rmse(p), evaluator.arm_mse(a) if run.arm.moves else None,
+                                       evaluator.score_path(p).objective) for p, a in zip(paths, arms)]
+                plot = RunPlot(run.name, run.role, run.description, evaluator.times, evaluator.real, paths,
+                               evaluator.arm_times, evaluator.arm_joints, evaluator.arm_real, arms)
+            else:
+                scores = evaluator.evaluate([{}, dict(calibrated)], self.spec.workers, keep_positions=True)
+                metrics = [run_metrics(None, s.per_joint_mse, s.objective) for s in scores]
+                plot = RunPlot(run.name, run.role, run.description, arm_times=evaluator.time_base,
+                               arm_joints=evaluator.joints, arm_real=evaluator.real,
+                               arm_sim=np.stack([s.positions for s in scores]))
+            runs[run.name] = {'role': run.role, 'before': metrics[0], 'after': metrics[1]}
+            plots[run.name] = f'runs/{run.name}.png'
+            plot_run(self.run_dir / plots[run.name], plot)
+            if progress:
+                progress('validation', k + 1, len(protocol.runs), float('nan'))
+        return runs, plots
+
+    def write_result(self, document: dict) -> Path:
+        """Write (or rewrite) ``result.json`` atomically; returns its path."""
+        return write_text_atomic(self.run_dir / RESULT, json.dumps(document, indent=2) + '\n')
+
+
+def read_frame(path: str | Path) -> FrameCalibration:
+    """The floor frame written by ``shadow-twin frame-calibration --out``. Raises ConfigError
+    (missing file, not YAML, not a frame)."""
+    try:
+        return FrameCalibration.from_dict(yaml.safe_load(Path(path).read_text()))
+    except FileNotFoundError:
+        raise ConfigError(f'frame file {path} does not exist') from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'frame file {path}: not valid YAML ({exc})') from None
+
+
+def result_lines(result: CellJobResult) -> list[str]:
+    """Printable table of every run before -> after: path RMSE x, y (mm), yaw (mrad), arm RMSE (mrad)."""
+    def fmt(v, scale):
+        return '     -' if v is None else f'{v * scale:6.2f}'
+    lines = [f'{"run":5s} {"role":19s} {"x mm":>15s} {"y mm":>15s} {"yaw mrad":>15s} {"arm mrad":>15s}']
+    for name, r in result.runs.items():
+        cells = [f'{fmt(r["before"][k], 1e3)} ->{fmt(r["after"][k], 1e3)}'
+                 for k in ('x_rmse', 'y_rmse', 'yaw_rmse', 'arm_rmse')]
+        lines.append(f'{name:5s} {r["role"]:19s} ' + ' '.join(cells))
+    return lines

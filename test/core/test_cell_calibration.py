@@ -1,0 +1,230 @@
+"""The cell's calibration protocol (issue 12): the study's runs as presets, the job that screens,
+fits and validates the arm and the base from the runs' bags, and its command line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+from cell_recordings import write_protocol_bags
+
+from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED
+from shadow_twin.calibration.cell_job import (CellCalibrationJob, CellJobSpec, GroupFit, cell_install_decision,
+                                              run_metrics)
+from shadow_twin.calibration.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion, BaseMotion,
+                                              CellProtocol)
+from shadow_twin.calibration.recording import open_bag_reader, typestore, write_serialized_bag
+from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.cli import main as cli
+from shadow_twin.common.errors import ConfigError, RecordingError
+from shadow_twin.common.paths import config_path
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.model.cell import write_base_stand_in_mjcf, write_cell_mjcf
+from shadow_twin.model.mjcf import TwinModel
+
+GAINS = config_path('controllers', 'cell.yaml')
+SMALL = {'protocol': {'rest_pose': dict(CellProtocol.from_yaml().rest_pose), 'arm_space': 'ur5_arm_dynamics.yaml',
+                      'base_space': 'mir250_base.yaml', 'screening_samples': 6, 'screened_keep': 2,
+                      'arm_budget': 6, 'base_budget': 14},
+         'runs': {'AR1': {'role': 'arm_identification', 'arm': {'kind': 'swing', 'joint': 'shoulder_pan_joint',
+                                                                 'amplitude': 0.5, 'period': 1.5, 'cycles': 2}},
+                  'IN1': {'role': 'identification', 'base': {'speed': 1.0, 'accel': 2.5, 'cruise': 1.5}},
+                  'CN2': {'role': 'validation', 'base': {'speed': 0.8, 'accel': 2.5, 'cruise': 2.0, 'radius': 1.2}}}}
+
+
+@pytest.fixture(scope='module')
+def cell(tmp_path_factory):
+    """(model path, twin, controller) of the built-in cell."""
+    path, _ = write_cell_mjcf(None, tmp_path_factory.mktemp('cell') / 'cell.xml')
+    twin = TwinModel(path)
+    return path, twin, SimController(twin.model, ControllerGains.from_yaml(GAINS))
+
+
+@pytest.fixture(scope='module')
+def small(tmp_path_factory, cell):
+    """(protocol, bags) of SMALL recorded on a "real" cell whose wheels grip at 0.3 (the sim: 0.5)."""
+    folder = tmp_path_factory.mktemp('small')
+    (folder / 'protocol.yaml').write_text(yaml.safe_dump(SMALL))
+    protocol = CellProtocol.from_yaml(folder / 'protocol.yaml')
+    path, twin, controller = cell
+    space = SearchSpace.from_yaml(protocol.base_space, twin)
+    truth = {t: 0.3 for t in space.dimensions[space.names.index('wheel_friction')].targets}
+    return protocol, write_protocol_bags(protocol, twin, controller, truth, folder / 'bags')
+
+
+# ----------------------------------------------------------------------------- the protocol
+def test_the_shipped_protocol_is_the_studys_with_arm_identification_runs():
+    protocol = CellProtocol.from_yaml()
+    assert [r.name for r in protocol.with_role(IDENTIFICATION)] == ['IN1', 'IN2', 'CN1']
+    assert [r.name for r in protocol.with_role(VALIDATION)] == ['CN2', 'CY', 'IY']
+    assert protocol.with_role(ARM_IDENTIFICATION) and all(not r.base.speed for r in protocol.with_role(ARM_IDENTIFICATION))
+    assert not protocol.run('IN1').arm.moves and not protocol.run('CN2').arm.moves
+    assert protocol.run('CY').arm.moves and protocol.run('CY').base.radius
+    iy = protocol.run('IY')
+    assert iy.arm.joint == 'shoulder_pan_joint' and iy.base.radius == 0.0     # straight, swinging its first joint
+    for run in protocol.runs:
+        goal = run.goal(protocol.rest_pose)
+        assert np.allclose(goal.arm.positions[-1], list(protocol.rest_pose.values()), atol=1e-6), run.name
+        assert np.all(np.abs(np.diff(goal.arm.positions, axis=0)) / np.diff(goal.arm.times)[:, None] < math.pi)
+
+
+def test_a_base_motion_is_a_trapezoid_on_an_arc_from_rest_to_rest():
+    straight = BaseMotion(speed=1.0, accel=2.0, cruise=3.0)
+    assert straight.duration == pytest.approx(4.0)
+    poses, velocities = straight.path(np.array([0.0, 4.0]))
+    assert poses[1] == pytest.approx([3.5, 0.0, 0.0], abs=1e-6)             # 0.25 + 3 + 0.25 m
+    assert velocities[1] == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)
+    arc = BaseMotion(speed=0.5, accel=1.0, cruise=2.0 * math.pi, radius=1.0)
+    end, _ = arc.path(np.array([arc.duration]))
+    turned = 0.5 * (2 * math.pi + 0.5)                                        # yaw = distance / radius
+    assert end[0, 2] == pytest.approx(turned, abs=1e-6)
+    assert np.hypot(end[0, 0], end[0, 1] - 1.0) == pytest.approx(1.0, abs=1e-4)   # on the circle about (0, 1)
+    with pytest.raises(ConfigError, match='rad/s'):
+        BaseMotion(speed=1.0, radius=0.5)
+    with pytest.raises(ConfigError, match='base speed'):
+        BaseMotion(speed=2.5)
+
+
+def test_an_arm_swing_starts_and_ends_at_rest_and_stays_under_the_speed_limit():
+    swing = ArmMotion(kind='swing', joint='shoulder_pan_joint', amplitude=0.8, period=2.0, cycles=3)
+    t = np.linspace(0.0, 6.0, 6001)
+    q, qd = swing.swing(t)
+    assert abs(q[0]) < 1e-12 and abs(q[-1]) < 1e-9 and abs(qd[0]) < 1e-9 and abs(qd[-1]) < 1e-6
+    assert np.max(np.abs(q)) == pytest.approx(0.8, abs=0.01)
+    assert np.allclose(np.gradient(q, t), qd, atol=2e-3)                     # velocities are q's derivative
+    with pytest.raises(ConfigError, match='pi rad/s'):
+        ArmMotion(kind='swing', joint='elbow_joint', amplitude=1.2, period=2.0)
+
+
+def test_a_protocol_file_with_bad_runs_is_refused_with_the_run_named(tmp_path):
+    bad = yaml.safe_load(yaml.safe_dump(SMALL))
+    bad['runs']['CN2']['role'] = 'identification'
+    (tmp_path / 'a.yaml').write_text(yaml.safe_dump(bad))
+    with pytest.raises(ConfigError, match='at least one validation run'):
+        CellProtocol.from_yaml(tmp_path / 'a.yaml')
+    bad['runs']['CN2'] = {'role': 'validation', 'base': {'speed': 0.0}}
+    (tmp_path / 'b.yaml').write_text(yaml.safe_dump(bad))
+    with pytest.raises(ConfigError, match='CN2.*must move the base'):
+        CellProtocol.from_yaml(tmp_path / 'b.yaml')
+    bad['runs']['CN2'] = {'role': 'validation', 'base': {'speed': 0.5}, 'arm': {'kind': 'swing', 'joint': 'rh_FFJ3',
+                                                                                'amplitude': 0.1}}
+    (tmp_path / 'c.yaml').write_text(yaml.safe_dump(bad))
+    with pytest.raises(ConfigError, match='CN2.*rh_FFJ3'):
+        CellProtocol.from_yaml(tmp_path / 'c.yaml')
+
+
+# ----------------------------------------------------------------------------- the job
+def test_the_job_finds_the_slippery_floor_and_lowers_the_validation_error(small, cell, tmp_path):
+    protocol, bags = small
+    path = cell[0]
+    result = CellCalibrationJob(CellJobSpec(protocol, Path(path), GAINS, bags), tmp_path / 'run').run()
+    assert result.sensitivity['base'][0] == 'wheel_friction'                 # the perturbed one ranks first
+    assert 'wheel_friction' in result.groups['base'].fitted
+    v = result.validation['CN2']
+    assert v['after'] < 0.2 * v['before'], v
+    assert result.accept, result.reason
+    assert result.groups['base'].named['wheel_friction'] == pytest.approx(0.3, abs=0.08)
+    report = json.loads((tmp_path / 'run' / 'report.json').read_text())
+    cn2 = report['runs']['CN2']
+    assert cn2['after']['x_rmse'] < cn2['before']['x_rmse'] and cn2['before']['arm_rmse'] is None
+    assert report['runs']['AR1']['before']['x_rmse'] is None and report['runs']['AR1']['before']['arm_rmse'] > 0
+    for name in ('AR1', 'IN1', 'CN2'):
+        assert (tmp_path / 'run' / report['outputs']['plots'][name]).stat().st_size > 10_000
+    assert (tmp_path / 'run' / 'sensitivity_base' / 'tornado.png').is_file()
+    calibrated = TwinModel(result.calibrated_model).model
+    assert calibrated.geom('left_wheel_contact').friction[0] == pytest.approx(
+        result.groups['base'].named['wheel_friction'])
+    assert json.loads((tmp_path / 'run' / 'result.json').read_text())['accept'] is True
+
+
+def test_a_validation_run_that_gets_worse_refuses_the_install():
+    groups = {'base': GroupFit({}, [], ['wheel_friction'], {}, {}, 1.0, 0.1, 10)}
+    better, worse = run_metrics(None, None, 0.01), run_metrics(None, None, 0.02)
+    runs = {'CN2': {'before': worse, 'after': better}, 'IY': {'before': better, 'after': worse}}
+    accept, reason = cell_install_decision(groups, runs, ['CN2', 'IY'])
+    assert not accept and 'IY path error' in reason and 'CN2' not in reason
+    runs['IY']['after'] = better
+    assert cell_install_decision(groups, runs, ['CN2', 'IY'])[0]
+    arm = {'shoulder_pan_joint': 1e-6}
+    runs['IY'] = {'before': run_metrics(None, arm, 0.01), 'after': run_metrics(None, {'shoulder_pan_joint': 4e-6}, 0.01)}
+    accept, reason = cell_install_decision(groups, runs, ['CN2', 'IY'])
+    assert not accept and 'IY arm RMSE' in reason
+
+
+def _without(bag: Path, topic: str, out: Path) -> Path:
+    """A copy of ``bag`` without ``topic``."""
+    reader = open_bag_reader(bag)
+    try:
+        types = {c.topic: c.msgtype for c in reader.connections if c.topic != topic}
+        messages = [(c.topic, t, bytes(raw)) for c, t, raw in reader.messages() if c.topic != topic]
+    finally:
+        reader.close()
+    return write_serialized_bag(out, types, messages)
+
+
+def test_bad_bags_give_one_line_errors_and_exit_2_with_nothing_written(small, cell, tmp_path, capsys):
+    protocol, bags = small
+    folder = tmp_path / 'bags'
+    folder.mkdir()
+    for name, bag in bags.items():
+        (folder / name).symlink_to(bag)
+    (folder / 'CN2').unlink()
+    _without(bags['CN2'], '/odom', folder / 'CN2')
+    args = ['calibrate', '--protocol', str(protocol.source), '--bags', str(folder), '--model', str(cell[0])]
+    assert cli.main(args + ['--out', str(tmp_path / 'a')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and 'CN2' in err and 'odom' in err.lower(), err
+    assert not (tmp_path / 'a').exists()
+    (folder / 'CN2').unlink() if (folder / 'CN2').is_symlink() else __import__('shutil').rmtree(folder / 'CN2')
+    assert cli.main(args + ['--out', str(tmp_path / 'b')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "['CN2']" in err, err
+    with pytest.raises(ConfigError, match='without a bag'):
+        CellCalibrationJob(CellJobSpec(protocol, Path(cell[0]), GAINS, {k: v for k, v in bags.items() if k != 'IN1'}),
+                           tmp_path / 'c')
+
+
+def test_a_base_run_whose_path_never_moves_is_refused(small, cell, tmp_path):
+    protocol, bags = small
+    reader = open_bag_reader(bags['IN1'])
+    try:
+        types = {c.topic: c.msgtype for c in reader.connections}
+        store = typestore()
+        messages = []
+        for c, t, raw in reader.messages():
+            if c.topic == '/odom':        # every pose where the base started, at its own stamp
+                msg = store.deserialize_cdr(raw, ODOMETRY)
+                msg.pose.pose.position.x = msg.pose.pose.position.y = 0.0
+                msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = 0.0, 1.0
+                raw = store.serialize_cdr(msg, ODOMETRY)
+            messages.append((c.topic, t, bytes(raw)))
+    finally:
+        reader.close()
+    assert types['/odom'] == ODOMETRY and types['/cmd_vel'] == TWIST_STAMPED
+    still = write_serialized_bag(tmp_path / 'IN1', types, messages)
+    with pytest.raises(RecordingError, match='IN1.*(never moves|move)'):
+        CellCalibrationJob(CellJobSpec(protocol, Path(cell[0]), GAINS, {**bags, 'IN1': still}), tmp_path / 'run')
+
+
+# ----------------------------------------------------------------------------- stand-ins
+def test_the_base_stand_in_carries_the_arm_rigid_in_the_given_pose(tmp_path, cell):
+    rest = CellProtocol.from_yaml().rest_pose
+    path = write_base_stand_in_mjcf(None, tmp_path / 'mir.xml', rest)
+    model, full = mujoco.MjModel.from_xml_path(str(path)), cell[1].model
+    assert {model.joint(i).name for i in range(model.njnt)} >= {'base_free', 'left_wheel_joint', 'right_wheel_joint'}
+    assert not any('shoulder' in model.joint(i).name or model.joint(i).name.startswith('rh_') for i in range(model.njnt))
+    assert model.nu == 2 and model.body_subtreemass[1] == pytest.approx(full.body_subtreemass[1])
+    data, reference = mujoco.MjData(model), mujoco.MjData(full)
+    for joint, q in rest.items():
+        reference.qpos[full.joint(joint).qposadr[0]] = q
+    mujoco.mj_forward(model, data)
+    mujoco.mj_forward(full, reference)
+    for body in ('wrist_3_link', 'rh_palm'):
+        assert np.allclose(data.xpos[model.body(body).id], reference.xpos[full.body(body).id], atol=1e-6)
+    with pytest.raises(ConfigError, match='not arm joints'):
+        write_base_stand_in_mjcf(None, tmp_path / 'x.xml', {'rh_FFJ3': 0.1})
