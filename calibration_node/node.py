@@ -47,7 +47,6 @@ import threading
 import traceback
 from pathlib import Path
 
-import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from nav_msgs.msg import Odometry
@@ -338,9 +337,7 @@ class CalibrationNode(Node):
                 raise ConfigError(f'frame_file {frame_file} is set but base_pose_topic is empty: the floor frame '
                                   'applies only to a motion-capture pose topic')
             try:
-                FrameCalibration.from_dict(yaml.safe_load(frame_file.read_text()))
-            except (OSError, yaml.YAMLError) as exc:
-                raise ConfigError(f'frame_file {frame_file} cannot be read ({exc})') from None
+                FrameCalibration.read(frame_file)
             except ConfigError as exc:
                 raise ConfigError(f'frame_file {frame_file}: {exc}') from None
         return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}

@@ -42,7 +42,7 @@ from shadow_twin.calibration.base_evaluation import BaseEvaluator, BaseObjective
 from shadow_twin.calibration.base_recording import read_base_recording
 from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
 from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.job import RESULT
+from shadow_twin.calibration.job import write_result
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.protocol import ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, CellProtocol, ProtocolRun
 from shadow_twin.calibration.recording import JointStateRecording, read_commanded_trajectory, read_joint_states
@@ -244,7 +244,7 @@ class CellCalibrationJob:
         if len(self.arm_joints) != len(protocol.rest_pose):
             raise ConfigError(f'the model {spec.model_path} does not drive the arm joints '
                               f'{[j for j in protocol.rest_pose if j not in self.arm_joints]}')
-        frame = read_frame(spec.frame_file) if spec.frame_file else None
+        frame = FrameCalibration.read(spec.frame_file) if spec.frame_file else None
         self.evaluators: dict[str, Evaluator | BaseEvaluator] = {}
         for run in protocol.runs:
             try:
@@ -374,18 +374,7 @@ class CellCalibrationJob:
 
     def write_result(self, document: dict) -> Path:
         """Write (or rewrite) ``result.json`` atomically; returns its path."""
-        return write_text_atomic(self.run_dir / RESULT, json.dumps(document, indent=2) + '\n')
-
-
-def read_frame(path: str | Path) -> FrameCalibration:
-    """The floor frame written by ``shadow-twin frame-calibration --out``. Raises ConfigError
-    (missing file, not YAML, not a frame)."""
-    try:
-        return FrameCalibration.from_dict(yaml.safe_load(Path(path).read_text()))
-    except FileNotFoundError:
-        raise ConfigError(f'frame file {path} does not exist') from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'frame file {path}: not valid YAML ({exc})') from None
+        return write_result(self.run_dir, document)
 
 
 def result_lines(result: CellJobResult) -> list[str]:

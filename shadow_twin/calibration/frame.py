@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import yaml
 
 from shadow_twin.common.errors import ConfigError
 
@@ -279,6 +281,19 @@ class FrameCalibration:
         if data.get('quaternion') is not None:
             _check_quaternion_matches(frame, data['quaternion'])
         return frame
+
+    @classmethod
+    def read(cls, path: str | Path) -> FrameCalibration:
+        """The frame of the YAML file ``frame-calibration --out`` wrote (:meth:`from_dict`).
+
+        Raises:
+            ConfigError: the file cannot be read or is not YAML (naming it), or as :meth:`from_dict`.
+        """
+        try:
+            data = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f'frame file {path} cannot be read ({" ".join(str(exc).split())})') from None
+        return cls.from_dict(data)
 
 
 def _check_quaternion_matches(frame: FrameCalibration, quaternion: Any) -> None:

@@ -294,7 +294,12 @@ class CalibrationJob:
 
     def write_result(self, document: dict) -> Path:
         """Write (or rewrite) ``result.json`` atomically; returns its path."""
-        return write_text_atomic(self.run_dir / RESULT, json.dumps(document, indent=2) + '\n')
+        return write_result(self.run_dir, document)
+
+
+def write_result(run_dir: str | Path, document: dict) -> Path:
+    """Write (or rewrite) ``<run_dir>/result.json`` atomically (it marks a run finished); returns its path."""
+    return write_text_atomic(Path(run_dir) / RESULT, json.dumps(document, indent=2) + '\n')
 
 
 _CALIBRATED_SUFFIX = re.compile(r'(_calibrated.*|_gains_.*)$')

@@ -108,10 +108,7 @@ class BaseMotion:
     def twist(self, t: np.ndarray) -> np.ndarray:
         """(N, 2) body twist (forward speed m/s, yaw rate rad/s) at times ``t`` (N,) s."""
         t = np.asarray(t, dtype=float)
-        ramp = abs(self.speed) / self.accel
         magnitude = np.clip(np.minimum(t, self.duration - t) * self.accel, 0.0, abs(self.speed))
-        if ramp == 0.0:
-            magnitude = np.zeros_like(t)
         v = np.sign(self.speed) * magnitude
         omega = v / self.radius if self.radius else np.zeros_like(v)
         return np.column_stack([v, omega])

@@ -41,7 +41,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import mujoco
 import numpy as np
@@ -611,30 +611,10 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
             or cannot be written.
         ModelError: see :func:`build_cell_spec`; the reduced model does not compile.
     """
-    if config is not None and not isinstance(config, CellConfig):
-        config = CellConfig.from_yaml(config)
-    config = config or CellConfig()
-    out = Path(out_path)
-    hand_file = _hand_file(config, hand_path)
-    if out.is_dir():
-        raise ConfigError(f'{out} is a directory')
-    if out.exists() and out.resolve() == hand_file.resolve():
-        raise ConfigError(f'refusing to overwrite the hand model {hand_file}')
-    prefix = config.arm.prefix if arm_prefix is None else arm_prefix
-    spec = build_cell_spec(config, hand_file, prefix)
-    _keep_joints(spec, set(arm_joint_names(prefix)))
-    spec.modelname = 'shadow_twin_arm_stand_in'
-    model = compile_cell(spec)
-    try:
-        xml = spec.to_xml()
-    except Exception as exc:
-        raise ModelError(f'the arm stand-in cannot be written as MJCF: {_one_line(exc)}') from None
-    header = (f'<!-- shadow_twin arm stand-in: the cell (arm prefix {prefix!r}, hand {hand_file}) with only the '
-              f'UR5 joints, the base welded to the world and the hand rigid. {summary(model)}. -->\n')
-    try:
-        return write_text_atomic(out, header + xml)
-    except OSError as exc:
-        raise ConfigError(f'cannot write {out}: {exc.strerror or exc}') from None
+    def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
+        _keep_joints(spec, set(arm_joint_names(prefix)))
+        return 'with only the UR5 joints, the base welded to the world and the hand rigid'
+    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'arm', reduce)
 
 
 def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
@@ -651,29 +631,47 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
 
     Args and errors as :func:`write_arm_stand_in_mjcf`; ConfigError also for a pose of an unknown joint.
     """
+    def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
+        arm = arm_joint_names(prefix)
+        unknown = sorted(set(arm_pose or {}) - set(arm))
+        if unknown:
+            raise ConfigError(f'base stand-in: {unknown} are not arm joints ({arm})')
+        for name, angle in (arm_pose or {}).items():
+            _freeze_hinge(spec.joint(name), float(angle))
+        _keep_joints(spec, {j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
+                     | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
+        return f'with only the base joints, the arm rigid at {dict(arm_pose or {})} rad and the hand rigid'
+    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'base', reduce)
+
+
+def _write_stand_in(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                    hand_path: str | os.PathLike | None, arm_prefix: str | None, what: str,
+                    reduce: Callable[[mujoco.MjSpec, str], str]) -> Path:
+    """Build the cell's spec, let ``reduce(spec, arm prefix)`` cut it down (it returns the header's
+    description), compile it and write it to ``out_path`` atomically: the body of the ``what``
+    (``'arm'`` / ``'base'``) stand-in writers, whose errors it raises."""
     if config is not None and not isinstance(config, CellConfig):
         config = CellConfig.from_yaml(config)
     config = config or CellConfig()
     out = Path(out_path)
+    hand_file = _hand_file(config, hand_path)
     if out.is_dir():
         raise ConfigError(f'{out} is a directory')
-    hand_file = _hand_file(config, hand_path)
+    if out.exists() and out.resolve() == hand_file.resolve():
+        raise ConfigError(f'refusing to overwrite the hand model {hand_file}')
     prefix = config.arm.prefix if arm_prefix is None else arm_prefix
     spec = build_cell_spec(config, hand_file, prefix)
-    arm = arm_joint_names(prefix)
-    unknown = sorted(set(arm_pose or {}) - set(arm))
-    if unknown:
-        raise ConfigError(f'base stand-in: {unknown} are not arm joints ({arm})')
-    for name, angle in (arm_pose or {}).items():
-        _freeze_hinge(spec.joint(name), float(angle))
-    _keep_joints(spec, {j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
-                 | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
-    spec.modelname = 'shadow_twin_base_stand_in'
+    description = reduce(spec, prefix)
+    spec.modelname = f'shadow_twin_{what}_stand_in'
     model = compile_cell(spec)
-    header = (f'<!-- shadow_twin base stand-in: the cell (arm prefix {prefix!r}, hand {hand_file}) with only the '
-              f'base joints, the arm rigid at {dict(arm_pose or {})} rad and the hand rigid. {summary(model)}. -->\n')
     try:
-        return write_text_atomic(out, header + spec.to_xml())
+        xml = spec.to_xml()
+    except Exception as exc:
+        raise ModelError(f'the {what} stand-in cannot be written as MJCF: {_one_line(exc)}') from None
+    header = (f'<!-- shadow_twin {what} stand-in: the cell (arm prefix {prefix!r}, hand {hand_file}) {description}. '
+              f'{summary(model)}. -->\n')
+    try:
+        return write_text_atomic(out, header + xml)
     except OSError as exc:
         raise ConfigError(f'cannot write {out}: {exc.strerror or exc}') from None
 

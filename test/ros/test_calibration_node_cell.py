@@ -61,6 +61,14 @@ def small_protocol(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------------- fast: no processes
+def calibrate_live(helpers, node_name: str, timeout: float) -> subprocess.CompletedProcess:
+    """``shadow-twin calibrate-live`` against ``node_name`` (its output captured), giving up after
+    ``timeout`` s (the process itself after 60 s more)."""
+    return subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', f'/{node_name}',
+                           '--service-timeout', str(START_TIMEOUT), '--timeout', str(timeout)],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout + 60)
+
+
 def test_base_path_is_composed_onto_a_start_pose_at_yaw():
     pytest.importorskip('rclpy')
     from calibration_node.protocol_runner import compose_base_path
@@ -153,9 +161,7 @@ def protocol_run(ros, cell, small_protocol, tmp_path_factory):
         '-p', f'protocol:={small_protocol}'], folder / f'{NODE_NAME}.log')
     started = time.monotonic()
     try:
-        cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node',
-                              f'/{NODE_NAME}', '--service-timeout', str(START_TIMEOUT), '--timeout', '540'],
-                             cwd=REPO, capture_output=True, text=True, timeout=600)
+        cli = calibrate_live(helpers, NODE_NAME, 540)
     finally:
         status = node.stop()
     wall = time.monotonic() - started
@@ -262,9 +268,7 @@ def test_offline_protocol_from_the_live_bags(ros, cell, protocol_run, small_prot
     odom_before = cell['odom'].last().pose.pose.position
     full = node(f'bag:={bags["CN1"]},{bags["AR1"]},{bags["IN1"]}')
     try:
-        cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', f'/{name}',
-                              '--service-timeout', str(START_TIMEOUT), '--timeout', '300'],
-                             cwd=REPO, capture_output=True, text=True, timeout=360)
+        cli = calibrate_live(helpers, name, 300)
     finally:
         assert full.stop() == 0, full.output()[-3000:]
     assert cli.returncode in (0, 3), cli.stdout + cli.stderr + full.output()[-3000:]
@@ -290,9 +294,7 @@ def test_a_rejected_goal_fails_the_run_with_a_line_naming_it(ros, cell, tmp_path
         '-r', f'__node:={name}', '--params-file', str(NODE_PARAMS), '-p', f'output_dir:={tmp_path / "out"}',
         '-p', f'protocol:={protocol}'], tmp_path / f'{name}.log')
     try:
-        cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', f'/{name}',
-                              '--service-timeout', str(START_TIMEOUT), '--timeout', '120'],
-                             cwd=REPO, capture_output=True, text=True, timeout=180)
+        cli = calibrate_live(helpers, name, 120)
     finally:
         assert node.stop() == 0, node.output()[-3000:]
     assert cli.returncode == 1, cli.stdout + cli.stderr
