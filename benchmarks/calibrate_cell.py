@@ -95,6 +95,7 @@ def write_inputs(out: Path, torque_limit: float) -> dict[str, Path]:
 def live(out: Path, files: dict[str, Path]) -> Path:
     """Start the cell and the calibration node, calibrate live; returns the run directory."""
     python = sys.executable
+    (out / 'logs').mkdir(parents=True, exist_ok=True)
     processes = ChildProcesses(out / 'logs')
     processes.start('cell', [python, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware',
                              '--cell-config', str(files['cell_config']), '--mock-ur-config', str(files['mock_ur']),

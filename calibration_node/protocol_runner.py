@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointComponentTolerance
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -40,7 +41,7 @@ from shadow_twin.calibration.protocol import CellProtocol, ProtocolRun, RunGoal
 from shadow_twin.common.errors import ShadowTwinError, TrajectoryError
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.ros.conversions import planar_trajectory_msg, trajectory_msg
+from shadow_twin.ros.conversions import duration_msg, planar_trajectory_msg, trajectory_msg
 
 #: Seconds the arm takes to reach the rest pose before each run.
 POSITIONING_TIME = 3.0
@@ -48,6 +49,12 @@ POSITIONING_TIME = 3.0
 ODOMETRY_MAX_AGE = 0.5
 #: Seconds to wait for a fresh odometry message before a run.
 ODOMETRY_WAIT = 5.0
+#: goal_time_tolerance of a run's goal, s: how long after the trajectory's end the robot may take to
+#: come to rest within the goal tolerance. The twin's default (base.goal_time, 2 s) is for normal
+#: driving; a protocol run's steep ramps are there to make the wheels slip, and a base that slid on
+#: a slippery floor creeps back to its end pose for longer (measured: still 0.012 m/s after 2 s on
+#: the benchmark's stand-in, friction 0.3 and a 20 N m drive limit).
+RUN_GOAL_TIME = 6.0
 
 
 def compose_base_path(start, poses, velocities) -> tuple[np.ndarray, np.ndarray]:
@@ -87,15 +94,26 @@ def run_goal_msg(goal: RunGoal, start_pose) -> FollowJointTrajectory.Goal:
     base moves, its path composed onto ``start_pose`` ((3,) x, y, yaw in ``odom``) as the planar
     ``virtual_joint`` in ``odom``. The stamps are left 0 (the executor stamps them).
 
+    The base's goal position and yaw tolerances are removed (-1, the JTC's rule): the runs are
+    meant to make the wheels slip, and a differential drive cannot correct the lateral error a
+    slip leaves at the end; the run's recording, not the end pose, is what counts. The robot must
+    still come to rest within :data:`RUN_GOAL_TIME`.
+
     A base run ends at rest by definition; its last point's velocities are set to exactly 0
     (the profile's interpolation leaves round-off there, and the twin, as the JTC, accepts only
     a last point at rest)."""
-    msg = FollowJointTrajectory.Goal(trajectory=trajectory_msg(goal.arm))
+    msg = FollowJointTrajectory.Goal(trajectory=trajectory_msg(goal.arm),
+                                     goal_time_tolerance=duration_msg(RUN_GOAL_TIME))
     if len(goal.base_times):
         poses, velocities = compose_base_path(start_pose, goal.base_poses, goal.base_velocities)
         velocities[-1] = 0.0
         msg.multi_dof_trajectory = planar_trajectory_msg(goal.base_times, poses, velocities,
                                                          DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT)
+        # the run records where the base really ends; it is not held to the end pose (-1: no check)
+        msg.component_goal_tolerance = [JointComponentTolerance(joint_name=DEFAULT_BASE_JOINT, component=c,
+                                                                position=-1.0)
+                                        for c in (JointComponentTolerance.TRANSLATION,
+                                                  JointComponentTolerance.ROTATION)]
     return msg
 
 

@@ -89,7 +89,8 @@ def test_base_path_is_composed_onto_a_start_pose_at_yaw():
 
 def test_a_run_goal_passes_the_twins_base_rules(small_protocol):
     pytest.importorskip('control_msgs.action')
-    from calibration_node.protocol_runner import rest_goal, run_goal_msg
+    from calibration_node.protocol_runner import RUN_GOAL_TIME, rest_goal, run_goal_msg
+    from shadow_twin.control.base_follower import BaseTolerances, base_tolerances_from_goal
     from shadow_twin.calibration.protocol import CellProtocol
     from shadow_twin.common.stamps import to_seconds
     from shadow_twin.control.base_trajectory import base_trajectory_from_msg
@@ -106,6 +107,11 @@ def test_a_run_goal_passes_the_twins_base_rules(small_protocol):
         base = msg.multi_dof_trajectory
         assert base.header.frame_id == 'odom' and list(base.joint_names) == ['virtual_joint']
         trajectory = base_trajectory_from_msg(base, current_pose=start)        # the twin's checks
+        # the base is not held to its end pose (a slip leaves a lateral error a diff drive cannot
+        # undo), only to come to rest within RUN_GOAL_TIME
+        tolerances = base_tolerances_from_goal(BaseTolerances(goal_position=0.05, goal_yaw=0.1, goal_time=2.0), msg)
+        assert (tolerances.goal_position, tolerances.goal_yaw, tolerances.goal_time) == (0.0, 0.0, RUN_GOAL_TIME)
+        assert tolerances.stopped_velocity == BaseTolerances().stopped_velocity
         end = goal.base_poses[-1]
         c, s = math.cos(start[2]), math.sin(start[2])
         np.testing.assert_allclose(trajectory.end_pose, [start[0] + c * end[0] - s * end[1],
