@@ -107,11 +107,9 @@ def test_a_run_goal_passes_the_twins_base_rules(small_protocol):
         base = msg.multi_dof_trajectory
         assert base.header.frame_id == 'odom' and list(base.joint_names) == ['virtual_joint']
         trajectory = base_trajectory_from_msg(base, current_pose=start)        # the twin's checks
-        # the base is not held to its end pose (a slip leaves a lateral error a diff drive cannot
-        # undo), only to come to rest within RUN_GOAL_TIME
+        # a base that slid gets RUN_GOAL_TIME to come back to its end pose; the twin's tolerances stay
         tolerances = base_tolerances_from_goal(BaseTolerances(goal_position=0.05, goal_yaw=0.1, goal_time=2.0), msg)
-        assert (tolerances.goal_position, tolerances.goal_yaw, tolerances.goal_time) == (0.0, 0.0, RUN_GOAL_TIME)
-        assert tolerances.stopped_velocity == BaseTolerances().stopped_velocity
+        assert (tolerances.goal_position, tolerances.goal_yaw, tolerances.goal_time) == (0.05, 0.1, RUN_GOAL_TIME)
         end = goal.base_poses[-1]
         c, s = math.cos(start[2]), math.sin(start[2])
         np.testing.assert_allclose(trajectory.end_pose, [start[0] + c * end[0] - s * end[1],
