@@ -4,9 +4,10 @@
    torque limit (``base.wheel_torque_limit``, default 20 N m at the wheel: with it the rotor inertia
    shows in the path; the twin and the stand-ins share it), a UR5 stand-in that carries the hand
    (``write_arm_stand_in_mjcf``) and a MiR250 stand-in that carries cabinet, arm and hand
-   (``write_base_stand_in_mjcf``), each with known perturbations of the sim's values
-   (:data:`PERTURBATIONS`): arm damping x25 on the large joints and friction loss x10 on the wrists;
-   wheel-floor friction x0.6 and rotor inertia (wheel armature) x1.5.
+   (``write_base_stand_in_mjcf``, its arm following the UR5 stand-in's joint states), each with
+   known perturbations of the sim's values (:data:`PERTURBATIONS`): arm damping x25 on the large
+   joints and friction loss x10 on the wrists; wheel-floor friction x0.6 and rotor inertia (wheel
+   armature) x1.5.
 2. Starts ``shadow-twin up --cell --mock-hardware`` with them and a ``calibration_node`` with
    ``protocol:=cell`` on a private ROS domain, and calibrates live (``shadow-twin calibrate-live``):
    the protocol's runs through the twin, screening, fits, validation before and after, install.
@@ -58,6 +59,11 @@ PERTURBATIONS = {
 #: the end that a differential drive cannot undo (measured: 0.062 m after CN1), so the twin would
 #: abort the run. A lab with such a floor sets its twin's tolerances the same way.
 BASE_GOAL_TOLERANCES = {'goal_position': 0.15, 'goal_yaw': 0.15}
+#: The MiR250 stand-in carries a moving arm (``write_base_stand_in_mjcf(arm_moves=True)``, the UR5's
+#: servo gains) that follows the UR5 stand-in's joint states: in the real cell the base feels the arm
+#: swing (measured: a base that does not shifts IY's path by 108 mm RMS in y against the cell's sim).
+MIR_ARM_FOLLOWS = {'follow_joint_states_topic': '/joint_states',
+                   'gains_file': 'package://shadow_twin/config/controllers/ur5.yaml'}
 TIME_LIMIT = 15 * 60.0
 MIN_REDUCTION = 80.0
 OFFLINE_TOLERANCE = 0.10
@@ -73,6 +79,8 @@ def stand_in_params(node: str, template: str, model: Path, group: str) -> dict:
         for glob in globs if grp == group else ():
             rules.setdefault(glob, {})[attribute] = f'x{factor:g}'
     params['overrides'] = yaml.safe_dump(rules, default_flow_style=True)
+    if group == 'base':     # its arm mirrors the UR5 stand-in's, so its base feels the arm swing (CY, IY)
+        params.update(MIR_ARM_FOLLOWS)
     return {f'/**/{node}': {'ros__parameters': params}}
 
 
@@ -85,7 +93,8 @@ def write_inputs(out: Path, torque_limit: float) -> dict[str, Path]:
     config = CellConfig.from_yaml(files['cell_config'])
     rest = CellProtocol.from_yaml().rest_pose
     files['ur_model'] = write_arm_stand_in_mjcf(config, out / 'models' / 'ur5_stand_in.xml')
-    files['mir_model'] = write_base_stand_in_mjcf(config, out / 'models' / 'mir250_stand_in.xml', rest)
+    files['mir_model'] = write_base_stand_in_mjcf(config, out / 'models' / 'mir250_stand_in.xml', rest,
+                                                  arm_moves=True)
     files['cell_model'], _ = write_cell_mjcf(config, out / 'models' / 'cell.xml')
     for name, template, model, group in (('mock_ur', 'mock_ur.yaml', files['ur_model'], 'arm'),
                                          ('mock_mir', 'mock_mir.yaml', files['mir_model'], 'base')):

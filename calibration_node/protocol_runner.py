@@ -3,7 +3,9 @@
 Each run of a :class:`~shadow_twin.calibration.protocol.CellProtocol` (IN1, ..., AR1, ...):
 
 1. **positioning** (not recorded): the arm's six joints to the protocol's rest pose in
-   ``POSITIONING_TIME`` s through the twin's action (no base part);
+   ``POSITIONING_TIME`` s through the twin's action (no base part); before a base run, then the
+   protocol's ``lead_in`` (a short straight drive ahead, the arm at rest) so that every caster
+   trails when the run starts, as the replay assumes;
 2. **the goal**: the newest pose of the real base (x, y, yaw in ``odom``, from its odometry)
    is the start of the run's base path: :func:`compose_base_path` turns the run's poses and
    velocities relative to the start pose into ``odom``, and one ``FollowJointTrajectory`` goal
@@ -201,6 +203,12 @@ class ProtocolRunner:
             self.executor.send(rest_goal(self.protocol.rest_pose, self.settings.positioning_time), lead, 0.0)
         except ShadowTwinError as exc:
             raise TrajectoryError(f'run {run.name}: moving the arm to the rest pose: {exc}') from None
+        lead_in = self.protocol.lead_in_goal() if len(goal.base_times) else None
+        if lead_in is not None:
+            try:
+                self.executor.send(run_goal_msg(lead_in, self.odometry.pose()), lead, self.settings.settle_time)
+            except ShadowTwinError as exc:
+                raise TrajectoryError(f'run {run.name}: the lead-in drive: {exc}') from None
         try:
             start = self.odometry.pose() if len(goal.base_times) else np.zeros(3)
             return self.executor.record_goal(self.recorder, run_goal_msg(goal, start), goal.arm, bag, lead,

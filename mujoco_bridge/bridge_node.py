@@ -19,6 +19,8 @@
 * Speed scaling (the UR's): the trajectory time of ``speed_scaled_joints`` runs at the
   percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; a UR
   stand-in publishes its own on ``speed_scaling_topic``.
+* ``follow_joint_states_topic``: joints named there track that robot's state while no
+  trajectory drives them (a stand-in base's arm mirroring the arm stand-in's).
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
@@ -135,6 +137,9 @@ class MujocoBridge(Node):
         if p('speed_scaling_input_topic'):
             self.create_subscription(Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10,
                                      callback_group=services)
+        if p('follow_joint_states_topic'):
+            self.create_subscription(JointState, p('follow_joint_states_topic'), self._on_followed_state, qos,
+                                     callback_group=services)
         self.base = None
         if self.sim.base is not None:
             self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of)
@@ -146,6 +151,7 @@ class MujocoBridge(Node):
         self._msg = JointState(name=list(self.sim.joint_names))
         self._msg_names = self.sim.joint_names
         self._published_sim_time = math.nan     # sim time of the latest published state, s
+        self._following = False                 # a followed joint state has arrived
         self.get_logger().info(
             f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
             f'joint states on {self.joint_state_pub.topic_name} at {self._settings["publish_rate"]:g} Hz, '
@@ -225,6 +231,13 @@ class MujocoBridge(Node):
         """Declare the current sim time to be now (no catching up on time before this)."""
         self.clock.anchor(time.monotonic(), self._ros_now_ns(), self.sim.time, real_time_factor)
         self.meter.reset()
+
+    def _on_followed_state(self, msg: JointState) -> None:
+        velocities = dict(zip(msg.name, msg.velocity)) if len(msg.velocity) == len(msg.name) else None
+        followed = self.sim.follow(dict(zip(msg.name, msg.position)), velocities)
+        if followed and not self._following:
+            self._following = True
+            self.get_logger().info(f'following {", ".join(followed)} on {self._param("follow_joint_states_topic")}')
 
     def stamp_of(self, sim_time: float) -> TimeMsg:
         """Stamp of a state at ``sim_time`` (s): sim time with publish_clock; while paused,

@@ -33,6 +33,7 @@ from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 #: The coordinates compared, in the order of the residual vector.
@@ -50,6 +51,10 @@ class BaseObjectiveSettings:
         after_last_command: time compared after the last command, s (the base coasts to a
             stop; the command timeout stops the wheels).
         max_start_gap: largest gap between the first command and the first pose, s.
+        lead_in: commands (times from 0, s) the simulated base drives before its settling rest,
+            as the real base drove before the recording (:meth:`CellProtocol.lead_in_commands
+            <shadow_twin.calibration.protocol.CellProtocol.lead_in_commands>`: its casters then
+            trail); None: the replay starts from the model's initial caster angles.
     Raises:
         ConfigError: a negative or non-finite value.
     """
@@ -58,6 +63,7 @@ class BaseObjectiveSettings:
     settle_time: float = 0.5
     after_last_command: float = 1.0
     max_start_gap: float = 0.5
+    lead_in: TwistCommands | None = None
 
     def __post_init__(self) -> None:
         for name in ('yaw_weight', 'settle_time', 'after_last_command', 'max_start_gap'):
@@ -75,8 +81,9 @@ class BaseEvaluator:
         recording: the base recording.
         settings: replay and objective settings.
         arm_trajectory: trajectory the arm (and hand) followed during the run, or None (they hold).
-        arm_start: recording time at which ``arm_trajectory`` started, s.
-        initial_positions: {ROS joint: rad} the arm and hand held at the start (default qpos0).
+        arm_start: recording time at which ``arm_trajectory`` started (its ``header.stamp``), s;
+            before or after the first command (the arm holds until then).
+        initial_positions: {ROS joint: rad} the arm and hand held at the first command (default qpos0).
         arm_recording: the arm's recorded joint states, to compare the arm too
             (:meth:`simulate_with_arm`, :attr:`arm_real`); not part of the objective.
         arm_joints: the arm joints compared (default: those of ``arm_trajectory``).
@@ -100,17 +107,15 @@ class BaseEvaluator:
                   float(recording.pose_times[-1]))
         if end - start < twin.model.opt.timestep:
             raise RecordingError(f'{recording.label}: commands and poses overlap for {end - start:.3f} s only')
-        if arm_trajectory is not None and arm_start > start:
-            raise RecordingError(f'{recording.label}: the arm trajectory starts {arm_start - start:.2f} s after '
-                                 f'the base\'s first command; start the replay with the arm')
         self.start = start
         trajectory, offset = None, 0.0
         if arm_trajectory is not None:
-            trajectory, offset = arm_trajectory, max(0.0, start - arm_start)
+            trajectory, offset = arm_trajectory, start - arm_start     # < 0: the arm starts later
         self.simulator = TrajectorySimulator(twin.model, controller, trajectory, end - start,
                                              initial_positions=initial_positions, time_offset=offset,
                                              base_commands=recording.twist_commands(start),
-                                             settle_time=self.settings.settle_time)
+                                             settle_time=self.settings.settle_time,
+                                             base_lead_in=self.settings.lead_in)
         # the recorded path from the start pose (interpolated at the first command), on its own samples
         inside = (recording.pose_times >= start) & (recording.pose_times <= end)
         rel = poses_relative_to(_pose_at(recording, start), recording.poses[inside])

@@ -46,12 +46,15 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.base_trajectory import DEFAULT_MAX_YAW_RATE
 from shadow_twin.control.diff_drive import MIR250_TOP_SPEED
 from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
+from shadow_twin.simulation.mobile_base import TwistCommands
 
 IDENTIFICATION, VALIDATION, ARM_IDENTIFICATION = 'identification', 'validation', 'arm_identification'
 ROLES = (IDENTIFICATION, VALIDATION, ARM_IDENTIFICATION)
 #: Time between the points of a generated goal (base poses, arm swing), s. The base's points carry
 #: velocities, so they are interpolated as cubic Hermite splines (base_trajectory's rule).
 GOAL_POINT_PERIOD = 0.05
+#: Period of a replayed lead-in's velocity commands, s (the twin's base control rate, 50 Hz).
+LEAD_IN_COMMAND_PERIOD = 0.02
 #: Integration step of a base profile, s.
 _PROFILE_STEP = 0.001
 
@@ -260,15 +263,20 @@ class ProtocolRun:
 
     def goal(self, rest: Mapping[str, float]) -> RunGoal:
         """The run's goal (see :class:`RunGoal`), the arm starting and ending at ``rest``."""
-        arm = self.arm.trajectory_for(rest, self.base.duration)
-        if self.base.still:
-            empty = np.zeros((0, 3))
-            return RunGoal(arm, np.zeros(0), empty, empty)
-        n = int(math.ceil(self.base.duration / GOAL_POINT_PERIOD - 1e-9))
-        times = np.arange(1, n + 1) * GOAL_POINT_PERIOD
-        times[-1] = self.base.duration
-        poses, velocities = self.base.path(times)
-        return RunGoal(arm, times, poses, velocities)
+        return base_goal(self.base, self.arm.trajectory_for(rest, self.base.duration))
+
+
+def base_goal(base: BaseMotion, arm: JointTrajectory) -> RunGoal:
+    """The goal of ``base``'s profile (points every :data:`GOAL_POINT_PERIOD` s; none for a
+    still base) with the arm following ``arm``."""
+    if base.still:
+        empty = np.zeros((0, 3))
+        return RunGoal(arm, np.zeros(0), empty, empty)
+    n = int(math.ceil(base.duration / GOAL_POINT_PERIOD - 1e-9))
+    times = np.arange(1, n + 1) * GOAL_POINT_PERIOD
+    times[-1] = base.duration
+    poses, velocities = base.path(times)
+    return RunGoal(arm, times, poses, velocities)
 
 
 @dataclass(frozen=True)
@@ -283,6 +291,11 @@ class CellProtocol:
         screening_samples: parameter sets of each group's sensitivity screening (0: none).
         screened_keep: parameters of each group fitted after screening (the most influential).
         arm_budget, base_budget: rollouts of each group's fit.
+        lead_in: a straight drive ahead before every base run, not recorded (None: none). A
+            caster's angle at the start changes a slipping base's path by centimetres (up to
+            18 cm over a run, measured on the MiR250 model), and after the previous run it is
+            unknown; driving ahead leaves every caster trailing, the state the replay starts
+            from (:meth:`lead_in_commands`).
         source: the file it was read from.
     """
 
@@ -294,15 +307,32 @@ class CellProtocol:
     screened_keep: int = 4
     arm_budget: int = 40
     base_budget: int = 40
+    lead_in: BaseMotion | None = None
     source: str = ''
 
     def __post_init__(self) -> None:
+        if self.lead_in is not None and (self.lead_in.speed <= 0 or self.lead_in.radius):
+            raise ConfigError(f'lead_in must drive straight ahead (speed > 0, radius 0), got {self.lead_in}')
         names = [r.name for r in self.runs]
         if len(set(names)) != len(names):
             raise ConfigError(f'protocol run names must be unique, got {names}')
         for role in (IDENTIFICATION, VALIDATION):
             if not self.with_role(role):
                 raise ConfigError(f'a protocol needs at least one {role} run')
+
+    def lead_in_goal(self) -> RunGoal | None:
+        """The lead-in's goal, the arm holding the rest pose; None without a lead-in."""
+        if self.lead_in is None:
+            return None
+        return base_goal(self.lead_in, ArmMotion().trajectory_for(self.rest_pose, self.lead_in.duration))
+
+    def lead_in_commands(self, period: float = LEAD_IN_COMMAND_PERIOD) -> TwistCommands | None:
+        """The lead-in as velocity commands every ``period`` s, for a replay's simulated base
+        (:class:`~shadow_twin.calibration.base_evaluation.BaseObjectiveSettings`); None without one."""
+        if self.lead_in is None:
+            return None
+        times = np.arange(0.0, self.lead_in.duration + period, period)
+        return TwistCommands(times, self.lead_in.twist(times))
 
     def with_role(self, role: str) -> list[ProtocolRun]:
         """The runs of ``role``, in order."""
@@ -340,6 +370,8 @@ class CellProtocol:
                          for name, spec in data['runs'].items())
             rest = {str(j): _number(v, f'rest_pose {j}') for j, v in (settings.pop('rest_pose') or {}).items()}
             spaces = {k: _space_path(settings.pop(k)) for k in ('arm_space', 'base_space')}
+            if settings.get('lead_in') is not None:
+                settings['lead_in'] = BaseMotion(**settings['lead_in'])
             protocol = cls(rest, runs, source=str(path), **spaces, **settings)
         except ConfigError as exc:
             raise ConfigError(f'{path}: {exc}') from None

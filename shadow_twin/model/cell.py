@@ -619,7 +619,7 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
 
 def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
                              arm_pose: Mapping[str, float] | None = None, hand_path: str | os.PathLike | None = None,
-                             arm_prefix: str | None = None) -> Path:
+                             arm_prefix: str | None = None, arm_moves: bool = False) -> Path:
     """Write the cell reduced to its base, a stand-in for the MiR250 that carries the cabinet, the
     arm and the hand, atomically.
 
@@ -629,6 +629,11 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
     at 0) and the hand in its ``qpos0`` posture. Bare mir250.xml lacks the 15 kg cabinet, the UR5 and
     the hand on its top, which change the load on the wheels (and so when they slip) by a third.
 
+    With ``arm_moves`` the arm keeps its six joints and their servos instead, starting in ``arm_pose``
+    (keyframe 0): a bridge running it with ``follow_joint_states_topic`` set to the arm stand-in's
+    joint states moves its arm as that one moves, so that its base feels the arm swing as the real
+    cell's does (the protocol's runs CY and IY).
+
     Args and errors as :func:`write_arm_stand_in_mjcf`; ConfigError also for a pose of an unknown joint.
     """
     def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
@@ -636,10 +641,19 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
         unknown = sorted(set(arm_pose or {}) - set(arm))
         if unknown:
             raise ConfigError(f'base stand-in: {unknown} are not arm joints ({arm})')
+        keep = ({j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
+                | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
+        if arm_moves:
+            _keep_joints(spec, keep | set(arm))
+            model = compile_cell(spec)
+            qpos = model.qpos0.copy()
+            for name, angle in (arm_pose or {}).items():
+                qpos[model.jnt_qposadr[model.joint(name).id]] = float(angle)
+            spec.add_key(name='arm_pose', qpos=qpos)
+            return f'with the base and arm joints (the arm starting at {dict(arm_pose or {})} rad) and the hand rigid'
         for name, angle in (arm_pose or {}).items():
             _freeze_hinge(spec.joint(name), float(angle))
-        _keep_joints(spec, {j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
-                     | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
+        _keep_joints(spec, keep)
         return f'with only the base joints, the arm rigid at {dict(arm_pose or {})} rad and the hand rigid'
     return _write_stand_in(config, out_path, hand_path, arm_prefix, 'base', reduce)
 

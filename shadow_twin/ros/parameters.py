@@ -224,6 +224,10 @@ SPECS = (
          'Globs of the joints whose trajectory time runs at the speed scaling (the UR\'s).'),
     Spec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (percent) the sim follows, e.g. the '
          'real UR\'s /speed_scaling_state_broadcaster/speed_scaling; empty = none.', read_only=True),
+    Spec('follow_joint_states_topic', '', 'sensor_msgs/JointState of another robot whose joints the sim\'s '
+         'same-named joints track while no trajectory drives them (LiveSimulation.follow), e.g. a stand-in '
+         'MiR250 carrying the arm mirroring the UR5 stand-in\'s /joint_states so that its base feels the arm '
+         'move; empty = none.', read_only=True),
     Spec('speed_scaling_topic', '', 'A UR stand-in (mock hardware): std_msgs/Float64 topic on which its '
          'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
          'empty = not published.', read_only=True),

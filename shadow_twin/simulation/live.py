@@ -53,6 +53,9 @@ _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 _UNCHANGED = object()
 #: Prefix of an override key that globs geom names (MJCF) instead of joint names (ROS).
 GEOM_PREFIX = 'geom:'
+#: Longest a followed state is moved on at its velocity, s: past it the joints hold (e.g. the
+#: followed robot's ``joint_states`` stopped). Five periods of a 50 Hz stream.
+FOLLOW_EXTRAPOLATION = 0.1
 
 
 # --------------------------------------------------------------------------------- overrides
@@ -271,6 +274,17 @@ class PreparedReload:
     gains_source: object
 
 
+@dataclass(frozen=True)
+class _Followed:
+    """The state :meth:`LiveSimulation.follow` tracks: (K,) controller columns, positions (rad),
+    velocities (rad/s), and the sim time it was given at (s)."""
+
+    columns: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    since: float
+
+
 @dataclass
 class _ActiveTrajectory:
     trajectory: JointTrajectory   # with the start state prepended
@@ -353,6 +367,7 @@ class LiveSimulation:
         self.speed_scaled_joints: tuple[str, ...] = ()
         self._active: _ActiveTrajectory | None = None
         self._finished: _ActiveTrajectory | None = None
+        self._followed: _Followed | None = None
         self._token = 0
         self.twin, self.controller, self.applied_overrides = self._build(model_path, self.overrides, gains)
         self.data = mujoco.MjData(self.model)
@@ -427,6 +442,11 @@ class LiveSimulation:
         """(N, J) desired positions and velocities of the controlled joints at sim ``times``."""
         q = np.repeat(self._hold[None], len(times), axis=0)
         qd = np.zeros_like(q)
+        followed = self._followed
+        if followed is not None:
+            ahead = np.clip(np.asarray(times) - followed.since, 0.0, FOLLOW_EXTRAPOLATION)[:, None]
+            q[:, followed.columns] = followed.positions + followed.velocities * ahead
+            qd[:, followed.columns] = followed.velocities
         active = self._active
         if active is not None:
             pos, vel, _ = self._sample(active, times)
@@ -448,6 +468,24 @@ class LiveSimulation:
             vel[:, active.scaled] = s * slow[1][:, active.scaled]
             acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
         return pos, vel, acc
+
+    def follow(self, positions: Mapping[str, float], velocities: Mapping[str, float] | None = None) -> list[str]:
+        """Let the controlled joints named in ``positions`` ({ROS joint: rad}) track another robot's
+        state from now on: their desired position is the given one, moved on at ``velocities``
+        ({joint: rad/s}, default 0) for at most :data:`FOLLOW_EXTRAPOLATION` s, until the next call.
+        A trajectory on the same joints takes precedence while it runs. E.g. a stand-in MiR250
+        whose arm mirrors the UR5 stand-in's ``joint_states``, so that its base feels the arm
+        move as the real cell's does. Names the model does not drive are ignored; returns those
+        followed. The following ends with a reset or a reload."""
+        with self.lock:
+            names = [n for n in positions if n in self._controlled_index and n in self.controlled_joints]
+            if not names:
+                return []
+            rates = velocities or {}
+            self._followed = _Followed(np.array([self._controlled_index[n] for n in names], dtype=int),
+                                       np.array([float(positions[n]) for n in names]),
+                                       np.array([float(rates.get(n, 0.0)) for n in names]), float(self.data.time))
+            return names
 
     def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
         """Run the trajectory time of joints matching ``joints`` (ROS-name globs; None keeps the
@@ -674,7 +712,7 @@ class LiveSimulation:
         if keep_time:
             self.data.time = time
         mujoco.mj_forward(self.model, self.data)
-        self._active = self._finished = None
+        self._active = self._finished = self._followed = None
         self._hold = self._hold_positions()
 
     def reset(self) -> None:
@@ -762,6 +800,7 @@ class LiveSimulation:
             self.twin, self.controller, self.applied_overrides, self.data = twin, controller, applied, data
             self.overrides, self._gains_source = prepared.overrides, prepared.gains_source
             self._index()
+            self._followed = None                  # its columns are the old model's
             self._hold = self._hold_positions()
             for k, name in enumerate(self.controller.joint_names):
                 if name in old_hold:

@@ -39,11 +39,18 @@ class TrajectorySimulator:
     trajectory's from ``time_offset`` on, and the point at t = 0 is still the
     initial positions (the true start state is unknown then; for a recording
     that begins at or just after the motion onset the hand has hardly left it).
+    With ``time_offset`` < 0 the trajectory starts ``-time_offset`` s into the simulation
+    (a recording that begins before the trajectory's stamped start, e.g. a base run whose
+    first velocity command precedes the arm's goal): until then every joint holds its
+    initial position, as a JTC does before a goal's ``header.stamp``.
 
     A model with a mobile base (``SimMobileBase``) drives its wheels from ``base_commands``
     (recorded velocity commands) exactly as the live simulation does; :meth:`run_base`
     gives the base's planar pose beside the joint positions. ``settle_time`` lets the model
-    come to rest (on its wheels, the arm holding) before the initial state is taken.
+    come to rest (on its wheels, the arm holding) before the initial state is taken;
+    ``base_lead_in`` (commands, times from 0) is driven before that rest, e.g. a short straight
+    drive that leaves the casters trailing, as the calibration protocol does before each base
+    run (a caster's angle at the start changes a slipping base's path by centimetres).
 
     Args:
         model: compiled model already converted by ``controller``.
@@ -53,28 +60,34 @@ class TrajectorySimulator:
         initial_positions: {ROS joint: rad}; others from ``model.qpos0``.
         interpolation: trajectory sampling (see ``JointTrajectory.sample``).
         initial_velocities: {ROS joint: rad/s} at the start (others 0); for a start during a motion.
-        time_offset: ``time_from_start`` at which the simulation starts, s (>= 0).
+        time_offset: ``time_from_start`` at which the simulation starts, s (< 0: the
+            trajectory starts that much later).
         base_commands: the base's velocity commands, times in s of this simulation (0 = its start).
         settle_time: s simulated with every joint holding before the start (its time is not counted).
+        base_lead_in: commands driven (the other joints holding) before the settling rest; their
+            time is not counted either. Needs ``settle_time`` > 0 (the base stops in it).
     Raises:
         TrajectoryError: trajectory joints the controller does not drive.
-        ModelError: base commands for a model without a mobile base.
-        ValueError: negative or non-finite ``time_offset`` or ``settle_time``.
+        ModelError: base commands or a lead-in for a model without a mobile base.
+        ValueError: non-finite ``time_offset``, negative or non-finite ``settle_time``, a lead-in
+            without ``settle_time``.
     """
 
     def __init__(self, model: mujoco.MjModel, controller: SimController, trajectory: JointTrajectory | None,
                  duration: float, initial_positions: Mapping[str, float] | None = None,
                  interpolation: str = 'auto', initial_velocities: Mapping[str, float] | None = None,
                  time_offset: float = 0.0, base_commands: TwistCommands | None = None,
-                 settle_time: float = 0.0) -> None:
+                 settle_time: float = 0.0, base_lead_in: TwistCommands | None = None) -> None:
         unknown = [] if trajectory is None else [j for j in trajectory.joint_names if j not in controller.joint_names]
         if unknown:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                   f'(driven: {controller.joint_names})')
-        if not (np.isfinite(time_offset) and time_offset >= 0):
-            raise ValueError(f'time_offset must be finite and >= 0, got {time_offset}')
+        if not np.isfinite(time_offset):
+            raise ValueError(f'time_offset must be finite, got {time_offset}')
         if not (np.isfinite(settle_time) and settle_time >= 0):
             raise ValueError(f'settle_time must be finite and >= 0, got {settle_time}')
+        if base_lead_in is not None and len(base_lead_in.times) and not settle_time > 0:
+            raise ValueError('a base lead-in needs settle_time > 0 for the base to stop after it')
         self.model = model
         self.controller = controller
         self.dt = float(model.opt.timestep)
@@ -95,6 +108,9 @@ class TrajectorySimulator:
             if joint in controller.joint_names:
                 data.qvel[controller.dof_adr[controller.joint_names.index(joint)]] = value
         mujoco.mj_forward(model, data)
+        if base_lead_in is not None and len(base_lead_in.times):
+            self._settle(model, controller, data, settle_time)      # on its wheels first
+            self._drive_lead_in(model, controller, data, base_lead_in)
         if settle_time > 0:
             self._settle(model, controller, data, settle_time)
         self.initial_state = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
@@ -108,7 +124,10 @@ class TrajectorySimulator:
         if trajectory is not None:
             columns = [controller.joint_names.index(j) for j in trajectory.joint_names]
             traj = trajectory.with_start(start[columns])
-            pos, vel, _ = traj.sample(self.time_offset + step_times, interpolation)
+            trajectory_times = self.time_offset + step_times
+            pos, vel, _ = traj.sample(trajectory_times, interpolation)
+            waiting = trajectory_times < 0.0             # before the stamped start: hold
+            pos[waiting], vel[waiting] = start[columns], 0.0
             self.desired_positions[:, columns] = pos
             self.desired_velocities[:, columns] = vel
         #: The model's mobile base, None when it has none.
@@ -131,6 +150,23 @@ class TrajectorySimulator:
         data.qvel[:] = 0.0
         data.time = 0.0
         mujoco.mj_forward(model, data)
+
+    @staticmethod
+    def _drive_lead_in(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData,
+                       commands: TwistCommands) -> None:
+        """Drive the base through ``commands`` (to their last time plus the command timeout) with
+        every other controlled joint holding where it is."""
+        base = SimMobileBase.find(model)
+        if base is None:
+            raise ModelError('a base lead-in given for a model without a mobile base (no drive wheel joints)')
+        steps = np.arange(int(np.ceil((commands.times[-1] + base.command_timeout) / model.opt.timestep)))
+        qd = np.zeros((len(steps), len(controller.joint_names)))
+        wheels = [controller.joint_names.index(controller.joint_map.to_ros(n)) for n in base.wheel_names]
+        qd[:, wheels] = wheel_rate_schedule(base, commands, steps * model.opt.timestep)
+        ctrl = controller.ctrl(model, np.repeat(data.qpos[controller.qpos_adr][None], len(steps), axis=0), qd)
+        for row in ctrl:
+            data.ctrl[:] = row
+            mujoco.mj_step(model, data)
 
     def control(self, model: mujoco.MjModel) -> np.ndarray:
         """(nstep, nu) control sequence for ``model`` (its current gains)."""

@@ -2,11 +2,11 @@
 
 The cell model with some parameters set to known "true" values plays the real robot: each
 protocol run is simulated offline (the arm following the run's trajectory, the base driven by
-the run's velocity profile as open-loop ``cmd_vel`` at 50 Hz) and written as the calibration
-node writes a run: the arm's joint states at 125 Hz (the UR's rate) on ``/joint_states``, the
-commanded arm trajectory stamped with its start, and for base runs ``TwistStamped`` commands on
-``/cmd_vel`` and odometry at 50 Hz on ``/odom``. A cell calibration of those parameters must
-find them again.
+the run's velocity profile as open-loop ``cmd_vel`` at 50 Hz, after the protocol's lead-in)
+and written as the calibration node writes a run: the arm's joint states at 125 Hz (the UR's
+rate) on ``/joint_states``, the commanded arm trajectory stamped with its start, and for base
+runs ``TwistStamped`` commands on ``/cmd_vel`` and odometry at 50 Hz on ``/odom``. A cell
+calibration of those parameters must find them again.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def write_protocol_bags(protocol: CellProtocol, twin: TwinModel, controller: Sim
             commands = TwistCommands(times, run.base.twist(times))
         sim = TrajectorySimulator(twin.model, controller, goal.arm, duration, initial_positions=rest,
                                   base_commands=commands,
-                                  settle_time=BaseObjectiveSettings().settle_time if commands else 0.0)
+                                  settle_time=BaseObjectiveSettings().settle_time if commands else 0.0,
+                                  base_lead_in=protocol.lead_in_commands() if commands else None)
         model = sim.model_copies(1)[0]
         apply_parameters(model, dict(truth))
         if commands is not None:

@@ -118,6 +118,39 @@ def test_offline_replay_of_velocity_commands_moves_the_base_as_the_live_simulati
     assert path[-1, 0] > 0.5 and path[-1, 2] > 0.5                       # it drove and turned
 
 
+def caster_angles(model, state: np.ndarray) -> np.ndarray:
+    """(4,) caster pivot angles (rad, wrapped to [-pi, pi)) of a full physics state."""
+    qpos = state[1:1 + model.nq]
+    angles = [qpos[model.joint(f'{c}_caster_rotation_joint').qposadr[0]] for c in ('fl', 'fr', 'bl', 'br')]
+    return np.mod(np.array(angles) + np.pi, 2 * np.pi) - np.pi
+
+
+def test_a_lead_in_drive_leaves_the_casters_trailing_whatever_their_start(cell):
+    """A turn on the spot leaves the casters across the base; the protocol's lead-in after it (0.63 m
+    ahead at 0.3 m/s) turns them behind their pivots (angle ~0 in the model), so the replay's start
+    no longer depends on how the previous run ended (sideways or leading casters change a slipping
+    base's path by up to 18 cm over a protocol run)."""
+    twin, controller = cell
+    t = np.arange(0.0, 5.6, 0.02)
+    turning = t < 2.0
+    ahead = (t >= 2.8) & (t < 4.9)
+    turn_only = TwistCommands(t[t < 2.8], np.column_stack([np.zeros(turning.sum() + 40), np.where(turning, 0.8, 0.0)[t < 2.8]]))
+    turn_then_ahead = TwistCommands(t, np.column_stack([np.where(ahead, 0.3, 0.0), np.where(turning, 0.8, 0.0)]))
+    model = twin.model
+    across = TrajectorySimulator(model, controller, None, 0.1, settle_time=0.5, base_lead_in=turn_only)
+    aligned = TrajectorySimulator(model, controller, None, 0.1, settle_time=0.5, base_lead_in=turn_then_ahead)
+    assert np.max(np.abs(caster_angles(model, across.initial_state))) > 1.0      # a caster is across
+    # the front ones trail; a rear one may stop up to ~0.3 rad off (measured: its path effect <= 10 mm)
+    assert np.all(np.abs(caster_angles(model, aligned.initial_state)) < 0.4)
+    assert np.hypot(*(aligned.initial_base_pose[:2] - across.initial_base_pose[:2])) == pytest.approx(0.63, abs=0.05)
+    assert np.abs(aligned.initial_state[1 + model.nq:1 + model.nq + model.nv]).max() < 0.05     # at rest again
+    with pytest.raises(ValueError, match='settle_time'):
+        TrajectorySimulator(model, controller, None, 0.1, base_lead_in=turn_only)
+    hand = TwinModel()
+    with pytest.raises(ModelError, match='without a mobile base'):
+        TrajectorySimulator(hand.model, SimController(hand.model), None, 0.1, settle_time=0.1, base_lead_in=turn_only)
+
+
 def test_base_commands_need_a_model_with_a_base():
     twin = TwinModel()
     controller = SimController(twin.model)

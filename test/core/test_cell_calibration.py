@@ -13,12 +13,13 @@ import pytest
 import yaml
 from cell_recordings import write_protocol_bags
 
-from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED
-from shadow_twin.calibration.cell_job import (CellCalibrationJob, CellJobSpec, GroupFit, cell_install_decision,
-                                              run_metrics)
+from shadow_twin.calibration.base_evaluation import BaseEvaluator
+from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED, BaseRecording
+from shadow_twin.calibration.cell_job import (VALIDATION_TOLERANCE, CellCalibrationJob, CellJobSpec, GroupFit,
+                                              cell_install_decision, run_metrics)
 from shadow_twin.calibration.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion, BaseMotion,
                                               CellProtocol)
-from shadow_twin.calibration.recording import open_bag_reader, typestore, write_serialized_bag
+from shadow_twin.calibration.recording import JointStateRecording, open_bag_reader, typestore, write_serialized_bag
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.cli import main as cli
 from shadow_twin.common.errors import ConfigError, RecordingError
@@ -26,11 +27,12 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.model.cell import write_base_stand_in_mjcf, write_cell_mjcf
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.simulation.live import LiveSimulation
 
 GAINS = config_path('controllers', 'cell.yaml')
 SMALL = {'protocol': {'rest_pose': dict(CellProtocol.from_yaml().rest_pose), 'arm_space': 'ur5_arm_dynamics.yaml',
                       'base_space': 'mir250_base.yaml', 'screening_samples': 6, 'screened_keep': 2,
-                      'arm_budget': 6, 'base_budget': 14},
+                      'arm_budget': 6, 'base_budget': 14, 'lead_in': {'speed': 0.3, 'accel': 0.5, 'cruise': 1.0}},
          'runs': {'AR1': {'role': 'arm_identification', 'arm': {'kind': 'swing', 'joint': 'shoulder_pan_joint',
                                                                  'amplitude': 0.5, 'period': 1.5, 'cycles': 2}},
                   'IN1': {'role': 'identification', 'base': {'speed': 1.0, 'accel': 2.5, 'cruise': 1.5}},
@@ -101,6 +103,30 @@ def test_an_arm_swing_starts_and_ends_at_rest_and_stays_under_the_speed_limit():
         ArmMotion(kind='swing', joint='elbow_joint', amplitude=1.2, period=2.0)
 
 
+def test_every_base_run_starts_after_a_straight_lead_in_that_the_replay_drives_too():
+    """The shipped lead-in: 0.63 m straight ahead with the arm at rest, from rest to rest; as a goal
+    (the live runner sends it before each base run) and as 50 Hz commands (the replay drives them)."""
+    protocol = CellProtocol.from_yaml()
+    goal = protocol.lead_in_goal()
+    assert goal.base_poses[-1] == pytest.approx([0.63, 0.0, 0.0], abs=1e-6)
+    assert goal.base_velocities[-1] == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)
+    assert np.allclose(goal.arm.positions, list(protocol.rest_pose.values()))
+    commands = protocol.lead_in_commands()
+    assert np.diff(commands.times) == pytest.approx(0.02) and commands.times[-1] >= protocol.lead_in.duration
+    assert commands.twists[:, 0].max() == pytest.approx(0.3) and commands.twists[-1] == pytest.approx([0.0, 0.0])
+    assert not commands.twists[:, 1].any()
+    assert CellProtocol(protocol.rest_pose, protocol.runs, protocol.arm_space, protocol.base_space).lead_in_goal() is None
+
+
+@pytest.mark.parametrize('lead_in', [{'speed': 0.3, 'radius': 2.0}, {'speed': -0.3}, {'speed': 0.3, 'turn': 1}])
+def test_a_lead_in_that_does_not_drive_straight_ahead_is_refused(tmp_path, lead_in):
+    bad = yaml.safe_load(yaml.safe_dump(SMALL))
+    bad['protocol']['lead_in'] = lead_in
+    (tmp_path / 'p.yaml').write_text(yaml.safe_dump(bad))
+    with pytest.raises(ConfigError, match='lead_in|turn'):
+        CellProtocol.from_yaml(tmp_path / 'p.yaml')
+
+
 def test_a_protocol_file_with_bad_runs_is_refused_with_the_run_named(tmp_path):
     bad = yaml.safe_load(yaml.safe_dump(SMALL))
     bad['runs']['CN2']['role'] = 'identification'
@@ -142,6 +168,27 @@ def test_the_job_finds_the_slippery_floor_and_lowers_the_validation_error(small,
     assert json.loads((tmp_path / 'run' / 'result.json').read_text())['accept'] is True
 
 
+def test_an_arm_trajectory_stamped_after_the_first_base_command_starts_at_its_stamp(cell):
+    """The twin's base driver sends zero commands before a goal's stamped start, so a run's first
+    command comes before the arm's stamp (0.15-0.23 s in the live runs): the replayed arm holds
+    until its stamp, then swings (started at the first command instead, it led the real arm by
+    that much: 40 and 100 mrad RMS in CY and IY)."""
+    path, twin, controller = cell
+    rest = CellProtocol.from_yaml().rest_pose
+    swing = ArmMotion(kind='swing', joint='shoulder_pan_joint', amplitude=0.5, period=1.0, cycles=2)
+    t = np.arange(0.0, 2.5, 0.02)
+    recording = BaseRecording(t, np.column_stack([np.where(t < 2.0, 0.2, 0.0), np.zeros_like(t)]), t,
+                              np.column_stack([0.2 * np.minimum(t, 2.0), np.zeros_like(t), np.zeros_like(t)]))
+    arm = JointStateRecording.from_arrays(t, list(rest), np.tile(list(rest.values()), (len(t), 1)))
+    evaluator = BaseEvaluator(twin, controller, recording, arm_trajectory=swing.trajectory_for(rest, 2.0),
+                              arm_start=0.4, initial_positions=rest, arm_recording=arm, arm_joints=list(rest))
+    _, arms = evaluator.simulate_with_arm([{}])
+    pan = arms[0][:, list(rest).index('shoulder_pan_joint')]
+    waiting = evaluator.arm_times < 0.4
+    assert np.abs(pan[waiting]).max() < 2e-3                               # held until the stamp
+    assert np.abs(pan[(evaluator.arm_times > 0.9) & (evaluator.arm_times < 1.6)]).max() > 0.3
+
+
 def test_a_validation_run_that_gets_worse_refuses_the_install():
     groups = {'base': GroupFit({}, [], ['wheel_friction'], {}, {}, 1.0, 0.1, 10)}
     better, worse = run_metrics(None, None, 0.01), run_metrics(None, None, 0.02)
@@ -154,6 +201,10 @@ def test_a_validation_run_that_gets_worse_refuses_the_install():
     runs['IY'] = {'before': run_metrics(None, arm, 0.01), 'after': run_metrics(None, {'shoulder_pan_joint': 4e-6}, 0.01)}
     accept, reason = cell_install_decision(groups, runs, ['CN2', 'IY'])
     assert not accept and 'IY arm RMSE' in reason
+    # a rise within VALIDATION_TOLERANCE (1 %) is not "worse"; just past it is
+    for factor, accepted in ((1 + 0.9 * VALIDATION_TOLERANCE, True), (1 + 1.1 * VALIDATION_TOLERANCE, False)):
+        runs['IY'] = {'before': run_metrics(None, arm, 0.01), 'after': run_metrics(None, arm, 0.01 * factor)}
+        assert cell_install_decision(groups, runs, ['CN2', 'IY'])[0] is accepted, factor
 
 
 def _without(bag: Path, topic: str, out: Path) -> Path:
@@ -228,3 +279,35 @@ def test_the_base_stand_in_carries_the_arm_rigid_in_the_given_pose(tmp_path, cel
         assert np.allclose(data.xpos[model.body(body).id], reference.xpos[full.body(body).id], atol=1e-6)
     with pytest.raises(ConfigError, match='not arm joints'):
         write_base_stand_in_mjcf(None, tmp_path / 'x.xml', {'rh_FFJ3': 0.1})
+
+
+def test_a_base_stand_in_with_a_moving_arm_starts_in_the_pose_with_the_arm_servoed(tmp_path, cell):
+    """``arm_moves``: the base's and the arm's joints (six arm servos, two wheel drives), keyframe 0 in the
+    given pose, bodies where the cell has them; following a swinging shoulder pan (as the bridge does
+    with ``follow_joint_states_topic``) turns the base, which a rigid arm does not."""
+    rest = CellProtocol.from_yaml().rest_pose
+    path = write_base_stand_in_mjcf(None, tmp_path / 'mir_arm.xml', rest, arm_moves=True)
+    model, full = mujoco.MjModel.from_xml_path(str(path)), cell[1].model
+    names = {model.joint(i).name for i in range(model.njnt)}
+    assert set(rest) <= names and not any(n.startswith('rh_') for n in names)
+    assert model.nu == 8 and model.nkey == 1
+    data, reference = mujoco.MjData(model), mujoco.MjData(full)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    for joint, q in rest.items():
+        reference.qpos[full.joint(joint).qposadr[0]] = q
+        assert data.qpos[model.joint(joint).qposadr[0]] == pytest.approx(q, abs=1e-5)   # MJCF keeps 6 digits
+    mujoco.mj_forward(model, data)
+    mujoco.mj_forward(full, reference)
+    assert np.allclose(data.xpos[model.body('rh_palm').id], reference.xpos[full.body('rh_palm').id], atol=1e-5)
+    yaw = {}
+    for swinging in (False, True):
+        sim = LiveSimulation(path, gains=config_path('controllers', 'ur5.yaml'))
+        for k in range(int(2.0 / sim.dt)):
+            t = k * sim.dt
+            pan, rate = (0.8 * math.sin(math.pi * t), 0.8 * math.pi * math.cos(math.pi * t)) if swinging else (0.0, 0.0)
+            sim.follow({**rest, 'shoulder_pan_joint': pan}, {'shoulder_pan_joint': rate})
+            sim.step(1)
+        yaw[swinging] = sim.base_odometry().pose.yaw
+        if swinging:
+            assert sim.positions(['shoulder_pan_joint'])[0] == pytest.approx(0.0, abs=0.05)   # it followed
+    assert abs(yaw[False]) < 1e-3 and abs(yaw[True]) > 3 * abs(yaw[False]) + 1e-3, yaw

@@ -290,7 +290,24 @@ def test_simulation_from_a_time_offset_continues_the_whole_one(builtin_evaluator
     # a joint resting 1e-5 rad past its limit (a soft constraint) starts clipped into its range
     np.testing.assert_allclose(continued, expected, atol=5e-5)
     with pytest.raises(ValueError, match='time_offset'):
-        TrajectorySimulator(twin.model, controller, trajectory, 1.0, time_offset=-0.1)
+        TrajectorySimulator(twin.model, controller, trajectory, 1.0, time_offset=float('nan'))
+
+
+def test_a_negative_time_offset_holds_until_the_trajectory_starts(builtin_evaluator):
+    """``time_offset`` -0.3 s: the joints hold their start for 0.3 s (zero desired velocity), then
+    the desired states are the whole simulation's, 0.3 s later."""
+    twin, controller = builtin_evaluator.twin, builtin_evaluator.controller
+    joints = controller.joint_names
+    waypoints = np.zeros((2, len(joints)))
+    waypoints[:, joints.index('rh_FFJ3')] = [0.8, 0.4]       # the first point is not the start
+    trajectory = JointTrajectory(joints, [0.5, 1.0], waypoints, np.zeros_like(waypoints))
+    whole = TrajectorySimulator(twin.model, controller, trajectory, 1.5)
+    late = TrajectorySimulator(twin.model, controller, trajectory, 1.8, time_offset=-0.3)
+    k = int(round(0.3 / late.dt))
+    np.testing.assert_allclose(late.desired_positions[:k], np.repeat(late.start_positions[None], k, axis=0))
+    assert not late.desired_velocities[:k].any()
+    np.testing.assert_allclose(late.desired_positions[k:k + whole.nstep], whole.desired_positions, atol=1e-12)
+    np.testing.assert_allclose(late.desired_velocities[k:k + whole.nstep], whole.desired_velocities, atol=1e-9)
 
 
 def test_unknown_matching():

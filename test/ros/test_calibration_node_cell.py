@@ -37,6 +37,7 @@ protocol:
   screened_keep: 2
   arm_budget: 4
   base_budget: 4
+  lead_in: {{speed: 0.2, accel: 0.5, cruise: 0.5}}
 runs:
   AR1:
     role: arm_identification
@@ -90,9 +91,9 @@ def test_base_path_is_composed_onto_a_start_pose_at_yaw():
 def test_a_run_goal_passes_the_twins_base_rules(small_protocol):
     pytest.importorskip('control_msgs.action')
     from calibration_node.protocol_runner import RUN_GOAL_TIME, rest_goal, run_goal_msg
-    from shadow_twin.control.base_follower import BaseTolerances, base_tolerances_from_goal
     from shadow_twin.calibration.protocol import CellProtocol
     from shadow_twin.common.stamps import to_seconds
+    from shadow_twin.control.base_follower import BaseTolerances, base_tolerances_from_goal
     from shadow_twin.control.base_trajectory import base_trajectory_from_msg
     protocol = CellProtocol.from_yaml(small_protocol)
     start = np.array([3.0, 1.0, -2.9])
@@ -208,6 +209,10 @@ def test_every_run_is_recorded_with_the_base_and_arm_topics(cell, protocol_run, 
             assert commanded_swing > 0.4 and moved > 0.9 * commanded_swing, (run.name, moved)   # the mock UR swung
             continue
         target = goal.base_poses[-1]
+        if run.name == 'IN1':       # the first base run: the lead-in (0.18 m ahead) took the base from the origin
+            first = read_base_recording(bag, '/cmd_vel', '/odom').poses[0]
+            assert first[0] == pytest.approx(protocol.lead_in_goal().base_poses[-1][0], abs=0.04), first
+            assert abs(first[1]) < 0.03, first
         for odom in ('/odom', '/sim/odom'):
             recording = read_base_recording(bag, '/cmd_vel', odom)
             end = recording.relative_poses()[-1]

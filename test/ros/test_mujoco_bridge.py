@@ -412,6 +412,30 @@ def test_mock_hardware_publishes_joint_states_and_serves_the_real_action(ros, tm
         assert proc.stop() == 0, proc.output()
 
 
+def test_a_bridge_follows_another_robots_joint_states(ros, tmp_path):
+    """``follow_joint_states_topic``: the bridge's same-named joints track the positions published
+    there (names it does not have are ignored), as a stand-in base's arm mirrors the arm stand-in's."""
+    from sensor_msgs.msg import JointState
+    helpers, client = ros
+    proc, states = start_bridge(ros, tmp_path / 'follower.log',
+                                ['-r', '__node:=follower', '--params-file', str(BRIDGE_PARAMS),
+                                 '-p', 'joint_states_topic:=/follower/joint_states', '-p', 'action_name:=/follower/fjt',
+                                 '-p', 'follow_joint_states_topic:=/leader/joint_states'], '/follower/joint_states')
+    publisher = client.node.create_publisher(JointState, '/leader/joint_states', 10)
+    try:
+        assert positions(states.last(), ['rh_FFJ3'])[0] < 0.1
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            publisher.publish(JointState(name=['rh_FFJ3', 'shoulder_pan_joint'], position=[0.9, 1.0],
+                                         velocity=[0.0, 0.0]))
+            time.sleep(0.02)
+        assert positions(states.last(), ['rh_FFJ3'])[0] == pytest.approx(0.9, abs=0.05)
+        assert 'following rh_FFJ3 on /leader/joint_states' in proc.output()
+    finally:
+        client.node.destroy_publisher(publisher)
+        assert proc.stop() == 0, proc.output()
+
+
 # --------------------------------------------------------------------- stall reporting
 @contextlib.contextmanager
 def bridge_driven_tick_by_tick(prefix: str):
