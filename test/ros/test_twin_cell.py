@@ -280,7 +280,9 @@ def test_base_goal_ends_at_the_target_on_mir_and_sim(ros, cell, topics, name, pa
     assert list(fb.multi_dof_joint_names) == ['virtual_joint'] and not fb.joint_names
     desired, actual, error = (p.transforms[0].translation for p in (fb.multi_dof_desired, fb.multi_dof_actual,
                                                                      fb.multi_dof_error))
-    assert (desired.x, desired.y) == pytest.approx(target[:2], abs=1e-6)
+    # the last feedback may come from the last control period before the end (the goal succeeds at
+    # the first tick after it), where the reference, slowing to rest, is within a millimetre of it
+    assert (desired.x, desired.y) == pytest.approx(target[:2], abs=1e-3)
     assert error.x == pytest.approx(desired.x - actual.x, abs=1e-9)
     assert len(feedback) > 20 * duration
 
