@@ -40,7 +40,6 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shadow_twin.calibration.protocol import CellProtocol  # noqa: E402
 from shadow_twin.cli.processes import ChildProcesses  # noqa: E402
 from shadow_twin.common.paths import config_path  # noqa: E402
 from shadow_twin.model.cell import (CellConfig, write_arm_stand_in_mjcf, write_base_stand_in_mjcf,  # noqa: E402
@@ -91,10 +90,9 @@ def write_inputs(out: Path, torque_limit: float) -> dict[str, Path]:
     files = {'cell_config': out / 'cell.yaml'}
     files['cell_config'].write_text(yaml.safe_dump(cell, sort_keys=False))
     config = CellConfig.from_yaml(files['cell_config'])
-    rest = CellProtocol.from_yaml().rest_pose
     files['ur_model'] = write_arm_stand_in_mjcf(config, out / 'models' / 'ur5_stand_in.xml')
-    files['mir_model'] = write_base_stand_in_mjcf(config, out / 'models' / 'mir250_stand_in.xml', rest,
-                                                  arm_moves=True)
+    # its arm starts where the UR5 stand-in's does (qpos0), which it follows from the start
+    files['mir_model'] = write_base_stand_in_mjcf(config, out / 'models' / 'mir250_stand_in.xml', arm_moves=True)
     files['cell_model'], _ = write_cell_mjcf(config, out / 'models' / 'cell.xml')
     for name, template, model, group in (('mock_ur', 'mock_ur.yaml', files['ur_model'], 'arm'),
                                          ('mock_mir', 'mock_mir.yaml', files['mir_model'], 'base')):

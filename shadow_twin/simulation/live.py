@@ -56,6 +56,11 @@ GEOM_PREFIX = 'geom:'
 #: Longest a followed state is moved on at its velocity, s: past it the joints hold (e.g. the
 #: followed robot's ``joint_states`` stopped). Five periods of a 50 Hz stream.
 FOLLOW_EXTRAPOLATION = 0.1
+#: Fastest a followed target moves, rad/s: the UR5's joint speed limit (pi rad/s). A followed
+#: state far from the joints' (the first message, a stream that resumes after a stall) is
+#: approached at this speed instead of being jumped to: a stand-in base whose 30 kg arm jumped
+#: from the rest pose to the arm stand-in's start tipped over (2 benchmark runs of 7).
+FOLLOW_MAX_SPEED = math.pi
 
 
 # --------------------------------------------------------------------------------- overrides
@@ -473,6 +478,8 @@ class LiveSimulation:
         """Let the controlled joints named in ``positions`` ({ROS joint: rad}) track another robot's
         state from now on: their desired position is the given one, moved on at ``velocities``
         ({joint: rad/s}, default 0) for at most :data:`FOLLOW_EXTRAPOLATION` s, until the next call.
+        The target moves at most :data:`FOLLOW_MAX_SPEED` from where it was (for the first call:
+        where the joints are held), so a state far away is approached, not jumped to.
         A trajectory on the same joints takes precedence while it runs. E.g. a stand-in MiR250
         whose arm mirrors the UR5 stand-in's ``joint_states``, so that its base feels the arm
         move as the real cell's does. Names the model does not drive are ignored; returns those
@@ -481,10 +488,18 @@ class LiveSimulation:
             names = [n for n in positions if n in self._controlled_index and n in self.controlled_joints]
             if not names:
                 return []
-            rates = velocities or {}
-            self._followed = _Followed(np.array([self._controlled_index[n] for n in names], dtype=int),
-                                       np.array([float(positions[n]) for n in names]),
-                                       np.array([float(rates.get(n, 0.0)) for n in names]), float(self.data.time))
+            columns = np.array([self._controlled_index[n] for n in names], dtype=int)
+            now, rates = float(self.data.time), velocities or {}
+            previous = self._followed
+            if previous is not None and np.array_equal(previous.columns, columns):
+                elapsed = max(0.0, now - previous.since)
+                start = previous.positions + previous.velocities * min(elapsed, FOLLOW_EXTRAPOLATION)
+            else:
+                elapsed, start = 0.0, self._hold[columns].copy()
+            step = FOLLOW_MAX_SPEED * elapsed
+            target = start + np.clip(np.array([float(positions[n]) for n in names]) - start, -step, step)
+            speed = np.clip(np.array([float(rates.get(n, 0.0)) for n in names]), -FOLLOW_MAX_SPEED, FOLLOW_MAX_SPEED)
+            self._followed = _Followed(columns, target, speed, now)
             return names
 
     def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:

@@ -12,7 +12,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
-from shadow_twin.simulation.live import FOLLOW_EXTRAPOLATION, LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.live import FOLLOW_EXTRAPOLATION, FOLLOW_MAX_SPEED, LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 GAINS = config_path('controllers', 'shadow_hand_e.yaml')
@@ -358,20 +358,26 @@ def test_speed_scaling_stretches_the_scaled_joints_time_only():
 
 
 def test_followed_joints_track_another_robots_state_until_a_trajectory_or_reset():
-    """``follow``: the named joints track the given positions moved on at the given velocities (at
-    most FOLLOW_EXTRAPOLATION s), names the model does not drive are ignored, a trajectory on the
-    same joint takes precedence while it runs, and a reset ends the following."""
+    """``follow``: the named joints track the given state moved on at its velocity (at most
+    FOLLOW_EXTRAPOLATION s); the target starts where the joint is held and moves at most
+    FOLLOW_MAX_SPEED, so a far state is approached, not jumped to; names the model does not drive
+    are ignored, a trajectory on the same joint takes precedence while it runs, and a reset ends
+    the following."""
     sim = LiveSimulation()
     joint, other = 'rh_FFJ3', 'rh_MFJ3'
+    k = sim.controller.joint_names.index(joint)
+    held = float(sim._hold[k])
     assert sim.follow({'shoulder_pan_joint': 1.0}) == []
     assert sim.follow({joint: 0.6, 'shoulder_pan_joint': 1.0}, {joint: 0.5}) == [joint]
     sim.step(int(round(0.05 / sim.dt)))
     q, _ = sim._desired(np.array([sim.time, sim.time + 1.0]))
-    k = sim.controller.joint_names.index(joint)
-    assert q[0, k] == pytest.approx(0.6 + 0.5 * 0.05, abs=1e-9)           # moved on at 0.5 rad/s
-    assert q[1, k] == pytest.approx(0.6 + 0.5 * FOLLOW_EXTRAPOLATION, abs=1e-9)   # no further
-    sim.follow({joint: 0.9})
-    run(sim, 1.0)
+    assert q[0, k] == pytest.approx(held + 0.5 * 0.05, abs=1e-9)            # from where it was, at 0.5 rad/s
+    assert q[1, k] == pytest.approx(held + 0.5 * FOLLOW_EXTRAPOLATION, abs=1e-9)   # no further
+    sim.follow({joint: 1.5})
+    assert sim._followed.positions[0] == pytest.approx(held + 0.5 * 0.05 + FOLLOW_MAX_SPEED * 0.05, abs=1e-6)
+    for _ in range(int(round(1.0 / sim.dt))):
+        sim.follow({joint: 0.9})
+        sim.step(1)
     assert sim.positions([joint])[0] == pytest.approx(0.9, abs=0.02)
     sim.set_trajectory(JointTrajectory([joint, other], [0.5], [[0.3, 0.3]]))
     run(sim, 0.4)
