@@ -38,6 +38,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import yaml
 
+from shadow_twin.calibration import alignment
 from shadow_twin.calibration.base_evaluation import BaseEvaluator, BaseObjectiveSettings
 from shadow_twin.calibration.base_recording import read_base_recording
 from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
@@ -271,7 +272,8 @@ class CellCalibrationJob:
         recording = read_base_recording(bag, topics.cmd_vel, topics.odom if not topics.pose else None,
                                         topics.pose, frame)
         first = float(recording.command_times[0])       # the replay starts here; the arm at its stamp
-        at_start = arm.values(self.arm_joints)[min(int(np.searchsorted(arm.times, first)), len(arm.times) - 1)]
+        at_start = alignment.resample(arm.times, arm.values(self.arm_joints),
+                                      [min(max(first, arm.times[0]), arm.times[-1])])[0]
         return BaseEvaluator(self.twin, self.controller, recording, self.base_objective,
                              trajectory if run.arm.moves else None, start,
                              dict(zip(self.arm_joints, at_start)), arm_recording=arm, arm_joints=self.arm_joints)

@@ -630,7 +630,7 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
     the hand on its top, which change the load on the wheels (and so when they slip) by a third.
 
     With ``arm_moves`` the arm keeps its six joints and their servos instead, starting in ``arm_pose``
-    (keyframe 0): a bridge running it with ``follow_joint_states_topic`` set to the arm stand-in's
+    (keyframe 0; without a pose at ``qpos0``, where the arm stand-in starts): a bridge running it with ``follow_joint_states_topic`` set to the arm stand-in's
     joint states moves its arm as that one moves, so that its base feels the arm swing as the real
     cell's does (the protocol's runs CY and IY).
 
@@ -645,11 +645,12 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
                 | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
         if arm_moves:
             _keep_joints(spec, keep | set(arm))
-            model = compile_cell(spec)
-            qpos = model.qpos0.copy()
-            for name, angle in (arm_pose or {}).items():
-                qpos[model.jnt_qposadr[model.joint(name).id]] = float(angle)
-            spec.add_key(name='arm_pose', qpos=qpos)
+            if arm_pose:        # keyframe 0 in the pose (without one the arm starts at qpos0)
+                model = compile_cell(spec)
+                qpos = model.qpos0.copy()
+                for name, angle in arm_pose.items():
+                    qpos[model.jnt_qposadr[model.joint(name).id]] = float(angle)
+                spec.add_key(name='arm_pose', qpos=qpos)
             return f'with the base and arm joints (the arm starting at {dict(arm_pose or {})} rad) and the hand rigid'
         for name, angle in (arm_pose or {}).items():
             _freeze_hinge(spec.joint(name), float(angle))

@@ -485,7 +485,7 @@ class LiveSimulation:
         move as the real cell's does. Names the model does not drive are ignored; returns those
         followed. The following ends with a reset or a reload."""
         with self.lock:
-            names = [n for n in positions if n in self._controlled_index and n in self.controlled_joints]
+            names = [n for n in positions if n in self.controlled_joints]
             if not names:
                 return []
             columns = np.array([self._controlled_index[n] for n in names], dtype=int)

@@ -135,8 +135,8 @@ class TrajectorySimulator:
         if base_commands is not None:
             if self.base is None:
                 raise ModelError('base commands given for a model without a mobile base (no drive wheel joints)')
-            wheels = [controller.joint_names.index(controller.joint_map.to_ros(n)) for n in self.base.wheel_names]
-            self.desired_velocities[:, wheels] = wheel_rate_schedule(self.base, base_commands, step_times)
+            self.desired_velocities[:, _wheel_columns(controller, self.base)] = wheel_rate_schedule(
+                self.base, base_commands, step_times)
         self._datas: list[mujoco.MjData] = []
 
     @staticmethod
@@ -161,8 +161,7 @@ class TrajectorySimulator:
             raise ModelError('a base lead-in given for a model without a mobile base (no drive wheel joints)')
         steps = np.arange(int(np.ceil((commands.times[-1] + base.command_timeout) / model.opt.timestep)))
         qd = np.zeros((len(steps), len(controller.joint_names)))
-        wheels = [controller.joint_names.index(controller.joint_map.to_ros(n)) for n in base.wheel_names]
-        qd[:, wheels] = wheel_rate_schedule(base, commands, steps * model.opt.timestep)
+        qd[:, _wheel_columns(controller, base)] = wheel_rate_schedule(base, commands, steps * model.opt.timestep)
         ctrl = controller.ctrl(model, np.repeat(data.qpos[controller.qpos_adr][None], len(steps), axis=0), qd)
         for row in ctrl:
             data.ctrl[:] = row
@@ -218,3 +217,8 @@ class TrajectorySimulator:
     def model_copies(self, count: int) -> list[mujoco.MjModel]:
         """``count`` independent copies of the model, to set parameters on in place."""
         return [copy.copy(self.model) for _ in range(count)]
+
+
+def _wheel_columns(controller: SimController, base: SimMobileBase) -> list[int]:
+    """Columns of ``base``'s drive wheels (left, right) among ``controller``'s joints."""
+    return [controller.joint_names.index(controller.joint_map.to_ros(n)) for n in base.wheel_names]

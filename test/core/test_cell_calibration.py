@@ -291,6 +291,8 @@ def test_a_base_stand_in_with_a_moving_arm_starts_in_the_pose_with_the_arm_servo
     names = {model.joint(i).name for i in range(model.njnt)}
     assert set(rest) <= names and not any(n.startswith('rh_') for n in names)
     assert model.nu == 8 and model.nkey == 1
+    at_zero = mujoco.MjModel.from_xml_path(str(write_base_stand_in_mjcf(None, tmp_path / 'mir_zero.xml', arm_moves=True)))
+    assert at_zero.nu == 8 and at_zero.nkey == 0                                # no pose: it starts at qpos0
     data, reference = mujoco.MjData(model), mujoco.MjData(full)
     mujoco.mj_resetDataKeyframe(model, data, 0)
     for joint, q in rest.items():
