@@ -30,6 +30,7 @@ WINDOW = 0.5                 # s, RMS window of the monitor under test (-p windo
 OFFSET = 0.5                 # rad, rh_FFJ3 of the mock hardware; the sim's stays at 0
 SIM_OFFSET = 0.3             # rad, rh_LFJ3 of the sim; the robot's stays at 0
 JOINTS = ('rh_FFJ3', 'rh_LFJ3', 'rh_MFJ3')
+REAL_PERIOD = 0.004          # s, the mock hardware's joint_states period (250 Hz)
 
 
 def stamp_s(stamp) -> float:
@@ -186,10 +187,22 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
     sim_v = np.array([value_of(m, 'rh_LFJ3', 'velocity') for m in sims])
     stamps = [stamp_s(m.header.stamp) for m in moving]
     assert all(b > a for a, b in zip(stamps, stamps[1:])), 'stamps must increase'
+    # each error is stamped with a real sample's stamp: one this process received, or (a sample it
+    # missed while starved on a loaded machine: the bridges' stepping threads run real-time) one on
+    # the mock hardware's 250 Hz sampling grid; only the received ones can be compared value by value
+    real_times = sorted(stamp_s(m.header.stamp) for m in reals.values())
+
+    def on_real_grid(t: float) -> bool:
+        cycles = (t - real_times[0]) / REAL_PERIOD
+        return abs(cycles - round(cycles)) * REAL_PERIOD < 2e-6
     deviations = []          # |error - (sim at the real stamp - real)| of rh_LFJ3 while the sim moves it
+    compared = 0
     for err in moving:
         real = reals.get(stamp_key(err.header.stamp))
-        assert real is not None, f'error stamp {stamp_s(err.header.stamp)} is no real stamp'
+        if real is None:
+            assert on_real_grid(stamp_s(err.header.stamp)), f'error stamp {stamp_s(err.header.stamp)} is no real stamp'
+            continue
+        compared += 1
         assert list(err.name) == list(real.name)           # the real message's order
         assert len(err.effort) == 0
         t = stamp_s(err.header.stamp)
@@ -200,6 +213,7 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
                 deviations.append(abs(value_of(err, joint) - expected))
     # while the sim moves (> 0.2 rad/s), the latest sim sample instead of the sim interpolated at
     # the real stamp would be off by up to a millirad (the bridges tick 4 ms apart, out of phase)
+    assert compared >= 0.8 * len(moving), f'{compared} of {len(moving)} errors have a received real sample'
     assert len(deviations) >= 5
     assert np.mean(np.array(deviations) < 1e-6) >= 0.9, sorted(deviations)[-10:]
     for err in errors:
