@@ -5,7 +5,7 @@ Starts the ``mujoco_bridge`` node (the sim, ``config/mujoco_bridge.yaml``), with
 (``config/mock_hardware.yaml``), the ``shadow_twin`` trajectory action server
 (``config/twin.yaml`` or ``--config``) and the ``twin_monitor`` (sim vs real on
 ``/twin/joint_error`` and ``/diagnostics``, ``config/twin_monitor.yaml`` or
-``--monitor-config``), each as its own process, as ``ros2 launch shadow_twin
+``--monitor-config``; ``--no-monitor``: none), each as its own process, as ``ros2 launch shadow_twin
 twin.launch.py`` does: in one Python process the nodes shared one GIL, and a busy
 action server (a preemption storm, a 10,000-point goal) held the physics threads off
 their 250 Hz (issue 9). The children's output is this command's; further ROS
@@ -28,7 +28,7 @@ Usage::
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both] [--bridge-config FILE] [--mock-config FILE]
                    [--mock-ur-config FILE] [--mock-mir-config FILE]
-                   [--monitor-config FILE] [--ros-args ...]
+                   [--monitor-config FILE | --no-monitor] [--ros-args ...]
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --cell: the MiR250 stand-in's parameters (default config/mock_mir.yaml)")
     parser.add_argument('--monitor-config', type=Path, default=None,
                         help='twin monitor parameters (default config/twin_monitor.yaml)')
+    parser.add_argument('--no-monitor', action='store_true',
+                        help='do not start the twin monitor (it takes about half a core on the cell; a '
+                             'calibration does not need it)')
     return parser
 
 
@@ -105,7 +108,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
     out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path(twin), *mode)
-    out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor))
+    if not args.no_monitor:
+        out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor))
     return out
 
 
@@ -126,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     if '--ros-args' in argv:
         k = argv.index('--ros-args')
         argv, extra = argv[:k], argv[k + 1:]
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.no_monitor and args.monitor_config is not None:
+        parser.error('--no-monitor and --monitor-config exclude each other')
     cell_model = None
     try:
         if args.cell:

@@ -58,3 +58,11 @@ def test_command_line_overrides_come_after_the_params_file():
     for name in ('mujoco_bridge', 'mock_hardware', 'shadow_twin'):
         command = nodes[name]
         assert command.index('--params-file') < min(k for k, arg in enumerate(command) if arg == '-p'), name
+
+
+def test_no_monitor_leaves_the_monitor_out(capsys):
+    nodes = commands('--cell', '--mock-hardware', '--no-monitor', cell_model=config_path('cell.yaml'))
+    assert list(nodes) == ['mujoco_bridge', 'mock_ur', 'mock_hardware', 'mock_mir', 'shadow_twin']
+    with pytest.raises(SystemExit) as exit_info:
+        up.main(['--no-monitor', '--monitor-config', str(config_path('twin_monitor.yaml'))])
+    assert exit_info.value.code == 2 and 'exclude each other' in capsys.readouterr().err
