@@ -18,7 +18,7 @@ from control_msgs.action import FollowJointTrajectory
 from rclpy.node import Node
 
 from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
-from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.common.errors import GoalRejectedError, TrajectoryError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.action_client import LockedActionClient
@@ -79,8 +79,8 @@ class TrajectoryExecutor:
         Returns:
             The start stamp, ns (node clock).
         Raises:
-            TrajectoryError: no action server, goal rejected, or not succeeded (one line naming
-            the reason).
+            TrajectoryError: no action server, or not succeeded (one line naming the reason);
+            GoalRejectedError (a TrajectoryError) when the server rejected the goal.
         """
         duration = goal_duration(goal)
         if not self.client.wait_for_server(timeout_sec=self.server_timeout):
@@ -93,7 +93,7 @@ class TrajectoryExecutor:
             on_sent(start_ns)
         handle = self._wait(self.client.send_goal_async(goal), 10.0, self.action_name)
         if not handle.accepted:
-            raise TrajectoryError(f'{self.action_name} rejected the goal (see its log for the reason)')
+            raise GoalRejectedError(f'{self.action_name} rejected the goal (see its log for the reason)')
         answer = self._wait(handle.get_result_async(), start_lead + duration + 60.0, self.action_name)
         if answer.status != GoalStatus.STATUS_SUCCEEDED:
             result = answer.result

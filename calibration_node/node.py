@@ -72,7 +72,7 @@ from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEn
 from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.calibration.recording import largest_gap, read_joint_states
 from shadow_twin.calibration.run import DEFAULT_OPTIMIZER, CalibrationSettings
-from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
+from shadow_twin.common.errors import ConfigError, GoalRejectedError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import versioned_path
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds
@@ -105,7 +105,8 @@ SPECS = (
          '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
     Spec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
          bounds=(0.0, 5.0)),
-    Spec('start_lead', 0.3, 'A trajectory starts this long after its goal is sent, s.', bounds=(0.05, 10.0)),
+    Spec('start_lead', 0.5, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it to the '
+         'controllers by then; a goal that reaches them later is joined mid-way).', bounds=(0.05, 10.0)),
     Spec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
          '(~/.ros/...).'),
     Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and sim.'),
@@ -121,7 +122,8 @@ SPECS = (
     Spec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
          'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
     Spec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
-         'gap over max_gap is recorded again).', bounds=(1, 20)),
+         'gap over max_gap is recorded again; a goal the twin rejects, nothing moved, is sent again).',
+         bounds=(1, 20)),
     Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
     Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
          bounds=(0.05, 60.0)),
@@ -427,7 +429,14 @@ class CalibrationNode(Node):
                 self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '
                                 f'{duration:.1f} s{again})' + (f': {about}' if about else ''), trajectory=entry.name)
                 bag = plan.bag_path(entry, run_dir)
-                start_ns, recorded = record(bag=bag)
+                try:
+                    start_ns, recorded = record(bag=bag)
+                except GoalRejectedError as exc:                # nothing moved: send it again
+                    if attempt == attempts:
+                        raise
+                    self.get_logger().warning(f'{exc}; nothing moved, executing {entry.name} again '
+                                              f'(attempt {attempt + 1}/{attempts})')
+                    continue
                 counts = ', '.join(f'{n} on {t}' for t, n in recorded.items())
                 self.get_logger().info(f'recorded {entry.name} (start {from_nanoseconds(start_ns):.3f} s): '
                                        f'{counts} -> {bag}')

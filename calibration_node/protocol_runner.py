@@ -16,7 +16,8 @@ Each run of a :class:`~shadow_twin.calibration.protocol.CellProtocol` (IN1, ...,
    there is one, and the commanded arm trajectory stamped with its start, for the goal's
    duration + ``settle_time`` s, into a new bag.
 
-A goal that is rejected or aborted raises TrajectoryError naming the run and the reason.
+A goal that is rejected (GoalRejectedError: nothing moved, the run may be tried again) or aborted
+raises TrajectoryError naming the run and the reason.
 Units: m, rad, m/s, rad/s, s.
 """
 
@@ -39,7 +40,7 @@ from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
 from shadow_twin.calibration.plan import CalibrationPlan
 from shadow_twin.calibration.protocol import CellProtocol, ProtocolRun, RunGoal
-from shadow_twin.common.errors import ShadowTwinError, TrajectoryError
+from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError, TrajectoryError
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.conversions import duration_msg, planar_trajectory_msg, trajectory_msg
@@ -56,6 +57,12 @@ ODOMETRY_WAIT = 5.0
 #: a slippery floor creeps back to its end pose for longer (measured: still 0.012 m/s after 2 s on
 #: the benchmark's stand-in, friction 0.3 and a 20 N m drive limit).
 RUN_GOAL_TIME = 6.0
+
+
+def in_run(exc: ShadowTwinError, context: str) -> TrajectoryError:
+    """``exc`` as a TrajectoryError prefixed with ``context`` (the run and its step); a rejected
+    goal stays a GoalRejectedError, so that the caller may send the run again."""
+    return (GoalRejectedError if isinstance(exc, GoalRejectedError) else TrajectoryError)(f'{context}: {exc}')
 
 
 def compose_base_path(start, poses, velocities) -> tuple[np.ndarray, np.ndarray]:
@@ -202,17 +209,17 @@ class ProtocolRunner:
         try:
             self.executor.send(rest_goal(self.protocol.rest_pose, self.settings.positioning_time), lead, 0.0)
         except ShadowTwinError as exc:
-            raise TrajectoryError(f'run {run.name}: moving the arm to the rest pose: {exc}') from None
+            raise in_run(exc, f'run {run.name}: moving the arm to the rest pose') from None
         lead_in = self.protocol.lead_in_goal() if len(goal.base_times) else None
         if lead_in is not None:
             try:
                 self.executor.send(run_goal_msg(lead_in, self.odometry.pose()), lead, self.settings.settle_time)
             except ShadowTwinError as exc:
-                raise TrajectoryError(f'run {run.name}: the lead-in drive: {exc}') from None
+                raise in_run(exc, f'run {run.name}: the lead-in drive') from None
         try:
             start = self.odometry.pose() if len(goal.base_times) else np.zeros(3)
             return self.executor.record_goal(self.recorder, run_goal_msg(goal, start), goal.arm, bag, lead,
                                              self.settings.settle_time, wait_for=self.flowing,
                                              topics=list(self.topics))
         except TrajectoryError as exc:
-            raise TrajectoryError(f'run {run.name}: {exc}') from None
+            raise in_run(exc, f'run {run.name}') from None

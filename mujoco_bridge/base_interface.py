@@ -2,9 +2,11 @@
 
 * ``cmd_vel_topic`` (``geometry_msgs/TwistStamped``, as the MiR takes from software
   2.7 on): ``twist.linear.x`` (m/s) and ``twist.angular.z`` (rad/s) become the base's
-  velocity command (``LiveSimulation.command_base``); a command lapses after
-  ``cmd_vel_timeout`` s, then the base stops (other components of the twist, which a
-  differential drive cannot follow, are ignored).
+  velocity command (``LiveSimulation.command_base``), sent at its header stamp (when
+  set): with a model that has a command latency it takes effect that long after its
+  stamp, whenever it arrives within it; a command lapses after ``cmd_vel_timeout`` s,
+  then the base stops (other components of the twist, which a differential drive
+  cannot follow, are ignored).
 * ``odom_topic`` (``nav_msgs/Odometry``) at ``odom_rate``: the pose of the base's
   footprint in ``odom_frame`` and its twist in ``base_frame`` (REP 105), stamped like
   the joint states; with ``publish_tf`` also the transform ``odom_frame`` ->
@@ -18,6 +20,9 @@ ground truth that the real robot's wheel odometry is compared against.
 
 from __future__ import annotations
 
+import math
+import time
+
 from geometry_msgs.msg import TransformStamped, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -26,6 +31,9 @@ from tf2_msgs.msg import TFMessage
 
 from shadow_twin.simulation.live import LiveSimulation
 from shadow_twin.simulation.mobile_base import BaseOdometry
+
+#: Shortest interval between two warnings of late velocity commands, s.
+LATE_LOG_PERIOD = 5.0
 
 
 def _pose_fields(odom: BaseOdometry, position, orientation) -> None:
@@ -45,15 +53,19 @@ class BaseInterface:
         settings: cmd_vel_topic, odom_topic, odom_rate (Hz),
             odom_frame, base_frame, publish_tf.
         stamp_of: sim time (s) -> builtin_interfaces/Time of the state at that time.
+        to_sim_time: builtin_interfaces/Time of a command's stamp -> sim time (s), None when unset.
     """
 
-    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of) -> None:
-        self.node, self.sim, self.stamp_of = node, sim, stamp_of
+    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time) -> None:
+        self.node, self.sim, self.stamp_of, self.to_sim_time = node, sim, stamp_of, to_sim_time
         group = MutuallyExclusiveCallbackGroup()
         self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
         node.create_subscription(TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
                                  callback_group=group)
+        #: Velocity commands that arrived later than the command latency after their stamps.
+        self.late_commands = 0
+        self._late_logged = -math.inf
         self._period = 1.0 / float(settings['odom_rate'])
         self._next_due = -float('inf')      # monotonic s of the next odometry message
         self._odom = Odometry()
@@ -64,14 +76,34 @@ class BaseInterface:
         base = sim.base
         node.get_logger().info(
             f'mobile base: {base.geometry.wheel_radius:g} m wheels {base.geometry.wheel_separation:g} m apart; '
-            f'TwistStamped on {settings["cmd_vel_topic"]}, odometry on {self.odom_pub.topic_name} at '
+            f'TwistStamped on {settings["cmd_vel_topic"]}'
+            f'{f" (taking effect {base.command_latency:g} s after their stamps)" if base.command_latency else ""}'
+            f', odometry on {self.odom_pub.topic_name} at '
             f'{settings["odom_rate"]:g} Hz ({settings["odom_frame"]} -> {settings["base_frame"]}'
             f'{", also on /tf" if self.tf_pub else ""})')
 
     def _on_command(self, msg: TwistStamped) -> None:
-        if self.sim.base is None:
+        base = self.sim.base
+        if base is None:
             return
-        self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z)
+        sent = self.to_sim_time(msg.header.stamp)
+        self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z, sent)
+        if base.command_latency and sent is not None:
+            self._check_lateness(self.sim.time - sent, base.command_latency)
+
+    def _check_lateness(self, age: float, latency: float) -> None:
+        """Count a command that arrived ``age`` s after its stamp, later than the drive's command
+        ``latency`` (s): it took effect on arrival, not at its stamp plus the latency, so the base
+        moved differently from a replay of the stamps; logged at most every LATE_LOG_PERIOD s."""
+        if age <= latency:
+            return
+        self.late_commands += 1
+        now = time.monotonic()
+        if now - self._late_logged >= LATE_LOG_PERIOD:
+            self._late_logged = now
+            self.node.get_logger().warning(
+                f'a velocity command arrived {age * 1e3:.0f} ms after its stamp, later than the command latency '
+                f'({latency * 1e3:.0f} ms): it took effect on arrival ({self.late_commands} so late since start)')
 
     def tick(self, mono: float) -> None:
         """Called by the stepping thread at each tick (monotonic ``mono``, s): publish when the

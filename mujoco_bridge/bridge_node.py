@@ -19,8 +19,8 @@
 * Speed scaling (the UR's): the trajectory time of ``speed_scaled_joints`` runs at the
   percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; a UR
   stand-in publishes its own on ``speed_scaling_topic``.
-* ``follow_joint_states_topic``: joints named there track that robot's state while no
-  trajectory drives them (a stand-in base's arm mirroring the arm stand-in's).
+* ``follow_joint_states_topic``: joints named there track that robot's state (moved on from its
+  stamp) while no trajectory drives them (a stand-in base's arm mirroring the arm stand-in's).
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
@@ -142,7 +142,8 @@ class MujocoBridge(Node):
                                      callback_group=services)
         self.base = None
         if self.sim.base is not None:
-            self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of)
+            self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of,
+                                      self._stamp_sim_time)
         self.viewer = None
         if p('viewer'):
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
@@ -234,7 +235,8 @@ class MujocoBridge(Node):
 
     def _on_followed_state(self, msg: JointState) -> None:
         velocities = dict(zip(msg.name, msg.velocity)) if len(msg.velocity) == len(msg.name) else None
-        followed = self.sim.follow(dict(zip(msg.name, msg.position)), velocities)
+        followed = self.sim.follow(dict(zip(msg.name, msg.position)), velocities,
+                                   self._stamp_sim_time(msg.header.stamp))
         if followed and not self._following:
             self._following = True
             self.get_logger().info(f'following {", ".join(followed)} on {self._param("follow_joint_states_topic")}')
@@ -255,6 +257,10 @@ class MujocoBridge(Node):
     def _to_sim_time(self, stamp: TimeMsg) -> float:
         """Sim time (s) of a goal's header ``stamp``."""
         return to_seconds(stamp) if self.publish_clock else self.clock.sim_time_at(Time.from_msg(stamp).nanoseconds)
+
+    def _stamp_sim_time(self, stamp: TimeMsg) -> float | None:
+        """Sim time (s) of a message's header ``stamp``; None for an unset (zero) stamp."""
+        return self._to_sim_time(stamp) if stamp.sec or stamp.nanosec else None
 
     # -- stepping loop -----------------------------------------------------------------------------
     def start(self) -> None:

@@ -97,7 +97,8 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         tolerances = jtc.tolerances_for_goal(settings['constraints'], request, joints)
         stamp = request.trajectory.header.stamp
         unstamped = stamp.sec == 0 and stamp.nanosec == 0
-        start = self.sim.time if unstamped else max(self.sim.time, self._to_sim_time(stamp))
+        # a stamp in the past (the goal arrived late) is joined mid-way, as the JTC does
+        start = self.sim.time if unstamped else self._to_sim_time(stamp)
         return SimPlan(trajectory, tolerances, start)
 
     def start(self, goal: AcceptedGoal) -> str | None:
@@ -110,7 +111,8 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         delay = plan.start_time - self.sim.time
         self.log.info(f'accepted goal: {len(plan.trajectory.joint_names)} joints, '
                       f'{len(plan.trajectory.times)} points, {plan.trajectory.duration:.3f} s'
-                      + (f', starting in {delay:.3f} s (header stamp)' if delay > 1e-6 else ''))
+                      + (f', starting in {delay:.3f} s (header stamp)' if delay > 1e-6 else
+                         f', joined {-delay:.3f} s after its stamped start (arrived late)' if delay < -1e-6 else ''))
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import yaml
@@ -126,7 +126,12 @@ class SearchSpace:
         """Expand a point (D,) into {target: value} for every shared target."""
         if len(x) != len(self.dimensions):
             raise ValueError(f'point has {len(x)} values, space has {len(self.dimensions)} dimensions')
-        return {t: float(v) for d, v in zip(self.dimensions, x) for t in d.targets}
+        return self.named_values(self.named(x))
+
+    def named_values(self, named: Mapping[str, float]) -> dict[ParameterTarget, float]:
+        """Expand {dimension name: value} into {target: value}; dimensions not named are left
+        out (the model keeps their values)."""
+        return {t: float(named[d.name]) for d in self.dimensions if d.name in named for t in d.targets}
 
     def named(self, x: Sequence[float]) -> dict[str, float]:
         """{dimension name: value} for a point."""

@@ -26,6 +26,12 @@ class TrajectoryError(ShadowTwinError):
     """A trajectory file or message is malformed or inconsistent."""
 
 
+class GoalRejectedError(TrajectoryError):
+    """An action server rejected a goal: nothing moved, so it may be sent again (the twin rejects
+    a goal whose controllers do not all accept their parts before its start, which a loaded PC
+    can cause)."""
+
+
 class SearchSpaceError(ShadowTwinError):
     """A search-space YAML names unknown joints/attributes or bad bounds."""
 

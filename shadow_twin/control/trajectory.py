@@ -65,20 +65,22 @@ class JointTrajectory:
         return float(self.times[-1])
 
     def with_start(self, start_positions: Sequence[float],
-                   start_velocities: Sequence[float] | None = None) -> 'JointTrajectory':
-        """Return a copy with the start state prepended as a point at t = 0.
+                   start_velocities: Sequence[float] | None = None, at: float = 0.0) -> 'JointTrajectory':
+        """Return a copy with the start state prepended as a point at t = ``at`` (s, default 0).
 
         This is what the joint trajectory controller does when a goal arrives:
-        it interpolates from the current state to the first point.
-        ``start_positions``: (J,) rad. Raises TrajectoryError if the first
-        point is at t = 0 already (then the trajectory is returned unchanged
-        apart from nothing) or on a size mismatch.
+        it interpolates from the current state to the first point. ``at`` > 0 is a goal
+        that arrived that long after its stamped start (joined mid-way, as the JTC does): the
+        current state is the point at its arrival. ``start_positions``: (J,) rad. Returned
+        unchanged if the first point is at or before ``at`` (the JTC then interpolates between
+        the goal's own points). Raises TrajectoryError on a size mismatch.
         """
         start = np.asarray(start_positions, dtype=float).reshape(-1)
         if start.size != len(self.joint_names):
             raise TrajectoryError(f'start state has {start.size} positions, trajectory has '
                                   f'{len(self.joint_names)} joints')
-        if self.times[0] <= 0.0:
+        at = max(0.0, float(at))
+        if self.times[0] <= at:
             return self
         velocity = (np.zeros_like(start) if start_velocities is None
                     else np.asarray(start_velocities, dtype=float).reshape(-1))
@@ -86,7 +88,7 @@ class JointTrajectory:
         def stack(first, rest):
             return None if rest is None else np.vstack([first, rest])
         return JointTrajectory(
-            list(self.joint_names), np.concatenate([[0.0], self.times]),
+            list(self.joint_names), np.concatenate([[at], self.times]),
             np.vstack([start, self.positions]),
             stack(velocity, self.velocities),
             stack(np.zeros_like(start), self.accelerations), name=self.name)

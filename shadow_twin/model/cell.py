@@ -58,6 +58,11 @@ UR5_JOINTS = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
 BASE_FREE_JOINT = 'base_free'
 #: Driven (velocity-controlled) wheel joints of the MiR250.
 BASE_WHEEL_JOINTS = ('left_wheel_joint', 'right_wheel_joint')
+#: The MJCF custom numeric holding the base drive's command latency, s (``BaseConfig.command_latency``;
+#: read by ``SimMobileBase``).
+LATENCY_NUMERIC = 'base_command_latency'
+#: Base settings whose 0 means "none" (the others must be positive).
+BASE_ZERO_ALLOWED = ('wheel_torque_limit', 'command_latency')
 #: Passive caster joints of the MiR250.
 BASE_CASTER_JOINTS = tuple(f'{c}_caster_{j}_joint' for c in ('fl', 'fr', 'bl', 'br') for j in ('rotation', 'wheel'))
 #: Root body of the arm in ur5.xml and of the hand (Shadow's naming).
@@ -119,6 +124,11 @@ class BaseConfig:
             current limit x 0.15 N m/A x 10.167); 0 = unlimited, the default: the study
             gives no current limit. With a limit, a steep acceleration saturates the drive
             and the rotor inertia (the wheel armature) shows in the path.
+        command_latency: s from a velocity command's stamp to its effect on the wheels (the
+            model's custom numeric ``base_command_latency``: ``SimMobileBase``); 0 = none, the
+            default: a command takes effect when it arrives. With a latency longer than the
+            transport and scheduling delays, a stamped command moves the base the same way
+            whenever it arrives, live or replayed from a recording.
     """
 
     mass: float = 83.0
@@ -127,6 +137,7 @@ class BaseConfig:
     friction: float = 0.5
     wheel_kv: float = 310.1
     wheel_torque_limit: float = 0.0
+    command_latency: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -209,7 +220,8 @@ class CellConfig:
         if impratio < 1:
             raise ConfigError(f'{where}.impratio: must be at least 1, got {impratio!r}')
         base = _mapping(cell.get('base', {}), f'{where}.base', [f.name for f in fields(BaseConfig)])
-        base_cfg = BaseConfig(**{k: _positive(v, f'{where}.base.{k}') for k, v in base.items()})
+        base_cfg = BaseConfig(**{k: (_non_negative if k in BASE_ZERO_ALLOWED else _positive)(v, f'{where}.base.{k}')
+                                 for k, v in base.items()})
         cab = _mapping(cell.get('cabinet', {}), f'{where}.cabinet', ('size', 'mass', 'xyz', 'rpy'))
         cab_cfg = CabinetConfig(
             size=_vector(cab['size'], f'{where}.cabinet.size', positive=True) if 'size' in cab else CabinetConfig.size,
@@ -251,6 +263,13 @@ def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f'{where}: expected a finite number, got {value!r}')
     return float(value)
+
+
+def _non_negative(value: Any, where: str) -> float:
+    number = _number(value, where)
+    if number < 0:
+        raise ConfigError(f'{where}: must not be negative, got {value!r}')
+    return number
 
 
 def _positive(value: Any, where: str) -> float:
@@ -383,6 +402,8 @@ def _apply_base_overrides(spec: mujoco.MjSpec, base: BaseConfig) -> None:
         if base.wheel_torque_limit > 0:
             actuator.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
             actuator.forcerange = np.array([-base.wheel_torque_limit, base.wheel_torque_limit])
+    if base.command_latency > 0:
+        spec.add_numeric(name=LATENCY_NUMERIC, data=[base.command_latency])
     for geom in spec.geoms:
         if geom.name.endswith('_contact'):
             friction = np.array(geom.friction)
@@ -630,9 +651,10 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
     the hand on its top, which change the load on the wheels (and so when they slip) by a third.
 
     With ``arm_moves`` the arm keeps its six joints and their servos instead, starting in ``arm_pose``
-    (keyframe 0; without a pose at ``qpos0``, where the arm stand-in starts): a bridge running it with ``follow_joint_states_topic`` set to the arm stand-in's
-    joint states moves its arm as that one moves, so that its base feels the arm swing as the real
-    cell's does (the protocol's runs CY and IY).
+    (keyframe 0; without a pose at ``qpos0``, where the arm stand-in starts): a bridge running it
+    with ``follow_joint_states_topic`` set to the arm stand-in's joint states moves its arm as that
+    one moves, so that its base feels the arm swing as the real cell's does (the protocol's runs CY
+    and IY).
 
     Args and errors as :func:`write_arm_stand_in_mjcf`; ConfigError also for a pose of an unknown joint.
     """

@@ -52,6 +52,7 @@ from rclpy.node import Node
 from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
 from shadow_twin.control.base_follower import (BaseTolerances, BaseTrajectoryFollower, TrackingGains,
@@ -86,6 +87,11 @@ BASE_SPECS = (
          read_only=True),
     Spec('base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands, Hz.',
          read_only=True, bounds=(1.0, 500.0)),
+    Spec('base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect, s (the sim's "
+         "cell model: cell.base.command_latency; the real MiR's, measured). > 0: each follower predicts its base's "
+         'pose for when its command acts (a Smith predictor, shadow_twin/control/base_follower.py); with 0.1 s '
+         'uncompensated the cell\'s sim base left a 0.9 m/s arc by 0.8 m. 0 = none.', read_only=True,
+         bounds=(0.0, 1.0)),
     Spec('base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
          'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
     Spec('base.real.cmd_vel_topic', '/cmd_vel', 'geometry_msgs/TwistStamped commands of the real base (the MiR '
@@ -140,6 +146,7 @@ class BaseSettings:
     joint_name: str = DEFAULT_BASE_JOINT
     frame: str = DEFAULT_BASE_FRAME
     control_rate: float = 50.0
+    command_latency: float = 0.0
     odom_timeout: float = 0.5
     limits: BaseLimits = field(default_factory=BaseLimits)
     gains: TrackingGains = field(default_factory=TrackingGains)
@@ -157,6 +164,7 @@ def read_base_settings(get: Callable[[str], Any]) -> BaseSettings:
         raise ConfigError('base.joint_name is empty: name the planar joint of multi_dof_trajectory')
     return BaseSettings(joint_name=joint_name, frame=str(get('base.frame')),
                         control_rate=float(get('base.control_rate')), odom_timeout=float(get('base.odom_timeout')),
+                        command_latency=float(get('base.command_latency')),
                         limits=section(BaseLimits, 'base.limits'), gains=section(TrackingGains, 'base.gains'),
                         tolerances=section(BaseTolerances, 'base.tolerances'),
                         geometry=DiffDriveGeometry(float(get('base.wheel_radius')),
@@ -196,14 +204,23 @@ def base_goal_from_request(request, settings: BaseSettings, now_s: float, curren
 
 class OdomSample(NamedTuple):
     """One odometry message: ``pose`` (x m, y m, yaw rad) in its odom frame, the body twist
-    ``v`` (m/s), ``lateral`` (m/s) and ``omega`` (rad/s) in the base frame, and ``received``
-    (monotonic s)."""
+    ``v`` (m/s), ``lateral`` (m/s) and ``omega`` (rad/s) in the base frame, ``received``
+    (monotonic s) and ``stamp`` (its header stamp, s; 0 when unset)."""
 
     pose: Pose2D
     v: float
     lateral: float
     omega: float
     received: float
+    stamp: float = 0.0
+
+    def measured_at(self, now_s: float, now_mono: float, max_age: float) -> float:
+        """When the pose was measured, s on the clock of ``now_s``: the stamp, unless it is
+        unset, in the future or older than ``max_age`` s (a clock that does not match: a robot
+        PC without time synchronisation); then when it arrived."""
+        if 0.0 < self.stamp and now_s - max_age <= self.stamp <= now_s:
+            return self.stamp
+        return now_s - (now_mono - self.received)
 
     @property
     def odom_velocity(self) -> tuple[float, float, float]:
@@ -232,7 +249,8 @@ class BaseEndpoint:
     def _on_odom(self, msg: Odometry) -> None:
         p, q, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
         sample = OdomSample(Pose2D(float(p.x), float(p.y), yaw_from_quaternion(q.x, q.y, q.z, q.w)),
-                            float(t.linear.x), float(t.linear.y), float(t.angular.z), time.monotonic())
+                            float(t.linear.x), float(t.linear.y), float(t.angular.z), time.monotonic(),
+                            to_seconds(msg.header.stamp))
         with self._lock:
             self._latest = sample
             self._count += 1
@@ -373,7 +391,8 @@ class BaseDriver:
                 follower = BaseTrajectoryFollower(goal.trajectory, start_s,
                                                   start_pose=None if latest is None else latest.pose,
                                                   gains=settings.gains, limits=settings.limits,
-                                                  tolerances=goal.tolerances, geometry=settings.geometry)
+                                                  tolerances=goal.tolerances, geometry=settings.geometry,
+                                                  command_latency=settings.command_latency)
                 previous = self._runs.get(side)
                 if previous is not None:
                     previous.follower.abort(message)
@@ -430,7 +449,9 @@ class BaseDriver:
                     run.follower.abort(run.gone)
                     self.log.error(run.gone)
                 if latest is not None and not run.follower.done:
-                    run.last_step = run.follower.update(now_s, latest.pose, (latest.v, latest.omega))
+                    run.last_step = run.follower.update(
+                        now_s, latest.pose, (latest.v, latest.omega),
+                        pose_time=latest.measured_at(now_s, now_mono, settings.odom_timeout))
                     command = run.last_step.command
                 else:
                     command = ZERO_TWIST

@@ -61,6 +61,18 @@ FOLLOW_EXTRAPOLATION = 0.1
 #: approached at this speed instead of being jumped to: a stand-in base whose 30 kg arm jumped
 #: from the rest pose to the arm stand-in's start tipped over (2 benchmark runs of 7).
 FOLLOW_MAX_SPEED = math.pi
+#: Farthest a stamp (a base command's, a followed state's) may be ahead of the sim, s: a bridge whose
+#: ticks run late lags the clock of the stamps by their lateness, so a state stamped now is of a sim
+#: time still to come (and held or moved back to it); a stamp farther ahead comes from a clock that
+#: does not match, and is taken as now.
+MAX_STAMP_LEAD = 0.5
+#: A followed state's acceleration comes from the velocities of consecutive states at least this
+#: far apart (s), and is clipped to :data:`FOLLOW_MAX_ACCELERATION` (rad/s^2): a stand-in whose
+#: process is not scheduled for 40 ms moves its followed arm on that long from the last state it
+#: got, and without the acceleration term a swinging elbow's target was 7 mrad off when the next
+#: state arrived, a jerk that made a slipping base's path diverge from its replay.
+FOLLOW_MIN_INTERVAL = 0.002
+FOLLOW_MAX_ACCELERATION = 50.0
 
 
 # --------------------------------------------------------------------------------- overrides
@@ -282,12 +294,21 @@ class PreparedReload:
 @dataclass(frozen=True)
 class _Followed:
     """The state :meth:`LiveSimulation.follow` tracks: (K,) controller columns, positions (rad),
-    velocities (rad/s), and the sim time it was given at (s)."""
+    velocities (rad/s), accelerations (rad/s^2), and the sim time it is of (s)."""
 
     columns: np.ndarray
     positions: np.ndarray
     velocities: np.ndarray
+    accelerations: np.ndarray
     since: float
+
+    def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, K) positions and velocities moved on (or back) to sim ``times`` (N,), s, at most
+        :data:`FOLLOW_EXTRAPOLATION` s from ``since``."""
+        ahead = np.clip(np.asarray(times, dtype=float) - self.since, -FOLLOW_EXTRAPOLATION,
+                        FOLLOW_EXTRAPOLATION)[:, None]
+        return (self.positions + (self.velocities + 0.5 * self.accelerations * ahead) * ahead,
+                self.velocities + self.accelerations * ahead)
 
 
 @dataclass
@@ -449,9 +470,7 @@ class LiveSimulation:
         qd = np.zeros_like(q)
         followed = self._followed
         if followed is not None:
-            ahead = np.clip(np.asarray(times) - followed.since, 0.0, FOLLOW_EXTRAPOLATION)[:, None]
-            q[:, followed.columns] = followed.positions + followed.velocities * ahead
-            qd[:, followed.columns] = followed.velocities
+            q[:, followed.columns], qd[:, followed.columns] = followed.at(times)
         active = self._active
         if active is not None:
             pos, vel, _ = self._sample(active, times)
@@ -474,10 +493,22 @@ class LiveSimulation:
             acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
         return pos, vel, acc
 
-    def follow(self, positions: Mapping[str, float], velocities: Mapping[str, float] | None = None) -> list[str]:
+    def _stamp_time(self, stamp: float | None) -> float:
+        """The sim time (s) a stamp (sim time, s) stands for: the stamp itself, up to
+        :data:`MAX_STAMP_LEAD` s ahead of now; now for None or a stamp farther ahead (a clock that
+        does not match the sim's). Call with the lock held."""
+        now = float(self.data.time)
+        return now if stamp is None or not float(stamp) <= now + MAX_STAMP_LEAD else float(stamp)
+
+    def follow(self, positions: Mapping[str, float], velocities: Mapping[str, float] | None = None,
+               at: float | None = None) -> list[str]:
         """Let the controlled joints named in ``positions`` ({ROS joint: rad}) track another robot's
         state from now on: their desired position is the given one, moved on at ``velocities``
-        ({joint: rad/s}, default 0) for at most :data:`FOLLOW_EXTRAPOLATION` s, until the next call.
+        ({joint: rad/s}, default 0; accelerating as they changed since the previous state) for at
+        most :data:`FOLLOW_EXTRAPOLATION` s from ``at``, the sim time the state is of (its stamp,
+        see :meth:`_stamp_time`), until the next call: a state that arrives late is extrapolated
+        to now, one of a sim time still to come (the sim lagging the stamps' clock) back to it, so
+        the joints neither lag nor lead by the delay.
         The target moves at most :data:`FOLLOW_MAX_SPEED` from where it was (for the first call:
         where the joints are held), so a state far away is approached, not jumped to.
         A trajectory on the same joints takes precedence while it runs. E.g. a stand-in MiR250
@@ -489,17 +520,22 @@ class LiveSimulation:
             if not names:
                 return []
             columns = np.array([self._controlled_index[n] for n in names], dtype=int)
-            now, rates = float(self.data.time), velocities or {}
+            rates = velocities or {}
+            at = self._stamp_time(at)
             previous = self._followed
+            given = np.clip(np.array([float(rates.get(n, 0.0)) for n in names]), -FOLLOW_MAX_SPEED, FOLLOW_MAX_SPEED)
+            acceleration = np.zeros(len(names))
             if previous is not None and np.array_equal(previous.columns, columns):
-                elapsed = max(0.0, now - previous.since)
-                start = previous.positions + previous.velocities * min(elapsed, FOLLOW_EXTRAPOLATION)
+                elapsed = max(0.0, at - previous.since)
+                start = previous.at(np.array([at]))[0][0]
+                if FOLLOW_MIN_INTERVAL <= elapsed <= FOLLOW_EXTRAPOLATION:   # from consecutive states
+                    acceleration = np.clip((given - previous.velocities) / elapsed, -FOLLOW_MAX_ACCELERATION,
+                                           FOLLOW_MAX_ACCELERATION)
             else:
                 elapsed, start = 0.0, self._hold[columns].copy()
             step = FOLLOW_MAX_SPEED * elapsed
             target = start + np.clip(np.array([float(positions[n]) for n in names]) - start, -step, step)
-            speed = np.clip(np.array([float(rates.get(n, 0.0)) for n in names]), -FOLLOW_MAX_SPEED, FOLLOW_MAX_SPEED)
-            self._followed = _Followed(columns, target, speed, now)
+            self._followed = _Followed(columns, target, given, acceleration, at)
             return names
 
     def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
@@ -598,7 +634,10 @@ class LiveSimulation:
         t = 0 (``with_start``), so the motion starts where the joints are.
         Joints it does not name keep their current desired position. A
         trajectory already running is replaced. Before ``start_time`` the
-        joints hold their current positions.
+        joints hold their current positions. A ``start_time`` in the past (a
+        stamped goal that arrived late) is joined mid-way, as the JTC does: the
+        current positions are the point at now, and the motion runs on the goal's
+        own clock, so that its timing does not depend on when it was delivered.
 
         Returns:
             A token identifying this trajectory (see :class:`TrackingSample`).
@@ -611,14 +650,15 @@ class LiveSimulation:
                 raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                       f'(driven: {list(self.controlled_joints)})')
             now = float(self.data.time)
-            start = now if start_time is None else max(float(start_time), now)
+            start = now if start_time is None else float(start_time)
             q_now, _ = self._desired(np.array([now]))
             self._hold = q_now[0]
             columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
             current = self.data.qpos[self.controller.qpos_adr[columns]]
             self._token += 1
-            self._active = _ActiveTrajectory(trajectory.with_start(current), columns, start, self._token,
-                                             self._scaled_mask(trajectory.joint_names), lag_time=start)
+            self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, start,
+                                             self._token, self._scaled_mask(trajectory.joint_names),
+                                             lag_time=max(start, now))
             self._finished = None
             return self._token
 
@@ -650,14 +690,20 @@ class LiveSimulation:
                                   current.start, current.end)
 
     # -- mobile base ------------------------------------------------------------------------
-    def command_base(self, v: float, omega: float) -> tuple[float, float]:
-        """Velocity command for the base from now on: forward ``v`` (m/s), yaw rate ``omega``
-        (rad/s); it lapses after ``base.command_timeout`` s of sim time. Returns the command as
-        applied (saturated). Raises ConfigError when the model has no base."""
+    def command_base(self, v: float, omega: float, sent: float | None = None) -> tuple[float, float]:
+        """Velocity command for the base: forward ``v`` (m/s), yaw rate ``omega`` (rad/s), sent
+        at sim time ``sent`` (s; its stamp, see :meth:`_stamp_time`). It takes effect the base's
+        command latency after it was sent, or now if that has passed (on arrival for a model
+        without latency), and lapses ``base.command_timeout`` s of sim time later.
+        Returns the command as applied (saturated). Raises ConfigError when the model has no base."""
         with self.lock:
             if self.base is None:
                 raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
-            return tuple(self.base.command((v, omega), self.data.time))
+            now = float(self.data.time)
+            sent = self._stamp_time(sent)
+            if not self.base.command_latency:       # without latency a command takes effect when it arrives
+                sent = min(sent, now)
+            return tuple(self.base.command((v, omega), sent, received=now))
 
     def set_base_command_timeout(self, seconds: float) -> None:
         """From now on a base velocity command lapses after ``seconds`` s of sim time."""

@@ -11,6 +11,11 @@ geom, separation from the wheel bodies' positions) and
   the MiR250 twin study's Eq. 1), saturated to the top speed keeping the
   curvature. A command older than ``command_timeout`` s (sim time) stops the
   wheels, as the MiR's own velocity interface does when commands stop coming;
+* with a command latency (the model's custom numeric ``base_command_latency``, s;
+  none: 0) holds each command until ``latency`` s after the time it was sent (its
+  stamp), as a drive whose controller buffers its input: the response to a stamped
+  command then does not depend on when the transport and the scheduler deliver it
+  (within the latency), so a replay of the recorded stamps moves the same way;
 * reads the base's odometry (pose in the world frame, which is the sim's ``odom``
   frame, and the body twist) from the free joint: exact, not integrated from the
   wheels, so slip shows as a difference to the real robot's wheel odometry.
@@ -22,6 +27,7 @@ The live bridge (``LiveSimulation``) calls it every step; the ROS layer turns
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -32,6 +38,7 @@ from shadow_twin.common.errors import ModelError
 from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import (MIR250_TOP_SPEED, ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D,
                                             WheelRates, saturate_twist, wheel_rates)
+from shadow_twin.model.cell import LATENCY_NUMERIC
 
 #: Joint names of the drive wheels (DFKI's mir_description, the real MiR's joint states).
 LEFT_WHEEL, RIGHT_WHEEL = 'left_wheel_joint', 'right_wheel_joint'
@@ -81,6 +88,18 @@ def _wheel_radius(model: mujoco.MjModel, body: int, joint_name: str) -> float:
     return max(radii)
 
 
+def command_latency_of(model: mujoco.MjModel) -> float:
+    """The model's base command latency, s: its custom numeric ``base_command_latency``, 0 when
+    it has none. Raises ModelError for a negative or non-finite value."""
+    nid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_NUMERIC, LATENCY_NUMERIC)
+    if nid < 0:
+        return 0.0
+    value = float(model.numeric_data[model.numeric_adr[nid]])
+    if not (math.isfinite(value) and value >= 0):
+        raise ModelError(f'the model\'s {LATENCY_NUMERIC} is {value}; it must be a latency >= 0 s')
+    return value
+
+
 class SimMobileBase:
     """The differential-drive base of a compiled model (see module doc).
 
@@ -90,9 +109,12 @@ class SimMobileBase:
         max_speed: top rim speed of a wheel, m/s (commands are scaled down to it,
             keeping the curvature).
         command_timeout: a command older than this stops the base, s of sim time.
+    Attributes:
+        command_latency: s from a command's sending (its stamp) to its effect
+            (:func:`command_latency_of` the model).
     Raises:
         ModelError: a wheel joint is missing, is not a hinge, has no velocity
-        actuator, or the wheels do not sit on a free body.
+        actuator, or the wheels do not sit on a free body; a bad command latency.
     """
 
     def __init__(self, model: mujoco.MjModel, left_wheel: str = LEFT_WHEEL, right_wheel: str = RIGHT_WHEEL,
@@ -121,8 +143,11 @@ class SimMobileBase:
         self._qpos = int(model.jnt_qposadr[self.free_joint])
         self._dof = int(model.jnt_dofadr[self.free_joint])
         self.geometry = self._geometry(model, bodies)
+        self.command_latency = command_latency_of(model)
         self._command = ZERO_TWIST
-        self._command_time = -math.inf
+        self._command_time = -math.inf      # when the command in force took effect, s
+        self._command_sent = -math.inf      # when it was sent, s
+        self._pending: list[tuple[float, float, BodyTwist]] = []   # (takes effect, sent, twist), by effect
 
     @classmethod
     def find(cls, model: mujoco.MjModel, **kwargs) -> 'SimMobileBase | None':
@@ -146,24 +171,43 @@ class SimMobileBase:
         return DiffDriveGeometry(wheel_radius=float(radius), wheel_separation=separation)
 
     # -- commands ------------------------------------------------------------------------------
-    def command(self, twist: BodyTwist | tuple[float, float], sim_time: float) -> BodyTwist:
-        """Take a body twist command (m/s, rad/s) received at ``sim_time`` (s); returns it as
-        applied (non-finite values give zero; scaled to the top speed, keeping the curvature)."""
-        self._command = saturate_twist(BodyTwist(*map(float, twist)), self.geometry, self.max_speed)
-        self._command_time = float(sim_time)
-        return self._command
+    def command(self, twist: BodyTwist | tuple[float, float], sim_time: float,
+                received: float | None = None) -> BodyTwist:
+        """Take a body twist command (m/s, rad/s) sent at ``sim_time`` (s, its stamp) and
+        ``received`` at that sim time (None: when sent). It takes effect ``command_latency`` s
+        after it was sent, or when received if that is later, unless a command sent after it
+        has taken effect by then. Returns it as applied (non-finite values give zero; scaled to
+        the top speed, keeping the curvature)."""
+        applied = saturate_twist(BodyTwist(*map(float, twist)), self.geometry, self.max_speed)
+        sent = float(sim_time)
+        effect = max(sent + self.command_latency, sent if received is None else float(received))
+        pending = self._pending
+        while pending and pending[-1][0] == effect:     # superseded before it takes effect (paused sim)
+            pending.pop()
+        bisect.insort(pending, (effect, sent, applied), key=lambda entry: entry[0])
+        return applied
 
     def keep_command_of(self, other: 'SimMobileBase') -> None:
-        """Take over the command in force of ``other`` (the base of the model before a reload)."""
+        """Take over the command in force of ``other`` (the base of the model before a reload)
+        and those it holds back."""
         self._command = saturate_twist(other._command, self.geometry, self.max_speed)
-        self._command_time = other._command_time
+        self._command_time, self._command_sent = other._command_time, other._command_sent
+        self._pending = [(effect, sent, saturate_twist(twist, self.geometry, self.max_speed))
+                         for effect, sent, twist in other._pending]
 
     def stop(self) -> None:
-        """Drop the current command: the wheels stop."""
-        self._command, self._command_time = ZERO_TWIST, -math.inf
+        """Drop the current command and those held back: the wheels stop."""
+        self._command, self._command_time, self._command_sent = ZERO_TWIST, -math.inf, -math.inf
+        self._pending.clear()
 
     def current_command(self, sim_time: float) -> BodyTwist:
-        """The command in force at ``sim_time`` (zero once older than ``command_timeout``)."""
+        """The command in force at ``sim_time`` (zero once older than ``command_timeout``);
+        commands due by then take effect, in the order they were sent."""
+        pending = self._pending
+        while pending and pending[0][0] <= sim_time + 1e-12:
+            effect, sent, twist = pending.pop(0)
+            if sent >= self._command_sent:              # a late command never undoes a newer one
+                self._command, self._command_time, self._command_sent = twist, effect, sent
         if sim_time - self._command_time > self.command_timeout:
             return ZERO_TWIST
         return self._command
@@ -195,7 +239,7 @@ class TwistCommands:
     """Velocity commands of the base over time, as recorded (``cmd_vel``).
 
     Attributes:
-        times: (C,) sim time at which each command arrives, s, non-decreasing.
+        times: (C,) sim time at which each command was sent (its stamp), s, non-decreasing.
         twists: (C, 2) forward speed v (m/s) and yaw rate omega (rad/s).
     Raises:
         ValueError: shapes that disagree, non-finite values or decreasing times.

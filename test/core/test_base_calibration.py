@@ -18,7 +18,7 @@ from shadow_twin.common.errors import ModelError, RecordingError
 from shadow_twin.common.paths import config_path
 from shadow_twin.common.stamps import to_nanoseconds, to_sec_nanosec
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.model.cell import write_cell_mjcf
+from shadow_twin.model.cell import CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import (ParameterTarget, TwinModel, apply_parameters, builtin_model_path, get_parameter,
                                     write_calibrated_mjcf)
 from shadow_twin.simulation.live import LiveSimulation
@@ -116,6 +116,40 @@ def test_offline_replay_of_velocity_commands_moves_the_base_as_the_live_simulati
     path[:, 2] = np.unwrap(path[:, 2])
     assert np.max(np.abs(path - poses[0])) < 1e-9
     assert path[-1, 0] > 0.5 and path[-1, 2] > 0.5                       # it drove and turned
+
+
+def test_with_a_command_latency_late_deliveries_move_the_base_as_the_replay_of_their_stamps(tmp_path):
+    """Commands delivered 0-50 ms after their stamps, to a live simulation stepping in uneven
+    ticks (2-20 steps, as a loaded machine runs them): with a 0.1 s latency in the model the
+    path equals the replay of the stamps; without one it does not (why the latency exists)."""
+    rng = np.random.default_rng(7)
+    commands = TwistCommands(np.arange(0.0, 2.0, 0.02), np.column_stack([np.linspace(0.2, 1.2, 100),
+                                                                          np.linspace(0.8, -0.4, 100)]))
+    arrivals = commands.times + rng.uniform(0.0, 0.05, len(commands.times))
+    ticks = rng.integers(2, 21, 200)
+    gaps = {}
+    for latency in (0.1, 0.0):
+        config = CellConfig.from_dict({'cell': {'base': {'command_latency': latency, 'wheel_torque_limit': 20}}})
+        path, _ = write_cell_mjcf(config, tmp_path / f'cell_{latency:g}.xml')
+        live = LiveSimulation(path, gains=CELL_GAINS)
+        offline = TrajectorySimulator(live.model, live.controller, None, 2.5, base_commands=commands)
+        _, poses = offline.run_base([offline.model_copies(1)[0]])
+        k, steps, gap = 0, 0, 0.0
+        for n in ticks:
+            n = min(int(n), offline.nstep - steps)
+            if n <= 0:
+                break
+            while k < len(arrivals) and arrivals[k] <= live.time + 1e-12:
+                live.command_base(*commands.twists[k], sent=commands.times[k])
+                k += 1
+            live.step(n)
+            steps += n
+            odom = live.base_odometry()
+            gap = max(gap, float(np.hypot(odom.pose.x - poses[0][steps - 1, 0], odom.pose.y - poses[0][steps - 1, 1])))
+        gaps[latency] = gap
+        assert steps == offline.nstep and poses[0][-1, 0] > 0.5          # it drove the whole replay
+    assert gaps[0.1] < 1e-9
+    assert gaps[0.0] > 1e-3
 
 
 def caster_angles(model, state: np.ndarray) -> np.ndarray:

@@ -24,8 +24,9 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import load_waypoint_yaml
 from shadow_twin.model.cell import (BASE_CASTER_JOINTS, BASE_WHEEL_JOINTS, UR5_JOINTS, BaseConfig, CellConfig,
                                     arm_joint_names, arm_root_name, base_free_joint_name, build_cell_spec, compile_cell,
-                                    write_arm_stand_in_mjcf, write_cell_mjcf)
+                                    write_arm_stand_in_mjcf, write_base_stand_in_mjcf, write_cell_mjcf)
 from shadow_twin.model.mjcf import BUILTIN_MODELS, TwinModel, builtin_model_path
+from shadow_twin.simulation.mobile_base import SimMobileBase
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -265,6 +266,18 @@ def test_base_overrides_change_the_model(cell_model):
     assert model.actuator_gainprm[model.actuator('left_wheel_joint').id][0] == pytest.approx(500.0)
     with pytest.raises(ConfigError, match='mass'):
         build_cell_spec(CellConfig(base=BaseConfig(mass=3.0)))
+
+
+def test_a_command_latency_is_carried_by_the_cell_and_the_base_stand_in(tmp_path):
+    config = CellConfig.from_dict({'cell': {'base': {'command_latency': 0.08, 'wheel_torque_limit': 0}}})
+    assert config.base.command_latency == 0.08 and config.base.wheel_torque_limit == 0   # 0: none
+    path, _ = write_cell_mjcf(config, tmp_path / 'cell.xml')
+    stand_in = write_base_stand_in_mjcf(config, tmp_path / 'mir250.xml', arm_moves=True)
+    for model in (mujoco.MjModel.from_xml_path(str(path)), mujoco.MjModel.from_xml_path(str(stand_in))):
+        assert SimMobileBase.find(model).command_latency == pytest.approx(0.08)
+    assert SimMobileBase.find(compile_cell(build_cell_spec(CellConfig()))).command_latency == 0.0
+    with pytest.raises(ConfigError, match=r'cell\.base\.command_latency: must not be negative'):
+        CellConfig.from_dict({'cell': {'base': {'command_latency': -0.1}}})
 
 
 # -- the arm servo and its effect on the base ----------------------------------------------------

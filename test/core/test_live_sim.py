@@ -1,6 +1,7 @@
 """Tests of shadow_twin.simulation.live (no ROS needed): stepping, the live path against
 the offline simulator, reload by joint name, parameter overrides."""
 
+import math
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -115,6 +116,28 @@ def test_future_start_holds_until_then():
     np.testing.assert_allclose(sim.positions(JOINTS), rest, atol=1e-3)
     sim.step_to(1.0)
     assert np.abs(sim.positions(JOINTS) - rest).max() > 0.1
+
+
+def test_a_start_in_the_past_is_joined_mid_way_on_the_goals_own_clock():
+    """A stamped goal that arrives 40 ms after its start (as the JTC joins one): its desired
+    state from then on is the trajectory's at the time since the stamp, not since arrival; a
+    trajectory whose first point is later starts from the current positions at the arrival."""
+    sim = LiveSimulation(gains=GAINS)
+    stamp = sim.time
+    sim.step(20)                                                  # 40 ms later it arrives
+    trajectory = JointTrajectory(JOINTS, [0.0, 1.0], [sim.positions(JOINTS), [0.2, 1.0, 1.2, 0.2, -0.3]])
+    token = sim.set_trajectory(trajectory, start_time=stamp)
+    sample = sim.tracking(token)
+    assert sample.start_time == pytest.approx(stamp)
+    np.testing.assert_allclose(sample.desired_position, trajectory.sample(0.04)[0], atol=1e-12)
+    sim.step(100)
+    np.testing.assert_allclose(sim.tracking(token).desired_position, trajectory.sample(0.24)[0], atol=1e-12)
+    assert sim.tracking(token).end_time == pytest.approx(stamp + 1.0)
+    rest = sim.positions(JOINTS)                                  # first point 0.5 s after the stamp
+    token = sim.set_trajectory(closing(), start_time=sim.time - 0.2)
+    np.testing.assert_allclose(sim.tracking(token).desired_position, rest, atol=1e-12)
+    sim.step(150)                                                 # 0.5 s after the stamp: the first point
+    np.testing.assert_allclose(sim.tracking(token).desired_position, closing().positions[0], atol=1e-9)
 
 
 def test_cancel_holds_current_position():
@@ -386,3 +409,45 @@ def test_followed_joints_track_another_robots_state_until_a_trajectory_or_reset(
     held = sim.positions([joint])[0]
     run(sim, 0.5)
     assert sim.positions([joint])[0] == pytest.approx(held, abs=0.02) and abs(held - 0.9) > 0.3   # no longer followed
+
+
+def test_a_followed_state_that_arrives_late_is_extrapolated_from_its_stamp():
+    """A state of sim time ``at`` that arrives 40 ms later is moved on from ``at``: the joint's
+    target is where the other robot's joint is now, not 40 ms behind it; one of a sim time 20 ms
+    ahead (a late tick) is moved back; one stamped far ahead is taken as now."""
+    sim = LiveSimulation()
+    joint = 'rh_FFJ3'
+    k = sim.controller.joint_names.index(joint)
+    rate = 0.8                                                   # rad/s, the other robot's joint
+    for _ in range(100):                                         # 0.2 s of states, each 40 ms late
+        at = sim.time - 0.04
+        sim.follow({joint: 0.2 + rate * at}, {joint: rate}, at=at)
+        sim.step(1)
+    q, _ = sim._desired(np.array([sim.time]))
+    assert q[0, k] == pytest.approx(0.2 + rate * sim.time, abs=1e-9)
+    lead = sim.time + 0.02                    # of a sim time still to come (the sim lagging the stamps)
+    sim.follow({joint: 0.2 + rate * lead}, {joint: rate}, at=lead)
+    q, _ = sim._desired(np.array([sim.time]))
+    assert q[0, k] == pytest.approx(0.2 + rate * sim.time, abs=1e-9)           # moved back to now
+    sim.follow({joint: 0.2 + rate * sim.time}, {joint: rate}, at=sim.time + 5.0)   # a clock that does not match
+    assert sim._followed.since == sim.time
+
+
+def test_a_followed_swing_is_extrapolated_with_its_acceleration_through_a_stall():
+    """States of a swinging joint every 8 ms (as the UR5 stand-in publishes), then none for 52 ms
+    (a stand-in process not scheduled): the target keeps to the swing within 0.5 mrad, where
+    moving on at the last velocity alone ends 6 mrad off (0.5 a t^2 at 4.9 rad/s^2)."""
+    sim = LiveSimulation()
+    joint = 'rh_FFJ3'
+    k = sim.controller.joint_names.index(joint)
+    w, amplitude = math.pi, 0.5                                  # the CY elbow swing: 2 s period
+    for n in range(40):
+        t = 0.008 * n
+        sim.follow({joint: amplitude * math.sin(w * t)}, {joint: amplitude * w * math.cos(w * t)}, at=t)
+        sim.step_to(t + 0.008)
+    t_last = 0.008 * 39
+    later = t_last + 0.052
+    q, qd = sim._desired(np.array([later]))
+    assert q[0, k] == pytest.approx(amplitude * math.sin(w * later), abs=5e-4)
+    velocity_only = amplitude * math.sin(w * t_last) + amplitude * w * math.cos(w * t_last) * 0.052
+    assert abs(velocity_only - amplitude * math.sin(w * later)) > 5e-3       # what the acceleration term saves

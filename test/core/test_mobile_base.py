@@ -1,17 +1,20 @@
 """The simulated mobile base (shadow_twin.simulation.mobile_base) inside LiveSimulation:
 velocity commands drive the wheels through the diff-drive inverse kinematics, odometry comes
-from the free joint, a stale command stops the base, a reload keeps its pose."""
+from the free joint, a stale command stops the base, a reload keeps its pose; with a command
+latency a stamped command takes effect that long after its stamp."""
 
 from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
-from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.common.errors import ConfigError, ModelError, TrajectoryError
 from shadow_twin.control.diff_drive import MIR250_WHEEL_RADIUS, MIR250_WHEEL_SEPARATION
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.cell import LATENCY_NUMERIC
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.simulation.live import LiveSimulation
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT
@@ -90,3 +93,75 @@ def test_a_model_without_a_base_has_none():
     assert hand.base is None and hand.base_odometry() is None
     with pytest.raises(ConfigError, match='no mobile base'):
         hand.command_base(0.1, 0.0)
+
+
+# ------------------------------------------------------------------------- command latency
+def mir250_with_latency(path, latency: float):
+    """The built-in MiR250 written to ``path`` with a command latency (s; the custom numeric)."""
+    spec = mujoco.MjSpec.from_file(str(builtin_model_path('mir250')))
+    spec.add_numeric(name=LATENCY_NUMERIC, data=[latency])
+    path.write_text(spec.to_xml())
+    return path
+
+
+@pytest.fixture
+def late_sim(tmp_path):
+    """The MiR250 with a 0.1 s command latency."""
+    return LiveSimulation(mir250_with_latency(tmp_path / 'mir250.xml', 0.1))
+
+
+def test_a_stamped_command_takes_effect_the_latency_after_its_stamp(late_sim):
+    late_sim.step(50)                                       # 0.1 s
+    late_sim.command_base(0.5, 0.0, sent=0.06)              # sent 40 ms ago: due at 0.16 s
+    late_sim.step(29)
+    assert late_sim.base.current_command(late_sim.time) == (0.0, 0.0)
+    late_sim.step(1)
+    assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
+
+
+def test_a_command_later_than_the_latency_takes_effect_when_it_arrives(late_sim):
+    late_sim.step(100)                                      # 0.2 s
+    late_sim.command_base(0.5, 0.0, sent=0.02)              # 180 ms old: at once
+    late_sim.step(1)
+    assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
+    late_sim.command_base(0.3, 0.0)                         # unstamped: sent now, due in 0.1 s
+    late_sim.step(49)
+    assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
+    late_sim.step(1)
+    assert late_sim.base.current_command(late_sim.time) == (0.3, 0.0)
+
+
+def test_a_command_stamped_ahead_of_a_lagging_sim_waits_for_its_time(late_sim):
+    late_sim.step(50)                                       # 0.1 s; the stamps' clock is at 0.12 s
+    late_sim.command_base(0.5, 0.0, sent=0.12)              # due at 0.22 s
+    late_sim.step(59)
+    assert late_sim.base.current_command(late_sim.time) == (0.0, 0.0)
+    late_sim.step(1)
+    assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
+    late_sim.command_base(0.3, 0.0, sent=late_sim.time + 5.0)    # a clock that does not match: sent now
+    late_sim.step(50)
+    assert late_sim.base.current_command(late_sim.time) == (0.3, 0.0)
+
+
+def test_a_late_command_never_undoes_a_newer_one(late_sim):
+    late_sim.step(50)
+    late_sim.command_base(0.4, 0.0, sent=0.1)               # due at 0.2 s
+    late_sim.step(60)                                       # 0.22 s: in force
+    late_sim.command_base(0.9, 0.0, sent=0.09)              # sent before it, arrived after
+    late_sim.step(5)
+    assert late_sim.base.current_command(late_sim.time) == (0.4, 0.0)
+
+
+def test_commands_superseded_while_paused_are_not_kept(late_sim):
+    late_sim.paused = True
+    for v in np.linspace(0.1, 0.5, 500):
+        late_sim.command_base(v, 0.0)
+    assert len(late_sim.base._pending) == 1
+    late_sim.paused = False
+    late_sim.step(51)
+    assert late_sim.base.current_command(late_sim.time) == (pytest.approx(0.5), 0.0)
+
+
+def test_a_negative_command_latency_is_refused(tmp_path):
+    with pytest.raises(ModelError, match='base_command_latency is -0.1'):
+        LiveSimulation(mir250_with_latency(tmp_path / 'mir250.xml', -0.1))

@@ -293,8 +293,9 @@ def test_offline_protocol_from_the_live_bags(ros, cell, protocol_run, small_prot
     assert math.hypot(odom_after.x - odom_before.x, odom_after.y - odom_before.y) < 1e-3    # nothing moved
 
 def test_a_rejected_goal_fails_the_run_with_a_line_naming_it(ros, cell, tmp_path):
-    """A rest pose outside the UR5's joint limits: the twin rejects the positioning goal; the run
-    fails (calibrate-live exit 1) with one line naming the run, and nothing is recorded."""
+    """A rest pose outside the UR5's joint limits: the twin rejects the positioning goal, which is
+    sent again up to record_attempts (3) times (nothing moved); the run then fails (calibrate-live
+    exit 1) with one line naming the run, and nothing is recorded."""
     helpers, _ = ros
     protocol = tmp_path / 'unreachable.yaml'
     protocol.write_text(SMALL_PROTOCOL.replace('shoulder_pan_joint: 0.0,', 'shoulder_pan_joint: 7.0,', 1))
@@ -311,6 +312,8 @@ def test_a_rejected_goal_fails_the_run_with_a_line_naming_it(ros, cell, tmp_path
     assert failed == ['[failed] run AR1: moving the arm to the rest pose: /twin/follow_joint_trajectory rejected '
                       'the goal (see its log for the reason)'], cli.stdout
     assert "position 7 rad of joint 'shoulder_pan_joint' is outside its limits" in cell['up'].output()
+    log = node.output()
+    assert [f'attempt {k}/3' in log for k in (2, 3)] == [True, True] and 'nothing moved' in log, log[-3000:]
     run_dir = next(p for p in (tmp_path / 'out').iterdir() if p.name != 'models')
     assert not (run_dir / 'bags').exists() or not any((run_dir / 'bags').iterdir())
 
