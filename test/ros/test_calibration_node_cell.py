@@ -188,8 +188,9 @@ def test_every_run_is_recorded_with_the_base_and_arm_topics(cell, protocol_run, 
     output = protocol_run['cli'].stdout + protocol_run['cli'].stderr
     assert run_dir is not None, output + protocol_run['log'][-3000:]
     protocol = CellProtocol.from_yaml(small_protocol)
-    assert sorted(p.name for p in (run_dir / 'bags').iterdir()) == sorted(r.name for r in protocol.runs), \
-        output + protocol_run['log'][-3000:]
+    # a recording with lost messages is set aside in bags/rejected/ and recorded again (a starved PC)
+    assert sorted(p.name for p in (run_dir / 'bags').iterdir() if p.name != 'rejected') == \
+        sorted(r.name for r in protocol.runs), output + protocol_run['log'][-3000:]
     for k, run in enumerate(protocol.runs):
         assert f'[recording] executing {run.name} ({k + 1}/3, ' in output, output
     expected = {'/joint_states': JOINT_STATE, '/sim/joint_states': JOINT_STATE, '/cmd_vel': TWIST_STAMPED,
@@ -259,7 +260,7 @@ def test_offline_protocol_from_the_live_bags(ros, cell, protocol_run, small_prot
     from shadow_twin.calibration.job import RESULT
     from shadow_twin.calibration.plan import CalibrationPlan
     helpers, client = ros
-    bags = {p.name: p for p in (protocol_run['run_dir'] / 'bags').iterdir()}
+    bags = {p.name: p for p in (protocol_run['run_dir'] / 'bags').iterdir() if p.name != 'rejected'}
     name = 'cell_calibration_offline'
 
     def node(*params: str):
