@@ -2,8 +2,8 @@
 
 Fast tests (no processes): a run's base path composed onto a start pose at yaw != 0, and the goal
 of a run passing the twin's own base-goal rules. The live test (slow): ``shadow-twin up --cell
---mock-hardware`` in one process (sim bridge on the cell, mock UR, mock hand, mock MiR, twin server
-and monitor) on this test run's private ROS domain, and a calibration node with a small protocol
+--mock-hardware --no-monitor`` in one process (sim bridge on the cell, mock UR, mock hand, mock MiR,
+twin server) on this test run's private ROS domain, and a calibration node with a small protocol
 (an arm swing, one straight base run, one validation arc; tiny screening and budgets) started
 through ``shadow-twin calibrate-live``: every run's bag holds the joint states, the base's commands,
 both odometries and the commanded arm trajectory; the mock MiR moved by the commanded path; the
@@ -132,7 +132,8 @@ def statuses_of(recorder, name: str) -> list[dict]:
 
 @pytest.fixture(scope='module')
 def cell(ros, tmp_path_factory):
-    """``shadow-twin up --cell --mock-hardware`` in one process; yields {'up', 'odom', 'sim_odom'}."""
+    """``shadow-twin up --cell --mock-hardware --no-monitor`` in one process (a calibration does not use
+    the monitor, which takes half a core); yields {'up', 'odom', 'sim_odom'}."""
     from control_msgs.action import FollowJointTrajectory
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
@@ -143,7 +144,7 @@ def cell(ros, tmp_path_factory):
     odom = {topic: client.record(Odometry, topic, depth=2000) for topic in ('/odom', '/sim/odom')}
     up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
         helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
-        '--cell', '--mock-hardware'])
+        '--cell', '--mock-hardware', '--no-monitor'])
     recorders = [*flowing.values(), *odom.values()]
     if not helpers.wait_until(lambda: all(r.count() for r in recorders) or not up.alive(), START_TIMEOUT) \
             or not up.alive():
