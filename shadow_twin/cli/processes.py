@@ -77,9 +77,11 @@ class ChildProcesses:
         return (self.log_dir / f'{name}.log').read_text(errors='replace')[-chars:]
 
     def stop(self, order: list[str] | None = None, timeout: float = 10.0) -> dict[str, int]:
-        """Stop the children, one after the other in ``order`` (default: start order), each
-        with SIGINT, then SIGTERM after ``timeout`` s, then SIGKILL; returns their exit statuses."""
-        names = list(order or self.procs) + [n for n in self.procs if n not in (order or ())]
+        """Stop the children, one after the other in ``order`` (default: start order; names of
+        children not started are skipped), each with SIGINT, then SIGTERM after ``timeout`` s, then
+        SIGKILL; returns their exit statuses."""
+        first = [n for n in (order or ()) if n in self.procs]
+        names = first + [n for n in self.procs if n not in first]
         for name in names:
             proc = self.procs[name]
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):

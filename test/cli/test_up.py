@@ -66,3 +66,15 @@ def test_no_monitor_leaves_the_monitor_out(capsys):
     with pytest.raises(SystemExit) as exit_info:
         up.main(['--no-monitor', '--monitor-config', str(config_path('twin_monitor.yaml'))])
     assert exit_info.value.code == 2 and 'exclude each other' in capsys.readouterr().err
+
+
+def test_children_stop_in_order_skipping_names_not_started(tmp_path):
+    """``up --no-monitor`` stops its children with an order that names the monitor, which it did not
+    start (a KeyError there made the command exit 1 after a clean run)."""
+    import sys
+    from shadow_twin.cli.processes import ChildProcesses
+    children = ChildProcesses(tmp_path)
+    for name in ('shadow_twin', 'bridge'):
+        children.start(name, [sys.executable, '-c', 'import time; time.sleep(30)'])
+    statuses = children.stop(order=['shadow_twin', 'twin_monitor'], timeout=5.0)
+    assert set(statuses) == {'shadow_twin', 'bridge'} and all(s is not None for s in statuses.values())
