@@ -60,7 +60,7 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
   accepted ``ACCEPT_MARGIN`` (0.03 s) before that start; if one is rejected or not
   accepted in time, the parts already accepted are canceled (before the start:
   nothing moves) and the goal is rejected with the reason. The lead is ``start_lead``
-  (0.25 s; the cell's config: 0.5 s) plus ``start_lead_per_point`` (100 us) per point, since every controller
+  (0.25 s; the cell's config: 0.5 s) plus ``start_lead_per_point`` (200 us) per point, since every controller
   parses and checks all points before it answers; it is chosen from the acceptance times measured by ``benchmarks/faults.py`` on this
   2-core PC under load (see README). Each part carries its joints' tolerances
   from the goal and the goal's ``goal_time_tolerance``.
@@ -178,8 +178,8 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
     Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
          f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
          bounds=(0.05, 10.0)),
-    Spec('start_lead_per_point', 1e-4, 'Added to start_lead per trajectory point, s: each controller parses and '
-         'checks every point before it accepts (10,000 points: +1 s).', bounds=(0.0, 0.01)),
+    Spec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses and '
+         'checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
     Spec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than this '
          'counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
     Spec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '

@@ -26,6 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_PARAMS = REPO / 'config' / 'calibration_node.yaml'
 START_TIMEOUT = 60.0
 NODE_NAME = 'cell_calibration'
+#: s; the cell's stepping threads stalled for 0.11-0.18 s with the test run, the cell's 6 processes
+#: and the node on 2 shared cores, and all three recordings of a run were set aside at the node's
+#: 0.1 s (the set-aside itself: test_calibration_node.py); the protocol is what is tested here
+MAX_GAP = 0.5
 REST_POSE = ('{shoulder_pan_joint: 0.0, shoulder_lift_joint: -1.5707963, elbow_joint: 1.5707963, '
              'wrist_1_joint: -3.1415927, wrist_2_joint: -1.5707963, wrist_3_joint: 0.0}')
 SMALL_PROTOCOL = f"""
@@ -164,7 +168,7 @@ def protocol_run(ros, cell, small_protocol, tmp_path_factory):
     statuses = client.record(DiagnosticStatus, f'/{NODE_NAME}/status', depth=500)
     node = helpers.NodeProcess('calibration_node.node', [
         '-r', f'__node:={NODE_NAME}', '--params-file', str(NODE_PARAMS), '-p', f'output_dir:={folder / "out"}',
-        '-p', f'protocol:={small_protocol}'], folder / f'{NODE_NAME}.log')
+        '-p', f'protocol:={small_protocol}', '-p', f'max_gap:={MAX_GAP}'], folder / f'{NODE_NAME}.log')
     started = time.monotonic()
     try:
         cli = calibrate_live(helpers, NODE_NAME, 540)

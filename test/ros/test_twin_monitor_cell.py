@@ -26,6 +26,9 @@ MONITOR_PARAMS = CONFIG / 'twin_monitor_cell.yaml'
 START_TIMEOUT = 60.0
 ARM = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
 BASE = 'twin_monitor: base'
+#: s to wait for a /diagnostics_agg message (published every 0.25 s here): one CI run on a loaded
+#: 2-core PC received none for 5 s after the base's ERROR while the monitor ran on (exit 0)
+AGGREGATED_TIMEOUT = 15.0
 #: The command both bases get: forward speed (m/s) and yaw rate (rad/s), at 20 Hz for DRIVE s.
 SPEED, TURN, DRIVE = 0.4, 0.3, 2.0
 
@@ -209,7 +212,7 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
     assert kv(diag['twin_monitor: rh_FFJ3'])['warn_rad'] == '0.05'
     assert BASE in diag and kv(diag['twin_monitor: sim vs real'])['joints'] == '30'
     assert kv(diag['twin_monitor: sim vs real'])['real_topics'] == '/joint_states, /rh/joint_states'
-    assert helpers.wait_until(lambda: monitor_statuses(topics, settled + 0.05, 'aggregated'), 5.0)
+    assert helpers.wait_until(lambda: monitor_statuses(topics, settled + 0.05, 'aggregated'), AGGREGATED_TIMEOUT)
     agg = monitor_statuses(topics, settled + 0.05, 'aggregated')
     assert {'/shadow_twin/sim vs real/base', '/shadow_twin/sim vs real/shoulder_pan_joint',
             '/shadow_twin/sim vs real/rh_FFJ3', '/shadow_twin/sim vs real', '/shadow_twin'} <= set(agg)
@@ -278,7 +281,7 @@ def test_driving_only_the_sim_base_makes_the_base_warn_then_error(ros, cell, top
     assert 1 in reached and 2 in reached and reached[1] < reached[2] < 4.0, reached
     assert math.hypot(last.vector.x, last.vector.y) > 0.2
     since = time.monotonic()
-    assert helpers.wait_until(lambda: monitor_statuses(topics, since, 'aggregated'), 5.0)
+    assert helpers.wait_until(lambda: monitor_statuses(topics, since, 'aggregated'), AGGREGATED_TIMEOUT)
     agg = monitor_statuses(topics, since, 'aggregated')
     assert level(agg['/shadow_twin/sim vs real/base']) == 2 and level(agg['/shadow_twin/sim vs real']) == 2
     assert 'position ERROR' in agg['/shadow_twin/sim vs real/base'].message
