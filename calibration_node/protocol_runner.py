@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointComponentTolerance
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -97,13 +98,17 @@ def rest_goal(rest: dict[str, float], seconds: float = POSITIONING_TIME) -> Foll
     return FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
 
 
-def run_goal_msg(goal: RunGoal, start_pose) -> FollowJointTrajectory.Goal:
+def run_goal_msg(goal: RunGoal, start_pose, goal_tolerance: tuple[float, float] = (0.0, 0.0)
+                 ) -> FollowJointTrajectory.Goal:
     """The ``FollowJointTrajectory`` goal of one protocol run: the arm's trajectory and, when the
     base moves, its path composed onto ``start_pose`` ((3,) x, y, yaw in ``odom``) as the planar
     ``virtual_joint`` in ``odom``. The stamps are left 0 (the executor stamps them).
 
     Its ``goal_time_tolerance`` is :data:`RUN_GOAL_TIME`: the runs are meant to make the wheels
     slip, and a base that slid needs longer than the twin's default to come back to its end pose.
+    ``goal_tolerance`` (position m, yaw rad; the protocol's ``goal_position_tolerance`` and
+    ``goal_yaw_tolerance``) becomes the base's ``component_goal_tolerance`` (TRANSLATION, ROTATION)
+    where > 0; 0 leaves the twin's.
 
     A base run ends at rest by definition; its last point's velocities are set to exactly 0
     (the profile's interpolation leaves round-off there, and the twin, as the JTC, accepts only
@@ -115,6 +120,10 @@ def run_goal_msg(goal: RunGoal, start_pose) -> FollowJointTrajectory.Goal:
         velocities[-1] = 0.0
         msg.multi_dof_trajectory = planar_trajectory_msg(goal.base_times, poses, velocities,
                                                          DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT)
+        msg.component_goal_tolerance = [
+            JointComponentTolerance(joint_name=DEFAULT_BASE_JOINT, component=component, position=float(value))
+            for component, value in zip((JointComponentTolerance.TRANSLATION, JointComponentTolerance.ROTATION),
+                                        goal_tolerance) if value > 0]
     return msg
 
 
@@ -186,6 +195,8 @@ class ProtocolRunner:
                  odometry: OdometryWatch, settings: RunnerSettings) -> None:
         self.protocol: CellProtocol = plan.cell_protocol()
         self.executor, self.recorder, self.odometry, self.settings = executor, recorder, odometry, settings
+        #: The base's goal tolerance of every run's goal (m, rad; 0: the twin's).
+        self.goal_tolerance = (self.protocol.goal_position_tolerance, self.protocol.goal_yaw_tolerance)
         base = plan.base_recording_topics()
         self.topics = {plan.real_topic: JointState, plan.sim_topic: JointState, base['cmd_vel']: TwistStamped,
                        base['odom']: Odometry, base['sim_odom']: Odometry}
@@ -213,12 +224,14 @@ class ProtocolRunner:
         lead_in = self.protocol.lead_in_goal() if len(goal.base_times) else None
         if lead_in is not None:
             try:
-                self.executor.send(run_goal_msg(lead_in, self.odometry.pose()), lead, self.settings.settle_time)
+                self.executor.send(run_goal_msg(lead_in, self.odometry.pose(), self.goal_tolerance), lead,
+                                   self.settings.settle_time)
             except ShadowTwinError as exc:
                 raise in_run(exc, f'run {run.name}: the lead-in drive') from None
         try:
             start = self.odometry.pose() if len(goal.base_times) else np.zeros(3)
-            return self.executor.record_goal(self.recorder, run_goal_msg(goal, start), goal.arm, bag, lead,
+            return self.executor.record_goal(self.recorder, run_goal_msg(goal, start, self.goal_tolerance), goal.arm,
+                                             bag, lead,
                                              self.settings.settle_time, wait_for=self.flowing,
                                              topics=list(self.topics))
         except TrajectoryError as exc:

@@ -296,6 +296,12 @@ class CellProtocol:
             18 cm over a run, measured on the MiR250 model), and after the previous run it is
             unknown; driving ahead leaves every caster trailing, the state the replay starts
             from (:meth:`lead_in_commands`).
+        goal_position_tolerance: the base's goal tolerance of every run's goal, m (the goal's
+            ``component_goal_tolerance`` TRANSLATION; 0: the twin's ``base.tolerances``). A run
+            makes the wheels slip on purpose and a differential base cannot take back a lateral
+            error at its end, so its end pose is no target: the recording holds wherever it went
+            (a CN1 under load ended 0.08 m to the side and aborted at the twin's 0.05 m).
+        goal_yaw_tolerance: the same for yaw, rad (ROTATION; 0: the twin's).
         source: the file it was read from.
     """
 
@@ -308,9 +314,13 @@ class CellProtocol:
     arm_budget: int = 40
     base_budget: int = 40
     lead_in: BaseMotion | None = None
+    goal_position_tolerance: float = 0.0
+    goal_yaw_tolerance: float = 0.0
     source: str = ''
 
     def __post_init__(self) -> None:
+        for name in ('goal_position_tolerance', 'goal_yaw_tolerance'):
+            _number(getattr(self, name), name, low=0.0)
         if self.lead_in is not None and (self.lead_in.speed <= 0 or self.lead_in.radius):
             raise ConfigError(f'lead_in must drive straight ahead (speed > 0, radius 0), got {self.lead_in}')
         names = [r.name for r in self.runs]

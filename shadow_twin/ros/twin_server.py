@@ -68,7 +68,10 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
   of one of its goal joints (``real_joint_states_topics``; the sim's on
   ``sim_joint_states_topic``) is older than ``joint_state_timeout`` (0.2 s: the UR
   publishes at 125 Hz, the hand at 125-250 Hz), or, while it runs a part, when
-  it sent no feedback for ``feedback_timeout`` (1 s). A gone controller rejects a
+  it sent no feedback for ``feedback_timeout`` (1 s; checked again after
+  ``FEEDBACK_GRACE``, so that feedback queued while this process did not run counts;
+  past the trajectory's end ``ANSWER_TIMEOUT`` more, as a controller that reached its goal
+  stops its feedback and its result may be on its way). A gone controller rejects a
   new goal at once; during a goal it aborts the goal (INVALID_GOAL, the message
   names the controller, the joint and the age of its last state), every other
   part is canceled (the sim holds position), and the gone controller gets a
@@ -146,6 +149,10 @@ LISTENER_TURN_PERIOD = 0.02
 #: Seconds after the start within which a goal waits for joint states or odometry that have not
 #: arrived yet (discovery), s.
 STARTUP_GRACE = 10.0
+#: Seconds a controller silent for longer than ``feedback_timeout`` gets before it counts as gone:
+#: feedback that came while this process was not running waits in the executor's queue, and the
+#: other executor threads take it meanwhile (as ``wait_for_turn`` for the joint states).
+FEEDBACK_GRACE = 0.1
 #: Seconds to wait for the controllers to answer a goal / a cancel.
 ANSWER_TIMEOUT = 3.0
 #: Seconds a new goal waits for the goal it preempted to cancel its controller goals, so
@@ -610,6 +617,12 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def _update_results(self, plan: TwinPlan) -> None:
         settings = self._settings()
+        quiet_limit = settings['feedback_timeout']
+        if plan.trajectory is not None and self._now_s() >= plan.start_s + plan.trajectory.duration:
+            # past the trajectory's end a controller that reached its goal sends no more feedback,
+            # and its result may still be on its way: give it ANSWER_TIMEOUT more (its joint states
+            # still show whether it is there)
+            quiet_limit += ANSWER_TIMEOUT
         for sub in plan.subs:
             if sub.result is not None:
                 continue
@@ -620,9 +633,14 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
                 continue
             why = self._staleness(sub.source, sub.joints, settings)
             silent = time.monotonic() - sub.last_heard
-            if why is None and silent > settings['feedback_timeout']:
+            if why is None and silent > quiet_limit:
+                time.sleep(FEEDBACK_GRACE)
+                silent = time.monotonic() - sub.last_heard
+            if why is None and silent > quiet_limit + FEEDBACK_GRACE:
+                after_end = '' if quiet_limit == settings['feedback_timeout'] else \
+                    f' + {ANSWER_TIMEOUT:g} s for its result after the trajectory end'
                 why = (f'its action server stopped answering: no feedback for {silent:.2f} s '
-                       f'(feedback_timeout {settings["feedback_timeout"]:g} s)')
+                       f'(feedback_timeout {settings["feedback_timeout"]:g} s{after_end})')
             if why is not None:
                 sub.gone = True
                 sub.result = split.ControllerResult(jtc.GoalOutcome.ABORTED, jtc.INVALID_GOAL,

@@ -127,6 +127,24 @@ def test_a_lead_in_that_does_not_drive_straight_ahead_is_refused(tmp_path, lead_
         CellProtocol.from_yaml(tmp_path / 'p.yaml')
 
 
+@pytest.mark.parametrize('key,value', [('goal_position_tolerance', -0.1), ('goal_yaw_tolerance', 'wide'),
+                                       ('goal_yaw_tolerance', float('nan'))])
+def test_a_negative_or_non_numeric_run_goal_tolerance_is_refused_naming_it(tmp_path, key, value):
+    shipped = CellProtocol.from_yaml()
+    assert (shipped.goal_position_tolerance, shipped.goal_yaw_tolerance) == (0.3, 0.3)
+    assert (CellProtocol.from_yaml(write_protocol(tmp_path, SMALL)).goal_position_tolerance) == 0.0   # the twin's
+    bad = yaml.safe_load(yaml.safe_dump(SMALL))
+    bad['protocol'][key] = value
+    with pytest.raises(ConfigError, match=f'p.yaml: {key} must be'):
+        CellProtocol.from_yaml(write_protocol(tmp_path, bad))
+
+
+def write_protocol(folder, data: dict):
+    path = folder / 'p.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def test_a_protocol_file_with_bad_runs_is_refused_with_the_run_named(tmp_path):
     bad = yaml.safe_load(yaml.safe_dump(SMALL))
     bad['runs']['CN2']['role'] = 'identification'
