@@ -154,6 +154,11 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
     helpers, client = ros
+    # every error is checked against the arm samples at or before its stamp: this process must have
+    # had them for a while (a CI run sent the goal 1.5 s after the cell was up, and the first errors
+    # were stamped before the first arm sample received here)
+    assert helpers.wait_until(lambda: all(r.snapshot()[0][0] < time.monotonic() - 1.0
+                                          for r in (topics['arm'], topics['hand'], topics['sim'])), 10.0)
     hand_order = list(topics['hand'].last().name)
     assert list(topics['arm'].last().name) == ARM
     start = time.monotonic()
