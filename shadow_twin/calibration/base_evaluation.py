@@ -47,7 +47,9 @@ class BaseObjectiveSettings:
     Attributes:
         yaw_weight: weight of the squared yaw error (rad^2) against the squared position
             errors (m^2), m^2/rad^2; 1 by default (the study adds them unweighted).
-        settle_time: simulated rest before the replay, s (the base settles on its wheels).
+        settle_time: simulated rest before the replay, s (the base settles on its wheels, the
+            arm under the command that rests at its recorded start: ``TrajectorySimulator``'s
+            ``hold_at_rest_command``; 0: no rest, the arm holds its recorded positions).
         after_last_command: time compared after the last command, s (the base coasts to a
             stop; the command timeout stops the wheels).
         max_start_gap: largest gap between the first command and the first pose, s.
@@ -115,7 +117,8 @@ class BaseEvaluator:
                                              initial_positions=initial_positions, time_offset=offset,
                                              base_commands=recording.twist_commands(start),
                                              settle_time=self.settings.settle_time,
-                                             base_lead_in=self.settings.lead_in)
+                                             base_lead_in=self.settings.lead_in,
+                                             hold_at_rest_command=self.settings.settle_time > 0)
         # the recorded path from the start pose (interpolated at the first command), on its own samples
         inside = (recording.pose_times >= start) & (recording.pose_times <= end)
         rel = poses_relative_to(_pose_at(recording, start), recording.poses[inside])

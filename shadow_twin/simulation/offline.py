@@ -23,6 +23,11 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation.mobile_base import SimMobileBase, TwistCommands, wheel_rate_schedule
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
+#: Settling passes that look for the command resting at the initial positions (each adds the
+#: remaining error to the command; a linear servo needs one, gravity's change with the pose a second).
+REST_COMMAND_ITERATIONS = 4
+#: Rest error below which that search stops, rad (1 urad: far below any encoder's resolution).
+REST_COMMAND_TOLERANCE = 1e-6
 
 
 class TrajectorySimulator:
@@ -52,6 +57,20 @@ class TrajectorySimulator:
     drive that leaves the casters trailing, as the calibration protocol does before each base
     run (a caster's angle at the start changes a slipping base's path by centimetres).
 
+    With ``hold_at_rest_command`` the settling rest holds the *command* under which the
+    controlled joints named in ``initial_positions`` come to rest there (found by settling again
+    with the remaining error added to the command, up to :data:`REST_COMMAND_ITERATIONS` times;
+    other joints are commanded to their initial positions), and joints the trajectory does not
+    name keep that command, as a controller holds its last command: a position servo rests below
+    its command by its static error (gravity / kp), so a recording's measured positions are the
+    command minus that error, and holding them as the command counts the error twice. The
+    trajectory's joints hold their start positions until it starts (a trajectory controller takes
+    the measured state as the start of a new goal). Measured on the cell: holding the recorded
+    positions left the UR5's shoulder lift, elbow and wrist 1 1.7, 3.8 and 3.3 mrad below them,
+    their servos (kp up to 90,000 N m/rad) jolted the slipping base when the run started, and a
+    replay of run IY with a stand-in's own values missed its recording by 16 mm RMS in y; with the
+    rest command 0.6 mm.
+
     Args:
         model: compiled model already converted by ``controller``.
         controller: the simulated controller.
@@ -66,18 +85,22 @@ class TrajectorySimulator:
         settle_time: s simulated with every joint holding before the start (its time is not counted).
         base_lead_in: commands driven (the other joints holding) before the settling rest; their
             time is not counted either. Needs ``settle_time`` > 0 (the base stops in it).
+        hold_at_rest_command: settle under the command that rests at ``initial_positions`` and
+            keep it on the joints the trajectory does not name (see above); False: hold the
+            settled positions themselves. Needs ``settle_time`` > 0.
     Raises:
         TrajectoryError: trajectory joints the controller does not drive.
         ModelError: base commands or a lead-in for a model without a mobile base.
         ValueError: non-finite ``time_offset``, negative or non-finite ``settle_time``, a lead-in
-            without ``settle_time``.
+            or ``hold_at_rest_command`` without ``settle_time``.
     """
 
     def __init__(self, model: mujoco.MjModel, controller: SimController, trajectory: JointTrajectory | None,
                  duration: float, initial_positions: Mapping[str, float] | None = None,
                  interpolation: str = 'auto', initial_velocities: Mapping[str, float] | None = None,
                  time_offset: float = 0.0, base_commands: TwistCommands | None = None,
-                 settle_time: float = 0.0, base_lead_in: TwistCommands | None = None) -> None:
+                 settle_time: float = 0.0, base_lead_in: TwistCommands | None = None,
+                 hold_at_rest_command: bool = False) -> None:
         unknown = [] if trajectory is None else [j for j in trajectory.joint_names if j not in controller.joint_names]
         if unknown:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
@@ -88,6 +111,8 @@ class TrajectorySimulator:
             raise ValueError(f'settle_time must be finite and >= 0, got {settle_time}')
         if base_lead_in is not None and len(base_lead_in.times) and not settle_time > 0:
             raise ValueError('a base lead-in needs settle_time > 0 for the base to stop after it')
+        if hold_at_rest_command and not settle_time > 0:
+            raise ValueError('hold_at_rest_command needs settle_time > 0 to find the command')
         self.model = model
         self.controller = controller
         self.dt = float(model.opt.timestep)
@@ -108,17 +133,27 @@ class TrajectorySimulator:
             if joint in controller.joint_names:
                 data.qvel[controller.dof_adr[controller.joint_names.index(joint)]] = value
         mujoco.mj_forward(model, data)
+        target = data.qpos[controller.qpos_adr].copy()
         if base_lead_in is not None and len(base_lead_in.times):
             self._settle(model, controller, data, settle_time)      # on its wheels first
             self._drive_lead_in(model, controller, data, base_lead_in)
-        if settle_time > 0:
+        #: The model's mobile base, None when it has none.
+        self.base = SimMobileBase.find(model)
+        hold = None
+        if hold_at_rest_command:
+            given = [controller.joint_names.index(j) for j in (initial_positions or {}) if j in controller.joint_names]
+            hold = self._settle_at(model, controller, data, settle_time, target, given)
+        elif settle_time > 0:
             self._settle(model, controller, data, settle_time)
         self.initial_state = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
         mujoco.mj_getState(model, data, self.initial_state, FULL_STATE)
         start = data.qpos[controller.qpos_adr].copy()
         #: (J,) initial positions of ``controller.joint_names`` (at ``time_offset``), rad.
         self.start_positions = start
-        self.desired_positions = np.repeat(start[None], self.nstep, axis=0)
+        #: (J,) the command the joints rest under at the start, rad (the rest command, or
+        #: ``start_positions``); joints the trajectory does not name keep it.
+        self.hold_positions = start if hold is None else hold
+        self.desired_positions = np.repeat(self.hold_positions[None], self.nstep, axis=0)
         self.desired_velocities = np.zeros_like(self.desired_positions)
         step_times = np.arange(self.nstep) * self.dt
         if trajectory is not None:
@@ -130,8 +165,6 @@ class TrajectorySimulator:
             pos[waiting], vel[waiting] = start[columns], 0.0
             self.desired_positions[:, columns] = pos
             self.desired_velocities[:, columns] = vel
-        #: The model's mobile base, None when it has none.
-        self.base = SimMobileBase.find(model)
         if base_commands is not None:
             if self.base is None:
                 raise ModelError('base commands given for a model without a mobile base (no drive wheel joints)')
@@ -143,13 +176,44 @@ class TrajectorySimulator:
     def _settle(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, seconds: float) -> None:
         """Step ``seconds`` with every controlled joint holding where it is (wheels still), then
         restart the clock at 0: the state a live twin at rest would be in."""
-        hold = data.qpos[controller.qpos_adr].copy()
+        TrajectorySimulator._hold(model, controller, data, data.qpos[controller.qpos_adr].copy(), seconds)
+
+    @staticmethod
+    def _hold(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, hold: np.ndarray,
+              seconds: float) -> None:
+        """Step ``seconds`` under the command ``hold`` ((J,) rad, still), then restart the clock at 0
+        at rest."""
         data.ctrl[:] = controller.ctrl(model, hold, np.zeros_like(hold))
         for _ in range(int(np.ceil(seconds / model.opt.timestep))):
             mujoco.mj_step(model, data)
         data.qvel[:] = 0.0
         data.time = 0.0
         mujoco.mj_forward(model, data)
+
+    @classmethod
+    def _settle_at(cls, model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, seconds: float,
+                   target: np.ndarray, given: Sequence[int]) -> np.ndarray:
+        """Settle ``seconds`` under the command that rests the ``given`` columns of the controlled
+        joints at ``target`` ((J,) rad); the others are commanded to ``target`` itself (as a live
+        twin holds its start), the drive wheels where they are. Returns that command."""
+        saved = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
+        mujoco.mj_getState(model, data, saved, FULL_STATE)
+        fitted = np.zeros(len(controller.joint_names), dtype=bool)
+        fitted[list(given)] = True
+        base = SimMobileBase.find(model)
+        wheels = _wheel_columns(controller, base) if base is not None else []
+        fitted[wheels] = False
+        hold = target.copy()
+        hold[wheels] = data.qpos[controller.qpos_adr[wheels]]
+        for attempt in range(REST_COMMAND_ITERATIONS):
+            if attempt:
+                mujoco.mj_setState(model, data, saved, FULL_STATE)
+            cls._hold(model, controller, data, hold, seconds)
+            error = (target - data.qpos[controller.qpos_adr])[fitted]
+            if attempt == REST_COMMAND_ITERATIONS - 1 or np.max(np.abs(error), initial=0.0) < REST_COMMAND_TOLERANCE:
+                break
+            hold[fitted] += error
+        return hold
 
     @staticmethod
     def _drive_lead_in(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData,

@@ -50,7 +50,8 @@ def write_protocol_bags(protocol: CellProtocol, twin: TwinModel, controller: Sim
         sim = TrajectorySimulator(twin.model, controller, goal.arm, duration, initial_positions=rest,
                                   base_commands=commands,
                                   settle_time=BaseObjectiveSettings().settle_time if commands else 0.0,
-                                  base_lead_in=protocol.lead_in_commands() if commands else None)
+                                  base_lead_in=protocol.lead_in_commands() if commands else None,
+                                  hold_at_rest_command=commands is not None)
         model = sim.model_copies(1)[0]
         apply_parameters(model, dict(truth))
         if commands is not None:

@@ -4,6 +4,8 @@ study's pose objective with a calibration that recovers a perturbed base."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -11,13 +13,15 @@ from shadow_twin.calibration.base_evaluation import COORDINATES, BaseEvaluator, 
 from shadow_twin.calibration.base_recording import (ODOMETRY, POSE_STAMPED, TWIST_STAMPED, BaseRecording,
                                                     base_recording_messages, read_base_recording, write_base_recording)
 from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.recording import typestore, write_serialized_bag
+from shadow_twin.calibration.protocol import ArmMotion, BaseMotion, CellProtocol
+from shadow_twin.calibration.recording import JointStateRecording, typestore, write_serialized_bag
 from shadow_twin.calibration.run import Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ModelError, RecordingError
 from shadow_twin.common.paths import config_path
 from shadow_twin.common.stamps import to_nanoseconds, to_sec_nanosec
 from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import (ParameterTarget, TwinModel, apply_parameters, builtin_model_path, get_parameter,
                                     write_calibrated_mjcf)
@@ -52,7 +56,7 @@ def recorded_drive(twin, controller, values: dict, every: int = 10) -> BaseRecor
     ``every`` steps (50 Hz at the 2 ms step), as odometry would give them."""
     commands = drive_commands()
     sim = TrajectorySimulator(twin.model, controller, None, 9.0, base_commands=commands,
-                              settle_time=BaseObjectiveSettings().settle_time)
+                              settle_time=BaseObjectiveSettings().settle_time, hold_at_rest_command=True)
     model = sim.model_copies(1)[0]
     apply_parameters(model, values)
     _, poses = sim.run_base([model])
@@ -159,30 +163,139 @@ def caster_angles(model, state: np.ndarray) -> np.ndarray:
     return np.mod(np.array(angles) + np.pi, 2 * np.pi) - np.pi
 
 
-def test_a_lead_in_drive_leaves_the_casters_trailing_whatever_their_start(cell):
-    """A turn on the spot leaves the casters across the base; the protocol's lead-in after it (0.63 m
-    ahead at 0.3 m/s) turns them behind their pivots (angle ~0 in the model), so the replay's start
-    no longer depends on how the previous run ended (sideways or leading casters change a slipping
-    base's path by up to 18 cm over a protocol run)."""
+def after(first: TwistCommands, then: TwistCommands, gap: float = 0.8) -> TwistCommands:
+    """``first``, then ``gap`` s at rest, then ``then`` (its times shifted)."""
+    shift = first.times[-1] + gap
+    return TwistCommands(np.concatenate([first.times, then.times + shift]), np.vstack([first.twists, then.twists]))
+
+
+def steady(v: float, omega: float, seconds: float) -> TwistCommands:
+    """``seconds`` of one twist at 50 Hz, then a zero command."""
+    t = np.arange(0.0, seconds + 0.02, 0.02)
+    return TwistCommands(t, np.column_stack([np.where(t < seconds, v, 0.0), np.where(t < seconds, omega, 0.0)]))
+
+
+def test_the_protocols_lead_in_leaves_the_casters_trailing_whatever_their_start(cell):
+    """Turns on the spot (casters across the base) and a drive backwards (casters leading), then
+    the shipped protocol's lead-in, the arm at its rest pose: every caster ends within 1 deg of
+    trailing (angle 0 in the model), so the replay's start no longer depends on how the previous
+    run ended (sideways or leading casters change a slipping base's path by up to 18 cm over a
+    protocol run). A slower lead-in (0.3 m/s) leaves a rear caster several degrees off."""
     twin, controller = cell
-    t = np.arange(0.0, 5.6, 0.02)
-    turning = t < 2.0
-    ahead = (t >= 2.8) & (t < 4.9)
-    turn_only = TwistCommands(t[t < 2.8], np.column_stack([np.zeros(turning.sum() + 40), np.where(turning, 0.8, 0.0)[t < 2.8]]))
-    turn_then_ahead = TwistCommands(t, np.column_stack([np.where(ahead, 0.3, 0.0), np.where(turning, 0.8, 0.0)]))
     model = twin.model
-    across = TrajectorySimulator(model, controller, None, 0.1, settle_time=0.5, base_lead_in=turn_only)
-    aligned = TrajectorySimulator(model, controller, None, 0.1, settle_time=0.5, base_lead_in=turn_then_ahead)
-    assert np.max(np.abs(caster_angles(model, across.initial_state))) > 1.0      # a caster is across
-    # the front ones trail; a rear one may stop up to ~0.3 rad off (measured: its path effect <= 10 mm)
-    assert np.all(np.abs(caster_angles(model, aligned.initial_state)) < 0.4)
-    assert np.hypot(*(aligned.initial_base_pose[:2] - across.initial_base_pose[:2])) == pytest.approx(0.63, abs=0.05)
-    assert np.abs(aligned.initial_state[1 + model.nq:1 + model.nq + model.nv]).max() < 0.05     # at rest again
+    protocol = CellProtocol.from_yaml(None)
+    lead_in = protocol.lead_in_commands()
+    slow = replace(protocol, lead_in=BaseMotion(speed=0.3, accel=0.5, cruise=1.5)).lead_in_commands()
+    starts = {'turned left': steady(0.0, 0.8, 2.0), 'turned right': steady(0.0, -0.8, 2.0),
+              'backwards': steady(-0.3, 0.0, 2.0), 'arc backwards': steady(-0.3, 0.4, 3.0)}
+    slow_worst = 0.0
+    for name, disturbance in starts.items():
+        kwargs = dict(initial_positions=protocol.rest_pose, settle_time=0.5)
+        across = TrajectorySimulator(model, controller, None, 0.1, base_lead_in=disturbance, **kwargs)
+        aligned = TrajectorySimulator(model, controller, None, 0.1, base_lead_in=after(disturbance, lead_in), **kwargs)
+        assert np.max(np.abs(caster_angles(model, across.initial_state))) > 1.0, name      # a caster across
+        assert np.all(np.abs(caster_angles(model, aligned.initial_state)) < np.radians(1.0)), \
+            (name, np.degrees(caster_angles(model, aligned.initial_state)))
+        moved = aligned.initial_base_pose[:2] - across.initial_base_pose[:2]
+        assert np.hypot(*moved) == pytest.approx(protocol.lead_in.speed * (protocol.lead_in.cruise + protocol.lead_in.speed
+                                                                           / protocol.lead_in.accel), abs=0.05)
+        assert np.abs(aligned.initial_state[1 + model.nq:1 + model.nq + model.nv]).max() < 0.05     # at rest again
+        behind_slow = TrajectorySimulator(model, controller, None, 0.1, base_lead_in=after(disturbance, slow), **kwargs)
+        slow_worst = max(slow_worst, np.max(np.abs(caster_angles(model, behind_slow.initial_state))))
+    assert slow_worst > np.radians(5.0)
+    turn_only = starts['turned left']
     with pytest.raises(ValueError, match='settle_time'):
         TrajectorySimulator(model, controller, None, 0.1, base_lead_in=turn_only)
     hand = TwinModel()
     with pytest.raises(ModelError, match='without a mobile base'):
         TrajectorySimulator(hand.model, SimController(hand.model), None, 0.1, settle_time=0.1, base_lead_in=turn_only)
+
+
+ARM = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint')
+
+
+def test_the_settling_rest_can_hold_the_command_that_rests_at_the_initial_positions(cell):
+    """The UR5's servos rest below their command under gravity: holding the initial positions
+    as the command leaves the arm milliradians below them; the rest command brings it back within
+    a microradian and stays on the joints the trajectory does not name (the arm stays there
+    while the shoulder pan swings); the pan holds its start positions until its stamped start."""
+    twin, controller = cell
+    rest = CellProtocol.from_yaml(None).rest_pose
+    columns = [controller.joint_names.index(j) for j in ARM]
+    target = np.array([rest[j] for j in ARM])
+    times = np.linspace(0.1, 1.0, 10)
+    pan = JointTrajectory(['shoulder_pan_joint'], times, (0.3 * np.sin(np.pi * times))[:, None])
+    plain = TrajectorySimulator(twin.model, controller, pan, 1.5, initial_positions=rest, settle_time=0.5,
+                                time_offset=-0.3)
+    held = TrajectorySimulator(twin.model, controller, pan, 1.5, initial_positions=rest, settle_time=0.5,
+                               time_offset=-0.3, hold_at_rest_command=True)
+    assert np.max(np.abs(plain.start_positions[columns] - target)) > 5e-4        # sagged under gravity
+    assert np.max(np.abs(held.start_positions[columns] - target)) < 1e-5
+    static_error = held.hold_positions[columns] - target
+    assert 5e-4 < np.max(np.abs(static_error)) < 0.02
+    others = columns[1:]
+    assert np.allclose(held.desired_positions[:, others], held.hold_positions[others])
+    waiting = held.times - held.dt < 0.0                                          # before the stamped start
+    assert waiting.sum() == pytest.approx(0.3 / held.dt, abs=1)
+    assert np.allclose(held.desired_positions[waiting, columns[0]], held.start_positions[columns[0]])
+    positions = held.run([twin.model])[0]
+    assert np.ptp(positions[:, columns[0]]) > 0.25                                # the pan swung
+    assert np.max(np.abs(positions[waiting][:, others] - target[1:])) < 1e-4     # the rest stayed put
+    assert np.max(np.abs(plain.run([twin.model])[0][waiting][:, others] - target[1:])) > 5e-4
+    with pytest.raises(ValueError, match='hold_at_rest_command'):
+        TrajectorySimulator(twin.model, controller, pan, 1.0, initial_positions=rest, hold_at_rest_command=True)
+
+
+def test_a_base_run_recorded_on_the_live_simulation_is_replayed_within_a_millimetre(cell):
+    """The live simulation (the bridge's) plays the real cell of run IY: the arm held at the rest
+    pose by its trajectory controller, the protocol's lead-in, then the shoulder pan's swing on its
+    stamped start while the base drives straight at 1 m/s on steep ramps (the wheels slip). The
+    calibration's replay of that recording with the same model follows its path within a
+    millimetre: the replay's arm rests under the command the live arm rested under (holding the
+    recorded, sagged positions instead jolted the base at the first swing: 16 mm RMS in y on a
+    stand-in's recording)."""
+    twin, controller = cell
+    protocol = CellProtocol.from_yaml(None)
+    run = next(r for r in protocol.runs if r.name == 'IY')
+    rest, goal = protocol.rest_pose, run.goal(protocol.rest_pose)
+    live = LiveSimulation(twin.path, CELL_GAINS)
+    live.set_trajectory(ArmMotion().trajectory_for(rest, 2.0))
+    live.step(int(3.0 / live.dt))
+    lead_in = protocol.lead_in_commands()
+    begin = live.time
+    for t, (v, omega) in zip(lead_in.times, lead_in.twists):
+        live.command_base(v, omega, sent=begin + t)
+        live.step_to(begin + t + 0.02)
+    live.step(int(1.0 / live.dt))
+    first = live.time                                       # the first command of the run
+    command_times = np.arange(0.0, run.base.duration + 0.3, 0.02)
+    commands = run.base.twist(command_times)
+    arm_start = first + 0.4                                 # the arm's stamped start, after the first command
+    live.set_trajectory(goal.arm, start_time=arm_start)
+    arm_times, arm_positions, pose_times, poses, k = [], [], [], [], 0
+    for step in range(int((command_times[-1] + 1.5) / live.dt)):
+        while k < len(command_times) and first + command_times[k] <= live.time + 1e-9:
+            live.command_base(*commands[k], sent=first + command_times[k])
+            k += 1
+        if step % 4 == 0:
+            arm_times.append(live.time)
+            arm_positions.append(live.positions(list(ARM)))
+        if step % 10 == 0:
+            pose_times.append(live.time)
+            poses.append(live.base_odometry().pose)
+        live.step(1)
+    poses = np.array(poses, dtype=float)
+    poses[:, 2] = np.unwrap(poses[:, 2])
+    recording = BaseRecording(first + command_times, commands, np.array(pose_times), poses, '/odom', 'live')
+    arm = JointStateRecording.from_arrays(arm_times, list(ARM), np.array(arm_positions), source='live')
+    at_first = dict(zip(ARM, arm.values(list(ARM))[0]))
+    evaluator = BaseEvaluator(twin, controller, recording, BaseObjectiveSettings(lead_in=lead_in), goal.arm, arm_start,
+                              at_first, arm_recording=arm, arm_joints=list(ARM))
+    paths, arms = evaluator.simulate_with_arm([{}], 1)
+    assert np.ptp(evaluator.real[:, 0]) > 5.0 and np.ptp(np.array(arm_positions)[:, 0]) > 1.0     # it drove and swung
+    error = evaluator.path_rmse(paths[0])
+    assert error["base_x"] < 1e-3 and error["base_y"] < 1e-3 and error["base_yaw"] < 1e-3, error
+    assert max(evaluator.arm_mse(arms[0]).values()) < 1e-8                # 0.1 mrad RMS
 
 
 def test_base_commands_need_a_model_with_a_base():

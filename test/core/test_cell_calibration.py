@@ -104,16 +104,20 @@ def test_an_arm_swing_starts_and_ends_at_rest_and_stays_under_the_speed_limit():
 
 
 def test_every_base_run_starts_after_a_straight_lead_in_that_the_replay_drives_too():
-    """The shipped lead-in: 0.63 m straight ahead with the arm at rest, from rest to rest; as a goal
-    (the live runner sends it before each base run) and as 50 Hz commands (the replay drives them)."""
+    """The shipped lead-in: straight ahead (its two ramps and its cruise: speed * (cruise + speed /
+    accel) m) with the arm at rest, from rest to rest; as a goal (the live runner sends it before
+    each base run) and as 50 Hz commands (the replay drives them)."""
     protocol = CellProtocol.from_yaml()
+    lead_in = protocol.lead_in
     goal = protocol.lead_in_goal()
-    assert goal.base_poses[-1] == pytest.approx([0.63, 0.0, 0.0], abs=1e-6)
+    distance = lead_in.speed * (lead_in.cruise + lead_in.speed / lead_in.accel)
+    assert distance > 0.5
+    assert goal.base_poses[-1] == pytest.approx([distance, 0.0, 0.0], abs=1e-6)
     assert goal.base_velocities[-1] == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)
     assert np.allclose(goal.arm.positions, list(protocol.rest_pose.values()))
     commands = protocol.lead_in_commands()
     assert np.diff(commands.times) == pytest.approx(0.02) and commands.times[-1] >= protocol.lead_in.duration
-    assert commands.twists[:, 0].max() == pytest.approx(0.3) and commands.twists[-1] == pytest.approx([0.0, 0.0])
+    assert commands.twists[:, 0].max() == pytest.approx(lead_in.speed) and commands.twists[-1] == pytest.approx([0.0, 0.0])
     assert not commands.twists[:, 1].any()
     assert CellProtocol(protocol.rest_pose, protocol.runs, protocol.arm_space, protocol.base_space).lead_in_goal() is None
 
