@@ -142,7 +142,8 @@ class TrajectorySimulator:
         hold = None
         if hold_at_rest_command:
             given = [controller.joint_names.index(j) for j in (initial_positions or {}) if j in controller.joint_names]
-            hold = self._settle_at(model, controller, data, settle_time, target, given)
+            wheels = _wheel_columns(controller, self.base) if self.base is not None else []
+            hold = self._settle_at(model, controller, data, settle_time, target, given, wheels)
         elif settle_time > 0:
             self._settle(model, controller, data, settle_time)
         self.initial_state = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
@@ -192,16 +193,15 @@ class TrajectorySimulator:
 
     @classmethod
     def _settle_at(cls, model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, seconds: float,
-                   target: np.ndarray, given: Sequence[int]) -> np.ndarray:
+                   target: np.ndarray, given: Sequence[int], wheels: Sequence[int]) -> np.ndarray:
         """Settle ``seconds`` under the command that rests the ``given`` columns of the controlled
         joints at ``target`` ((J,) rad); the others are commanded to ``target`` itself (as a live
-        twin holds its start), the drive wheels where they are. Returns that command."""
+        twin holds its start), the drive ``wheels`` (columns) where they are. Returns that command."""
         saved = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
         mujoco.mj_getState(model, data, saved, FULL_STATE)
+        wheels = list(wheels)
         fitted = np.zeros(len(controller.joint_names), dtype=bool)
         fitted[list(given)] = True
-        base = SimMobileBase.find(model)
-        wheels = _wheel_columns(controller, base) if base is not None else []
         fitted[wheels] = False
         hold = target.copy()
         hold[wheels] = data.qpos[controller.qpos_adr[wheels]]

@@ -22,7 +22,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.common.stamps import to_nanoseconds, to_sec_nanosec
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.cell import UR5_JOINTS, CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import (ParameterTarget, TwinModel, apply_parameters, builtin_model_path, get_parameter,
                                     write_calibrated_mjcf)
 from shadow_twin.simulation.live import LiveSimulation
@@ -211,7 +211,7 @@ def test_the_protocols_lead_in_leaves_the_casters_trailing_whatever_their_start(
         TrajectorySimulator(hand.model, SimController(hand.model), None, 0.1, settle_time=0.1, base_lead_in=turn_only)
 
 
-ARM = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint')
+ARM = UR5_JOINTS
 
 
 def test_the_settling_rest_can_hold_the_command_that_rests_at_the_initial_positions(cell):
