@@ -14,6 +14,14 @@
   after the tick's joint states), not an executor timer: a timer would wake the executor
   threads 50 times a second, whose Python holds the GIL the stepping thread needs on time.
 
+* ``~/set_entity_state`` (``simulation_interfaces/srv/SetEntityState``, the ROS simulation
+  interfaces' standard): puts the base at a pose in ``odom_frame`` (x, y and yaw of
+  ``state.pose``; height, roll and pitch kept), at rest, its command dropped: the twin
+  re-anchors the sim base to the real one's odometry with it. ``entity`` is ``base_frame``
+  or empty; a twist or acceleration other than zero is refused (FEATURE_UNSUPPORTED), a
+  non-finite or zero quaternion too (INVALID_POSE), and a frame other than ``odom_frame``
+  or empty (OPERATION_FAILED); the message says why.
+
 The sim's odometry is its exact free-body pose (no wheel slip drift), so it is the
 ground truth that the real robot's wheel odometry is compared against.
 """
@@ -25,10 +33,16 @@ import time
 
 from geometry_msgs.msg import TransformStamped, TwistStamped
 from nav_msgs.msg import Odometry
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import SetEntityState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from tf2_msgs.msg import TFMessage
 
+from shadow_twin.common.stamps import to_seconds
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscription
+from shadow_twin.ros.message_checks import BadMessage, check_finite, check_pose, check_twist_stamped
 from shadow_twin.simulation.live import LiveSimulation
 from shadow_twin.simulation.mobile_base import BaseOdometry
 
@@ -54,15 +68,19 @@ class BaseInterface:
             odom_frame, base_frame, publish_tf.
         stamp_of: sim time (s) -> builtin_interfaces/Time of the state at that time.
         to_sim_time: builtin_interfaces/Time of a command's stamp -> sim time (s), None when unset.
+        now_s: "now" on the clock of command stamps (ROS time, or sim time with ``/clock``), s.
     """
 
-    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time) -> None:
-        self.node, self.sim, self.stamp_of, self.to_sim_time = node, sim, stamp_of, to_sim_time
+    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time, now_s) -> None:
+        self.node, self.sim, self.stamp_of, self.to_sim_time, self.now_s = node, sim, stamp_of, to_sim_time, now_s
         group = MutuallyExclusiveCallbackGroup()
         self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
-        node.create_subscription(TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
-                                 callback_group=group)
+        self.cmd_vel_topic = settings['cmd_vel_topic']
+        guarded_subscription(node, TwistStamped, self.cmd_vel_topic, self._on_command, 10,
+                             check=check_twist_stamped, callback_group=group)
+        self.frames = (settings['odom_frame'], settings['base_frame'])
+        guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state, callback_group=group)
         #: Velocity commands that arrived later than the command latency after their stamps.
         self.late_commands = 0
         self._late_logged = -math.inf
@@ -86,10 +104,52 @@ class BaseInterface:
         base = self.sim.base
         if base is None:
             return
-        sent = self.to_sim_time(msg.header.stamp)
+        stamp = msg.header.stamp
+        if stamp.sec or stamp.nanosec:
+            age, timeout = self.now_s() - to_seconds(stamp), self.sim.base_command_timeout
+            if age > timeout:
+                guard_of(self.node).report(self.cmd_vel_topic, BadMessage(
+                    f'header.stamp is {age:.3f} s old, more than cmd_vel_timeout {timeout:g} s: a stale command '
+                    f'(held while this bridge or the network stalled) is not driven'))
+                return
+        sent = self.to_sim_time(stamp)
         self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z, sent)
         if base.command_latency and sent is not None:
             self._check_lateness(self.sim.time - sent, base.command_latency)
+
+    def _on_set_state(self, request, response):
+        """``~/set_entity_state``: place the base (see module doc)."""
+        odom_frame, base_frame = self.frames
+        state = request.state
+        result = response.result
+        refusal = None
+        try:
+            check_pose(state.pose, 'state.pose')
+            motion = (state.twist.linear, state.twist.angular, state.acceleration.linear, state.acceleration.angular)
+            check_finite([c for v in motion for c in (v.x, v.y, v.z)], 'state.twist/acceleration')
+        except BadMessage as exc:
+            refusal = (SetEntityState.Response.INVALID_POSE, str(exc))
+        if refusal is None and request.entity not in ('', base_frame):
+            refusal = (Result.RESULT_NOT_FOUND, f'entity {request.entity!r}: the only entity is the base, '
+                                                f'{base_frame!r} (or empty)')
+        elif refusal is None and state.header.frame_id not in ('', odom_frame):
+            refusal = (Result.RESULT_OPERATION_FAILED, f'header.frame_id {state.header.frame_id!r}: the base is '
+                                                       f'placed in {odom_frame!r} (or empty)')
+        elif refusal is None and any(c for v in motion for c in (v.x, v.y, v.z)):
+            refusal = (Result.RESULT_FEATURE_UNSUPPORTED, 'the base is placed at rest: twist and acceleration '
+                                                          'must be zero')
+        if refusal is not None:
+            result.result, result.error_message = refusal
+            self.node.get_logger().warning(f'set_entity_state refused: {result.error_message}')
+            return response
+        p, q = state.pose.position, state.pose.orientation
+        x, y, yaw = float(p.x), float(p.y), yaw_from_quaternion(q.x, q.y, q.z, q.w)
+        self.sim.place_base(x, y, yaw)
+        self._next_due = -float('inf')          # the new pose goes out at the next tick
+        result.result = Result.RESULT_OK
+        result.error_message = f'base placed at x {x:.3f} m, y {y:.3f} m, yaw {yaw:.3f} rad in {odom_frame}'
+        self.node.get_logger().info(result.error_message)
+        return response
 
     def _check_lateness(self, age: float, latency: float) -> None:
         """Count a command that arrived ``age`` s after its stamp, later than the drive's command

@@ -61,10 +61,13 @@ from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
+from shadow_twin.control.scaled_time import SpeedScalingError, checked_speed_scaling
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.ros import parameters as params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
+from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
+from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
 
@@ -125,25 +128,25 @@ class MujocoBridge(Node):
             self, self.sim, p('action_name'), settings=lambda: self._settings, now_s=self._now_s,
             to_sim_time=self._to_sim_time, stamp_of=self.stamp_of)
         services = MutuallyExclusiveCallbackGroup()
-        self.create_service(Trigger, '~/reload', self._on_reload, callback_group=services)
-        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=services)
-        self.create_service(SetBool, '~/pause', self._on_pause, callback_group=services)
-        self.create_timer(p('diagnostics_period'), self._publish_diagnostics)
-        self.create_timer(p('rtf_log_period'), self._log_rate)
+        guarded_service(self, Trigger, '~/reload', self._on_reload, callback_group=services)
+        guarded_service(self, Trigger, '~/reset', self._on_reset, callback_group=services)
+        guarded_service(self, SetBool, '~/pause', self._on_pause, callback_group=services)
+        guarded_timer(self, p('diagnostics_period'), self._publish_diagnostics, 'diagnostics')
+        guarded_timer(self, p('rtf_log_period'), self._log_rate, 'real-time factor log')
         self.sim.set_speed_scaling(float(p('speed_scaling')) / 100.0, list(p('speed_scaled_joints')))
         if p('speed_scaling_topic'):
             scaling_pub = self.create_publisher(Float64, p('speed_scaling_topic'), 10)
             self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=float(self._param('speed_scaling')))))
         if p('speed_scaling_input_topic'):
-            self.create_subscription(Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10,
-                                     callback_group=services)
+            guarded_subscription(self, Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10,
+                                 callback_group=services)
         if p('follow_joint_states_topic'):
-            self.create_subscription(JointState, p('follow_joint_states_topic'), self._on_followed_state, qos,
-                                     callback_group=services)
+            guarded_subscription(self, JointState, p('follow_joint_states_topic'), self._on_followed_state, qos,
+                                 check=check_joint_state, callback_group=services)
         self.base = None
         if self.sim.base is not None:
             self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of,
-                                      self._stamp_sim_time)
+                                      self._stamp_sim_time, self._now_s)
         self.viewer = None
         if p('viewer'):
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
@@ -203,8 +206,14 @@ class MujocoBridge(Node):
         }
 
     def _on_speed_scaling(self, msg: Float64) -> None:
-        """The robot's speed scaling (percent): the sim's scaled joints follow it."""
-        value = min(max(float(msg.data), 0.0), 100.0) / 100.0
+        """The robot's speed scaling (percent): the sim's scaled joints follow it. A value that is
+        not finite or not within 0..100 is dropped with a warning (at most one per 5 s)."""
+        try:
+            value = checked_speed_scaling(msg.data) / 100.0
+        except SpeedScalingError as exc:
+            self.get_logger().warning(f'dropped a message on {self._param("speed_scaling_input_topic")}: '
+                                      f'data: {exc}', throttle_duration_sec=5.0)
+            return
         if value != self.sim.speed_scaling:
             self.sim.set_speed_scaling(value)
             self.get_logger().info(f'speed scaling {100 * value:g} % ({", ".join(self.sim.speed_scaled_joints)})',
@@ -375,10 +384,14 @@ class MujocoBridge(Node):
         """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
         of it was stepped, ``dropped_s`` is given up: the clock is re-anchored so that the sim
         time reached belongs to that tick (the rate meter is not reset: the loss shows in its
-        real-time factor, see :class:`RateMeter`)."""
+        real-time factor, see :class:`RateMeter`). A lag longer than ``cmd_vel_timeout`` (the
+        process was stopped or starved) stops the base: its command is that old."""
         self._dropped_s += dropped_s
         now = time.monotonic()
         self.clock.anchor(scheduled, self._ros_now_ns() - to_nanoseconds(now - scheduled), self.sim.time)
+        if self.base is not None and lag_s > self.sim.base_command_timeout:
+            # the base's command was sent before the stall: older than its timeout now, it is not driven on
+            self.sim.stop_base()
         if now - self._last_drop_log > 5.0:
             self._last_drop_log = now
             self.get_logger().warning(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the ROS 2 interface packages in interfaces/ (subsets of upstream Jazzy
-# packages that are not on PyPI: control_msgs, tf2_msgs) and install them into
+# packages that are not on PyPI: control_msgs, simulation_interfaces, tf2_msgs) and install them into
 # the project's Python venv.
 #
 # Usage: bash scripts/build_interfaces.sh [VENV_DIR [PACKAGE...]]

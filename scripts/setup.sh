@@ -2,7 +2,7 @@
 # One-command set-up of shadow_twin on a Debian/Ubuntu machine without ROS:
 #   .venv with the ROS 2 Jazzy Python wheels (rclpy + Fast DDS, message packages),
 #   the Python dependencies (requirements.txt), the project in editable mode,
-#   the interface packages of interfaces/ (control_msgs, tf2_msgs: not on PyPI) built into
+#   the interface packages of interfaces/ (control_msgs, simulation_interfaces, tf2_msgs: not on PyPI) built into
 #   the venv when they do not import or their sources changed (scripts/build_interfaces.sh),
 #   and the ament layout of the package in the venv (scripts/ament_layout.sh: what
 #   `colcon build --symlink-install` installs, AMENT_PREFIX_PATH in .venv/bin/activate),

@@ -5,6 +5,14 @@ Each child runs in its own session, so a Ctrl-C in the terminal reaches only the
 which then stops the children in the order it chooses (the twin server before the bridges,
 so that it can cancel its controller goals). On Linux each child also gets SIGTERM if the
 parent dies (``PR_SET_PDEATHSIG``), so none is left behind.
+
+:meth:`ChildProcesses.supervise` keeps the healthy children running when one dies (as
+``ros2 launch`` does): the death is reported, and a child named ``respawn`` is started again
+after :data:`RESPAWN_DELAY` s (``shadow-twin up`` respawns the nodes it starts: mock hardware
+and the twin's own; it never starts a real driver). A child that ends within
+:data:`STARTUP_WINDOW` s of its first start cannot start (a bad configuration), and one that
+died :data:`MAX_RESPAWNS` times within :data:`RESPAWN_WINDOW` s is crash-looping: both end the
+supervision.
 """
 
 from __future__ import annotations
@@ -20,6 +28,13 @@ from pathlib import Path
 from shadow_twin.common.errors import ShadowTwinError
 
 _PR_SET_PDEATHSIG = 1
+#: Seconds a child waits after its death before it is started again.
+RESPAWN_DELAY = 1.0
+#: A child ending within this many s of its first start could not start, s.
+STARTUP_WINDOW = 10.0
+#: A child that died this many times within :data:`RESPAWN_WINDOW` s is not started again.
+MAX_RESPAWNS = 3
+RESPAWN_WINDOW = 60.0
 
 
 def _die_with_parent() -> None:    # runs in the child between fork and exec
@@ -40,12 +55,16 @@ class ChildProcesses:
     def __init__(self, log_dir: Path | None = None) -> None:
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen] = {}
+        self.commands: dict[str, list[str]] = {}
+        self._first_start: dict[str, float] = {}
+        self._deaths: dict[str, list[float]] = {}
+        self._ended: set[str] = set()       # children that ended and are not watched any more
 
     def start(self, name: str, command: list[str]) -> subprocess.Popen:
         """Start ``command`` as child ``name`` (environment inherited)."""
         out = None
         if self.log_dir is not None:
-            out = open(self.log_dir / f'{name}.log', 'w')
+            out = open(self.log_dir / f'{name}.log', 'a' if name in self.procs else 'w')
         try:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if out else None,
                                     env=os.environ.copy(), start_new_session=True,
@@ -54,12 +73,14 @@ class ChildProcesses:
             if out is not None:
                 out.close()
         self.procs[name] = proc
+        self.commands[name] = list(command)
+        self._first_start.setdefault(name, time.monotonic())
         return proc
 
     def exited(self) -> tuple[str, int] | None:
         """(name, exit status) of a child that has ended, or None while all run."""
         for name, proc in self.procs.items():
-            if proc.poll() is not None:
+            if name not in self._ended and proc.poll() is not None:
                 return name, proc.returncode
         return None
 
@@ -97,11 +118,45 @@ class ChildProcesses:
                     continue
         return {name: proc.wait() for name, proc in self.procs.items()}
 
-    def wait_any(self, stop_requested, interval: float = 0.1) -> tuple[str, int] | None:
-        """Wait until a child ends (returns its name and status) or ``stop_requested()`` is true (None)."""
+    def supervise(self, stop_requested, respawn: set[str], report, interval: float = 0.1
+                  ) -> tuple[str, int, str] | None:
+        """Watch the children until ``stop_requested()`` (returns None) or until one ends that
+        ends the supervision (returns its name, exit status and why): it could not start, it is
+        crash-looping, or it was the last one running. A child not in ``respawn`` that dies is
+        left dead while the others run on. Each death and respawn is told to ``report(line)``."""
         while not stop_requested():
             ended = self.exited()
-            if ended is not None:
-                return ended
-            time.sleep(interval)
+            if ended is None:
+                time.sleep(interval)
+                continue
+            name, status = ended
+            now = time.monotonic()
+            deaths = [t for t in self._deaths.get(name, []) if now - t < RESPAWN_WINDOW] + [now]
+            self._deaths[name] = deaths
+            if now - self._first_start[name] < STARTUP_WINDOW:
+                return name, status, f'it ended within {STARTUP_WINDOW:g} s of its start: it cannot start'
+            if name not in respawn:
+                report(f'{name} exited with status {status}; the other nodes run on (it is not respawned)')
+                self._ended.add(name)
+                if self._ended >= set(self.procs):
+                    return name, status, 'every node has ended'
+                continue
+            if len(deaths) > MAX_RESPAWNS:
+                return name, status, f'it died {len(deaths)} times within {RESPAWN_WINDOW:g} s'
+            report(f'{name} exited with status {status}; the other nodes run on; starting it again in '
+                   f'{RESPAWN_DELAY:g} s')
+            if _wait(stop_requested, RESPAWN_DELAY, interval):
+                return None
+            proc = self.start(name, self.commands[name])
+            report(f'{name} started again (pid {proc.pid})')
         return None
+
+
+def _wait(stop_requested, seconds: float, interval: float) -> bool:
+    """Sleep ``seconds`` s unless ``stop_requested()`` becomes true first (then True)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stop_requested():
+            return True
+        time.sleep(interval)
+    return stop_requested()

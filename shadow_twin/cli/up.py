@@ -19,16 +19,20 @@ by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 ``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
 the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
 
-A node that exits stops the others; Ctrl-C / SIGTERM stops the twin server first (it
-cancels its controller goals while the bridges still run), then the monitor and the
-bridges.
+A node that dies does not take the others down: ``up`` reports it and starts it again after
+1 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
+it, and rejects new ones, and the respawned node restores service (``up`` starts no real
+driver: what it respawns is mock hardware or the twin's own nodes). A node that ends within
+10 s of its start (it cannot start) or dies 3 times within 60 s stops them all, exit status 1
+(``shadow_twin.cli.processes``). Ctrl-C / SIGTERM stops the twin server first (it cancels its
+controller goals while the bridges still run), then the monitor and the bridges.
 
 Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both] [--bridge-config FILE] [--mock-config FILE]
                    [--mock-ur-config FILE] [--mock-mir-config FILE]
-                   [--monitor-config FILE | --no-monitor] [--ros-args ...]
+                   [--monitor-config FILE | --no-monitor] [--no-respawn] [--ros-args ...]
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
@@ -76,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--no-monitor', action='store_true',
                         help='do not start the twin monitor (it takes about half a core on the cell; a '
                              'calibration does not need it)')
+    parser.add_argument('--no-respawn', action='store_true',
+                        help='leave a node that dies dead (default: start it again after 1 s; the others run on)')
     return parser
 
 
@@ -143,14 +149,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f'shadow-twin up: {exc}', file=sys.stderr)
         return ExitCode.BAD_INPUT
     try:
-        return _run(commands)
+        return _run(commands, respawn=set() if args.no_respawn else set(commands))
     finally:
         if cell_model is not None:
             shutil.rmtree(cell_model.parent, ignore_errors=True)
 
 
-def _run(commands: dict[str, list[str]]) -> int:
-    """Start ``commands``, wait for a signal or a node's end, stop all; the exit status."""
+def _report(line: str) -> None:
+    print(f'[shadow-twin up] {line}', file=sys.stderr, flush=True)
+
+
+def _run(commands: dict[str, list[str]], respawn: set[str]) -> int:
+    """Start ``commands``, supervise them (a node in ``respawn`` that dies is started again)
+    until a signal or a node that ends the supervision, stop all; the exit status."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     children = ChildProcesses()
@@ -159,17 +170,16 @@ def _run(commands: dict[str, list[str]]) -> int:
             children.start(name, command)
         print(f'[shadow-twin up] started: {", ".join(f"{n} (pid {p.pid})" for n, p in children.procs.items())}',
               flush=True)
-        ended = children.wait_any(stop.is_set)
+        ended = children.supervise(stop.is_set, respawn, _report)
     finally:
         # the twin first: it cancels its controller goals while the bridges still run
         statuses = children.stop(order=['shadow_twin', 'twin_monitor'])
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     if ended is not None:
-        name, status = ended
-        print(f'[shadow-twin up] {name} exited with status {status}; stopped the others', file=sys.stderr,
-              flush=True)
-        return ExitCode.OK if status == 0 else ExitCode.FAILED
+        name, status, why = ended
+        _report(f'{name} exited with status {status} ({why}); stopped the others')
+        return ExitCode.FAILED
     failed = {n: s for n, s in statuses.items() if s != 0}
     if failed:
         print(f'[shadow-twin up] nodes ended with errors: {failed}', file=sys.stderr, flush=True)

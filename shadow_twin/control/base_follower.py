@@ -27,8 +27,9 @@ by v_r) still turns the base to the desired yaw where v_r = 0 (turning in place,
 the hold after the end). A lateral error at v_r = 0 cannot be removed by any such
 smooth law (Brockett's condition); it shows in the goal tolerance check.
 
-The command is then limited to the speed and yaw-rate limits keeping its curvature
-(:func:`~shadow_twin.control.diff_drive.saturate_twist`).
+The command is then limited, keeping its curvature, to the trajectory's own peak speed and
+yaw rate plus a margin (:func:`~shadow_twin.control.base_goal_rules.profile_caps`: no sprint to
+catch up) and to the limits (:func:`~shadow_twin.control.diff_drive.saturate_twist`).
 
 Dead time: a drive that takes a command ``command_latency`` s after its stamp (a velocity
 controller that buffers its input, as the cell model's ``base.command_latency``) adds that
@@ -56,6 +57,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.stamps import to_seconds
+from shadow_twin.control.base_goal_rules import limit_to_profile, profile_caps
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_JOINT, BaseLimits, BaseSample, BaseTrajectory
 from shadow_twin.control.diff_drive import ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D, saturate_twist, wrap_angle
 from shadow_twin.control.jtc import (GOAL_TOLERANCE_VIOLATED, INVALID_GOAL, PATH_TOLERANCE_VIOLATED, RUNNING_VERDICT,
@@ -366,9 +368,9 @@ class BaseTrajectoryFollower:
         trajectory: the goal, poses in the odometry frame.
         start_time: when the trajectory's t = 0 is, s, on the clock of ``update``'s ``t``.
         start_pose: the pose (x m, y m, yaw rad) when the goal arrived; if given and
-            point 0 is after t = 0 the base moves from it to point 0 (as the JTC
-            does: :meth:`BaseTrajectory.with_start`), else point 0 is the reference
-            from the start.
+            point 0 is after the first tick (t = 0, or later under a past stamp) the base moves
+            from it at that tick to point 0 (the JTC's :meth:`BaseTrajectory.with_start`), else
+            the goal's points are the reference from the start.
         gains, limits, tolerances: defaults :class:`TrackingGains`,
             :class:`~shadow_twin.control.base_trajectory.BaseLimits` (2 m/s, 1.5 rad/s),
             :class:`BaseTolerances`.
@@ -383,7 +385,9 @@ class BaseTrajectoryFollower:
                  start_pose: Sequence[float] | None = None, gains: TrackingGains | None = None,
                  limits: BaseLimits | None = None, tolerances: BaseTolerances | None = None,
                  geometry: DiffDriveGeometry | None = None, command_latency: float = 0.0) -> None:
+        self._goal, self._start_pose, self._joined = trajectory, start_pose, False
         self.trajectory = trajectory if start_pose is None else trajectory.with_start(start_pose)
+        self.caps = profile_caps(self.trajectory)
         self.start_time = to_seconds(start_time)
         self.gains = gains or TrackingGains()
         self.limits = limits or BaseLimits()
@@ -427,6 +431,8 @@ class BaseTrajectoryFollower:
             goal, INVALID_GOAL).
         """
         t = to_seconds(t)
+        if not self._joined:
+            self._join(t)
         reference = self.trajectory.sample(t - self.start_time)
         error = tracking_error(reference.pose, pose)
         if self.done:
@@ -448,11 +454,20 @@ class BaseTrajectoryFollower:
             target = self.trajectory.sample(t + latency - self.start_time)
             tracked = tracking_error(target.pose, self.predictor.predict(
                 pose, t if pose_time is None else min(float(pose_time), t), t + latency, velocity))
-        command = saturate_twist(tracking_command(target, tracked, self.gains), self.geometry,
-                                 self.limits.max_speed, self.limits.max_yaw_rate)
+        command = saturate_twist(limit_to_profile(tracking_command(target, tracked, self.gains), self.caps),
+                                 self.geometry, self.limits.max_speed, self.limits.max_yaw_rate)
         if latency > 0:
             self.predictor.sent(t, command)
         return FollowerStep(command, reference, error, self._verdict)
+
+    def _join(self, t: float) -> None:
+        """At the first tick (``t`` s), as the JTC at its first update: the start pose at ``t`` (a
+        point 0 already due is not prepended: the goal rules put the base there); new caps."""
+        self._joined = True
+        at = t - self.start_time
+        if self._start_pose is not None and at > 0:
+            self.trajectory = self._goal.with_start(self._start_pose, at=at)
+            self.caps = profile_caps(self.trajectory)
 
     def cancel(self, message: str = 'goal canceled') -> BodyTwist:
         """End the goal as CANCELED (result SUCCESSFUL, as the JTC answers a cancel); returns

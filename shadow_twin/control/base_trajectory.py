@@ -18,7 +18,8 @@ point, so a segment turns the short way (at most pi).
 Goal rules (:func:`validate_base_goal`, :func:`base_trajectory_from_msg`) follow
 the JTC's (``shadow_twin.control.jtc``: :class:`~shadow_twin.control.jtc.GoalRejected`
 and its result codes), with the base's own additions: the frame, planar
-transforms and the speed and yaw-rate limits. Units: m, rad, m/s, rad/s, s.
+transforms, the speed and yaw-rate limits, and (``base_goal_rules``) point 0 by the JTC's
+rule, drivable segments and the start delay. Units: m, rad, m/s, rad/s, s.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from shadow_twin.common.errors import ConfigError, TrajectoryError
 from shadow_twin.common.stamps import to_seconds
+from shadow_twin.control import base_goal_rules as rules
 from shadow_twin.control.diff_drive import MIR250_TOP_SPEED, Pose2D, wrap_angle
 from shadow_twin.control.jtc import (INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, GoalRejected,
                                      check_time_from_start)
@@ -175,12 +177,13 @@ class BaseTrajectory:
             return BaseSample(*(float(v) for v in pos), *(float(v) for v in vel))
         return BaseSample(pos[:, 0], pos[:, 1], pos[:, 2], vel[:, 0], vel[:, 1], vel[:, 2])
 
-    def with_start(self, pose: Pose2D | Sequence[float]) -> 'BaseTrajectory':
-        """A copy starting at ``pose`` (x m, y m, yaw rad) at t = 0, at rest, as the JTC
-        interpolates from the current state to point 0. The yaws are shifted by whole
-        turns so that the first segment turns the short way. Unchanged if point 0 is at
-        t = 0 already."""
-        if self.times[0] <= 0.0:
+    def with_start(self, pose: Pose2D | Sequence[float], at: float = 0.0) -> 'BaseTrajectory':
+        """A copy starting at ``pose`` (x m, y m, yaw rad) at t = ``at`` (s, default 0), at rest,
+        as the JTC interpolates from the current state to point 0 (``at`` > 0: a goal joined
+        that long after its stamped start). The yaws are shifted by whole turns so that the
+        first segment turns the short way. Unchanged if point 0 is at or before ``at``."""
+        at = max(0.0, float(at))
+        if self.times[0] <= at:
             return self
         start = np.array([float(v) for v in pose], dtype=float)
         yaws = np.concatenate([[start[2]], self.poses[:, 2]])
@@ -189,7 +192,7 @@ class BaseTrajectory:
 
         def stack(rest):
             return None if rest is None else np.vstack([np.zeros(3), rest])
-        return BaseTrajectory(np.concatenate([[0.0], self.times]), poses, stack(self.velocities),
+        return BaseTrajectory(np.concatenate([[at], self.times]), poses, stack(self.velocities),
                               stack(self.accelerations), frame_id=self.frame_id, joint_name=self.joint_name)
 
 
@@ -233,8 +236,10 @@ def _check_point_values(k: int, t: float, values: Sequence[float], labels: Seque
             raise GoalRejected(INVALID_GOAL, f'point {k}: {label} is {value} (NaN or inf)')
 
 
-def _check_limits(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: Sequence[float] | None) -> None:
-    """Last point at rest, explicit velocities and segment average speeds within ``limits``."""
+def _check_limits(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: Sequence[float] | None,
+                  elapsed: float = 0.0) -> None:
+    """Last point at rest, explicit velocities and segment average speeds within ``limits``; the
+    segment from ``current_pose`` to point 0 over the time left after ``elapsed`` s."""
     last = len(trajectory.times) - 1
     if trajectory.velocities is not None:
         for label, value in zip(('x_dot', 'y_dot', 'yaw_rate'), trajectory.velocities[last]):
@@ -251,8 +256,8 @@ def _check_limits(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: 
                 raise GoalRejected(INVALID_GOAL, f'point {k}: {what} {_fmt(values[k])} {unit} exceeds the limit '
                                                  f'{_fmt(limit)} {unit}')
     times, poses, first = trajectory.times, trajectory.poses, 0
-    if current_pose is not None and times[0] > 0:
-        with_start = trajectory.with_start(current_pose)
+    if current_pose is not None and times[0] > elapsed:
+        with_start = trajectory.with_start(current_pose, at=elapsed)
         times, poses, first = with_start.times, with_start.poses, -1
     dt = np.diff(times)
     distance = np.hypot(np.diff(poses[:, 0]), np.diff(poses[:, 1]))
@@ -263,17 +268,18 @@ def _check_limits(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: 
         if fast.any():
             i = int(np.argmax(fast))
             end = i + 1 + first
-            origin = 'the current pose' if end == 0 else f'point {end - 1}'
             rate_unit = 'm/s' if unit == 'm' else 'rad/s'
-            raise GoalRejected(INVALID_GOAL, f'segment from {origin} to point {end}: the base {what} {_fmt(change[i])} '
-                                             f'{unit} in {_fmt(dt[i])} s ({_fmt(change[i] / dt[i])} {rate_unit} on '
-                                             f'average), above the limit {_fmt(limit)} {rate_unit}')
+            raise GoalRejected(INVALID_GOAL, f'segment from {rules.segment_origin(end)} to point {end}: the base '
+                                             f'{what} {_fmt(change[i])} {unit} in {_fmt(dt[i])} s '
+                                             f'({_fmt(change[i] / dt[i])} {rate_unit} on average), above the limit '
+                                             f'{_fmt(limit)} {rate_unit}')
 
 
 def validate_base_goal(points: Sequence[Sequence[float]], *, joint_names: Sequence[str] = (DEFAULT_BASE_JOINT,),
                        frame_id: str = DEFAULT_BASE_FRAME, joint_name: str = DEFAULT_BASE_JOINT,
                        expected_frame: str = DEFAULT_BASE_FRAME, limits: BaseLimits | None = None,
-                       current_pose: Sequence[float] | None = None) -> BaseTrajectory:
+                       current_pose: Sequence[float] | None = None,
+                       path_tolerance: tuple[float, float] = (0.0, 0.0)) -> BaseTrajectory:
     """Check a base goal and build its trajectory.
 
     Args:
@@ -284,8 +290,10 @@ def validate_base_goal(points: Sequence[Sequence[float]], *, joint_names: Sequen
         joint_name: the planar joint this base follows (default ``virtual_joint``).
         expected_frame: the frame goals must be in (default ``odom``).
         limits: speed limits (default :class:`BaseLimits`: 2 m/s, 1.5 rad/s).
-        current_pose: optional (x, y, yaw) now; if given (and point 0 is after t = 0)
-            the segment from it to point 0 is speed-checked too.
+        current_pose: optional (x, y, yaw) now; if given, the segment from it to point 0 is
+            checked as any, or a point 0 at t = 0 must be there (``base_goal_rules``).
+        path_tolerance: the goal's (m, rad; 0 = unchecked: ``base_goal_rules.start_tolerance``,
+            0.1 m, 0.1 rad), for point 0 at t = 0 and the sideways motion of segments.
     Returns:
         The :class:`BaseTrajectory` (yaw unwrapped).
     Raises:
@@ -301,10 +309,23 @@ def validate_base_goal(points: Sequence[Sequence[float]], *, joint_names: Sequen
           hypot(x_dot, y_dot) or |yaw_rate| above the limit; a segment's average
           speed (distance / dt) or yaw rate (|dyaw| / dt) above the limit (the spline
           may peak higher between points, which is not checked).
+        * INVALID_GOAL: point 0 at t = 0 farther from the base than the path tolerance; a
+          segment moving the base sideways more than the path position tolerance beyond its
+          forward motion (undrivable for a differential drive: ``check_drivable``).
     """
     trajectory = _checked_trajectory(points, joint_names, frame_id, joint_name, expected_frame)
-    _check_limits(trajectory, limits or BaseLimits(), current_pose)
+    _check_goal(trajectory, limits or BaseLimits(), current_pose, path_tolerance, 0.0)
     return trajectory
+
+
+def _check_goal(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: Sequence[float] | None,
+                path_tolerance: tuple[float, float], elapsed: float) -> None:
+    """The limits, start and drivable rules of a goal that has run ``elapsed`` s on arrival."""
+    _check_limits(trajectory, limits, current_pose, elapsed)
+    tolerance = rules.start_tolerance(*path_tolerance)
+    rules.check_start_pose(trajectory, current_pose, elapsed, tolerance)
+    started = trajectory if current_pose is None else trajectory.with_start(current_pose, at=elapsed)
+    rules.check_drivable(started, tolerance[0], first=-1 if started is not trajectory else 0)
 
 
 def _checked_trajectory(points: Sequence[Sequence[float]], joint_names: Sequence[str], frame_id: str,
@@ -358,7 +379,8 @@ def _planar_point(k: int, transform, label: str) -> tuple[float, float, float]:
 
 def base_trajectory_from_msg(msg, *, joint_name: str = DEFAULT_BASE_JOINT,
                              expected_frame: str = DEFAULT_BASE_FRAME, limits: BaseLimits | None = None,
-                             now: float | None = None, current_pose: Sequence[float] | None = None
+                             now: float | None = None, current_pose: Sequence[float] | None = None,
+                             path_tolerance: tuple[float, float] = (0.0, 0.0), stamp: float | None = None
                              ) -> BaseTrajectory:
     """Validate a ``trajectory_msgs/MultiDOFJointTrajectory`` for the base and convert it.
 
@@ -370,15 +392,21 @@ def base_trajectory_from_msg(msg, *, joint_name: str = DEFAULT_BASE_JOINT,
 
     Args:
         now: current time, s (float or Time-like), on the clock of ``header.stamp``;
-            None skips the stamp check.
-        Others: see :func:`validate_base_goal`.
+            None skips the stamp checks.
+        stamp: the goal's start stamp, s (0 = when accepted), in place of ``header.stamp``
+            (the twin starts every part of a goal at one stamp); None: ``header.stamp``.
+        Others: see :func:`validate_base_goal`. Under a past stamp the segment from
+            ``current_pose`` to point 0 is checked over the time left, a point 0 already due
+            against the trajectory's pose now (``base_goal_rules.check_start_pose``).
     Raises:
         GoalRejected: the rules of :func:`validate_base_goal`, and: INVALID_GOAL for
         a point without exactly one transform, a velocity list that is neither empty
         nor one twist, a transform that is not planar (|z| or roll/pitch above
         :data:`PLANAR_TOLERANCE`) or whose rotation is not a unit quaternion; then,
         before the limits (as in the JTC), OLD_HEADER_TIMESTAMP when ``now`` is given,
-        ``header.stamp`` is not 0 and the trajectory would end before ``now``.
+        ``header.stamp`` is not 0 and the trajectory would end before ``now``; INVALID_GOAL
+        when ``now`` is given and the stamp is more than
+        :data:`~shadow_twin.control.base_goal_rules.MAX_START_DELAY` (60 s) after it.
     """
     header = getattr(msg, 'header', None)
     frame_id = str(getattr(header, 'frame_id', '') or '')
@@ -410,13 +438,16 @@ def base_trajectory_from_msg(msg, *, joint_name: str = DEFAULT_BASE_JOINT,
             row += [float(twist.linear.x), float(twist.linear.y), float(twist.angular.z)]
         rows.append(row)
     trajectory = _checked_trajectory(rows, joint_names, frame_id, joint_name, expected_frame)
-    stamp = getattr(header, 'stamp', None)
+    if stamp is None:
+        stamp = getattr(header, 'stamp', None)
     start_time = 0.0 if stamp is None else to_seconds(stamp)
+    now = None if now is None else to_seconds(now)
     if now is not None and start_time != 0.0:
-        now = to_seconds(now)
         end = start_time + trajectory.duration
         if end < now:
             raise GoalRejected(OLD_HEADER_TIMESTAMP, f'base trajectory stamped to start at {start_time:.9f} s ends '
                                                      f'at {end:.9f} s, before now ({now:.9f} s)')
-    _check_limits(trajectory, limits or BaseLimits(), current_pose)
+        rules.check_start_delay(start_time, now)
+    _check_goal(trajectory, limits or BaseLimits(), current_pose, path_tolerance,
+                rules.elapsed_since(start_time, now))
     return trajectory

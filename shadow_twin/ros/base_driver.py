@@ -30,9 +30,16 @@ or when nobody subscribes to its cmd_vel topic. While a goal runs, odometry olde
 on the base) aborts that base's run as gone.
 
 Stopping: a run that ends (succeeded, aborted, canceled, preempted, its odometry lost)
-sends a zero twist at once and at every tick for ``STOP_REPEAT`` s, then nothing (the MiR
+sends a zero twist at once and at every tick until its base reports rest on an odometry
+received after the stop (at least ``STOP_REPEAT`` s; at most ``base.stop_hold_timeout``:
+a base bridge that stalled finds a zero command when it resumes), then nothing (the MiR
 and the sim bridge stop by themselves when commands lapse, ``cmd_vel_timeout``). Nothing
 is sent while no run is active: a rejected goal sends no TwistStamped.
+
+Another driver: a node besides the twin publishing on a base's cmd_vel topic while a run
+drives it (a joystick, a navigation stack; checked every ``PUBLISHER_CHECK_PERIOD`` s from
+the ROS graph) is logged, and with ``base.other_publishers`` ``abort`` (default) the run
+aborts naming the topic and the count: two drivers fight over one base.
 
 Units: m, rad, m/s, rad/s, s.
 """
@@ -42,7 +49,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from geometry_msgs.msg import Transform, Twist, TwistStamped
@@ -51,131 +58,28 @@ from rclpy.context import Context
 from rclpy.node import Node
 from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
 
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
-from shadow_twin.control.base_follower import (BaseTolerances, BaseTrajectoryFollower, TrackingGains,
-                                               base_tolerances_from_goal, config_from_mapping)
-from shadow_twin.control.base_trajectory import (DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, BaseLimits, BaseSample,
-                                                 BaseTrajectory, base_trajectory_from_msg, yaw_from_quaternion)
-from shadow_twin.control.diff_drive import ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D, wrap_angle
-from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.control.base_follower import BaseTolerances, BaseTrajectoryFollower, base_tolerances_from_goal
+from shadow_twin.control.base_trajectory import BaseSample, BaseTrajectory, base_trajectory_from_msg, yaw_from_quaternion
+from shadow_twin.control.diff_drive import ZERO_TWIST, BodyTwist, Pose2D, wrap_angle
+from shadow_twin.ros.base_anchor import BaseAnchor
+from shadow_twin.ros.base_settings import BaseSettings, BaseTopics
 from shadow_twin.ros.conversions import duration_msg, time_msg
+from shadow_twin.ros.guard import guarded_subscription, guarded_timer
+from shadow_twin.ros.message_checks import check_odometry
 from shadow_twin.ros.spinning import BackgroundSpinner
 
-#: Seconds of zero twists sent after a run ends (then nothing: the bases stop on their own).
+#: Shortest time zero twists are sent after a run ends, s (then until the base reports rest).
 STOP_REPEAT = 0.3
+#: Seconds between two looks at the publishers of the cmd_vel topics (a ROS graph query).
+PUBLISHER_CHECK_PERIOD = 0.2
 #: Seconds to wait for a fresher odometry message before calling a base missing (a stall of
 #: this process must not be blamed on the base).
 FRESH_WAIT = 0.1
 #: Result names of the base runs (in the twin's results and messages), by side.
 RUN_NAMES = {'real': 'base', 'sim': 'sim base'}
-
-Spec = bridge_params.Spec
-_TOL = BaseTolerances()
-_GAINS = TrackingGains()
-_LIMITS = BaseLimits()
-_GEOMETRY = DiffDriveGeometry()
-#: The ``base.*`` parameters of the twin server.
-BASE_SPECS = (
-    Spec('base.enabled', False, 'Drive a mobile base: goals may carry it in multi_dof_trajectory. false: a goal '
-         'with a multi_dof_trajectory is rejected (a hand-only twin).', read_only=True),
-    Spec('base.joint_name', DEFAULT_BASE_JOINT, "The base's planar joint in multi_dof_trajectory (MoveIt's "
-         'virtual joint).', read_only=True),
-    Spec('base.frame', DEFAULT_BASE_FRAME, 'Frame the base poses of a goal must be in (the odometry frame).',
-         read_only=True),
-    Spec('base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands, Hz.',
-         read_only=True, bounds=(1.0, 500.0)),
-    Spec('base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect, s (the sim's "
-         "cell model: cell.base.command_latency; the real MiR's, measured). > 0: each follower predicts its base's "
-         'pose for when its command acts (a Smith predictor, shadow_twin/control/base_follower.py); with 0.1 s '
-         'uncompensated the cell\'s sim base left a 0.9 m/s arc by 0.8 m. 0 = none.', read_only=True,
-         bounds=(0.0, 1.0)),
-    Spec('base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
-         'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
-    Spec('base.real.cmd_vel_topic', '/cmd_vel', 'geometry_msgs/TwistStamped commands of the real base (the MiR '
-         'bridge).', read_only=True),
-    Spec('base.real.odom_topic', '/odom', 'nav_msgs/Odometry of the real base.', read_only=True),
-    Spec('base.real.base_frame', 'base_footprint', 'header.frame_id of the real TwistStamped commands.',
-         read_only=True),
-    Spec('base.sim.cmd_vel_topic', '/sim/cmd_vel', "geometry_msgs/TwistStamped commands of the sim's base.",
-         read_only=True),
-    Spec('base.sim.odom_topic', '/sim/odom', "nav_msgs/Odometry of the sim's base.", read_only=True),
-    Spec('base.sim.base_frame', 'sim/base_footprint', 'header.frame_id of the sim TwistStamped commands.',
-         read_only=True),
-    Spec('base.limits.max_speed', _LIMITS.max_speed, 'Largest base speed of a goal and of a command, m/s '
-         '(MiR250: 2 m/s).', bounds=(1e-3, 10.0)),
-    Spec('base.limits.max_yaw_rate', _LIMITS.max_yaw_rate, 'Largest base yaw rate of a goal and of a command, '
-         'rad/s.', bounds=(1e-3, 20.0)),
-    Spec('base.wheel_radius', _GEOMETRY.wheel_radius, 'Drive wheel radius, m (for the wheel speed limit).',
-         bounds=(1e-3, 10.0)),
-    Spec('base.wheel_separation', _GEOMETRY.wheel_separation, 'Distance between the drive wheels, m.',
-         bounds=(1e-3, 10.0)),
-    Spec('base.gains.k_x', _GAINS.k_x, 'Along-track error -> speed, 1/s.', bounds=(0.0, 1e3)),
-    Spec('base.gains.k_y', _GAINS.k_y, 'Lateral error -> yaw rate per unit speed, 1/m^2.', bounds=(0.0, 1e4)),
-    Spec('base.gains.k_theta', _GAINS.k_theta, 'Heading error -> yaw rate per unit speed, 1/m.', bounds=(0.0, 1e3)),
-    Spec('base.gains.k_heading', _GAINS.k_heading, 'Heading error -> yaw rate at any speed, 1/s.', bounds=(0.0, 1e3)),
-    Spec('base.tolerances.path_position', _TOL.path_position, 'Largest base position error while the trajectory '
-         'runs, m (0 = not checked); a goal overrides it (component_path_tolerance TRANSLATION).', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.path_yaw', _TOL.path_yaw, 'Largest base yaw error while the trajectory runs, rad '
-         '(0 = not checked).', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_position', _TOL.goal_position, 'Largest base position error at the goal, m.',
-         bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_yaw', _TOL.goal_yaw, 'Largest base yaw error at the goal, rad.', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_time', _TOL.goal_time, 'Time after the end within which the base must be within its '
-         'goal tolerance, s (0 = wait indefinitely); a goal\'s goal_time_tolerance overrides it.', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.stopped_velocity', _TOL.stopped_velocity, 'Largest measured |v| (m/s) and |omega| (rad/s) '
-         'that count as stopped at the goal (0 = not checked).', bounds=(0.0, 1e6)),
-)
-
-
-@dataclass(frozen=True)
-class BaseTopics:
-    """One base's topics: TwistStamped commands, Odometry, and the commands' frame."""
-
-    cmd_vel: str
-    odom: str
-    base_frame: str
-
-
-@dataclass(frozen=True)
-class BaseSettings:
-    """The base's settings, read from the ``base.*`` parameters (see :data:`BASE_SPECS`)."""
-
-    joint_name: str = DEFAULT_BASE_JOINT
-    frame: str = DEFAULT_BASE_FRAME
-    control_rate: float = 50.0
-    command_latency: float = 0.0
-    odom_timeout: float = 0.5
-    limits: BaseLimits = field(default_factory=BaseLimits)
-    gains: TrackingGains = field(default_factory=TrackingGains)
-    tolerances: BaseTolerances = field(default_factory=BaseTolerances)
-    geometry: DiffDriveGeometry = field(default_factory=DiffDriveGeometry)
-
-
-def read_base_settings(get: Callable[[str], Any]) -> BaseSettings:
-    """:class:`BaseSettings` from the parameter getter ``get(name) -> value``. Raises ConfigError."""
-    def section(cls, prefix: str):
-        names = [n for n in cls.__dataclass_fields__]
-        return config_from_mapping(cls, {n: get(f'{prefix}.{n}') for n in names}, prefix)
-    joint_name = str(get('base.joint_name')).strip()
-    if not joint_name:
-        raise ConfigError('base.joint_name is empty: name the planar joint of multi_dof_trajectory')
-    return BaseSettings(joint_name=joint_name, frame=str(get('base.frame')),
-                        control_rate=float(get('base.control_rate')), odom_timeout=float(get('base.odom_timeout')),
-                        command_latency=float(get('base.command_latency')),
-                        limits=section(BaseLimits, 'base.limits'), gains=section(TrackingGains, 'base.gains'),
-                        tolerances=section(BaseTolerances, 'base.tolerances'),
-                        geometry=DiffDriveGeometry(float(get('base.wheel_radius')),
-                                                   float(get('base.wheel_separation'))))
-
-
-def read_base_topics(get: Callable[[str], Any], side: str) -> BaseTopics:
-    """The topics of ``side`` ('real' or 'sim') from the ``base.<side>.*`` parameters."""
-    return BaseTopics(str(get(f'base.{side}.cmd_vel_topic')), str(get(f'base.{side}.odom_topic')),
-                      str(get(f'base.{side}.base_frame')))
-
 
 def has_base_part(request) -> bool:
     """True if a FollowJointTrajectory goal carries a ``multi_dof_trajectory`` (joints or points)."""
@@ -192,13 +96,19 @@ class BaseGoal:
 
 
 def base_goal_from_request(request, settings: BaseSettings, now_s: float, current_pose: Pose2D | None) -> BaseGoal:
-    """Check the ``multi_dof_trajectory`` of ``request`` (``base_trajectory_from_msg``: joint name,
-    frame, NaN, time order, stamp, speed limits from ``current_pose``) and its component
-    tolerances and ``goal_time_tolerance`` (``base_tolerances_from_goal``). Raises GoalRejected."""
+    """Check the component tolerances and ``goal_time_tolerance`` of ``request``
+    (``base_tolerances_from_goal``), then its ``multi_dof_trajectory`` (``base_trajectory_from_msg``:
+    joint name, frame, NaN, time order, stamp, speed limits and point 0 from ``current_pose``
+    within the path tolerance, drivable segments) under the goal's common stamp (the joint
+    trajectory's when the base's is 0: the twin starts both at it). Raises GoalRejected."""
+    tolerances = base_tolerances_from_goal(settings.tolerances, request, settings.joint_name)
+    joints = request.trajectory
+    stamp = split.goal_stamp(to_seconds(joints.header.stamp) if len(joints.joint_names) or len(joints.points)
+                             else None, to_seconds(request.multi_dof_trajectory.header.stamp))
     trajectory = base_trajectory_from_msg(request.multi_dof_trajectory, joint_name=settings.joint_name,
                                           expected_frame=settings.frame, limits=settings.limits, now=now_s,
-                                          current_pose=current_pose)
-    tolerances = base_tolerances_from_goal(settings.tolerances, request, settings.joint_name)
+                                          current_pose=current_pose, stamp=stamp,
+                                          path_tolerance=(tolerances.path_position, tolerances.path_yaw))
     return BaseGoal(trajectory, tolerances)
 
 
@@ -241,7 +151,8 @@ class BaseEndpoint:
     def __init__(self, node: Node, side: str, topics: BaseTopics) -> None:
         self.side, self.topics = side, topics
         self._pub = node.create_publisher(TwistStamped, topics.cmd_vel, 10)
-        node.create_subscription(Odometry, topics.odom, self._on_odom, 10)
+        self._node = node
+        guarded_subscription(node, Odometry, topics.odom, self._on_odom, 10, check=check_odometry)
         self._lock = threading.Lock()
         self._latest: OdomSample | None = None
         self._count = 0
@@ -274,6 +185,17 @@ class BaseEndpoint:
         """Subscriptions matched to the cmd_vel topic (the base bridge's)."""
         return self._pub.get_subscription_count()
 
+    def other_publishers(self) -> int:
+        """Publishers on the cmd_vel topic besides this one (a joystick, a navigation stack)."""
+        return max(0, self._node.count_publishers(self.topics.cmd_vel) - 1)
+
+    def at_rest(self, since: float, stopped_velocity: float) -> bool:
+        """True when an odometry received after monotonic ``since`` (s) shows the base stopped:
+        |v|, |lateral| (m/s) and |omega| (rad/s) at most ``stopped_velocity``."""
+        latest = self.latest()
+        return (latest is not None and latest.received > since
+                and max(abs(latest.v), abs(latest.lateral), abs(latest.omega)) <= stopped_velocity)
+
     def send(self, twist: BodyTwist, stamp_s: float) -> None:
         """Publish ``twist`` (v m/s, omega rad/s) as TwistStamped, stamped ``stamp_s``."""
         msg = TwistStamped()
@@ -296,7 +218,7 @@ class BaseRun:
         follower: the trajectory follower.
         gone: why the base was given up (its odometry stopped), or None.
         last_step: the follower's newest step (reference, error), None before the first tick.
-        stop_until: monotonic s until which zero twists are sent after the end (None while running).
+        stopped_at: monotonic s when the run ended and zero twists began (None while running).
     """
 
     def __init__(self, endpoint: BaseEndpoint, follower: BaseTrajectoryFollower) -> None:
@@ -305,7 +227,7 @@ class BaseRun:
         self.follower = follower
         self.gone: str | None = None
         self.last_step = None
-        self.stop_until: float | None = None
+        self.stopped_at: float | None = None
         #: Control ticks in a row that found the odometry older than ``base.odom_timeout``.
         self.stale_ticks = 0
 
@@ -333,7 +255,8 @@ class BaseDriver:
     """
 
     def __init__(self, context: Context, node_name: str, namespace: str, topics: dict[str, BaseTopics],
-                 settings: Callable[[], BaseSettings], now: Callable[[], float]) -> None:
+                 settings: Callable[[], BaseSettings], now: Callable[[], float], anchor_service: str = '',
+                 answer_timeout: Callable[[], float] = lambda: 1.0) -> None:
         self._settings, self._now = settings, now
         self.node = Node(node_name, namespace=namespace, context=context, use_global_arguments=False,
                          start_parameter_services=False)
@@ -341,8 +264,21 @@ class BaseDriver:
         self.endpoints = {side: BaseEndpoint(self.node, side, t) for side, t in topics.items()}
         self._lock = threading.Lock()
         self._runs: dict[str, BaseRun] = {}
-        self.node.create_timer(1.0 / settings().control_rate, self._tick)
+        self._publishers_checked = -math.inf
+        guarded_timer(self.node, 1.0 / settings().control_rate, self._tick, 'base control')
+        #: Re-anchors the sim base to the real one (both bases driven and ``anchor_service`` set), else None.
+        self.anchor = None
+        if anchor_service and {'real', 'sim'} <= set(self.endpoints):
+            self.anchor = BaseAnchor(self.node, anchor_service, self.endpoints['real'], self.endpoints['sim'],
+                                     busy=self.busy, timeout=answer_timeout)
         self._spinner = BackgroundSpinner([self.node], 'base driver')
+        if self.anchor is not None:
+            self.anchor.start_watching(lambda: self._settings().anchor_offsets)
+
+    def busy(self) -> bool:
+        """True while a run drives a base or holds it with zero twists."""
+        with self._lock:
+            return bool(self._runs)
 
     # -- goal intake --------------------------------------------------------------------------
     def current_pose(self, side: str, wait_s: float = 0.0) -> Pose2D | None:
@@ -415,7 +351,7 @@ class BaseDriver:
             for run in runs:
                 how(run)
                 if self._runs.get(run.endpoint.side) is run:      # still this goal's base: stop it now
-                    run.stop_until = time.monotonic() + STOP_REPEAT
+                    run.stopped_at = time.monotonic()
                     run.endpoint.send(ZERO_TWIST, now_s)
                     names.append(run.name)
         return names
@@ -430,15 +366,20 @@ class BaseDriver:
         """Control timer: tick every run on its base's newest odometry and send the twist."""
         settings = self._settings()
         now_s, now_mono = self._now(), time.monotonic()
+        check_publishers = now_mono - self._publishers_checked >= PUBLISHER_CHECK_PERIOD
+        if check_publishers:
+            self._publishers_checked = now_mono
         with self._lock:
             for side, run in list(self._runs.items()):
                 endpoint = run.endpoint
-                if run.stop_until is not None:
-                    if now_mono <= run.stop_until:
+                if run.stopped_at is not None:
+                    if self._stop_held(run, now_mono, settings):
                         endpoint.send(ZERO_TWIST, now_s)
                     else:
                         del self._runs[side]
                     continue
+                if check_publishers and not run.follower.done:
+                    self._check_other_publishers(run, settings)
                 latest = endpoint.latest()
                 age = math.inf if latest is None else now_mono - latest.received
                 run.stale_ticks = run.stale_ticks + 1 if age > settings.odom_timeout else 0
@@ -457,7 +398,36 @@ class BaseDriver:
                     command = ZERO_TWIST
                 endpoint.send(command, now_s)
                 if run.follower.done:
-                    run.stop_until = now_mono + STOP_REPEAT
+                    run.stopped_at = now_mono
+
+    def _stop_held(self, run: BaseRun, now_mono: float, settings: BaseSettings) -> bool:
+        """True while an ended run still sends zero twists: for ``STOP_REPEAT`` s, then until its
+        base reports rest on odometry received since, at most ``base.stop_hold_timeout`` s."""
+        held = now_mono - run.stopped_at
+        if held < STOP_REPEAT:
+            return True
+        stopped = max(run.follower.tolerances.stopped_velocity, settings.tolerances.stopped_velocity, 1e-3)
+        if run.endpoint.at_rest(run.stopped_at, stopped):
+            return False
+        if held >= settings.stop_hold_timeout:
+            self.log.warning(f'{run.endpoint.describe()}: no odometry showed it at rest {held:.1f} s after its run '
+                             f'ended (base.stop_hold_timeout); zero twists stop')
+            return False
+        return True
+
+    def _check_other_publishers(self, run: BaseRun, settings: BaseSettings) -> None:
+        """Another node publishing on the run's cmd_vel topic: log it; with ``base.other_publishers``
+        ``abort`` the run aborts (and so the twin goal)."""
+        others = run.endpoint.other_publishers()
+        if not others:
+            return
+        why = (f'{others} other publisher{"s" if others > 1 else ""} on {run.endpoint.topics.cmd_vel} while the twin '
+               f'drives the {run.endpoint.side} base (a joystick or a navigation stack?)')
+        if settings.other_publishers == 'abort':
+            run.follower.abort(f'{why}: aborted (base.other_publishers abort)')
+            self.log.error(run.follower.verdict.message)
+        else:
+            self.log.warning(why, throttle_duration_sec=5.0)
 
     # -- feedback -------------------------------------------------------------------------------
     def fill_feedback(self, feedback, run: BaseRun, now_s: float, joint_name: str) -> None:
@@ -483,6 +453,8 @@ class BaseDriver:
     def shutdown(self) -> None:
         """Stop the bases (zero twists) and the driver's thread; destroy its node."""
         self.stop_all('the twin server is shutting down')
+        if self.anchor is not None:
+            self.anchor.shutdown()
         self._spinner.shutdown()
         self.node.destroy_node()
 

@@ -3,6 +3,9 @@
 * :class:`BackgroundSpinner` spins nodes on a ``SingleThreadedExecutor`` in a daemon
   thread (high-rate subscriptions that must not wait behind a busy
   MultiThreadedExecutor, or a node beside others in one process).
+* :func:`spin_guarded` spins an executor until it is shut down; an exception that escapes
+  a callback is logged (rate-limited, :class:`~shadow_twin.ros.guard.CallbackGuard`) and
+  spinning goes on: nothing a message carries ends the process.
 * :func:`run_until_signal` spins an executor until SIGINT/SIGTERM and lets the
   nodes clean up over ROS before it stops.
 * :func:`result_within` / :func:`all_done_within` wait for futures that another thread's executor completes.
@@ -10,7 +13,8 @@
   (:func:`shadow_twin.ros.dds.use_udp_transport`), init, build the node (a bad
   configuration ends with one fatal log line and exit status 1), freeze the start-up
   objects for the garbage collector (:func:`freeze_startup_objects`), spin until a
-  signal, shut down (exit status 0).
+  signal, shut down (exit status 0; a node whose executor stopped without a signal
+  logs why and exits 1).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from rclpy.signals import SignalHandlerOptions
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.ros.dds import use_udp_transport
+from shadow_twin.ros.guard import CallbackGuard
 
 #: Exceptions that mean "the node's configuration is wrong" when raised while it is built.
 STARTUP_ERRORS = (ShadowTwinError, InvalidParameterTypeException, InvalidParameterValueException, ValueError)
@@ -71,13 +76,7 @@ class BackgroundSpinner:
         self.thread.start()
 
     def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except ExternalShutdownException:
-            pass
-        except Exception as exc:   # keep the process up; say what stopped
-            if self.nodes[0].context.ok():
-                self.nodes[0].get_logger().error(f'{self.name} stopped: {exc!r}')
+        spin_guarded(self.executor, CallbackGuard(self.nodes[0].get_logger()), self.name)
 
     def shutdown(self) -> None:
         """Stop spinning and wait for the thread (its last callback may still be running)."""
@@ -85,19 +84,32 @@ class BackgroundSpinner:
         self.thread.join(timeout=2.0)
 
 
-def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> None:
+def spin_guarded(executor: Executor, guard: CallbackGuard, name: str = 'executor') -> None:
+    """Spin ``executor`` until it or its context is shut down. An exception raised by a callback
+    (rclpy re-raises it from ``spin_once``) is reported by ``guard`` under ``name`` and spinning
+    goes on."""
+    context = executor.context
+    while context.ok() and not executor._is_shutdown:
+        try:
+            executor.spin_once(timeout_sec=0.1)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            return
+        except Exception as exc:   # a callback's: keep the node up, say what failed
+            if not context.ok():
+                return
+            guard.report(name, exc)
+
+
+def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> bool:
     """Spin ``executor`` in a thread until SIGINT/SIGTERM (or until it stops), then call
     ``on_stop()`` while it still spins (so goals can be canceled over ROS), then shut it down.
-    Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``."""
+    Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``. Returns True
+    after a signal, False when the executor stopped by itself."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def spin():
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-    thread = threading.Thread(target=spin, name='executor', daemon=True)
+    nodes = executor.get_nodes()
+    guard = CallbackGuard(nodes[0].get_logger() if nodes else get_logger('executor'))
+    thread = threading.Thread(target=spin_guarded, args=(executor, guard), name='executor', daemon=True)
     thread.start()
     try:
         while not stop.wait(0.1) and thread.is_alive():
@@ -110,6 +122,7 @@ def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> None:
             thread.join(timeout=2.0)     # its last callback may still run: let it end before nodes go
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
+    return stop.is_set()
 
 
 def freeze_startup_objects() -> None:
@@ -124,7 +137,8 @@ def freeze_startup_objects() -> None:
 def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[], Executor],
              args: list[str] | None = None, on_start: Callable[[Node], None] | None = None,
              on_stop: Callable[[Node], None] | None = None) -> int:
-    """Run one node until SIGINT/SIGTERM; returns the exit status (0; 1 if it cannot start).
+    """Run one node until SIGINT/SIGTERM; returns the exit status (0; 1 if it cannot start, or
+    if its executor stopped without a signal: the reason is logged).
 
     Args:
         make_node: builds the node (after ``rclpy.init``); STARTUP_ERRORS mean a bad configuration.
@@ -150,8 +164,11 @@ def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[
     if on_start is not None:
         on_start(node)
     try:
-        run_until_signal(executor, (lambda: on_stop(node)) if on_stop else (lambda: None))
+        signalled = run_until_signal(executor, (lambda: on_stop(node)) if on_stop else (lambda: None))
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+    if not signalled:
+        get_logger(name).fatal('stopped without a signal: its executor ended (the ROS context was shut down)')
+        return ExitCode.FAILED
     return ExitCode.OK

@@ -103,6 +103,8 @@ from shadow_twin.monitoring import base_error
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.conversions import doubles
+from shadow_twin.ros.guard import guarded_subscription, guarded_timer
+from shadow_twin.ros.message_checks import check_joint_state, check_odometry
 from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'twin_monitor'
@@ -279,13 +281,16 @@ class TwinMonitor(Node):
                                if p('publish_aggregated') else None)
         qos = QoSProfile(depth=10)
         for k, topic in enumerate(self.real_topics):
-            self.create_subscription(JointState, topic, lambda m, k=k: self._on_state(k, m), qos)
-        self.create_subscription(JointState, self.sim_topic, lambda m: self._on_state('sim', m), qos)
+            guarded_subscription(self, JointState, topic, lambda m, k=k: self._on_state(k, m), qos,
+                                 check=check_joint_state)
+        guarded_subscription(self, JointState, self.sim_topic, lambda m: self._on_state('sim', m), qos,
+                             check=check_joint_state)
         if self.base is not None:
-            self.create_subscription(Odometry, self.odom_topics[0], lambda m: self._on_odometry(0, m), qos)
-            self.create_subscription(Odometry, self.odom_topics[1], lambda m: self._on_odometry(1, m), qos)
-        self.create_timer(1.0 / float(p('rate')), self._publish_error)
-        self.create_timer(float(p('diagnostics_period')), self._publish_diagnostics)
+            for k, topic in enumerate(self.odom_topics):
+                guarded_subscription(self, Odometry, topic, lambda m, k=k: self._on_odometry(k, m), qos,
+                                     check=check_odometry)
+        guarded_timer(self, 1.0 / float(p('rate')), self._publish_error, 'joint error')
+        guarded_timer(self, float(p('diagnostics_period')), self._publish_diagnostics, 'diagnostics')
         th = self.monitor.thresholds
         base = ''
         if self.base is not None:

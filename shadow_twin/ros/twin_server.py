@@ -40,9 +40,12 @@ the built-in hand.
 **Speed scaling.** With ``speed_scaling_topic`` set (the UR driver's
 ``/speed_scaling_state_broadcaster/speed_scaling``, std_msgs/Float64, percent) the twin
 follows the arm's speed scaling and logs it (each change, and with every accepted goal);
-:attr:`TwinServer.speed_scaling` holds it. The UR's scaled controller stretches its
-trajectory's time by it; the sim does not (yet), so below 100 % the real arm lags the
-sim and the twin's desired state (a warning says so).
+:attr:`TwinServer.speed_scaling` holds it; a NaN, infinite or out-of-range value is dropped
+with a warning. The UR's scaled controller runs its trajectory's time at that rate, and so do
+the sim bridge (``speed_scaling_input_topic``) and the twin: the desired state of the goal
+joints matching ``speed_scaled_joints`` (globs, the bridge's parameter) runs on the scaled
+clock (``shadow_twin.control.scaled_time.ScaledClock``), and the goal tolerance window
+(``goal_time``) opens at their scaled end.
 
 Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
 (rules and codes from ``shadow_twin.control.jtc``):
@@ -122,21 +125,26 @@ from rclpy.qos import QoSProfile
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
+from shadow_twin.control.scaled_time import scaled_mask
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.cell import UR5_JOINTS
 from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.action_server import (PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, feedback_message,
                                            outcome_of_status)
-from shadow_twin.ros.base_driver import (BASE_SPECS, BaseDriver, BaseGoal, BaseRun, base_goal_from_request,
-                                         has_base_part, read_base_settings, read_base_topics)
+from shadow_twin.ros.base_anchor import AnchorError
+from shadow_twin.ros.base_driver import BaseDriver, BaseGoal, BaseRun, base_goal_from_request, has_base_part
+from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings, read_base_topics
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
+from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
+from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
 from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
 
@@ -165,7 +173,8 @@ DEFAULT_CONTROLLERS = {
     'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
     'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
 }
-_NAMES = {'model_path', 'velocity_limits', 'allow_partial_joints_goal', 'feedback_rate', 'constraints_file'}
+_NAMES = {'model_path', 'velocity_limits', 'allow_partial_joints_goal', 'feedback_rate', 'constraints_file',
+          'speed_scaled_joints'}
 Spec = bridge_params.Spec
 SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
     Spec('cell_config', '', 'Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when model_path '
@@ -180,7 +189,8 @@ SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
          'real_joint_states_topics.', read_only=True),
     Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.', read_only=True),
     Spec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
-         '/speed_scaling_state_broadcaster/speed_scaling); logged; empty = not followed.', read_only=True),
+         '/speed_scaling_state_broadcaster/speed_scaling): the desired state of the speed_scaled_joints runs '
+         'at it; empty = not followed (100 %).', read_only=True),
     Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
     Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
          f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
@@ -280,7 +290,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             ``allow_partial_joints_goal``, ``velocity_limits`` ({joint: rad/s}),
             ``constraints``, ``server_timeout`` (s), ``start_lead`` (s),
             ``joint_state_timeout`` (s), ``feedback_timeout`` (s), ``base``
-            (:class:`~shadow_twin.ros.base_driver.BaseSettings` or None).
+            (:class:`~shadow_twin.ros.base_settings.BaseSettings` or None).
         joint_states: the node's :class:`JointStateCache`.
         base: the base driver, None without a base.
         speed_scaling: the node's :class:`SpeedScaling`, None when not followed.
@@ -352,12 +362,10 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         scaling = ''
         if self.speed_scaling is not None:
             scaling = f'; arm speed scaling {self.speed_scaling.describe()}'
+            if plan.sampler is not None and plan.sampler.scaled.any():
+                scaling += f' (the time of {int(plan.sampler.scaled.sum())} speed-scaled joints runs at it)'
         self.log.info(f'accepted goal: {"; ".join(parts)}; accepted by {", ".join(plan.parts)}, starting at '
                       f'{plan.start_s:.3f} s{scaling}')
-        if self.speed_scaling is not None and self.mode != 'real':
-            warning = self.speed_scaling.warning()
-            if warning:
-                self.log.warning(warning)
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
@@ -373,6 +381,9 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             empty = np.zeros(0)
             fb = feedback_message(time_msg_ns(now_ns), [], now - plan.start_s, (empty, empty, empty), (empty, empty))
         else:
+            scaling = plan.sampler.scaling if self.speed_scaling is None else self.speed_scaling.fraction
+            if scaling != plan.sampler.scaling:
+                plan.sampler.set_scaling(now, scaling)        # the lag so far is integrated at the old one
             desired, desired_vel, desired_acc, t = plan.sampler.at(now)
             names = list(plan.trajectory.joint_names)
             pos, vel = split.state_arrays(names, self._actual())
@@ -433,7 +444,15 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.actual_source} joint state for {missing} yet')
 
     def _validate_base(self, request, plan: TwinPlan, settings: dict) -> None:
-        """The base part: ``base_goal_from_request`` from the actual base's pose."""
+        """The base part: re-anchor the sim base first when the bases stand apart (mode both,
+        :class:`~shadow_twin.ros.base_anchor.BaseAnchor`), then ``base_goal_from_request`` from the
+        actual base's pose."""
+        if self.base.anchor is not None and not self.base.busy():
+            try:
+                self.base.anchor.anchor_if_apart(*settings['base'].anchor_offsets)
+            except AnchorError as exc:
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'the sim base stands apart from the real base and could '
+                                                         f'not be re-anchored: {exc}') from None
         pose = self.base.current_pose(self.actual_source,
                                       wait_s=max(0.0, self._first_data_deadline(settings) - time.monotonic()))
         plan.base_goal = base_goal_from_request(request, settings['base'], self._now_s(), pose)
@@ -515,8 +534,10 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         accept_by = split.acceptance_deadline(start_s, now_s, lead, ACCEPT_MARGIN, ANSWER_TIMEOUT)
         if plan.trajectory is not None:
             names = list(plan.trajectory.joint_names)
+            scaled = scaled_mask(names, self.node.get_parameter('speed_scaled_joints').value or [])
+            scaling = 1.0 if self.speed_scaling is None else self.speed_scaling.fraction
             plan.sampler = split.DesiredSampler(plan.trajectory, split.state_arrays(names, self._actual())[0],
-                                                start_s)
+                                                start_s, scaled, scaling, now_s)
         with self.lock:
             self._dispatching += 1
         sends = []
@@ -686,21 +707,25 @@ class TwinServer(Node):
         qos = QoSProfile(depth=10)
         for source, topics in self.joint_states.topics.items():
             for topic in topics:
-                self._listener.create_subscription(
-                    JointState, topic, lambda m, source=source, topic=topic: self.joint_states.on_message(
-                        source, m, topic), qos)
-        self._listener.create_timer(LISTENER_TURN_PERIOD, self.joint_states.on_turn)
+                guarded_subscription(
+                    self._listener, JointState, topic, lambda m, source=source, topic=topic:
+                    self.joint_states.on_message(source, m, topic), qos, check=check_joint_state)
+        guarded_timer(self._listener, LISTENER_TURN_PERIOD, self.joint_states.on_turn, 'listener turn')
         self.speed_scaling = None
         if p('speed_scaling_topic'):
             self.speed_scaling = SpeedScaling(p('speed_scaling_topic'), self.get_logger())
-            self._listener.create_subscription(Float64, p('speed_scaling_topic'), self.speed_scaling.on_message, qos)
+            guarded_subscription(self._listener, Float64, p('speed_scaling_topic'), self.speed_scaling.on_message, qos)
         self._listener_spinner = BackgroundSpinner([self._listener], 'joint state listener')
         self.base = None
         if self.base_enabled:
             topics = {side: read_base_topics(p, side) for side in split.base_sides(self.mode)}
+            anchor = p('base.anchor.service') if p('base.anchor.enabled') else ''
             self.base = BaseDriver(self.context, f'{self.get_name()}_base', self.get_namespace(), topics,
                                    settings=lambda: self._settings['base'],
-                                   now=lambda: from_nanoseconds(self.get_clock().now().nanoseconds))
+                                   now=lambda: from_nanoseconds(self.get_clock().now().nanoseconds),
+                                   anchor_service=anchor, answer_timeout=lambda: self._settings['server_timeout'])
+            if self.base.anchor is not None:
+                guarded_service(self, Trigger, '~/anchor_base', self._on_anchor_base)
         action_names: dict[str, str] = {}
         if self.mode in ('sim', 'both'):
             action_names[split.SIM] = p('sim_action')
@@ -718,6 +743,17 @@ class TwinServer(Node):
         self.get_logger().info(f'serving {p("action_name")}, mode {self.mode}; real controllers: {real or "none"}; '
                                f'sim: {p("sim_action")}; real joint states: '
                                f'{", ".join(self.joint_states.topics["real"])}; base: {base}')
+
+    def _on_anchor_base(self, request, response):
+        """``~/anchor_base``: put the sim base on the real one now (refused while a goal drives them)."""
+        if self.base.busy():
+            response.success, response.message = False, 'a goal drives the bases: re-anchor when it has ended'
+            return response
+        try:
+            response.success, response.message = True, self.base.anchor.anchor('requested on ~/anchor_base')
+        except AnchorError as exc:
+            response.success, response.message = False, f'could not re-anchor the sim base: {exc}'
+        return response
 
     @property
     def speed_scaling_percent(self) -> float | None:

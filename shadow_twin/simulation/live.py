@@ -43,6 +43,7 @@ import yaml
 
 from shadow_twin.common.errors import ConfigError, TrajectoryError
 from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.scaled_time import ScaledClock, scaled_mask
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import (GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, apply_parameters,
@@ -315,21 +316,18 @@ class _Followed:
 class _ActiveTrajectory:
     trajectory: JointTrajectory   # with the start state prepended
     columns: np.ndarray           # its joints' indices in controller.joint_names
-    start: float                  # sim time of its t = 0, s
     token: int
     scaled: np.ndarray            # (J,) bool: its joints whose time runs at the speed scaling
-    lag: float = 0.0              # s of trajectory time the scaled joints are behind, at lag_time
-    lag_time: float = -math.inf   # sim time up to which ``lag`` is integrated, s
+    clock: ScaledClock            # its start (sim time of its t = 0, s) and the scaled joints' lag
+
+    @property
+    def start(self) -> float:
+        return self.clock.start
 
     @property
     def end(self) -> float:
-        return self.start + self.trajectory.duration + (self.lag if self.scaled.any() else 0.0)
-
-    def lags(self, times: np.ndarray, scaling: float) -> np.ndarray:
-        """Lag (s) of the scaled joints at sim ``times`` (>= ``lag_time``) at ``scaling``: trajectory
-        time advances ``scaling`` s per s after the start (ur_robot_driver's scaled JTC)."""
-        since = np.maximum(np.asarray(times, dtype=float), self.start) - max(self.lag_time, self.start)
-        return self.lag + (1.0 - scaling) * np.maximum(since, 0.0)
+        """Sim time of its end as far as the scaled joints' lag is integrated (``step``), s."""
+        return self.start + self.trajectory.duration + (self.clock.lag if self.scaled.any() else 0.0)
 
 
 def _model_joints(model: mujoco.MjModel) -> list[tuple[int, str]]:
@@ -487,7 +485,7 @@ class LiveSimulation:
         pos, vel, acc = active.trajectory.sample(rel, self.interpolation)
         if active.scaled.any():
             s = self.speed_scaling
-            slow = active.trajectory.sample(rel - active.lags(times, s), self.interpolation)
+            slow = active.trajectory.sample(rel - active.clock.lags(times, s), self.interpolation)
             pos[:, active.scaled] = slow[0][:, active.scaled]
             vel[:, active.scaled] = s * slow[1][:, active.scaled]
             acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
@@ -546,16 +544,14 @@ class LiveSimulation:
             raise ConfigError(f'speed scaling must be within 0..1, got {scaling}')
         with self.lock:
             active = self._active
-            if active is not None and active.scaled.any():     # integrate the lag so far at the old scaling
-                now = float(self.data.time)
-                active.lag, active.lag_time = float(active.lags(np.array([now]), self.speed_scaling)[0]), now
+            if active is not None:          # the lag so far is integrated at the old scaling
+                active.clock.set_scaling(float(self.data.time), scaling)
             self.speed_scaling = float(scaling)
             if joints is not None:
                 self.speed_scaled_joints = tuple(joints)
 
     def _scaled_mask(self, joints: Sequence[str]) -> np.ndarray:
-        return np.array([any(fnmatch.fnmatchcase(j, p) for p in self.speed_scaled_joints) for j in joints],
-                        dtype=bool)
+        return scaled_mask(joints, self.speed_scaled_joints)
 
     def _relative(self, times, start: float):
         """``times - start`` (s), snapped onto the step grid ``k * dt`` when within
@@ -601,8 +597,7 @@ class LiveSimulation:
                 mujoco.mj_step(model, data)
             active = self._active
             if active is not None and active.scaled.any():
-                active.lag = float(active.lags(times[-1:] + self.dt, self.speed_scaling)[0])
-                active.lag_time = float(times[-1] + self.dt)
+                active.clock.advance(float(times[-1] + self.dt))
             self._retire_if_finished()
             return n
 
@@ -656,9 +651,9 @@ class LiveSimulation:
             columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
             current = self.data.qpos[self.controller.qpos_adr[columns]]
             self._token += 1
-            self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, start,
-                                             self._token, self._scaled_mask(trajectory.joint_names),
-                                             lag_time=max(start, now))
+            self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, self._token,
+                                             self._scaled_mask(trajectory.joint_names),
+                                             ScaledClock(start, self.speed_scaling, since=now))
             self._finished = None
             return self._token
 
@@ -704,6 +699,25 @@ class LiveSimulation:
             if not self.base.command_latency:       # without latency a command takes effect when it arrives
                 sent = min(sent, now)
             return tuple(self.base.command((v, omega), sent, received=now))
+
+    def place_base(self, x: float, y: float, yaw: float) -> None:
+        """Put the base at (``x`` m, ``y`` m, ``yaw`` rad) in its odometry frame (the world), at
+        rest and without a command (re-anchoring the sim base to the real one). Raises ConfigError
+        when the model has no base, ValueError for a value that is not finite."""
+        if not all(math.isfinite(float(v)) for v in (x, y, yaw)):
+            raise ValueError(f'base pose ({x}, {y}, {yaw}) is not finite')
+        with self.lock:
+            if self.base is None:
+                raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
+            self.base.place(self.data, x, y, yaw)
+            mujoco.mj_forward(self.model, self.data)
+
+    def stop_base(self) -> None:
+        """Drop the base's velocity command in force and those held back (the wheels stop);
+        nothing without a base."""
+        with self.lock:
+            if self.base is not None:
+                self.base.stop()
 
     def set_base_command_timeout(self, seconds: float) -> None:
         """From now on a base velocity command lapses after ``seconds`` s of sim time."""

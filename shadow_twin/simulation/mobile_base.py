@@ -217,6 +217,19 @@ class SimMobileBase:
         return wheel_rates(self.current_command(sim_time), self.geometry)
 
     # -- state ---------------------------------------------------------------------------------
+    def place(self, data: mujoco.MjData, x: float, y: float, yaw: float) -> None:
+        """Put the base at (``x`` m, ``y`` m, ``yaw`` rad) in the world (its height, roll and
+        pitch kept: yaw turns the free joint's quaternion about the world z axis), at rest; its
+        command is dropped. Call :func:`mujoco.mj_forward` after."""
+        quat = data.qpos[self._qpos + 3:self._qpos + 7]
+        turn = np.empty(4)
+        mujoco.mju_axisAngle2Quat(turn, np.array([0.0, 0.0, 1.0]), float(yaw) - yaw_from_quaternion(
+            quat[1], quat[2], quat[3], quat[0]))
+        mujoco.mju_mulQuat(quat, turn, quat.copy())
+        data.qpos[self._qpos:self._qpos + 2] = (float(x), float(y))
+        data.qvel[self._dof:self._dof + 6] = 0.0
+        self.stop()
+
     def odometry(self, data: mujoco.MjData) -> BaseOdometry:
         """Pose and body twist of the base from its free joint (module doc)."""
         position = data.qpos[self._qpos:self._qpos + 3].copy()

@@ -78,3 +78,72 @@ def test_children_stop_in_order_skipping_names_not_started(tmp_path):
         children.start(name, [sys.executable, '-c', 'import time; time.sleep(30)'])
     statuses = children.stop(order=['shadow_twin', 'twin_monitor'], timeout=5.0)
     assert set(statuses) == {'shadow_twin', 'bridge'} and all(s is not None for s in statuses.values())
+
+
+@pytest.fixture
+def quick_supervision(monkeypatch):
+    """Supervision constants scaled down so that a test takes a second."""
+    from shadow_twin.cli import processes
+    monkeypatch.setattr(processes, 'STARTUP_WINDOW', 0.3)
+    monkeypatch.setattr(processes, 'RESPAWN_DELAY', 0.05)
+    monkeypatch.setattr(processes, 'RESPAWN_WINDOW', 60.0)
+    monkeypatch.setattr(processes, 'MAX_RESPAWNS', 2)
+    return processes
+
+
+def _sleeper(seconds: float) -> list[str]:
+    import sys
+    return [sys.executable, '-c', f'import time; time.sleep({seconds})']
+
+
+def test_a_dead_child_is_respawned_while_the_others_run_on(tmp_path, quick_supervision):
+    children = quick_supervision.ChildProcesses(tmp_path)
+    healthy = children.start('twin', _sleeper(60))
+    children.start('mock_mir', _sleeper(0.6))
+    lines: list[str] = []
+    try:
+        ended = children.supervise(lambda: sum('started again' in line for line in lines) >= 1,
+                                   {'twin', 'mock_mir'}, lines.append, interval=0.02)
+        assert ended is None
+        assert healthy.poll() is None and children.procs['twin'] is healthy       # never restarted
+        assert any(line.startswith('mock_mir exited with status 0; the other nodes run on') for line in lines)
+        assert children.procs['mock_mir'].poll() is None                          # the respawned one runs
+    finally:
+        children.stop(timeout=2.0)
+
+
+def test_a_child_that_dies_at_its_start_ends_the_supervision(tmp_path, quick_supervision):
+    import sys
+    children = quick_supervision.ChildProcesses(tmp_path)
+    children.start('twin', _sleeper(60))
+    children.start('bad', [sys.executable, '-c', 'raise SystemExit(1)'])
+    try:
+        name, status, why = children.supervise(lambda: False, {'twin', 'bad'}, lambda line: None, interval=0.02)
+        assert (name, status) == ('bad', 1) and 'cannot start' in why
+    finally:
+        children.stop(timeout=2.0)
+
+
+def test_a_crash_looping_child_is_given_up(tmp_path, quick_supervision):
+    children = quick_supervision.ChildProcesses(tmp_path)
+    children.start('loop', _sleeper(0.35))
+    lines: list[str] = []
+    try:
+        name, status, why = children.supervise(lambda: False, {'loop'}, lines.append, interval=0.02)
+        assert name == 'loop' and 'died 3 times' in why
+        assert sum('started again' in line for line in lines) == 2
+    finally:
+        children.stop(timeout=2.0)
+
+
+def test_without_respawn_a_dead_child_stays_dead_and_the_others_run_on(tmp_path, quick_supervision):
+    children = quick_supervision.ChildProcesses(tmp_path)
+    children.start('twin', _sleeper(60))
+    children.start('mock_mir', _sleeper(0.5))
+    lines: list[str] = []
+    try:
+        ended = children.supervise(lambda: bool(lines), set(), lines.append, interval=0.02)
+        assert ended is None and 'not respawned' in lines[0]
+        assert children.procs['twin'].poll() is None and children.procs['mock_mir'].poll() is not None
+    finally:
+        children.stop(timeout=2.0)

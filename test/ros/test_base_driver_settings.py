@@ -10,7 +10,8 @@ pytest.importorskip('nav_msgs.msg')
 
 from shadow_twin.common.errors import ConfigError  # noqa: E402
 from shadow_twin.control.diff_drive import Pose2D  # noqa: E402
-from shadow_twin.ros.base_driver import BASE_SPECS, OdomSample, read_base_settings  # noqa: E402
+from shadow_twin.ros.base_driver import OdomSample  # noqa: E402
+from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings  # noqa: E402
 
 DEFAULTS = {spec.name: spec.default for spec in BASE_SPECS}
 

@@ -1,55 +1,181 @@
 """The UR's speed scaling in the twin: a UR stand-in (config/mock_ur.yaml, its speed slider at
-50 %) publishes it, and a sim bridge on the UR5 that follows the topic
-(``speed_scaling_input_topic``, as config/mujoco_bridge.yaml sets it) runs its arm trajectories half as fast, as ur_robot_driver's scaled joint trajectory controller
-does on the robot. Real processes over DDS, private domain."""
+50 %, later 10 %) publishes it, and a sim bridge on the UR5 that follows the topic
+(``speed_scaling_input_topic``, as config/mujoco_bridge.yaml sets it) runs its arm trajectories
+that much slower, as ur_robot_driver's scaled joint trajectory controller does on the robot; the
+twin server runs its desired state and goal checks of the arm on the same scaled clock. A NaN on
+the topic is dropped by every reader. Real processes over DDS, private domain."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
+SCALING_TOPIC = '/speed_scaling_state_broadcaster/speed_scaling'
+UR5 = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+TWIN_ACTION = '/ur_twin/follow_joint_trajectory'
 
 
-def test_the_sim_follows_the_robots_speed_scaling(ros, tmp_path):
-    from action_msgs.msg import GoalStatus
-    from control_msgs.action import FollowJointTrajectory
+@pytest.fixture(scope='module')
+def recorders(ros):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64
-    helpers, client = ros
-    scaling = client.record(Float64, '/speed_scaling_state_broadcaster/speed_scaling')
-    states = client.record(JointState, '/ur_sim/joint_states')
+    _, client = ros
+    return {'scaling': client.record(Float64, SCALING_TOPIC),
+            'sim': client.record(JointState, '/ur_sim/joint_states', depth=2000),
+            'real': client.record(JointState, '/mock_ur/joint_states', depth=2000)}
+
+
+@pytest.fixture(scope='module')
+def ur(ros, recorders, tmp_path_factory):
+    """The UR stand-in (speed scaling 50 %) and the sim bridge following its speed scaling."""
+    helpers, _ = ros
+    folder = tmp_path_factory.mktemp('speed_scaling')
     mock = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_ur', '--params-file',
                                                       str(REPO / 'config' / 'mock_ur.yaml'), '-p', 'speed_scaling:=50.0',
                                                       '-p', 'joint_states_topic:=/mock_ur/joint_states'],
-                               tmp_path / 'mock_ur.log')
+                               folder / 'mock_ur.log')
     sim = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=ur_sim', '--params-file',
                                                      str(REPO / 'config' / 'mujoco_bridge.yaml'),
                                                      '-p', 'model_path:=package://shadow_twin/models/ur5.xml',
                                                      '-p', 'gains_file:=package://shadow_twin/config/controllers/ur5.yaml',
                                                      '-p', 'joint_states_topic:=/ur_sim/joint_states',
                                                      '-p', 'action_name:=/ur_sim/follow_joint_trajectory',
-                                                     '-p', 'speed_scaling_input_topic:='
-                                                           '/speed_scaling_state_broadcaster/speed_scaling'],
-                              tmp_path / 'ur_sim.log')
+                                                     '-p', f'speed_scaling_input_topic:={SCALING_TOPIC}'],
+                              folder / 'ur_sim.log')
+    procs = {'mock': mock, 'sim': sim}
+    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in recorders.values()), START_TIMEOUT)
+    assert ok, mock.output()[-2000:] + sim.output()[-2000:]
+    yield procs
+    statuses = {name: p.stop() for name, p in procs.items()}
+    assert statuses == {'mock': 0, 'sim': 0}, {n: p.output()[-2000:] for n, p in procs.items()}
+
+
+@pytest.fixture(scope='module')
+def twin(ros, ur, tmp_path_factory):
+    """A twin server (mode both) of the UR: the stand-in is "real", the sim bridge the sim; it
+    follows the speed scaling topic."""
+    helpers, client = ros
+    from control_msgs.action import FollowJointTrajectory
+    folder = tmp_path_factory.mktemp('ur_twin')
+    values = {'mode': 'both', 'action_name': TWIN_ACTION, 'real_controllers': ['arm'],
+              'controllers': {'arm': {'action': '/scaled_joint_trajectory_controller/follow_joint_trajectory',
+                                      'joints': UR5}},
+              'sim_action': '/ur_sim/follow_joint_trajectory', 'real_joint_states_topics': ['/mock_ur/joint_states'],
+              'sim_joint_states_topic': '/ur_sim/joint_states', 'speed_scaling_topic': SCALING_TOPIC,
+              'model_path': 'package://shadow_twin/models/ur5.xml', 'server_timeout': 5.0, 'start_lead': 0.5,
+              'joint_state_timeout': 0.5, 'feedback_timeout': 2.0}
+    params = folder / 'ur_twin.yaml'
+    params.write_text(yaml.safe_dump({'/**/ur_twin': {'ros__parameters': values}}))
+    proc = helpers.NodeProcess('shadow_twin.ros.twin_server', ['-r', '__node:=ur_twin', '--params-file', str(params)],
+                               folder / 'ur_twin.log')
     try:
-        assert helpers.wait_until(lambda: scaling.count() > 0 and states.count() > 0, START_TIMEOUT), \
-            mock.output()[-2000:] + sim.output()[-2000:]
-        assert scaling.last().data == 50.0
-        assert helpers.wait_until(lambda: 'speed scaling 50 %' in sim.output(), 5.0), sim.output()[-2000:]
-        goal = helpers.one_point_goal({'shoulder_pan_joint': 0.5}, 1.0, goal_tolerance=0.02)
-        sent = time.monotonic()
-        handle = client.send_goal(FollowJointTrajectory, '/ur_sim/follow_joint_trajectory', goal, timeout=10.0)
-        assert handle.accepted
-        response = client.wait_future(handle.get_result_async(), 10.0)
-        took = time.monotonic() - sent
-        assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string
-        assert 1.8 < took < 3.0, took              # 1 s of trajectory at 50 %: 2 s
-        pan = states.last().position[list(states.last().name).index('shoulder_pan_joint')]
-        assert pan == pytest.approx(0.5, abs=0.02)
-    finally:
-        assert sim.stop() == 0, sim.output()[-2000:]
-        assert mock.stop() == 0, mock.output()[-2000:]
+        client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+    except TimeoutError:
+        proc.stop()
+        pytest.fail(f'no twin action server:\n{proc.output()[-3000:]}')
+    wanted = {'/mock_ur/joint_states': 2, '/ur_sim/joint_states': 2, SCALING_TOPIC: 3}   # with this client's
+    ok = helpers.wait_until(lambda: all(client.node.count_subscribers(t) >= n for t, n in wanted.items()),
+                            START_TIMEOUT)
+    assert ok, proc.output()[-3000:]
+    yield proc
+    assert proc.stop() == 0, proc.output()[-3000:]
+
+
+def stamp_s(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def position_of(msg, joint: str = 'shoulder_pan_joint') -> float:
+    return msg.position[list(msg.name).index(joint)]
+
+
+def first_stamp_past(recorder, since_s: float, start: float, position: float) -> float:
+    """Header stamp (s) of the first state stamped after ``since_s`` whose shoulder pan joint, moving
+    from ``start``, has passed ``position`` (rad)."""
+    sign = 1.0 if position > start else -1.0
+    for _, msg in recorder.snapshot():
+        if stamp_s(msg.header.stamp) >= since_s and sign * (position_of(msg) - position) >= 0.0:
+            return stamp_s(msg.header.stamp)
+    raise AssertionError(f'shoulder_pan_joint never passed {position} after {since_s}')
+
+
+def test_the_sim_follows_the_robots_speed_scaling(ros, ur, recorders):
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    helpers, client = ros
+    assert recorders['scaling'].last().data == 50.0
+    assert helpers.wait_until(lambda: 'speed scaling 50 %' in ur['sim'].output(), 5.0), ur['sim'].output()[-2000:]
+    goal = helpers.one_point_goal({'shoulder_pan_joint': 0.5}, 1.0, goal_tolerance=0.02)
+    sent = time.monotonic()
+    handle = client.send_goal(FollowJointTrajectory, '/ur_sim/follow_joint_trajectory', goal, timeout=10.0)
+    assert handle.accepted
+    response = client.wait_future(handle.get_result_async(), 10.0)
+    took = time.monotonic() - sent
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string
+    assert 1.8 < took < 3.0, took              # 1 s of trajectory at 50 %: 2 s
+    assert position_of(recorders['sim'].last()) == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_twin_goal_at_10_percent_succeeds_on_the_scaled_clock(ros, ur, twin, recorders):
+    """The fault of issue 22: at 10 % the twin aborted with GOAL_TOLERANCE_VIOLATED on its
+    unscaled clock although robot and sim were where a 10 % clock puts them. Judged on stamps:
+    the goal starts at its stamp, the arm (robot and sim) passes half way 10 x half the duration
+    later, and the twin's last feedback (its result follows it) about 10 x the duration later."""
+    from action_msgs.msg import GoalStatus
+    helpers, client = ros
+    from control_msgs.action import FollowJointTrajectory
+    client.set_parameters('/mock_ur', {'speed_scaling': 10.0})
+    for proc, line in ((twin, 'arm speed scaling 10 %'), (ur['sim'], 'speed scaling 10 %')):
+        assert helpers.wait_until(lambda: line in proc.output(), 10.0), proc.output()[-2000:]
+    starts = {side: position_of(recorders[side].last()) for side in ('real', 'sim')}
+    target, duration = starts['real'] - 0.4, 0.3
+    start = stamp_s(client.node.get_clock().now().to_msg()) + 1.0
+    goal = helpers.one_point_goal({'shoulder_pan_joint': target}, duration, goal_tolerance=0.02,
+                                  stamp_ns=int(round(start * 1e9)))
+    feedback = []
+    handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, goal, feedback=feedback.append, timeout=15.0)
+    assert handle.accepted, twin.output()[-3000:]
+    response = client.wait_future(handle.get_result_async(), 20.0)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string + twin.output()[-3000:]
+    assert 'speed-scaled joints runs at it' in twin.output()
+    last = helpers.final_feedback(feedback, {'shoulder_pan_joint': target})    # the result overtakes it
+    since = last.desired.time_from_start.sec + 1e-9 * last.desired.time_from_start.nanosec
+    end = stamp_s(last.header.stamp)
+    assert end - since == pytest.approx(start, abs=1e-3)                 # its time_from_start: wall s since start
+    for side in ('real', 'sim'):                                        # each from where it was
+        passed = first_stamp_past(recorders[side], start, starts[side], (starts[side] + target) / 2)
+        assert passed - start == pytest.approx(10 * duration / 2, abs=0.3), side
+    assert 10 * duration <= end - start <= 10 * duration + 1.5
+    assert position_of(recorders['real'].last()) == pytest.approx(target, abs=0.02)
+
+
+def test_a_nan_speed_scaling_is_dropped_and_nobody_dies(ros, ur, twin, recorders):
+    from std_msgs.msg import Float64
+    helpers, client = ros
+    publisher = client.node.create_publisher(Float64, SCALING_TOPIC, 10)
+    dropped = 'dropped a message on ' + SCALING_TOPIC
+
+    def published_and_dropped():
+        publisher.publish(Float64(data=math.nan))
+        time.sleep(0.2)
+        return dropped in ur['sim'].output() and dropped in twin.output()
+    assert helpers.wait_until(published_and_dropped, 10.0, interval=0.0), \
+        ur['sim'].output()[-2000:] + twin.output()[-2000:]
+    for proc in (ur['sim'], twin):
+        assert f'{dropped}: data: speed scaling must be a finite percentage within 0..100, got nan' in proc.output()
+    for value in (math.inf, -5.0, 150.0):
+        publisher.publish(Float64(data=value))
+    client.node.destroy_publisher(publisher)
+    for side in ('real', 'sim'):
+        count = recorders[side].count()
+        assert helpers.wait_until(lambda: recorders[side].count() > count + 50, 5.0), side
+    assert ur['sim'].alive() and twin.alive() and ur['mock'].alive()
+    for proc in (ur['sim'], twin):
+        assert proc.output().count(dropped) <= 3, proc.output()[-2000:]       # rate-limited: one per 5 s
+        assert 'Traceback' not in proc.output(), proc.output()[-3000:]
