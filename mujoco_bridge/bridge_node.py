@@ -349,6 +349,10 @@ class MujocoBridge(Node):
             return 0.0
         max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
         steps = sim.steps_until(self.clock.target(mono))
+        if steps * sim.dt > sim.base_command_timeout and self.base is not None:
+            # a stall (the process stopped or starved) longer than cmd_vel_timeout: the base's
+            # command is older than that now and is not driven on, not even while catching up
+            sim.stop_base()
         sim.step(min(steps, max_steps))
         if steps <= max_steps:
             return 0.0
@@ -384,14 +388,10 @@ class MujocoBridge(Node):
         """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
         of it was stepped, ``dropped_s`` is given up: the clock is re-anchored so that the sim
         time reached belongs to that tick (the rate meter is not reset: the loss shows in its
-        real-time factor, see :class:`RateMeter`). A lag longer than ``cmd_vel_timeout`` (the
-        process was stopped or starved) stops the base: its command is that old."""
+        real-time factor, see :class:`RateMeter`)."""
         self._dropped_s += dropped_s
         now = time.monotonic()
         self.clock.anchor(scheduled, self._ros_now_ns() - to_nanoseconds(now - scheduled), self.sim.time)
-        if self.base is not None and lag_s > self.sim.base_command_timeout:
-            # the base's command was sent before the stall: older than its timeout now, it is not driven on
-            self.sim.stop_base()
         if now - self._last_drop_log > 5.0:
             self._last_drop_log = now
             self.get_logger().warning(

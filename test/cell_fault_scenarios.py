@@ -1,0 +1,231 @@
+"""Fault scenarios on the whole cell (``shadow-twin up --cell --mock-hardware``), shared by
+test/ros/test_cell_faults.py and ``benchmarks/faults.py`` (issue 22).
+
+* :func:`start_cell`: ``up`` in a child process, recorders of every stream, the pids of its nodes.
+* :func:`flood_malformed`: malformed messages on every topic the cell's nodes subscribe to.
+* :func:`stall_base_mid_goal` / :func:`kill_base_mid_goal`: SIGSTOP / SIGKILL of the MiR bridge
+  once the base moves under a goal, and what followed.
+
+Import with rclpy available.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cell_scenarios import START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, send, straight
+
+SPEED_SCALING_TOPIC = '/speed_scaling_state_broadcaster/speed_scaling'
+JOINT_STATE_TOPICS = ('/joint_states', '/rh/joint_states', '/sim/joint_states')
+ODOM_TOPICS = ('/odom', '/sim/odom')
+CMD_VEL_TOPICS = ('/cmd_vel', '/sim/cmd_vel')
+
+
+@dataclass
+class Cell:
+    """A running ``up --cell --mock-hardware``: its process, recorders, and the pids of its nodes."""
+
+    up: object
+    streams: dict
+    odom: object
+    sim_odom: object
+    cmd_vel: object
+    sim_cmd_vel: object
+
+    def pid(self, node: str) -> int:
+        """The newest pid ``up`` printed for ``node`` (it prints them at the start and at each respawn)."""
+        text = self.up.output()
+        found = re.findall(rf'{node} \(pid (\d+)\)', text) + re.findall(rf'{node} started again \(pid (\d+)\)', text)
+        positions = [(text.rfind(f'pid {p})'), int(p)) for p in found]
+        return max(positions)[1]
+
+
+def start_cell(helpers, client, folder: Path, *extra: str) -> Cell:
+    """Start ``shadow-twin up --cell --mock-hardware`` and wait until every stream flows and the
+    twin's action server answers. Raises RuntimeError with the output when it does not start."""
+    from geometry_msgs.msg import TwistStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    from control_msgs.action import FollowJointTrajectory
+    streams = {t: client.record(JointState, t, depth=50) for t in JOINT_STATE_TOPICS}
+    streams.update({t: client.record(Odometry, t, depth=5000) for t in ODOM_TOPICS})
+    commands = {t: client.record(TwistStamped, t, depth=5000) for t in CMD_VEL_TOPICS}
+    up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
+        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
+        '--cell', '--mock-hardware', *extra])
+    if not helpers.wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), START_TIMEOUT) \
+            or not up.alive():
+        up.stop()
+        raise RuntimeError(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
+    client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+    time.sleep(1.0)         # the twin's listeners have the first states; the anchoring at start is done
+    return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
+
+
+def _malformed_joint_states(now) -> list:
+    from sensor_msgs.msg import JointState
+    names = ['shoulder_pan_joint', 'rh_FFJ3']
+    out = [JointState(name=names, position=[math.nan, 0.1]), JointState(name=names, position=[0.1, math.inf]),
+           JointState(name=names, position=[0.1]), JointState(name=names, position=[0.1, 0.2], velocity=[1.0]),
+           JointState(name=['shoulder_pan_joint', 'shoulder_pan_joint'], position=[0.0, 1.0]),
+           JointState(name=['no_such_joint'], position=[math.nan])]
+    negative = JointState(name=names, position=[0.1, 0.2])
+    negative.header.stamp.sec = -1
+    out.append(negative)
+    for msg in out[:-1]:
+        msg.header.stamp = now
+    return out
+
+
+def _malformed_odometry(now) -> list:
+    from nav_msgs.msg import Odometry
+    out = []
+    for field_, value in (('x', math.nan), ('y', math.inf)):
+        msg = Odometry()
+        msg.header.stamp = now
+        msg.pose.pose.orientation.w = 1.0
+        setattr(msg.pose.pose.position, field_, value)
+        out.append(msg)
+    zero_quaternion = Odometry()
+    zero_quaternion.header.stamp = now
+    negative = Odometry()
+    negative.pose.pose.orientation.w = 1.0
+    negative.header.stamp.sec = -1
+    return out + [zero_quaternion, negative]
+
+
+def _malformed_commands(now_s: float) -> list:
+    from geometry_msgs.msg import TwistStamped
+
+    from shadow_twin.ros.conversions import time_msg
+    out = []
+    for linear, angular, stamp in ((math.nan, 0.0, now_s), (0.0, math.inf, now_s), (0.5, 0.0, now_s - 10.0),
+                                   (0.5, 0.3, None)):
+        msg = TwistStamped()
+        msg.twist.linear.x, msg.twist.angular.z = linear, angular
+        if stamp is None:
+            msg.header.stamp.sec = -1
+        else:
+            msg.header.stamp = time_msg(stamp)
+        out.append(msg)
+    return out
+
+
+def flood_malformed(client, repeats: int = 3) -> int:
+    """Publish malformed messages on every topic the cell's nodes subscribe to (joint states,
+    odometry, velocity commands, speed scaling), ``repeats`` rounds; returns how many were sent."""
+    from geometry_msgs.msg import TwistStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
+    node = client.node
+    pubs = {t: node.create_publisher(JointState, t, 10) for t in JOINT_STATE_TOPICS}
+    pubs.update({t: node.create_publisher(Odometry, t, 10) for t in ODOM_TOPICS})
+    pubs.update({t: node.create_publisher(TwistStamped, t, 10) for t in CMD_VEL_TOPICS})
+    pubs[SPEED_SCALING_TOPIC] = node.create_publisher(Float64, SPEED_SCALING_TOPIC, 10)
+    time.sleep(1.0)            # discovery
+    sent = 0
+    for _ in range(repeats):
+        now = node.get_clock().now()
+        batches = {t: _malformed_joint_states(now.to_msg()) for t in JOINT_STATE_TOPICS}
+        batches.update({t: _malformed_odometry(now.to_msg()) for t in ODOM_TOPICS})
+        batches.update({t: _malformed_commands(now.nanoseconds * 1e-9) for t in CMD_VEL_TOPICS})
+        batches[SPEED_SCALING_TOPIC] = [Float64(data=v) for v in (math.nan, math.inf, -5.0, 150.0)]
+        for topic, messages in batches.items():
+            for msg in messages:
+                pubs[topic].publish(msg)
+                sent += 1
+        time.sleep(0.2)
+    pubs[SPEED_SCALING_TOPIC].publish(Float64(data=100.0))      # leave the arm at full speed
+    for pub in pubs.values():
+        node.destroy_publisher(pub)
+    return sent
+
+
+@dataclass
+class BaseFaultOutcome:
+    """What followed a signal to the MiR bridge mid-goal.
+
+    status, error_string: the twin goal's result; answer_s: signal -> result arrived here, s;
+    moved_after_resume: base travel from its first odometry after SIGCONT to rest, m (stall);
+    others_alive: every other stream flowed after the fault; respawned: ``up`` started the MiR again
+    and its odometry flows.
+    """
+
+    status: int = 0
+    error_string: str = ''
+    answer_s: float = math.nan
+    moved_after_resume: float = math.nan
+    others_alive: bool = False
+    respawned: bool = False
+    notes: list = field(default_factory=list)
+
+
+def _goal_until_moving(helpers, client, cell: Cell, length: float = 0.8, seconds: float = 4.0):
+    """Send a straight base goal and wait until the real base has moved 5 cm; the goal handle."""
+    start = pose_of(cell.odom.last())
+    handle = send(client, make_goal(base=base_points(start, straight(length), seconds)))
+    if not handle.accepted:
+        raise RuntimeError('the base goal was rejected')
+
+    def moved():
+        x, y, _ = pose_of(cell.odom.last())
+        return math.hypot(x - start[0], y - start[1]) > 0.05
+    if not helpers.wait_until(moved, 10.0):
+        raise RuntimeError('the real base did not move')
+    return handle
+
+
+def _answer(client, handle, since: float, timeout: float = 10.0) -> tuple[int, str, float]:
+    future = handle.get_result_async()
+    response = client.wait_future(future, timeout)
+    return response.status, response.result.error_string, time.monotonic() - since
+
+
+def stall_base_mid_goal(helpers, client, cell: Cell, stall_s: float = 3.0) -> BaseFaultOutcome:
+    """SIGSTOP the MiR bridge mid-goal for ``stall_s`` s, SIGCONT; how far the base moves after."""
+    handle = _goal_until_moving(helpers, client, cell)
+    pid = cell.pid('mock_mir')
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    out = BaseFaultOutcome()
+    try:
+        out.status, out.error_string, out.answer_s = _answer(client, handle, stopped)
+        time.sleep(max(0.0, stall_s - (time.monotonic() - stopped)))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    resumed = time.monotonic()
+    if not helpers.wait_until(lambda: cell.odom.since(resumed), 5.0):
+        out.notes.append('no odometry after SIGCONT')
+        return out
+    first = pose_of(cell.odom.since(resumed)[0][1])
+    time.sleep(2.0)
+    last = pose_of(cell.odom.last())
+    out.moved_after_resume = math.hypot(last[0] - first[0], last[1] - first[1])
+    out.others_alive = all(r.since(resumed) for r in cell.streams.values())
+    return out
+
+
+def kill_base_mid_goal(helpers, client, cell: Cell, respawn_timeout: float = 30.0) -> BaseFaultOutcome:
+    """SIGKILL the MiR bridge mid-goal; the answer, the other streams, and the respawn."""
+    handle = _goal_until_moving(helpers, client, cell)
+    pid = cell.pid('mock_mir')
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    out = BaseFaultOutcome()
+    out.status, out.error_string, out.answer_s = _answer(client, handle, killed)
+    time.sleep(0.5)
+    others = [r for t, r in cell.streams.items() if t != '/odom']
+    check = time.monotonic()
+    out.others_alive = helpers.wait_until(lambda: all(r.since(check) for r in others), 2.0) and cell.up.alive()
+    out.respawned = helpers.wait_until(lambda: cell.pid('mock_mir') != pid and cell.odom.since(killed + 1.0),
+                                       respawn_timeout)
+    time.sleep(1.5)          # the twin's anchor watcher sees both bases again
+    return out

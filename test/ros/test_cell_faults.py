@@ -1,0 +1,93 @@
+"""Fault injection on the whole cell (issue 22): ``shadow-twin up --cell --mock-hardware``, real
+processes on this run's private ROS domain, fed what an adversary on the lab network sends.
+
+* Malformed messages on every topic the nodes subscribe to (NaN, inf, negative stamps, wrong
+  array lengths, unknown joint names, stale or NaN velocity commands, bad speed scaling): no
+  node exits, nothing moves, the streams go on and a goal still succeeds.
+* A base goal whose point 0 at t = 0 is 10 km away is rejected and nothing moves.
+* The MiR bridge SIGSTOPped for 3 s mid-goal: after SIGCONT the base moves less than 2 cm.
+* The MiR bridge SIGKILLed mid-goal: the client gets ABORTED naming the real base within 1 s,
+  the other nodes stay up, ``up`` respawns the mock and a base goal succeeds again (the sim
+  base re-anchored to the respawned one).
+
+The scenarios are shared with ``benchmarks/faults.py`` (test/cell_fault_scenarios.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+pytest.importorskip('rclpy')
+pytest.importorskip('control_msgs.action')
+pytest.importorskip('simulation_interfaces.srv')
+
+import cell_fault_scenarios as faults  # noqa: E402
+from cell_scenarios import ARM, base_points, make_goal, pose_of, result_of, send, straight  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def cell(ros, tmp_path_factory):
+    """``shadow-twin up --cell --mock-hardware`` (monitor included: its topics are fed too);
+    yields a :class:`cell_fault_scenarios.Cell`."""
+    helpers, client = ros
+    cell = faults.start_cell(helpers, client, tmp_path_factory.mktemp('cell_faults'))
+    yield cell
+    status = cell.up.stop(timeout=15.0)
+    assert status == 0, cell.up.output()[-3000:]
+
+
+def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves(ros, cell):
+    helpers, client = ros
+    before = {name: pose_of(r.last()) for name, r in (('real', cell.odom), ('sim', cell.sim_odom))}
+    sent = faults.flood_malformed(client)
+    assert sent >= 60
+    time.sleep(1.0)
+    assert cell.up.alive() and 'exited' not in cell.up.output(), cell.up.output()[-3000:]
+    now = time.monotonic()
+    assert helpers.wait_until(lambda: all(r.since(now) for r in cell.streams.values()), 5.0), \
+        {t: r.count() for t, r in cell.streams.items()}
+    for name, recorder in (('real', cell.odom), ('sim', cell.sim_odom)):
+        x, y, _ = pose_of(recorder.last())
+        assert math.hypot(x - before[name][0], y - before[name][1]) < 0.005, name
+    logged = cell.up.output()
+    for topic in ('/sim/cmd_vel', '/cmd_vel', '/joint_states', '/speed_scaling_state_broadcaster/speed_scaling'):
+        assert f'dropped a message on {topic}' in logged, topic
+    # the cell still works
+    status, result = result_of(client, send(client, make_goal({'shoulder_pan_joint': ARM['shoulder_pan_joint']},
+                                                              1.5)))
+    assert (status, result.error_code) == (4, 0), result.error_string
+
+
+def test_point_0_at_t0_10_km_away_is_rejected_and_nothing_moves(ros, cell):
+    helpers, client = ros
+    start = pose_of(cell.odom.last())
+    goal = make_goal(base=[(0.0, start[0] + 10_000.0, start[1], start[2]), (2.0, start[0] + 10_000.2, start[1],
+                                                                          start[2])])
+    t0 = time.monotonic()
+    handle = send(client, goal)
+    assert not handle.accepted
+    time.sleep(0.5)
+    assert not cell.cmd_vel.since(t0) and not cell.sim_cmd_vel.since(t0), 'a rejected goal sent velocity commands'
+
+
+def test_a_stalled_mir_bridge_does_not_drive_on_when_it_resumes(ros, cell):
+    helpers, client = ros
+    outcome = faults.stall_base_mid_goal(helpers, client, cell, stall_s=3.0)
+    assert outcome.status == 6, outcome          # ABORTED: its odometry stopped
+    assert outcome.moved_after_resume < 0.02, outcome
+
+
+def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(ros, cell):
+    helpers, client = ros
+    outcome = faults.kill_base_mid_goal(helpers, client, cell)
+    assert outcome.status == 6 and 'real base' in outcome.error_string and '/odom' in outcome.error_string, outcome
+    assert outcome.answer_s < 1.0, outcome
+    assert outcome.others_alive, outcome
+    assert outcome.respawned, cell.up.output()[-3000:]
+    start = pose_of(cell.odom.last())
+    status, result = result_of(client, send(client, make_goal(base=base_points(start, straight(0.2), 2.0))))
+    assert (status, result.error_code) == (4, 0), result.error_string
+    assert 're-anchored' in cell.up.output()
