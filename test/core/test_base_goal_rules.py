@@ -7,6 +7,7 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
+from cell_scenarios import base_points, left_arc, straight
 
 from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.common.stamps import to_sec_nanosec
@@ -49,35 +50,10 @@ def multi_dof(points, stamp=0.0):
 
 
 # --------------------------------------------------------------------------------- legit paths
-def smooth(tau):
-    """Quintic blend and its derivative (at rest at both ends)."""
-    return 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5, 30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4
-
-
 def path_points(path, duration_s, start=(0.0, 0.0, 0.0), dt=0.1):
     """Points (t, x, y, yaw, x_dot, y_dot, yaw_rate) of a relative ``path(s, ds)`` driven from
-    ``start`` with a quintic time law, as test/ros/test_twin_cell.py's base_points."""
-    x0, y0, yaw0 = start
-    c, s_ = math.cos(yaw0), math.sin(yaw0)
-    out = []
-    for t in np.linspace(0.0, duration_s, int(round(duration_s / dt)) + 1):
-        s, ds = smooth(t / duration_s)
-        x, y, yaw, dx, dy, dyaw = path(s, ds / duration_s)
-        out.append((float(t), x0 + c * x - s_ * y, y0 + s_ * x + c * y, yaw0 + yaw, c * dx - s_ * dy,
-                    s_ * dx + c * dy, dyaw))
-    return out
-
-
-def straight(length):
-    return lambda s, ds: (length * s, 0.0, 0.0, length * ds, 0.0, 0.0)
-
-
-def left_arc(radius, angle):
-    def f(s, ds):
-        th, dth = angle * s, angle * ds
-        return (radius * math.sin(th), radius * (1 - math.cos(th)), th, radius * math.cos(th) * dth,
-                radius * math.sin(th) * dth, dth)
-    return f
+    ``start`` with a quintic time law (``cell_scenarios.base_points``, the cell tests' paths)."""
+    return base_points(start, path, duration_s, dt)
 
 
 def s_curve(length, amplitude):
