@@ -33,15 +33,15 @@ import time
 
 from geometry_msgs.msg import TransformStamped, TwistStamped
 from nav_msgs.msg import Odometry
-from simulation_interfaces.msg import Result
-from simulation_interfaces.srv import SetEntityState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import SetEntityState
 from tf2_msgs.msg import TFMessage
 
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.base_trajectory import yaw_from_quaternion
-from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscription
+from shadow_twin.ros.guard import guarded_service, guarded_subscription
 from shadow_twin.ros.message_checks import BadMessage, check_finite, check_pose, check_twist_stamped
 from shadow_twin.simulation.live import LiveSimulation
 from shadow_twin.simulation.mobile_base import BaseOdometry
@@ -76,8 +76,7 @@ class BaseInterface:
         group = MutuallyExclusiveCallbackGroup()
         self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
-        self.cmd_vel_topic = settings['cmd_vel_topic']
-        guarded_subscription(node, TwistStamped, self.cmd_vel_topic, self._on_command, 10,
+        guarded_subscription(node, TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
                              check=check_twist_stamped, callback_group=group)
         self.frames = (settings['odom_frame'], settings['base_frame'])
         guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state, callback_group=group)
@@ -101,6 +100,8 @@ class BaseInterface:
             f'{", also on /tf" if self.tf_pub else ""})')
 
     def _on_command(self, msg: TwistStamped) -> None:
+        """A velocity command (checked by ``check_twist_stamped``). Raises BadMessage for a stale
+        one (the subscription's guard drops and reports it)."""
         base = self.sim.base
         if base is None:
             return
@@ -108,10 +109,8 @@ class BaseInterface:
         if stamp.sec or stamp.nanosec:
             age, timeout = self.now_s() - to_seconds(stamp), self.sim.base_command_timeout
             if age > timeout:
-                guard_of(self.node).report(self.cmd_vel_topic, BadMessage(
-                    f'header.stamp is {age:.3f} s old, more than cmd_vel_timeout {timeout:g} s: a stale command '
-                    f'(held while this bridge or the network stalled) is not driven'))
-                return
+                raise BadMessage(f'header.stamp is {age:.3f} s old, more than cmd_vel_timeout {timeout:g} s: a stale '
+                                 f'command (held while this bridge or the network stalled) is not driven')
         sent = self.to_sim_time(stamp)
         self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z, sent)
         if base.command_latency and sent is not None:
@@ -123,9 +122,9 @@ class BaseInterface:
         state = request.state
         result = response.result
         refusal = None
+        motion = (state.twist.linear, state.twist.angular, state.acceleration.linear, state.acceleration.angular)
         try:
             check_pose(state.pose, 'state.pose')
-            motion = (state.twist.linear, state.twist.angular, state.acceleration.linear, state.acceleration.angular)
             check_finite([c for v in motion for c in (v.x, v.y, v.z)], 'state.twist/acceleration')
         except BadMessage as exc:
             refusal = (SetEntityState.Response.INVALID_POSE, str(exc))

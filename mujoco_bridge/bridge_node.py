@@ -61,13 +61,12 @@ from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
-from shadow_twin.control.scaled_time import SpeedScalingError, checked_speed_scaling
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.ros import parameters as params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
 from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
-from shadow_twin.ros.message_checks import check_joint_state
+from shadow_twin.ros.message_checks import check_joint_state, check_speed_scaling
 from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
 
@@ -206,14 +205,10 @@ class MujocoBridge(Node):
         }
 
     def _on_speed_scaling(self, msg: Float64) -> None:
-        """The robot's speed scaling (percent): the sim's scaled joints follow it. A value that is
-        not finite or not within 0..100 is dropped with a warning (at most one per 5 s)."""
-        try:
-            value = checked_speed_scaling(msg.data) / 100.0
-        except SpeedScalingError as exc:
-            self.get_logger().warning(f'dropped a message on {self._param("speed_scaling_input_topic")}: '
-                                      f'data: {exc}', throttle_duration_sec=5.0)
-            return
+        """The robot's speed scaling (percent): the sim's scaled joints follow it. Raises BadMessage
+        (nothing applied) for a value that is not finite or not within 0..100; the subscription's
+        guard drops and reports it."""
+        value = check_speed_scaling(msg) / 100.0
         if value != self.sim.speed_scaling:
             self.sim.set_speed_scaling(value)
             self.get_logger().info(f'speed scaling {100 * value:g} % ({", ".join(self.sim.speed_scaled_joints)})',

@@ -183,6 +183,15 @@ def _goal_until_moving(helpers, client, cell: Cell, length: float = 0.8, seconds
     return handle
 
 
+def _signal_mid_goal(helpers, client, cell: Cell, sig: int):
+    """Send a base goal, and ``sig`` to the MiR bridge once the base moves; (goal handle, the
+    bridge's pid, monotonic s of the signal)."""
+    handle = _goal_until_moving(helpers, client, cell)
+    pid = cell.pid('mock_mir')
+    os.kill(pid, sig)
+    return handle, pid, time.monotonic()
+
+
 def _answer(client, handle, since: float, timeout: float = 10.0) -> tuple[int, str, float]:
     future = handle.get_result_async()
     response = client.wait_future(future, timeout)
@@ -191,10 +200,7 @@ def _answer(client, handle, since: float, timeout: float = 10.0) -> tuple[int, s
 
 def stall_base_mid_goal(helpers, client, cell: Cell, stall_s: float = 3.0) -> BaseFaultOutcome:
     """SIGSTOP the MiR bridge mid-goal for ``stall_s`` s, SIGCONT; how far the base moves after."""
-    handle = _goal_until_moving(helpers, client, cell)
-    pid = cell.pid('mock_mir')
-    os.kill(pid, signal.SIGSTOP)
-    stopped = time.monotonic()
+    handle, pid, stopped = _signal_mid_goal(helpers, client, cell, signal.SIGSTOP)
     out = BaseFaultOutcome()
     try:
         out.status, out.error_string, out.answer_s = _answer(client, handle, stopped)
@@ -215,10 +221,7 @@ def stall_base_mid_goal(helpers, client, cell: Cell, stall_s: float = 3.0) -> Ba
 
 def kill_base_mid_goal(helpers, client, cell: Cell, respawn_timeout: float = 30.0) -> BaseFaultOutcome:
     """SIGKILL the MiR bridge mid-goal; the answer, the other streams, and the respawn."""
-    handle = _goal_until_moving(helpers, client, cell)
-    pid = cell.pid('mock_mir')
-    os.kill(pid, signal.SIGKILL)
-    killed = time.monotonic()
+    handle, pid, killed = _signal_mid_goal(helpers, client, cell, signal.SIGKILL)
     out = BaseFaultOutcome()
     out.status, out.error_string, out.answer_s = _answer(client, handle, killed)
     time.sleep(0.5)

@@ -36,5 +36,10 @@ class SearchSpaceError(ShadowTwinError):
     """A search-space YAML names unknown joints/attributes or bad bounds."""
 
 
+class BadMessage(ShadowTwinError, ValueError):
+    """An incoming message a node drops (NaN, a negative stamp, a value out of range...): the text
+    names the field and what is wrong with it (``shadow_twin.ros.message_checks``)."""
+
+
 class ConfigError(ShadowTwinError):
     """A configuration YAML (gains, joint map, CLI arguments) is invalid."""

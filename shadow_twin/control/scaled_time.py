@@ -23,10 +23,10 @@ from typing import Sequence
 
 import numpy as np
 
-from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.errors import BadMessage
 
 
-class SpeedScalingError(ShadowTwinError, ValueError):
+class SpeedScalingError(BadMessage):
     """A speed scaling that is not a finite percentage within 0..100."""
 
 

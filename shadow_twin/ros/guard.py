@@ -1,7 +1,7 @@
 """Callbacks that cannot take a node down.
 
 Every subscription, service and timer callback of the project's nodes runs inside a
-:class:`CallbackGuard`: a :class:`~shadow_twin.ros.message_checks.BadMessage` (a
+:class:`CallbackGuard`: a :class:`~shadow_twin.common.errors.BadMessage` (a
 message that fails its check) or any other exception drops that one message (a
 service answers with its default response) and is logged in one line naming the topic
 (or service, or timer) and the field, at most once per :data:`LOG_PERIOD` s per topic
@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from shadow_twin.ros.message_checks import BadMessage
+from shadow_twin.common.errors import BadMessage
 
 #: Shortest interval between two log lines about the same topic, service or timer, s.
 LOG_PERIOD = 5.0

@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from shadow_twin.common.errors import BadMessage
+from shadow_twin.control.scaled_time import SpeedScalingError, checked_speed_scaling
+
+__all__ = ['BadMessage', 'check_stamp', 'check_finite', 'check_joint_state', 'check_twist_stamped', 'check_pose',
+           'check_odometry', 'check_speed_scaling']
+
 #: ``builtin_interfaces/Time.nanosec`` lies in [0, 1e9).
 NANOSEC_LIMIT = 1_000_000_000
-
-
-class BadMessage(ValueError):
-    """A message that a node drops: the text names the field and what is wrong with it."""
 
 
 def check_stamp(stamp, field: str = 'header.stamp') -> None:
@@ -83,3 +85,12 @@ def check_odometry(msg) -> None:
     check_finite((twist.linear.x, twist.linear.y, twist.linear.z), 'twist.twist.linear')
     check_finite((twist.angular.x, twist.angular.y, twist.angular.z), 'twist.twist.angular')
 
+
+def check_speed_scaling(msg) -> float:
+    """The percent of a ``std_msgs/Float64`` speed scaling (the UR's), checked by
+    :func:`~shadow_twin.control.scaled_time.checked_speed_scaling`. Raises BadMessage naming
+    ``data``."""
+    try:
+        return checked_speed_scaling(msg.data)
+    except SpeedScalingError as exc:
+        raise BadMessage(f'data: {exc}') from None

@@ -14,14 +14,12 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.paths import resolve_share_url
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
-from shadow_twin.control.scaled_time import SpeedScalingError, checked_speed_scaling
 from shadow_twin.model.cell import CellConfig, build_cell_spec, compile_cell
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.ros.message_checks import check_speed_scaling
 
 #: A speed scaling change of at least this much (percent) is logged.
 SPEED_SCALING_LOG_STEP = 1.0
-#: At most one "dropped" line per this many s for invalid speed scaling messages.
-DROP_LOG_PERIOD = 5.0
 
 
 class JointStateCache:
@@ -89,7 +87,8 @@ class SpeedScaling:
     """The arm's speed scaling (percent, std_msgs/Float64 as the UR driver's
     ``speed_scaling_state_broadcaster`` publishes it at 10 Hz): the newest value, logged when
     it changes by :data:`SPEED_SCALING_LOG_STEP` or more; a NaN, infinite or out-of-range value
-    is dropped (:func:`~shadow_twin.control.scaled_time.checked_speed_scaling`).
+    is refused (:func:`~shadow_twin.ros.message_checks.check_speed_scaling`: BadMessage, which
+    the subscription's guard drops and reports).
 
     Args:
         topic: where it comes from (for messages).
@@ -101,22 +100,11 @@ class SpeedScaling:
         self._lock = threading.Lock()
         self._value: float | None = None
         self._logged: float | None = None
-        self._dropped_logged = -float('inf')      # monotonic s of the last "dropped" line
 
     def on_message(self, msg: Float64) -> None:
-        """Subscription callback: keep ``msg.data`` (percent); a value that is not finite or not
-        within 0..100 is dropped with a warning (at most one per :data:`DROP_LOG_PERIOD` s)."""
-        try:
-            value = checked_speed_scaling(msg.data)
-        except SpeedScalingError as exc:
-            now = time.monotonic()
-            with self._lock:
-                due = now - self._dropped_logged >= DROP_LOG_PERIOD
-                if due:
-                    self._dropped_logged = now
-            if due:
-                self.log.warning(f'dropped a message on {self.topic}: data: {exc}')
-            return
+        """Subscription callback: keep ``msg.data`` (percent). Raises BadMessage (nothing kept)
+        for a value that is not finite or not within 0..100."""
+        value = check_speed_scaling(msg)
         with self._lock:
             self._value = value
             changed = self._logged is None or abs(value - self._logged) >= SPEED_SCALING_LOG_STEP

@@ -289,7 +289,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         settings: callable returning the current settings: ``feedback_rate`` (Hz),
             ``allow_partial_joints_goal``, ``velocity_limits`` ({joint: rad/s}),
             ``constraints``, ``server_timeout`` (s), ``start_lead`` (s),
-            ``joint_state_timeout`` (s), ``feedback_timeout`` (s), ``base``
+            ``joint_state_timeout`` (s), ``feedback_timeout`` (s), ``speed_scaled_joints`` (globs),
+            ``base``
             (:class:`~shadow_twin.ros.base_settings.BaseSettings` or None).
         joint_states: the node's :class:`JointStateCache`.
         base: the base driver, None without a base.
@@ -534,7 +535,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         accept_by = split.acceptance_deadline(start_s, now_s, lead, ACCEPT_MARGIN, ANSWER_TIMEOUT)
         if plan.trajectory is not None:
             names = list(plan.trajectory.joint_names)
-            scaled = scaled_mask(names, self.node.get_parameter('speed_scaled_joints').value or [])
+            scaled = scaled_mask(names, settings['speed_scaled_joints'])
             scaling = 1.0 if self.speed_scaling is None else self.speed_scaling.fraction
             plan.sampler = split.DesiredSampler(plan.trajectory, split.state_arrays(names, self._actual())[0],
                                                 start_s, scaled, scaling, now_s)
@@ -793,6 +794,7 @@ class TwinServer(Node):
             'start_lead_per_point': float(p('start_lead_per_point')),
             'joint_state_timeout': float(p('joint_state_timeout')),
             'feedback_timeout': float(p('feedback_timeout')),
+            'speed_scaled_joints': list(p('speed_scaled_joints') or []),
             'base': read_base_settings(p) if self.base_enabled else None,
         }
 

@@ -158,24 +158,32 @@ def test_the_twins_check_passes_where_a_10_percent_clock_puts_the_arm():
 
 # ----------------------------------------------------------------------------------- the readers
 def test_twin_speed_scaling_reader_drops_invalid_values_with_one_line_per_5_s(monkeypatch):
+    """The twin's reader refuses each bad value (BadMessage naming data and the value); its
+    subscription's guard drops it with one line per 5 s for the burst."""
     pytest.importorskip('std_msgs.msg')
     from std_msgs.msg import Float64
+    from shadow_twin.common.errors import BadMessage
+    from shadow_twin.ros import guard as guards
     from shadow_twin.ros import twin_inputs
     clock = [1000.0]
-    monkeypatch.setattr(twin_inputs.time, 'monotonic', lambda: clock[0])
+    monkeypatch.setattr(guards.time, 'monotonic', lambda: clock[0])
     log = FakeLog()
-    reader = twin_inputs.SpeedScaling('/speed_scaling_state_broadcaster/speed_scaling', log)
-    reader.on_message(Float64(data=10.0))
+    topic = '/speed_scaling_state_broadcaster/speed_scaling'
+    reader = twin_inputs.SpeedScaling(topic, log)
+    callback = guards.CallbackGuard(log).wrap(topic, reader.on_message)
+    callback(Float64(data=10.0))
     for value in BAD:
-        reader.on_message(Float64(data=value))
+        with pytest.raises(BadMessage, match=f'data: .*{value!r}'):
+            reader.on_message(Float64(data=value))
+        callback(Float64(data=value))
         assert reader.value == 10.0 and reader.fraction == pytest.approx(0.1)
     (text, _), = log.warnings()                                     # one line for the burst
-    assert '/speed_scaling_state_broadcaster/speed_scaling' in text and 'data' in text and 'nan' in text
+    assert topic in text and 'data' in text and 'nan' in text
     assert '\n' not in text
-    clock[0] += twin_inputs.DROP_LOG_PERIOD
-    reader.on_message(Float64(data=150.0))
+    clock[0] += guards.LOG_PERIOD
+    callback(Float64(data=150.0))
     assert len(log.warnings()) == 2 and '150' in log.warnings()[-1][0]
-    reader.on_message(Float64(data=0.0))
+    callback(Float64(data=0.0))
     assert reader.value == 0.0
 
 
@@ -183,18 +191,22 @@ def test_bridge_speed_scaling_reader_drops_invalid_values():
     pytest.importorskip('rclpy')
     from std_msgs.msg import Float64
     from mujoco_bridge.bridge_node import MujocoBridge
+    from shadow_twin.common.errors import BadMessage
+    from shadow_twin.ros.guard import CallbackGuard
     applied = []
     log = FakeLog()
     bridge = SimpleNamespace(sim=SimpleNamespace(speed_scaling=1.0, speed_scaled_joints=('*elbow_joint',),
                                                  set_speed_scaling=applied.append),
-                             get_logger=lambda: log,
-                             _param=lambda name: {'speed_scaling_input_topic': '/scaling'}[name])
+                             get_logger=lambda: log)
+    guard = CallbackGuard(log)
+    callback = guard.wrap('/scaling', lambda msg: MujocoBridge._on_speed_scaling(bridge, msg))
     for value in BAD:
-        MujocoBridge._on_speed_scaling(bridge, Float64(data=value))
+        with pytest.raises(BadMessage, match=f'data: .*{value!r}'):
+            MujocoBridge._on_speed_scaling(bridge, Float64(data=value))
+        callback(Float64(data=value))
     assert applied == []
-    texts = log.warnings()
-    assert len(texts) == len(BAD)
-    assert all('/scaling' in t and 'data' in t and k == {'throttle_duration_sec': 5.0} for t, k in texts)
-    assert 'nan' in texts[0][0] and '-5.0' in texts[3][0] and '150.0' in texts[4][0]
-    MujocoBridge._on_speed_scaling(bridge, Float64(data=10.0))
+    assert guard.dropped == {'/scaling': len(BAD)}
+    (text, _), = log.warnings()                                     # one line for the burst
+    assert '/scaling' in text and 'data' in text and 'nan' in text
+    callback(Float64(data=10.0))
     assert applied == [pytest.approx(0.1)]

@@ -233,23 +233,29 @@ def test_type_hash_in_installed_type_description(type_name):
     assert hashes[type_name] == UPSTREAM_HASHES[type_name]
 
 
-def test_tf_message_hash_recomputed_from_definitions():
-    """RIHS01 of TFMessage from interfaces/tf2_msgs and the installed .msg files (rosbags)."""
+def _rosbags_store(sources: dict, installed: tuple):
+    """A rosbags type store (an RIHS01 implementation independent of rosidl) of the definitions
+    ``sources`` ({type name: .msg path}) and of the ``installed`` types' .msg files in the venv."""
     typesys = pytest.importorskip('rosbags.typesys')
     store = typesys.get_typestore(typesys.Stores.EMPTY)
-    sources = {
-        'tf2_msgs/msg/TFMessage': REPO / 'interfaces/tf2_msgs/msg/TFMessage.msg',
-        'tf2_msgs/msg/TF2Error': REPO / 'interfaces/tf2_msgs/msg/TF2Error.msg',
-    }
-    for type_name in ('builtin_interfaces/msg/Time', 'std_msgs/msg/Header',
-                      'geometry_msgs/msg/Vector3', 'geometry_msgs/msg/Quaternion',
-                      'geometry_msgs/msg/Transform', 'geometry_msgs/msg/TransformStamped'):
+    sources = dict(sources)
+    for type_name in installed:
         pkg, _, name = type_name.split('/')
         sources[type_name] = _share_dir(pkg) / 'msg' / f'{name}.msg'
     types = {}
     for type_name, path in sources.items():
         types.update(typesys.get_types_from_msg(path.read_text(), type_name))
     store.register(types)
+    return store
+
+
+def test_tf_message_hash_recomputed_from_definitions():
+    """RIHS01 of TFMessage from interfaces/tf2_msgs and the installed .msg files (rosbags)."""
+    store = _rosbags_store({
+        'tf2_msgs/msg/TFMessage': REPO / 'interfaces/tf2_msgs/msg/TFMessage.msg',
+        'tf2_msgs/msg/TF2Error': REPO / 'interfaces/tf2_msgs/msg/TF2Error.msg',
+    }, ('builtin_interfaces/msg/Time', 'std_msgs/msg/Header', 'geometry_msgs/msg/Vector3',
+        'geometry_msgs/msg/Quaternion', 'geometry_msgs/msg/Transform', 'geometry_msgs/msg/TransformStamped'))
     for type_name in ('tf2_msgs/msg/TFMessage', 'tf2_msgs/msg/TF2Error',
                       'geometry_msgs/msg/TransformStamped'):
         assert store.hash_rihs01(type_name) == UPSTREAM_HASHES[type_name], type_name
@@ -258,8 +264,6 @@ def test_tf_message_hash_recomputed_from_definitions():
 def test_entity_state_and_result_hashes_recomputed_from_definitions():
     """RIHS01 of EntityState and Result from interfaces/simulation_interfaces and
     the installed .msg files (rosbags)."""
-    typesys = pytest.importorskip('rosbags.typesys')
-    store = typesys.get_typestore(typesys.Stores.EMPTY)
     sources = {}
     for name in ('EntityState', 'Result'):
         path = REPO / f'interfaces/simulation_interfaces/msg/{name}.msg'
@@ -267,16 +271,9 @@ def test_entity_state_and_result_hashes_recomputed_from_definitions():
         if installed.is_file():  # the venv holds the definition built from interfaces/
             assert installed.read_text() == path.read_text(), installed
         sources[f'simulation_interfaces/msg/{name}'] = path
-    for type_name in ('builtin_interfaces/msg/Time', 'std_msgs/msg/Header',
-                      'geometry_msgs/msg/Point', 'geometry_msgs/msg/Quaternion',
-                      'geometry_msgs/msg/Pose', 'geometry_msgs/msg/Vector3',
-                      'geometry_msgs/msg/Twist', 'geometry_msgs/msg/Accel'):
-        pkg, _, name = type_name.split('/')
-        sources[type_name] = _share_dir(pkg) / 'msg' / f'{name}.msg'
-    types = {}
-    for type_name, path in sources.items():
-        types.update(typesys.get_types_from_msg(path.read_text(), type_name))
-    store.register(types)
+    store = _rosbags_store(sources, ('builtin_interfaces/msg/Time', 'std_msgs/msg/Header', 'geometry_msgs/msg/Point',
+                                     'geometry_msgs/msg/Quaternion', 'geometry_msgs/msg/Pose',
+                                     'geometry_msgs/msg/Vector3', 'geometry_msgs/msg/Twist', 'geometry_msgs/msg/Accel'))
     for type_name in ('simulation_interfaces/msg/EntityState',
                       'simulation_interfaces/msg/Result'):
         assert store.hash_rihs01(type_name) == UPSTREAM_HASHES[type_name], type_name
