@@ -79,6 +79,7 @@ from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control.trajectory import load_waypoint_yaml
 from shadow_twin.model.mjcf import resolve_model_path
 from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.ros.guard import guarded_service, guarded_timer
 from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'calibration_node'
@@ -165,9 +166,9 @@ class CalibrationNode(Node):
         self._worker: threading.Thread | None = None
         group = ReentrantCallbackGroup()
         self.status = StatusBoard(self)
-        self.create_service(Trigger, '~/calibrate', self._on_calibrate,
-                            callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(float(self._p('status_period')), self.status.publish)
+        guarded_service(self, Trigger, '~/calibrate', self._on_calibrate,
+                        callback_group=MutuallyExclusiveCallbackGroup())
+        guarded_timer(self, float(self._p('status_period')), self.status.publish, 'status')
         self.trajectories = TrajectoryExecutor(self, self._p('action_name'), group)
         self.recorder = BagRecorder(self, {self._p('real_joint_states_topic'): JointState,
                                            self._p('sim_joint_states_topic'): JointState})
@@ -184,7 +185,7 @@ class CalibrationNode(Node):
             mode += f', protocol {protocol["protocol"]}'
         self.get_logger().info(f'ready: ~/calibrate ({mode}); runs in {self.output_dir}')
         if self._p('auto_resume'):
-            self._resume_timer = self.create_timer(0.5, self._auto_resume, callback_group=group)
+            self._resume_timer = guarded_timer(self, 0.5, self._auto_resume, 'auto resume', callback_group=group)
 
     def _p(self, name: str):
         return self.get_parameter(name).value

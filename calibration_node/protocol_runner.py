@@ -45,6 +45,8 @@ from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError, Trajec
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.conversions import duration_msg, planar_trajectory_msg, trajectory_msg
+from shadow_twin.ros.guard import guarded_subscription
+from shadow_twin.ros.message_checks import check_odometry
 
 #: Seconds the arm takes to reach the rest pose before each run.
 POSITIONING_TIME = 3.0
@@ -138,8 +140,8 @@ class OdometryWatch:
         self.topic = topic
         self._lock = threading.Lock()
         self._newest: tuple[float, np.ndarray] | None = None      # (monotonic s, (3,) x, y, yaw)
-        node.create_subscription(Odometry, topic, self._on_odometry, 10,
-                                 callback_group=callback_group)
+        guarded_subscription(node, Odometry, topic, self._on_odometry, 10, check=check_odometry,
+                             callback_group=callback_group)
 
     def _on_odometry(self, msg: Odometry) -> None:
         p, q = msg.pose.pose.position, msg.pose.pose.orientation

@@ -21,6 +21,7 @@ from rclpy.qos import QoSProfile
 
 from shadow_twin.calibration.recording import write_serialized_bag
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.spinning import BackgroundSpinner
 
 
@@ -69,8 +70,8 @@ class BagRecorder:
                     self.types[topic] = type_name(cls)
                     self.subscribed.append(topic)
             if known is None:
-                self._helper.create_subscription(cls, topic, functools.partial(self._on_message, topic),
-                                                 QoSProfile(depth=self.depth), raw=True)
+                guarded_subscription(self._helper, cls, topic, functools.partial(self._on_message, topic),
+                                     QoSProfile(depth=self.depth), raw=True)
             elif known != type_name(cls):
                 raise ConfigError(f'topic {topic} is recorded as {known}; it cannot also be {type_name(cls)}')
 

@@ -200,6 +200,7 @@ class MujocoBridge(Node):
             'max_catch_up': float(p('max_catch_up')),
             'feedback_rate': float(p('feedback_rate')),
             'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
+            'late_start_limit': float(p('late_start_limit')),
             'velocity_limits': params.parse_velocity_limits(p('velocity_limits')),
             'constraints': params.constraints_config(self, self.sim.controlled_joints),
         }

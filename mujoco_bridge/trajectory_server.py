@@ -11,9 +11,16 @@ after the last point the goal succeeds when every joint is within its goal
 tolerance, or aborts with GOAL_TOLERANCE_VIOLATED once ``goal_time`` has passed.
 A cancel holds the current position and ends the goal as canceled. A new goal
 preempts the running one, which is aborted (INVALID_GOAL, "preempted", the
-code the JTC gives a preempted goal). An aborted goal (tolerance violation, a
-reset, shutdown) holds the current position, as the JTC does, unless a newer
-goal has the simulation. Intake, preemption, cancel and results are
+code the JTC gives a preempted goal), **at its start**: a goal stamped ahead waits in
+the simulation's queue (``shadow_twin.simulation.trajectory_queue``) while the running
+one goes on, and a cancel before its start leaves the running one untouched (the twin
+takes back the parts of a goal another controller did not accept, and the running
+goal must not notice). ``late_start_limit`` >= 0 rejects a stamped goal whose start
+passed more than that long ago when it arrives (the twin stamps its parts ahead and
+gives up on those not accepted ``ACCEPT_MARGIN`` before the start: such a part must
+not start; -1 joins any late goal mid-way, the JTC's rule). An aborted goal (tolerance
+violation, a reset, shutdown) holds the current position, as the JTC does, unless a
+newer goal has the simulation. Intake, cancel and results are
 :class:`shadow_twin.ros.action_server.FollowJointTrajectoryServer`'s.
 """
 
@@ -28,7 +35,8 @@ from rclpy.node import Node
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer
+from shadow_twin.ros.action_server import PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer
+from shadow_twin.simulation import trajectory_queue
 from shadow_twin.simulation.live import LiveSimulation
 
 #: Seconds a new goal waits for the one it preempted to stop (holding is immediate).
@@ -43,13 +51,15 @@ class SimPlan:
         trajectory: the goal (ROS joint names; times s from its start).
         tolerances: its path/goal tolerances.
         start_time: sim time of its start, s.
-        token: the simulation's token of the trajectory once started.
+        stamped: the goal had a header stamp (else it starts when it is accepted).
+        token: the simulation's token of the trajectory (reserved at validation: its order).
     """
 
     trajectory: JointTrajectory
     tolerances: jtc.Tolerances
     start_time: float
     token: int = 0
+    stamped: bool = True
 
 
 class SimulatedTrajectoryController(FollowJointTrajectoryServer):
@@ -62,12 +72,15 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         settings: callable returning the current settings, a dict with
             ``constraints`` (for ``jtc.default_tolerances``),
             ``velocity_limits`` ({joint: rad/s}), ``allow_partial_joints_goal``
-            (bool) and ``feedback_rate`` (Hz); read for each goal.
+            (bool), ``feedback_rate`` (Hz) and ``late_start_limit`` (s, -1: none); read
+            for each goal.
         now_s: callable giving "now" on the clock of goal header stamps, s.
         to_sim_time: callable mapping a non-zero header stamp (``builtin_interfaces/Time``)
             to sim time, s.
         stamp_of: callable mapping a sim time (s) to a ``builtin_interfaces/Time``.
     """
+
+    preempts_on_accept = False      # a goal preempts at its start (the simulation's queue)
 
     def __init__(self, node: Node, sim: LiveSimulation, action_name: str,
                  settings: Callable[[], dict], now_s: Callable[[], float],
@@ -99,26 +112,33 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         unstamped = stamp.sec == 0 and stamp.nanosec == 0
         # a stamp in the past (the goal arrived late) is joined mid-way, as the JTC does
         start = self.sim.time if unstamped else self._to_sim_time(stamp)
-        return SimPlan(trajectory, tolerances, start)
+        late, limit = self.sim.time - start, float(settings.get('late_start_limit', -1.0))
+        if not unstamped and 0.0 <= limit < late:
+            raise jtc.GoalRejected(jtc.INVALID_GOAL, f'its stamped start passed {late:.3f} s ago '
+                                                     f'(late_start_limit {limit:g} s): not started')
+        # its place among the goals is its acceptance, whenever its execution starts
+        return SimPlan(trajectory, tolerances, start, self.sim.reserve_token(), not unstamped)
 
     def start(self, goal: AcceptedGoal) -> str | None:
         plan: SimPlan = goal.plan
-        with self.lock:
-            try:
-                plan.token = self.sim.set_trajectory(plan.trajectory, plan.start_time)
-            except ShadowTwinError as exc:   # the model was reloaded in between without these joints
-                return f'cannot start the trajectory: {exc}'
+        try:
+            self.sim.set_trajectory(plan.trajectory, plan.start_time, plan.token)
+        except ShadowTwinError as exc:   # the model was reloaded in between without these joints
+            return f'cannot start the trajectory: {exc}'
         delay = plan.start_time - self.sim.time
         self.log.info(f'accepted goal: {len(plan.trajectory.joint_names)} joints, '
                       f'{len(plan.trajectory.times)} points, {plan.trajectory.duration:.3f} s'
                       + (f', starting in {delay:.3f} s (header stamp)' if delay > 1e-6 else
-                         f', joined {-delay:.3f} s after its stamped start (arrived late)' if delay < -1e-6 else ''))
+                         f', joined {-delay:.3f} s after its stamped start (arrived late)'
+                         if delay < -1e-6 and plan.stamped else ''))
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
         plan: SimPlan = goal.plan
         sample = self.sim.tracking(plan.token)
         if sample is None:
+            if self.sim.trajectory_state(plan.token) == trajectory_queue.PREEMPTED:
+                return jtc.Verdict.aborted(PREEMPTED)
             return jtc.Verdict.aborted('trajectory stopped by the simulation (reset or model reload)')
         self.publish_feedback(goal, self._stamp_of(sample.sim_time), sample.joint_names,
                               sample.sim_time - sample.start_time,
@@ -137,20 +157,23 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
 
     def stop(self, goal: AcceptedGoal) -> None:
-        """Hold the current position, unless a newer goal has the simulation."""
-        self._hold_if_active(goal)
+        """Hold the current position, unless a newer goal has the simulation; a queued goal never starts."""
+        self._cancel_trajectory(goal)
 
     def cancel(self, goal: AcceptedGoal) -> str:
-        self._hold_if_active(goal)
+        if self.sim.trajectory_state(goal.plan.token) == trajectory_queue.QUEUED:
+            self._cancel_trajectory(goal)
+            return 'goal canceled before its start; nothing moved'
+        self._cancel_trajectory(goal)
         return 'goal canceled; holding position'
 
     def period(self) -> float:
         return 1.0 / float(self._settings()['feedback_rate'])
 
-    def _hold_if_active(self, goal: AcceptedGoal) -> None:
-        with self.lock:
-            if self.is_active(goal):
-                self.sim.cancel()
+    def _cancel_trajectory(self, goal: AcceptedGoal) -> None:
+        token = goal.plan.token if goal.plan is not None else 0
+        if token:
+            self.sim.cancel(token)
 
     def destroy(self) -> None:
         """Abort a running goal and destroy the action server."""

@@ -5,6 +5,9 @@ test/ros/test_cell_faults.py and ``benchmarks/faults.py`` (issue 22).
 * :func:`flood_malformed`: malformed messages on every topic the cell's nodes subscribe to.
 * :func:`stall_base_mid_goal` / :func:`kill_base_mid_goal`: SIGSTOP / SIGKILL of the MiR bridge
   once the base moves under a goal, and what followed.
+* :func:`burst`: eight combined goals at the same instant; :func:`rejected_goal_beside_a_running_one`:
+  a goal the hand cannot accept in time, sent while another runs; :func:`reset_then_base_goal`;
+  :func:`scaled_goal`: an arm goal at 10 % speed scaling.
 
 Import with rclpy available.
 """
@@ -19,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cell_scenarios import START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, send, straight
+from cell_scenarios import (ARM, START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight,
+                            wait_joints_rest)
 
 SPEED_SCALING_TOPIC = '/speed_scaling_state_broadcaster/speed_scaling'
 JOINT_STATE_TOPICS = ('/joint_states', '/rh/joint_states', '/sim/joint_states')
@@ -232,3 +236,167 @@ def kill_base_mid_goal(helpers, client, cell: Cell, respawn_timeout: float = 30.
                                        respawn_timeout)
     time.sleep(1.5)          # the twin's anchor watcher sees both bases again
     return out
+
+
+# ------------------------------------------------------------------------ goals arriving together
+BURST_JOINT = 'shoulder_pan_joint'
+
+
+@dataclass
+class BurstOutcome:
+    """One burst of simultaneous combined goals and what followed.
+
+    Attributes:
+        accepted: indices of the goals the twin accepted.
+        succeeded: indices of the goals that succeeded.
+        apart: max |sim - real| over the arm's joints at rest after the burst, rad.
+        strayed: farthest the real and sim ``BURST_JOINT`` went outside the span of the rest
+            position and the targets of the accepted goals (0 when no rejected goal moved), rad.
+        base_moved: how far the real base moved, m, and ``base_expected`` the succeeded
+            goal's base length (0 when none succeeded), m.
+    """
+
+    accepted: list = field(default_factory=list)
+    succeeded: list = field(default_factory=list)
+    apart: float = math.nan
+    strayed: float = math.nan
+    base_moved: float = math.nan
+    base_expected: float = 0.0
+
+
+def _arm_positions(msg) -> dict:
+    return {n: p for n, p in zip(msg.name, msg.position) if n in ARM}
+
+
+def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
+    """Send ``goals`` combined goals (arm, hand, base) at the same instant; each turns
+    ``BURST_JOINT`` its own way (alternating directions, different angles) and drives the base
+    its own length. Wait for every result and for rest; report what moved."""
+    from control_msgs.action import FollowJointTrajectory
+    real, sim = cell.streams['/joint_states'], cell.streams['/sim/joint_states']
+    rest = _arm_positions(real.last())[BURST_JOINT]
+    start = pose_of(cell.odom.last())
+    targets, lengths = [], []
+    act = client.action_client(FollowJointTrajectory, TWIN_ACTION)
+    requests = []
+    for j in range(goals):
+        sign = 1.0 if (j + k) % 2 == 0 else -1.0
+        targets.append(rest + sign * (0.1 + 0.02 * j))
+        lengths.append(0.04 + 0.01 * j)
+        arm = dict(ARM, **{BURST_JOINT: targets[-1]})
+        goal = make_goal({**arm, 'rh_FFJ3': 0.2 + 0.05 * j}, 1.0,
+                         base=base_points(start, straight(lengths[-1]), 1.5))
+        requests.append(goal)
+    t0 = time.monotonic()
+    futures = [act.send_goal_async(goal) for goal in requests]
+    out = BurstOutcome()
+    handles = {}
+    for j, future in enumerate(futures):
+        handle = client.wait_future(future, 15.0)
+        if handle.accepted:
+            handles[j] = handle
+    out.accepted = sorted(handles)
+    for j, handle in handles.items():
+        response = client.wait_future(handle.get_result_async(), 20.0)
+        if response.status == 4:
+            out.succeeded.append(j)
+    time.sleep(1.0)
+    wait_joints_rest(helpers, [real, sim], set(ARM), timeout=10.0)
+    real_now, sim_now = _arm_positions(real.last()), _arm_positions(sim.last())
+    out.apart = max(abs(real_now[n] - sim_now[n]) for n in ARM)
+    last = out.succeeded[-1] if out.succeeded else None        # the one that ran everywhere
+    # an accepted goal that a later one preempted ran everywhere for a moment (the JTC's rule);
+    # a rejected one never moves: the joint stays between the rest and the accepted targets
+    reach = [rest] + [targets[j] for j in out.accepted]
+    low, high = min(reach), max(reach)
+    seen = [_arm_positions(m)[BURST_JOINT] for r in (real, sim) for _, m in r.since(t0)]
+    out.strayed = max(max(0.0, low - q, q - high) for q in seen)
+    x, y, _ = pose_of(cell.odom.last())
+    out.base_moved = math.hypot(x - start[0], y - start[1])
+    out.base_expected = lengths[last] if last is not None else 0.0
+    return out
+
+
+def rejected_goal_beside_a_running_one(helpers, client, cell: Cell, stall_s: float = 0.6):
+    """A 3 s arm goal runs; a second goal (arm and hand) is sent while the hand's controller is
+    stopped (SIGSTOP of the hand's mock for ``stall_s`` s): the hand cannot accept its part in
+    time, so the twin rejects the goal and takes back its arm parts. Returns (the second goal
+    accepted?, the first goal's status and error string, the hand's largest move, rad)."""
+    real = cell.streams['/joint_states']
+    hand = cell.streams['/rh/joint_states']
+    start = _arm_positions(real.last())[BURST_JOINT]
+    first = send(client, make_goal(dict(ARM, **{BURST_JOINT: start + 0.4}), 3.0))
+    if not first.accepted:
+        raise RuntimeError('the running goal was rejected')
+    time.sleep(1.0)
+    finger = [p for n, p in zip(hand.last().name, hand.last().position) if n == 'rh_FFJ3'][0]
+    pid = cell.pid('mock_hardware')
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        second = send(client, make_goal({**dict(ARM, **{BURST_JOINT: start - 0.4}), 'rh_FFJ3': finger + 0.5}, 2.0))
+        time.sleep(max(0.0, stall_s - 0.05))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    response = client.wait_future(first.get_result_async(), 15.0)
+    time.sleep(0.5)
+    moved = max(abs(p - finger) for _, m in hand.since(time.monotonic() - 5.0)
+                for n, p in zip(m.name, m.position) if n == 'rh_FFJ3')
+    return second.accepted, response.status, response.result.error_string, moved
+
+
+def reset_then_base_goal(helpers, client, cell: Cell, length: float = 0.3, seconds: float = 3.0):
+    """Reset the sim (its base back at the origin, the real one where it is), then a base goal.
+    Returns (status, error string, the sim base's peak speed during the goal m/s, the goal's
+    nominal peak speed m/s)."""
+    from std_srvs.srv import Trigger
+    before = pose_of(cell.sim_odom.last())
+    answer = client.call(Trigger, '/mujoco_bridge/reset', Trigger.Request())
+    if not answer.success:
+        raise RuntimeError(f'reset failed: {answer.message}')
+    helpers.wait_until(lambda: math.hypot(*(a - b for a, b in zip(pose_of(cell.sim_odom.last())[:2],
+                                                                   before[:2]))) > 0.01, 3.0)
+    time.sleep(1.5)          # the twin's anchor watcher has seen the jump
+    start = pose_of(cell.odom.last())
+    points = base_points(start, straight(length), seconds)
+    nominal = max(math.hypot(p[4], p[5]) for p in points)
+    t0 = time.monotonic()
+    status, result = result_of(client, send(client, make_goal(base=points)))
+    peak = max(abs(m.twist.twist.linear.x) for _, m in cell.sim_odom.since(t0))
+    return status, result.error_string, peak, nominal
+
+
+def scaled_goal(helpers, client, cell: Cell, percent: float = 10.0, seconds: float = 0.3,
+                turn: float = 0.4) -> dict:
+    """An arm goal (``BURST_JOINT`` ``turn`` rad in ``seconds`` s, stamped 1 s ahead) with the UR
+    stand-in's speed scaling at ``percent``, after a goal at 100 % that brings sim and real arm to
+    the same pose (a sim reset may have parted them); the scaling is set back to 100 % after. Returns
+    {'status', 'error', 'real', 'sim'}: for each side the time from the stamped start until the
+    joint passed half way (joint-state stamps), over the nominal half time (``seconds`` / 2)."""
+    from control_msgs.action import FollowJointTrajectory
+    status, result = result_of(client, send(client, make_goal(ARM, 2.0)))
+    if status != 4:
+        raise RuntimeError(f'the arm could not be brought to its start pose: {result.error_string}')
+    client.set_parameters('/mock_ur', {'speed_scaling': float(percent)})
+    try:
+        if not helpers.wait_until(lambda: f'arm speed scaling {percent:g} %' in cell.up.output(), 10.0):
+            raise RuntimeError('the twin did not report the speed scaling')
+        streams = {'real': cell.streams['/joint_states'], 'sim': cell.streams['/sim/joint_states']}
+        rest = {side: _arm_positions(r.last())[BURST_JOINT] for side, r in streams.items()}
+        start_ns = client.node.get_clock().now().nanoseconds + 1_000_000_000
+        goal = make_goal(dict(ARM, **{BURST_JOINT: rest['real'] + turn}), seconds)
+        goal.trajectory.header.stamp.sec, goal.trajectory.header.stamp.nanosec = divmod(start_ns, 1_000_000_000)
+        sent = time.monotonic()
+        handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, goal, timeout=15.0)
+        if not handle.accepted:
+            raise RuntimeError('the scaled goal was rejected')
+        response = client.wait_future(handle.get_result_async(), 10 * seconds * percent / 10 + 20.0)
+        out = {'status': response.status, 'error': response.result.error_string}
+        for side, recorder in streams.items():
+            half = rest[side] + turn / 2
+            passed = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for _, m in recorder.since(sent)
+                      if _arm_positions(m)[BURST_JOINT] >= half]
+            out[side] = (passed[0] - start_ns * 1e-9) / (seconds / 2) if passed else math.inf
+        return out
+    finally:
+        client.set_parameters('/mock_ur', {'speed_scaling': 100.0})
+        time.sleep(1.0)         # the twin and the sim follow it again

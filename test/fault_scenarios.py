@@ -53,9 +53,49 @@ def rate(recorder, t0: float, t1: float) -> float:
 
 
 def longest_gap(recorder, t0: float, t1: float) -> float:
-    """Longest time between two messages received between ``t0`` and ``t1`` (s)."""
+    """Longest time between two messages received between ``t0`` and ``t1`` (s). Measure it in
+    a process that does nothing else meanwhile (see :func:`long_goal_from_child`): a process busy
+    serializing a large goal takes its messages late, a stall that is its own."""
     received = [t0] + [r for r, _ in recorder.since(t0) if r <= t1] + [t1]
     return float(np.max(np.diff(received)))
+
+
+_SENDER = """
+import json, sys, time
+sys.path[:0] = {paths!r}
+import fault_scenarios as f, ros_helpers as h
+from control_msgs.action import FollowJointTrajectory
+client = h.RosClient('long_goal_sender')
+goal = f.long_goal({points}, {seconds})
+client.action_client(FollowJointTrajectory, f.TWIN_ACTION, 30.0)
+sent = time.monotonic()
+handle = client.send_goal(FollowJointTrajectory, f.TWIN_ACTION, goal, timeout=15.0)
+answer = time.monotonic() - sent
+response = client.wait_future(handle.get_result_async(), {seconds} + 30.0) if handle.accepted else None
+print(json.dumps([response.status if response else 0, response.result.error_string if response else 'rejected',
+                  answer]))
+client.close()
+"""
+
+
+def long_goal_from_child(points: int, seconds: float) -> tuple[int, str, float]:
+    """Send :func:`long_goal` (``points``, ``seconds``) to the twin from a child process and wait
+    for its result there, so that serializing it does not stall this process's subscribers.
+    Returns (GoalStatus status, 0 when rejected; error string; s from sending to the answer).
+    Raises RuntimeError with the child's output when it fails."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from ros_helpers import PYTHON
+    here = Path(__file__).resolve().parent
+    code = _SENDER.format(paths=[str(here), str(here.parent)], points=int(points), seconds=float(seconds))
+    done = subprocess.run([PYTHON, '-c', code], capture_output=True, text=True, timeout=seconds + 90.0)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f'the goal sender failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}')
+    status, error, answer = json.loads(lines[-1])
+    return int(status), str(error), float(answer)
 
 
 def position(msg, joint: str = MOVED) -> float:

@@ -13,10 +13,15 @@ lifecycle, as ros2_controllers' joint_trajectory_controller (``goal_received_cal
 2. **accepted callback**: the goal becomes the active one; a goal still running
    is **preempted**: it ends aborted, INVALID_GOAL, "preempted by a new goal"
    (the JTC's ``preempt_active_goal`` answers INVALID_GOAL too, with the status
-   canceled).
+   canceled). A goal that :meth:`~FollowJointTrajectoryServer.supersedes` says is older
+   than the running one (it was accepted out of order) is preempted itself, at once.
+   A server whose ``preempts_on_accept`` is False (the simulated controller) preempts
+   nothing here: its goals preempt at their start (:meth:`start` and :meth:`step` end
+   the goals they replace).
 3. **execute callback** (the goal's own executor thread): once the goal it
    preempted has finished stopping, :meth:`start`, then :meth:`step` at the
-   period :meth:`period` until a verdict; an aborted goal is then :meth:`stop`-ped.
+   period :meth:`period` until a verdict; an aborted goal is then :meth:`stop`-ped
+   (also one that never started).
 4. **cancel callback**: accepted; the goal's thread runs :meth:`cancel` and ends
    the goal canceled.
 
@@ -129,6 +134,10 @@ class FollowJointTrajectoryServer(abc.ABC):
             before it starts anyway.
     """
 
+    #: False: an accepted goal does not preempt the running one; the subclass ends the goals it
+    #: replaces (the simulated controller: at the new goal's start).
+    preempts_on_accept = True
+
     def __init__(self, node: Node, action_name: str, handover_timeout: float) -> None:
         self.node = node
         self.log = node.get_logger()
@@ -162,8 +171,8 @@ class FollowJointTrajectoryServer(abc.ABC):
 
     @abc.abstractmethod
     def stop(self, goal: AcceptedGoal) -> None:
-        """Stop a started goal that is aborted (tolerance violated, preempted, a failed
-        start, :meth:`stop_active`)."""
+        """Stop a goal that is aborted (tolerance violated, preempted, a failed start,
+        :meth:`stop_active`); it may not have started."""
 
     @abc.abstractmethod
     def cancel(self, goal: AcceptedGoal) -> str:
@@ -174,11 +183,25 @@ class FollowJointTrajectoryServer(abc.ABC):
     def period(self) -> float:
         """Seconds between two steps (the feedback period)."""
 
+    def supersedes(self, plan: Any, running: Any) -> bool:
+        """Whether a goal with ``plan`` preempts the running goal with plan ``running`` (default:
+        always, the newest accepted wins); False: it was accepted out of order and is preempted
+        itself. Runs under :attr:`lock`."""
+        return True
+
+    def preempt(self, goal: AcceptedGoal, by_plan: Any) -> None:
+        """End ``goal``, preempted by the goal with plan ``by_plan`` (with :attr:`lock` held);
+        subclasses may note what the new goal takes over before calling this."""
+        self._decide(goal, jtc.Verdict.aborted(PREEMPTED))
+
     # -- helpers for the hooks ----------------------------------------------------------------
-    def is_active(self, goal: AcceptedGoal) -> bool:
-        """True while ``goal`` is the newest accepted goal (not preempted, not finished).
-        Call with :attr:`lock` held to act on it atomically."""
-        return self._active is goal
+    def preempt_running(self, by_plan: Any) -> None:
+        """Preempt every goal still running (:meth:`preempt`), for the goal with plan ``by_plan``
+        that is about to be accepted."""
+        with self.lock:
+            for goal in self._goals.values():
+                if goal.verdict is None and goal.plan is not None:
+                    self.preempt(goal, by_plan)
 
     def publish_feedback(self, goal: AcceptedGoal, stamp: TimeMsg, joint_names: list[str], time_from_start: float,
                          desired: tuple, actual: tuple) -> None:
@@ -188,20 +211,21 @@ class FollowJointTrajectoryServer(abc.ABC):
 
     # -- external events ------------------------------------------------------------------------
     def stop_active(self, reason: str, wait: float = 0.0) -> None:
-        """Abort the running goal (if any), INVALID_GOAL ``reason`` (e.g. a simulation
-        reset, shutdown); wait up to ``wait`` s for it to have stopped."""
+        """Abort every goal still running (if any), INVALID_GOAL ``reason`` (e.g. a simulation
+        reset, shutdown); wait up to ``wait`` s for them to have stopped."""
         with self.lock:
-            goal = self._active
-            if goal is not None:
+            goals = [g for g in self._goals.values() if g.verdict is None]
+            for goal in goals:
                 self._decide(goal, jtc.Verdict.aborted(reason))
-        if goal is not None:
-            goal.done.wait(wait)
+        deadline = time.monotonic() + wait
+        for goal in goals:
+            goal.done.wait(max(0.0, deadline - time.monotonic()))
 
     @property
     def active(self) -> bool:
         """True while a goal is accepted and not finished or preempted."""
         with self.lock:
-            return self._active is not None
+            return any(g.verdict is None for g in self._goals.values())
 
     # -- callbacks ----------------------------------------------------------------------------------
     def _on_goal(self, request) -> GoalResponse:
@@ -231,10 +255,14 @@ class FollowJointTrajectoryServer(abc.ABC):
         goal = AcceptedGoal(handle, None if failure else plan, verdict=failure)
         with self.lock:
             self._goals[id(handle)] = goal
-            if failure is None:
-                goal.previous, self._active = self._active, goal
-                if goal.previous is not None:
-                    self._decide(goal.previous, jtc.Verdict.aborted(PREEMPTED))
+            if failure is None and self.preempts_on_accept:
+                running = self._active
+                if running is not None and running.verdict is None and not self.supersedes(plan, running.plan):
+                    self.preempt(goal, running.plan)        # accepted out of order: the running one is newer
+                else:
+                    goal.previous, self._active = running, goal
+                    if running is not None:
+                        self.preempt(running, plan)
         handle.execute()
 
     def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
@@ -281,7 +309,7 @@ class FollowJointTrajectoryServer(abc.ABC):
             else:
                 with self.lock:
                     self._decide(goal, ending)
-        if verdict.outcome is jtc.GoalOutcome.ABORTED and goal.started:
+        if verdict.outcome is jtc.GoalOutcome.ABORTED and goal.plan is not None:
             self.stop(goal)
         return self._finish(goal, verdict)
 

@@ -202,6 +202,10 @@ SPECS = (
     Spec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
          'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=parse_velocity_limits),
     Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
+    Spec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives is '
+         'rejected, s (the twin stamps its parts ahead and gives up on a part not accepted before its start: '
+         'such a part must never start); negative = join any late goal mid-way, the JTC rule. Read for each goal.',
+         bounds=(-1.0, 3600.0)),
     Spec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
          'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
     Spec('reload_timeout', 10.0, 'Longest wait of ~/reload for the new model to parse and compile (in a '

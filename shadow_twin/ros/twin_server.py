@@ -90,10 +90,20 @@ Goal handling, as ros2_controllers' joint_trajectory_controller where it applies
   succeeds when that check has passed and every controller goal succeeded. A
   controller goal that aborts or is canceled cancels the others and aborts the
   twin goal with that reason.
+* **One goal at a time is handed out.** A goal that arrives while another is
+  being sent to the controllers (its ``start_lead``) is rejected at once
+  (INVALID_GOAL, "another goal is being accepted"): under a burst of simultaneous
+  goals one runs everywhere, or none does, and every controller gets the parts in
+  the same order. (Waiting instead would hold the executor threads that take the
+  controllers' answers.)
 * Cancel: every controller goal is canceled, then the twin goal. A new goal
   preempts the running one (aborted, INVALID_GOAL "preempted by a new goal", as
-  the sim does) once all its parts are accepted (the controllers preempt their
-  own parts as they accept the new ones).
+  the sim does) once all its parts are accepted. The running goal's parts on the
+  controllers the new goal uses are left to them: each controller preempts its part
+  when it starts the new one (the sim and mock hardware at the new start: a
+  rejected goal's parts, canceled before their start, never touch the running goal;
+  ros2_controllers' JTC when it accepts the new part). Its parts on other
+  controllers are canceled.
 
 Intake, preemption, cancel and results are
 :class:`shadow_twin.ros.action_server.FollowJointTrajectoryServer`'s;
@@ -112,6 +122,7 @@ together: ``shadow-twin up``.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -245,6 +256,9 @@ class TwinPlan:
         base_runs: the base followers started for it (real and/or sim).
         start_s: the common start, s.
         sampler: the desired joint state over time (None without joints).
+        order: its place among the goals handed out (1, 2, ...; 0 until all parts are accepted).
+        taken_over: the controllers a goal that preempted this one took over (their parts
+            end there; the others are canceled).
         reached: the goal tolerance of the joints has held once after the end (true from
             the start for a goal without joints).
     """
@@ -259,6 +273,8 @@ class TwinPlan:
     start_s: float = 0.0
     sampler: split.DesiredSampler | None = None
     reached: bool = False
+    order: int = 0
+    taken_over: frozenset = frozenset()
 
     @property
     def reached_text(self) -> str:
@@ -315,6 +331,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         #: The bases a base goal drives.
         self.base_sides = split.base_sides(mode)
         self._dispatching = 0        # goals being sent to the controllers (guarded by self.lock)
+        self._handing_out = threading.Lock()      # one goal at a time is sent to the controllers
+        self._handed_out = 0                       # goals whose parts were all accepted
         self._started = time.monotonic()
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
         self.clients = {name: LockedActionClient(node, FollowJointTrajectory, action, callback_group=self.group)
@@ -347,7 +365,13 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         if with_base:
             self._validate_base(request, plan, settings)
         self._check_alive(plan, settings)
-        self._dispatch(request, plan, settings)
+        if not self._handing_out.acquire(blocking=False):
+            raise jtc.GoalRejected(jtc.INVALID_GOAL, 'another goal is being accepted (its parts are being sent to '
+                                                     'the controllers): send goals one at a time')
+        try:
+            self._dispatch(request, plan, settings)
+        finally:
+            self._handing_out.release()
         return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:
@@ -399,15 +423,24 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         verdict = split.decide(check, plan.reached, results, plan.reached_text)
         return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
 
+    def supersedes(self, plan: TwinPlan, running: TwinPlan) -> bool:
+        """A goal preempts the running one if its parts were handed out after the running one's."""
+        return plan.order > running.order
+
+    def preempt(self, goal: AcceptedGoal, by_plan: TwinPlan) -> None:
+        """Note the controllers the new goal takes over (``stop`` leaves those parts to them)."""
+        goal.plan.taken_over = frozenset(by_plan.goal_split.groups)
+        super().preempt(goal, by_plan)
+
     def stop(self, goal: AcceptedGoal) -> None:
         """Stop the bases (zero velocity), cancel the controller goals still running (waits for
-        the answers of those not gone)."""
+        the answers of those not gone), except those on controllers a preempting goal took over."""
         plan: TwinPlan = goal.plan
         stopped = []
         if plan.base_runs:
             reason = goal.verdict.message if goal.verdict is not None else 'the twin goal was aborted'
             stopped = self.base.abort(plan.base_runs, f'twin goal aborted: {reason}')
-        canceled = self._cancel_and_wait(plan.subs, results=False)
+        canceled = self._cancel_and_wait([s for s in plan.subs if s.name not in plan.taken_over], results=False)
         if canceled or stopped:
             self.log.info(f'canceled the parts of: {", ".join(canceled + stopped)}')
 
@@ -522,7 +555,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
         A part rejected or not accepted in time: the parts accepted so far are canceled
         (before the start, so nothing moves) and the goal is rejected with the reason. Once
-        all have accepted, this goal preempts the running one.
+        all have accepted, this goal preempts the running one. Runs holding ``_handing_out``.
         Raises ``jtc.GoalRejected``.
         """
         goals = {name: self._sub_goal(request, plan.goal_split, name) for name in plan.goal_split.groups}
@@ -570,7 +603,9 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
                 sub.heard()
             if plan.base_goal is not None:
                 plan.base_runs = self.base.start(plan.base_goal, start_s, self.base_sides, PREEMPTED)
-            self.stop_active(PREEMPTED)
+            self._handed_out += 1
+            plan.order = self._handed_out
+            self.preempt_running(plan)
         except jtc.GoalRejected:
             raise
         except BaseException:

@@ -49,6 +49,8 @@ from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import (GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, apply_parameters,
                                     get_parameter)
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, BaseOdometry, SimMobileBase
+from shadow_twin.simulation.trajectory_queue import (CANCELED, PREEMPTED, QUEUED, RUNNING, STOPPED, UNKNOWN,
+                                                     QueuedTrajectory, TrajectoryQueue)
 
 _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 _UNCHANGED = object()
@@ -392,6 +394,7 @@ class LiveSimulation:
         self._active: _ActiveTrajectory | None = None
         self._finished: _ActiveTrajectory | None = None
         self._followed: _Followed | None = None
+        self._queue = TrajectoryQueue()
         self._token = 0
         self.twin, self.controller, self.applied_overrides = self._build(model_path, self.overrides, gains)
         self.data = mujoco.MjData(self.model)
@@ -574,32 +577,47 @@ class LiveSimulation:
     def step(self, n: int = 1) -> int:
         """Advance ``n`` physics steps (``n * dt`` s of sim time) unless paused.
 
-        Desired states for the ``n`` steps are sampled at the times ``data.time``
+        Desired states for the steps are sampled at the times ``data.time``
         will have at each step (accumulated as MuJoCo does) and converted to
-        ``ctrl`` in one vectorised call. Returns the number of steps taken.
+        ``ctrl`` in one vectorised call per batch; a batch ends where a queued
+        trajectory starts (:meth:`set_trajectory`), which then takes over. Returns
+        the number of steps taken.
         """
         n = int(n)
         with self.lock:
             if self.paused or n <= 0:
                 return 0
-            times = np.empty(n)
-            t = self.data.time
-            for k in range(n):
-                times[k] = t
-                t += self.model.opt.timestep
-            q, qd = self._desired(times)
-            if self.base is not None:   # the drive wheels follow the base's velocity command
-                qd[:, self._wheel_columns] = [self.base.wheel_rates(t) for t in times]
-            ctrl = self.controller.ctrl(self.model, q, qd)
-            model, data = self.model, self.data
-            for k in range(n):
-                data.ctrl[:] = ctrl[k]
-                mujoco.mj_step(model, data)
-            active = self._active
-            if active is not None and active.scaled.any():
-                active.clock.advance(float(times[-1] + self.dt))
-            self._retire_if_finished()
+            done = 0
+            while done < n:
+                self._start_due()
+                batch = n - done
+                upcoming = self._queue.next_start()
+                if upcoming is not None:
+                    batch = min(batch, max(1, self.steps_until(upcoming)))
+                self._step_batch(batch)
+                done += batch
+            self._start_due()
             return n
+
+    def _step_batch(self, n: int) -> None:
+        """``n`` physics steps on one vectorised desired state (lock held)."""
+        times = np.empty(n)
+        t = self.data.time
+        for k in range(n):
+            times[k] = t
+            t += self.model.opt.timestep
+        q, qd = self._desired(times)
+        if self.base is not None:   # the drive wheels follow the base's velocity command
+            qd[:, self._wheel_columns] = [self.base.wheel_rates(t) for t in times]
+        ctrl = self.controller.ctrl(self.model, q, qd)
+        model, data = self.model, self.data
+        for k in range(n):
+            data.ctrl[:] = ctrl[k]
+            mujoco.mj_step(model, data)
+        active = self._active
+        if active is not None and active.scaled.any():
+            active.clock.advance(float(times[-1] + self.dt))
+        self._retire_if_finished()
 
     def steps_until(self, sim_time: float) -> int:
         """Number of whole steps from now to ``sim_time`` (s); 0 if it is not ahead."""
@@ -622,46 +640,116 @@ class LiveSimulation:
             return self.step(n)
 
     # -- trajectories ---------------------------------------------------------------------
-    def set_trajectory(self, trajectory: JointTrajectory, start_time: float | None = None) -> int:
+    def reserve_token(self) -> int:
+        """A token for a trajectory to be set later (:meth:`set_trajectory`'s ``token``): its place
+        in the order of trajectories is now, e.g. when its goal is accepted."""
+        with self.lock:
+            self._token += 1
+            return self._token
+
+    def set_trajectory(self, trajectory: JointTrajectory, start_time: float | None = None,
+                       token: int | None = None) -> int:
         """Follow ``trajectory`` from sim time ``start_time`` (None: now).
 
         The current positions of its joints are prepended as the point at
         t = 0 (``with_start``), so the motion starts where the joints are.
         Joints it does not name keep their current desired position. A
-        trajectory already running is replaced. Before ``start_time`` the
-        joints hold their current positions. A ``start_time`` in the past (a
-        stamped goal that arrived late) is joined mid-way, as the JTC does: the
-        current positions are the point at now, and the motion runs on the goal's
-        own clock, so that its timing does not depend on when it was delivered.
+        ``start_time`` in the past (a stamped goal that arrived late) is joined
+        mid-way, as the JTC does: the current positions are the point at now, and
+        the motion runs on the goal's own clock, so that its timing does not depend
+        on when it was delivered.
+
+        A ``start_time`` ahead is queued (``shadow_twin.simulation.trajectory_queue``):
+        whatever runs goes on until then, and at its start the trajectory preempts
+        every trajectory set before it; :meth:`cancel` with its token before then
+        leaves the running one untouched. Otherwise it preempts at once. ``token``
+        (from :meth:`reserve_token`) places it in the order where it was reserved: a
+        trajectory whose token is older than the running one's is preempted at once.
 
         Returns:
-            A token identifying this trajectory (see :class:`TrackingSample`).
+            A token identifying this trajectory (see :class:`TrackingSample`,
+            :meth:`trajectory_state`); tokens increase with each call.
         Raises:
             TrajectoryError: a joint the controller does not drive.
         """
         with self.lock:
-            unknown = [j for j in trajectory.joint_names if j not in self.controlled_joints]
-            if unknown:
-                raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
-                                      f'(driven: {list(self.controlled_joints)})')
+            self._check_driven(trajectory)
             now = float(self.data.time)
             start = now if start_time is None else float(start_time)
-            q_now, _ = self._desired(np.array([now]))
-            self._hold = q_now[0]
-            columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
-            current = self.data.qpos[self.controller.qpos_adr[columns]]
-            self._token += 1
-            self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, self._token,
-                                             self._scaled_mask(trajectory.joint_names),
-                                             ScaledClock(start, self.speed_scaling, since=now))
-            self._finished = None
-            return self._token
+            if token is None:
+                token = self.reserve_token()
+            current = self._active or self._finished
+            if current is not None and current.token > token:
+                self._queue.end(token, PREEMPTED)          # a newer one runs already
+            elif start > now + 0.5 * self.dt:
+                self._queue.add(QueuedTrajectory(token, trajectory, start))
+            else:
+                self._install(trajectory, start, token)
+            return token
 
-    def cancel(self) -> None:
-        """Stop the active trajectory: every joint holds its current position."""
+    def _check_driven(self, trajectory: JointTrajectory) -> None:
+        unknown = [j for j in trajectory.joint_names if j not in self.controlled_joints]
+        if unknown:
+            raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
+                                  f'(driven: {list(self.controlled_joints)})')
+
+    def _install(self, trajectory: JointTrajectory, start: float, token: int) -> None:
+        """Make ``trajectory`` (started at sim time ``start``, s) the running one; it preempts
+        the running one and those queued before it (lock held)."""
+        now = float(self.data.time)
+        q_now, _ = self._desired(np.array([now]))
+        self._hold = q_now[0]
+        columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
+        current = self.data.qpos[self.controller.qpos_adr[columns]]
+        for previous in (self._active, self._finished):
+            if previous is not None:
+                self._queue.end(previous.token, PREEMPTED)
+        self._queue.preempt_before(token)
+        self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, token,
+                                         self._scaled_mask(trajectory.joint_names),
+                                         ScaledClock(start, self.speed_scaling, since=now))
+        self._finished = None
+
+    def _start_due(self) -> None:
+        """Start the queued trajectory whose start has come (within half a step; lock held)."""
+        entry = self._queue.take_due(float(self.data.time) + 0.5 * self.dt)
+        if entry is None:
+            return
+        try:
+            self._check_driven(entry.trajectory)
+        except TrajectoryError:           # a reload in between dropped its joints
+            self._queue.end(entry.token, STOPPED)
+            return
+        self._install(entry.trajectory, entry.start, entry.token)
+
+    def cancel(self, token: int | None = None) -> None:
+        """Stop trajectory ``token`` (None: every trajectory, queued ones too): a queued one
+        never starts; a running one stops and every joint holds its current position. A token
+        that has ended already changes nothing."""
         with self.lock:
+            if token is None:
+                self._queue.clear(CANCELED)
+            elif self._queue.drop(token, CANCELED):
+                return
+            current = self._active or self._finished
+            if token is not None and (current is None or current.token != token):
+                return
+            if current is not None:
+                self._queue.end(current.token, CANCELED)
             self._active = self._finished = None
             self._hold = self._hold_positions()
+
+    def trajectory_state(self, token: int) -> str:
+        """Where trajectory ``token`` stands: ``queued``, ``running`` (running, or finished and
+        holding its end), ``preempted`` (by a trajectory set after it), ``canceled``,
+        ``stopped`` (reset, reload) or ``unknown``."""
+        with self.lock:
+            if self._queue.get(token) is not None:
+                return QUEUED
+            current = self._active or self._finished
+            if current is not None and current.token == token:
+                return RUNNING
+            return self._queue.ended_why(token) or UNKNOWN
 
     def tracking(self, token: int | None = None) -> TrackingSample | None:
         """Desired/actual state of the active (or just finished) trajectory.
@@ -669,20 +757,34 @@ class LiveSimulation:
         Args:
             token: only report the trajectory with this token (None: any).
         Returns:
-            The sample at the current sim time, or None when there is no such
-            trajectory (never set, cancelled, replaced, reset or dropped by a reload).
+            The sample at the current sim time (of a queued ``token``: its joints' desired state is
+            what they follow now), or None when there is no such trajectory (never set, cancelled,
+            replaced, reset or dropped by a reload: :meth:`trajectory_state` says which).
         """
         with self.lock:
+            t = float(self.data.time)
+            queued = None if token is None else self._queue.get(token)
+            if queued is not None:
+                return self._queued_sample(queued, t)
             current = self._active or self._finished
             if current is None or (token is not None and current.token != token):
                 return None
-            t = float(self.data.time)
             pos, vel, acc = (a[0] for a in self._sample(current, t))
             adr = self.controller.qpos_adr[current.columns]
             dof = self.controller.dof_adr[current.columns]
             return TrackingSample(t, current.token, tuple(current.trajectory.joint_names), pos, vel, acc,
                                   self.data.qpos[adr].copy(), self.data.qvel[dof].copy(),
                                   current.start, current.end)
+
+    def _queued_sample(self, queued: QueuedTrajectory, t: float) -> TrackingSample:
+        """A queued trajectory's sample: its joints' desired state is what they follow now."""
+        names = tuple(queued.trajectory.joint_names)
+        columns = np.array([self._controlled_index[j] for j in names], dtype=int)
+        q, qd = self._desired(np.array([t]))
+        return TrackingSample(t, queued.token, names, q[0, columns], qd[0, columns], np.zeros(len(names)),
+                              self.data.qpos[self.controller.qpos_adr[columns]].copy(),
+                              self.data.qvel[self.controller.dof_adr[columns]].copy(),
+                              queued.start, queued.start + queued.trajectory.duration)
 
     # -- mobile base ------------------------------------------------------------------------
     def command_base(self, v: float, omega: float, sent: float | None = None) -> tuple[float, float]:
@@ -787,6 +889,10 @@ class LiveSimulation:
         if keep_time:
             self.data.time = time
         mujoco.mj_forward(self.model, self.data)
+        for current in (self._active, self._finished):
+            if current is not None:
+                self._queue.end(current.token, STOPPED)
+        self._queue.clear(STOPPED)
         self._active = self._finished = self._followed = None
         self._hold = self._hold_positions()
 
@@ -886,6 +992,7 @@ class LiveSimulation:
                                                for j in active.trajectory.joint_names], dtype=int)
                     report.trajectory_kept = True
                 else:
+                    self._queue.end(active.token, STOPPED)
                     self._active = self._finished = None
                     self._hold = self._hold_positions()
                     report.trajectory_kept = False

@@ -3,12 +3,15 @@ processes on this run's private ROS domain, fed what an adversary on the lab net
 
 * Malformed messages on every topic the nodes subscribe to (NaN, inf, negative stamps, wrong
   array lengths, unknown joint names, stale or NaN velocity commands, bad speed scaling): no
-  node exits, nothing moves, the streams go on and a goal still succeeds.
+  node exits (the cell's and a calibration node of the cell protocol), nothing moves, the streams go on and a goal still succeeds.
 * A base goal whose point 0 at t = 0 is 10 km away is rejected and nothing moves.
 * The MiR bridge SIGSTOPped for 3 s mid-goal: after SIGCONT the base moves less than 2 cm.
 * The MiR bridge SIGKILLed mid-goal: the client gets ABORTED naming the real base within 1 s,
   the other nodes stay up, ``up`` respawns the mock and a base goal succeeds again (the sim
   base re-anchored to the respawned one).
+* 8 combined goals at the same instant, 10 times: one goal runs everywhere or none does; a goal
+  rejected because the hand could not accept its part in time leaves the running goal to succeed.
+* A sim reset, then a base goal: the sim base is re-anchored, not sent after the real one at speed.
 
 The scenarios are shared with ``benchmarks/faults.py`` (test/cell_fault_scenarios.py).
 """
@@ -25,7 +28,9 @@ pytest.importorskip('control_msgs.action')
 pytest.importorskip('simulation_interfaces.srv')
 
 import cell_fault_scenarios as faults  # noqa: E402
-from cell_scenarios import ARM, base_points, make_goal, pose_of, result_of, send, straight  # noqa: E402
+from cell_scenarios import (ARM, START_TIMEOUT, base_points, make_goal, pose_of, result_of, send,  # noqa: E402
+                            straight)
+from ros_helpers import REPO  # noqa: E402
 
 
 @pytest.fixture(scope='module')
@@ -39,12 +44,24 @@ def cell(ros, tmp_path_factory):
     assert status == 0, cell.up.output()[-3000:]
 
 
-def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves(ros, cell):
+def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves(ros, cell, tmp_path):
     helpers, client = ros
     before = {name: pose_of(r.last()) for name, r in (('real', cell.odom), ('sim', cell.sim_odom))}
-    sent = faults.flood_malformed(client)
-    assert sent >= 60
-    time.sleep(1.0)
+    # the calibration node of the cell protocol subscribes to the joint states and the odometry too
+    calibration = helpers.NodeProcess('calibration_node.node', [
+        '--params-file', str(REPO / 'config' / 'calibration_node.yaml'), '-p', 'protocol:=cell',
+        '-p', f'output_dir:={tmp_path / "out"}'], tmp_path / 'calibration_node.log')
+    try:
+        assert helpers.wait_until(lambda: 'ready: ~/calibrate' in calibration.output() or not calibration.alive(),
+                                  START_TIMEOUT), calibration.output()[-3000:]
+        time.sleep(2.0)               # DDS discovery between the new process and this one
+        sent = faults.flood_malformed(client)
+        assert sent >= 60
+        time.sleep(1.0)
+        assert calibration.alive(), calibration.output()[-3000:]
+    finally:
+        assert calibration.stop() == 0, calibration.output()[-3000:]
+    assert 'dropped a message on /odom' in calibration.output(), calibration.output()[-3000:]
     assert cell.up.alive() and 'exited' not in cell.up.output(), cell.up.output()[-3000:]
     now = time.monotonic()
     assert helpers.wait_until(lambda: all(r.since(now) for r in cell.streams.values()), 5.0), \
@@ -91,3 +108,34 @@ def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(r
     status, result = result_of(client, send(client, make_goal(base=base_points(start, straight(0.2), 2.0))))
     assert (status, result.error_code) == (4, 0), result.error_string
     assert 're-anchored' in cell.up.output()
+
+
+def test_goals_arriving_together_run_one_goal_everywhere_or_none(ros, cell):
+    """8 combined goals at the same instant, 10 times: at most one succeeds, sim and real arm
+    within 0.01 rad at rest after each burst, nothing moves towards a goal that did not run."""
+    helpers, client = ros
+    outcomes = [faults.burst(helpers, client, cell, k) for k in range(10)]
+    for k, outcome in enumerate(outcomes):
+        assert len(outcome.succeeded) <= 1, (k, outcome)
+        assert outcome.apart < 0.01, (k, outcome)
+        assert outcome.strayed < 0.01, (k, outcome)
+        assert abs(outcome.base_moved - outcome.base_expected) < 0.02, (k, outcome)
+    assert sum(len(o.succeeded) for o in outcomes) >= 8, outcomes       # a burst is not simply refused
+    assert 'another goal is being accepted' in cell.up.output()
+
+
+def test_a_rejected_goal_leaves_the_running_goal_to_succeed(ros, cell):
+    helpers, client = ros
+    accepted, status, error, hand_moved = faults.rejected_goal_beside_a_running_one(helpers, client, cell)
+    assert not accepted
+    assert 'did not accept its part' in cell.up.output(), cell.up.output()[-3000:]
+    assert (status, error.startswith('goal reached')) == (4, True), error
+    assert hand_moved < 0.01
+
+
+def test_after_a_sim_reset_a_base_goal_drives_the_sim_base_at_the_goal_speed(ros, cell):
+    helpers, client = ros
+    status, error, peak, nominal = faults.reset_then_base_goal(helpers, client, cell)
+    assert status == 4, error
+    assert 're-anchored' in cell.up.output()
+    assert peak <= 1.2 * nominal + 0.02, (peak, nominal)
