@@ -661,7 +661,8 @@ class LiveSimulation:
 
         A ``start_time`` ahead is queued (``shadow_twin.simulation.trajectory_queue``):
         whatever runs goes on until then, and at its start the trajectory preempts
-        every trajectory set before it; :meth:`cancel` with its token before then
+        every trajectory set before it, from the joints' positions then (when nothing
+        runs, its joints hold from now where they are and it starts from there); :meth:`cancel` with its token before then
         leaves the running one untouched. Otherwise it preempts at once. ``token``
         (from :meth:`reserve_token`) places it in the order where it was reserved: a
         trajectory whose token is older than the running one's is preempted at once.
@@ -682,7 +683,13 @@ class LiveSimulation:
             if current is not None and current.token > token:
                 self._queue.end(token, PREEMPTED)          # a newer one runs already
             elif start > now + 0.5 * self.dt:
-                self._queue.add(QueuedTrajectory(token, trajectory, start))
+                held = None
+                if self._active is None:
+                    # nothing runs: its joints hold where they are now and start from there (the
+                    # JTC's state at arrival), as a trajectory set ahead always did
+                    held = self._actual(trajectory)
+                    self._hold[[self._controlled_index[j] for j in trajectory.joint_names]] = held
+                self._queue.add(QueuedTrajectory(token, trajectory, start, held))
             else:
                 self._install(trajectory, start, token)
             return token
@@ -693,14 +700,22 @@ class LiveSimulation:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
                                   f'(driven: {list(self.controlled_joints)})')
 
-    def _install(self, trajectory: JointTrajectory, start: float, token: int) -> None:
+    def _actual(self, trajectory: JointTrajectory) -> np.ndarray:
+        """(J,) current positions of ``trajectory``'s joints, rad (lock held)."""
+        columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
+        return self.data.qpos[self.controller.qpos_adr[columns]].copy()
+
+    def _install(self, trajectory: JointTrajectory, start: float, token: int,
+                 held_from: np.ndarray | None = None) -> None:
         """Make ``trajectory`` (started at sim time ``start``, s) the running one; it preempts
-        the running one and those queued before it (lock held)."""
+        the running one and those queued before it (lock held). It starts from the joints'
+        current positions, or from ``held_from`` ((J,) rad, where they were when it was queued)
+        when no trajectory ran meanwhile."""
         now = float(self.data.time)
         q_now, _ = self._desired(np.array([now]))
         self._hold = q_now[0]
         columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
-        current = self.data.qpos[self.controller.qpos_adr[columns]]
+        current = self._actual(trajectory) if held_from is None or self._active is not None else held_from
         for previous in (self._active, self._finished):
             if previous is not None:
                 self._queue.end(previous.token, PREEMPTED)
@@ -720,7 +735,7 @@ class LiveSimulation:
         except TrajectoryError:           # a reload in between dropped its joints
             self._queue.end(entry.token, STOPPED)
             return
-        self._install(entry.trajectory, entry.start, entry.token)
+        self._install(entry.trajectory, entry.start, entry.token, entry.payload)
 
     def cancel(self, token: int | None = None) -> None:
         """Stop trajectory ``token`` (None: every trajectory, queued ones too): a queued one
