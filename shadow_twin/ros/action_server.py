@@ -195,6 +195,11 @@ class FollowJointTrajectoryServer(abc.ABC):
         self._decide(goal, jtc.Verdict.aborted(PREEMPTED))
 
     # -- helpers for the hooks ----------------------------------------------------------------
+    def is_active(self, goal: AcceptedGoal) -> bool:
+        """True while ``goal`` is the newest accepted goal (not preempted, not finished) of a
+        server that preempts on acceptance. Call with :attr:`lock` held to act on it atomically."""
+        return self._active is goal
+
     def preempt_running(self, by_plan: Any) -> None:
         """Preempt every goal still running (:meth:`preempt`), for the goal with plan ``by_plan``
         that is about to be accepted."""

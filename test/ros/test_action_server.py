@@ -40,7 +40,8 @@ PERIOD = 0.005
 class FakeServer(FollowJointTrajectoryServer):
     """Hooks that record their calls: ``events`` is [(hook, goal name)]. A goal is named
     by its first joint: ``bad`` is rejected, ``nostart`` fails to start, ``quick``
-    succeeds after 3 steps, anything else runs until stopped."""
+    succeeds after 3 steps, ``stale...`` was handed out before the running goal (it does not
+    supersede it), anything else runs until stopped."""
 
     def __init__(self, node) -> None:
         self.events: list[tuple[str, str]] = []
@@ -78,6 +79,9 @@ class FakeServer(FollowJointTrajectoryServer):
 
     def period(self):
         return PERIOD
+
+    def supersedes(self, plan, running):
+        return not plan.name.startswith('stale')      # a goal handed out before the running one
 
 
 @pytest.fixture(scope='module')
@@ -187,6 +191,18 @@ def test_preempted_goal_always_says_preempted_and_stops_before_the_next_starts(r
     names = ['first'] + [f'goal{k}' for k in range(10)]
     expected = [event for a in names for event in (('start', a), ('stop', a))]
     assert server.events == expected                # each goal stopped before the next one started
+
+
+def test_a_goal_accepted_out_of_order_is_preempted_itself_and_the_running_goal_goes_on(ros, server):
+    handle = running(ros, 'long')
+    stale = send(ros, 'stale')
+    assert stale.accepted
+    status, result = result_of(ros, stale)
+    assert (status, result.error_string) == (GoalStatus.STATUS_ABORTED, 'preempted by a new goal')
+    assert server.active                                # the running goal goes on
+    server.stop_active('done', wait=5.0)
+    assert result_of(ros, handle)[1].error_string == 'done'
+    assert server.events == [('start', 'long'), ('stop', 'stale'), ('stop', 'long')]     # 'stale' never started
 
 
 def test_outcome_of_status():
