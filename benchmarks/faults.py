@@ -214,8 +214,8 @@ def load(client, states, folder: Path, check: Checks) -> None:
               f'storm: /joint_states {rates["real"]:.1f} Hz, /sim/joint_states {rates["sim"]:.1f} Hz '
               f'(target >= {RATE_TARGET_HZ:g})')
         reset_and_rest(client, states)
-        t0 = time.monotonic()           # sent from a child: this process only receives meanwhile
-        status, error, accepted_s = scenarios.long_goal_from_child(10_000, 20.0)
+        # sent from a child: this process only receives meanwhile; measured from the send
+        status, error, accepted_s, t0 = scenarios.long_goal_from_child(10_000, 20.0)
         t1 = time.monotonic()
         rates = {side: scenarios.rate(r, t0, t1) for side, r in states.items()}
         gaps = {side: scenarios.longest_gap(r, t0, t1) for side, r in states.items()}

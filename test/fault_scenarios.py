@@ -73,15 +73,17 @@ handle = client.send_goal(FollowJointTrajectory, f.TWIN_ACTION, goal, timeout=15
 answer = time.monotonic() - sent
 response = client.wait_future(handle.get_result_async(), {seconds} + 30.0) if handle.accepted else None
 print(json.dumps([response.status if response else 0, response.result.error_string if response else 'rejected',
-                  answer]))
+                  answer, sent]))
 client.close()
 """
 
 
-def long_goal_from_child(points: int, seconds: float) -> tuple[int, str, float]:
+def long_goal_from_child(points: int, seconds: float) -> tuple[int, str, float, float]:
     """Send :func:`long_goal` (``points``, ``seconds``) to the twin from a child process and wait
     for its result there, so that serializing it does not stall this process's subscribers.
-    Returns (GoalStatus status, 0 when rejected; error string; s from sending to the answer).
+    Returns (GoalStatus status, 0 when rejected; error string; s from sending to the answer;
+    the monotonic s it was sent at, the same clock as this process's: a new DDS participant
+    joining stalls the others for a moment, so windows start at the send, after the child joined).
     Raises RuntimeError with the child's output when it fails."""
     import json
     import subprocess
@@ -94,8 +96,8 @@ def long_goal_from_child(points: int, seconds: float) -> tuple[int, str, float]:
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise RuntimeError(f'the goal sender failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}')
-    status, error, answer = json.loads(lines[-1])
-    return int(status), str(error), float(answer)
+    status, error, answer, sent = json.loads(lines[-1])
+    return int(status), str(error), float(answer), float(sent)
 
 
 def position(msg, joint: str = MOVED) -> float:

@@ -20,7 +20,7 @@ by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
 
 A node that dies does not take the others down: ``up`` reports it and starts it again after
-1 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
+2 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
 it, and rejects new ones, and the respawned node restores service (``up`` starts no real
 driver: what it respawns is mock hardware or the twin's own nodes). A node that ends within
 10 s of its start (it cannot start) or dies 3 times within 60 s stops them all, exit status 1
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help='do not start the twin monitor (it takes about half a core on the cell; a '
                              'calibration does not need it)')
     parser.add_argument('--no-respawn', action='store_true',
-                        help='leave a node that dies dead (default: start it again after 1 s; the others run on)')
+                        help='leave a node that dies dead (default: start it again after 2 s; the others run on)')
     return parser
 
 
