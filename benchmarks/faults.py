@@ -24,10 +24,15 @@ Part 2, load (``shadow-twin up --mock-hardware``, one process): the rates of
 
 target >= 240 Hz each (publish rate 250 Hz).
 
-The longest gap between two joint states received here during the 10,000-point goal is a
-target too (issue 22): < 50 ms on each stream (the goal's validation must not stall the
-publishing). The goal is sent from a child process: serializing it stalls the sender for
-~0.3 s, which a subscriber in the same process would count as the streams' gap.
+The longest publishing gap of each joint-state stream during the 10,000-point goal is a
+target too (issue 22): < 50 ms (the goal's intake and validation must not stall the
+publishing): the period plus the latest tick the bridge's stepping thread started, from the
+real-time factor lines it logs. The gap as received here is printed beside it: on this
+2-core PC the goal's acceptance keeps four processes busy at once (the sender, the twin, both
+bridges), and this normal-priority receiver is descheduled for tens of ms then, while the
+bridges' stepping threads run at SCHED_FIFO. The goal is sent from a child process
+(serializing it stalls the sender for ~0.3 s), and this process's recorded messages are
+frozen out of the garbage collector first.
 
 Part 3: the cost of sampling a trajectory in the live loop, 10,000 points against 10
 (``LiveSimulation.step``, 2 physics steps per tick); target ratio < 2.
@@ -51,6 +56,9 @@ Prints the figures, exits 1 when a target is missed. Not part of the tests.
 from __future__ import annotations
 
 import argparse
+import gc
+import math
+import re
 import signal
 import sys
 import tempfile
@@ -72,6 +80,9 @@ DETECT_TARGET_S = 0.5
 HOLD_TARGET_RAD = 0.01
 RATE_TARGET_HZ = 240.0
 GAP_TARGET_S = 0.05
+PUBLISH_RATE_HZ = 250.0
+RTF_LOG_PERIOD_S = 5.0
+RTF_LINE = re.compile(r'\[(\d+\.\d+)\] \[(\w+)\]: sim time .*?latest tick ([\d.]+) ms late')
 CELL_MOVED_TARGET_M = 0.02
 CELL_ANSWER_TARGET_S = 1.0
 BURST_APART_TARGET_RAD = 0.01
@@ -214,7 +225,11 @@ def load(client, states, folder: Path, check: Checks) -> None:
               f'storm: /joint_states {rates["real"]:.1f} Hz, /sim/joint_states {rates["sim"]:.1f} Hz '
               f'(target >= {RATE_TARGET_HZ:g})')
         reset_and_rest(client, states)
-        # sent from a child: this process only receives meanwhile; measured from the send
+        # sent from a child: this process only receives meanwhile; measured from the send. The
+        # messages recorded so far are frozen out of the garbage collector: a full collection
+        # walks every object (here 10^5 recorded messages) and pauses this process's receiving
+        gc.collect()
+        gc.freeze()
         status, error, accepted_s, t0 = scenarios.long_goal_from_child(10_000, 20.0)
         t1 = time.monotonic()
         rates = {side: scenarios.rate(r, t0, t1) for side, r in states.items()}
@@ -223,18 +238,34 @@ def load(client, states, folder: Path, check: Checks) -> None:
         check(min(rates.values()) >= RATE_TARGET_HZ,
               f'10,000-point goal: /joint_states {rates["real"]:.1f} Hz, /sim/joint_states {rates["sim"]:.1f} Hz '
               f'over {t1 - t0:.1f} s (target >= {RATE_TARGET_HZ:g})')
-        check(max(gaps.values()) < GAP_TARGET_S,
-              f'10,000-point goal: longest joint-state gaps /joint_states {gaps["real"] * 1e3:.0f} ms, '
-              f'/sim/joint_states {gaps["sim"] * 1e3:.0f} ms (target < {GAP_TARGET_S * 1e3:.0f} ms)')
+        wall_t0 = time.time() - (time.monotonic() - t0)
+        late = publishing_lateness(up.output(), ('mock_hardware', 'mujoco_bridge'), wall_t0, wall_t0 + (t1 - t0))
+        published = {node: 1.0 / PUBLISH_RATE_HZ + value for node, value in late.items()}
+        check(len(published) == 2 and max(published.values()) < GAP_TARGET_S,
+              f'10,000-point goal: longest publishing gaps /joint_states (mock_hardware) '
+              f'{published.get("mock_hardware", math.inf) * 1e3:.0f} ms, /sim/joint_states (mujoco_bridge) '
+              f'{published.get("mujoco_bridge", math.inf) * 1e3:.0f} ms: the period + the latest tick the '
+              f'bridges logged (target < {GAP_TARGET_S * 1e3:.0f} ms); as received in this process '
+              f'{gaps["real"] * 1e3:.0f} and {gaps["sim"] * 1e3:.0f} ms')
     finally:
         status = up.stop()
         if status != 0:
             print(up.output()[-3000:])
 
 
+def publishing_lateness(log: str, nodes: tuple[str, ...], wall_t0: float, wall_t1: float) -> dict[str, float]:
+    """{node: the latest a tick of its stepping thread started, s} over the real-time factor log
+    lines (each covers the ``rtf_log_period`` before it) logged between wall ``t0`` and one
+    period after ``t1``: the publishing side of a stream's gap, whatever the receiver's."""
+    out: dict[str, float] = {}
+    for stamp, node, ms in RTF_LINE.findall(log):
+        if node in nodes and wall_t0 <= float(stamp) <= wall_t1 + RTF_LOG_PERIOD_S + 0.5:
+            out[node] = max(out.get(node, 0.0), float(ms) * 1e-3)
+    return out
+
+
 def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) -> None:
     """Part 4: the cell's faults (module doc)."""
-    import math
 
     import cell_fault_scenarios as cell_faults
     from cell_scenarios import base_points, make_goal, pose_of, result_of, send, straight
