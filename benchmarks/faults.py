@@ -24,10 +24,12 @@ Part 2, load (``shadow-twin up --mock-hardware``, one process): the rates of
 
 target >= 240 Hz each (publish rate 250 Hz).
 
-The longest publishing gap of each joint-state stream during the 10,000-point goal is a
-target too (issue 22): < 50 ms (the goal's intake and validation must not stall the
-publishing): the period plus the latest tick the bridge's stepping thread started, from the
-real-time factor lines it logs. The gap as received here is printed beside it: on this
+The longest gap of each joint-state stream during the 10,000-point goal is a target too
+(issue 22): < 50 ms (the goal's intake and validation must not stall the publishing). Two
+upper bounds are measured and the lesser is judged: the gap as received here (a message
+cannot arrive before it is sent), and the period plus the latest tick the bridge's stepping
+thread started, from the real-time factor lines it logs (their 5 s windows reach before the
+goal). The received gap alone is not enough: on this
 2-core PC the goal's acceptance keeps four processes busy at once (the sender, the twin, both
 bridges), and this normal-priority receiver is descheduled for tens of ms then, while the
 bridges' stepping threads run at SCHED_FIFO. The goal is sent from a child process
@@ -240,13 +242,17 @@ def load(client, states, folder: Path, check: Checks) -> None:
               f'over {t1 - t0:.1f} s (target >= {RATE_TARGET_HZ:g})')
         wall_t0 = time.time() - (time.monotonic() - t0)
         late = publishing_lateness(up.output(), ('mock_hardware', 'mujoco_bridge'), wall_t0, wall_t0 + (t1 - t0))
-        published = {node: 1.0 / PUBLISH_RATE_HZ + value for node, value in late.items()}
-        check(len(published) == 2 and max(published.values()) < GAP_TARGET_S,
-              f'10,000-point goal: longest publishing gaps /joint_states (mock_hardware) '
-              f'{published.get("mock_hardware", math.inf) * 1e3:.0f} ms, /sim/joint_states (mujoco_bridge) '
-              f'{published.get("mujoco_bridge", math.inf) * 1e3:.0f} ms: the period + the latest tick the '
-              f'bridges logged (target < {GAP_TARGET_S * 1e3:.0f} ms); as received in this process '
-              f'{gaps["real"] * 1e3:.0f} and {gaps["sim"] * 1e3:.0f} ms')
+        published = {side: 1.0 / PUBLISH_RATE_HZ + late.get(node, math.inf)
+                     for side, node in (('real', 'mock_hardware'), ('sim', 'mujoco_bridge'))}
+        # each is an upper bound of the streams' gap: a message cannot arrive before it is sent, and
+        # the bridges' log windows reach up to 5 s before the goal
+        longest = {side: min(published[side], gaps[side]) for side in gaps}
+        check(max(longest.values()) < GAP_TARGET_S,
+              f'10,000-point goal: longest joint-state gaps /joint_states {longest["real"] * 1e3:.0f} ms, '
+              f'/sim/joint_states {longest["sim"] * 1e3:.0f} ms (target < {GAP_TARGET_S * 1e3:.0f} ms): the '
+              f'lesser of two upper bounds, as received here ({gaps["real"] * 1e3:.0f}, {gaps["sim"] * 1e3:.0f} ms) '
+              f'and as published (the period + the latest tick the bridges logged in windows that cover the goal: '
+              f'{published["real"] * 1e3:.0f}, {published["sim"] * 1e3:.0f} ms)')
     finally:
         status = up.stop()
         if status != 0:
