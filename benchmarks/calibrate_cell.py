@@ -47,7 +47,8 @@ sys.path.insert(0, str(REPO))
 
 from shadow_twin.cli.processes import ChildProcesses  # noqa: E402
 from shadow_twin.common.paths import config_path  # noqa: E402
-from shadow_twin.model.cell import CellConfig, write_base_stand_in_mjcf, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.cell import CellConfig, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.mock_models import write_base_stand_in_mjcf  # noqa: E402
 from shadow_twin.ros.dds import isolate_domain  # noqa: E402
 
 #: {parameter of the protocol's search spaces: (group, bridge override globs, attribute, factor)}.

@@ -48,105 +48,32 @@ import traceback
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import PoseStamped, TwistStamped
-from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.exceptions import InvalidTopicNameException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.validate_topic_name import validate_topic_name
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from calibration_node.bridge_link import BridgeLink
 from calibration_node.execution import TrajectoryExecutor
+from calibration_node.parameters import BASE_TOPICS, SPECS
+from calibration_node.plan_setup import PlanSetup
 from calibration_node.protocol_runner import OdometryWatch, ProtocolRunner, RunnerSettings
 from calibration_node.recorder import BagRecorder
 from calibration_node.status import StatusBoard
 from shadow_twin.calibration.cell_job import CellCalibrationJob
-from shadow_twin.calibration.frame import FrameCalibration
 from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
-from shadow_twin.calibration.optimisers import OPTIMISERS
-from shadow_twin.calibration.plan import (LIVE, OFFLINE, CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
-                                          protocol_entries, unfinished_runs)
-from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.calibration.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, new_run_dir, unfinished_runs
 from shadow_twin.calibration.recording import largest_gap, read_joint_states
-from shadow_twin.calibration.run import DEFAULT_OPTIMIZER, CalibrationSettings
 from shadow_twin.common.errors import ConfigError, GoalRejectedError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import versioned_path
-from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.model.mjcf import resolve_model_path
-from shadow_twin.ros import parameters as bridge_params
 from shadow_twin.ros.guard import guarded_service, guarded_timer
+from shadow_twin.ros.parameters import declare
 from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'calibration_node'
-Spec = bridge_params.Spec
-SPECS = (
-    Spec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
-         'config/trajectories/calibration.yaml.'),
-    Spec('trajectories', ['curl_all', 'stagger'], 'Trajectories a live run executes and records.'),
-    Spec('holdout', 'auto', "Recordings only scored, not fitted: 'auto' = the last one when there are two or "
-         "more, '' = none, else comma-separated names (trajectory names; bag names offline)."),
-    Spec('bag', '', 'Offline: comma-separated ROS 1/2 bags to calibrate from, nothing moves; empty = live.'),
-    Spec('bag_trajectory', '', 'Offline: FILE.yaml:NAME of the trajectory the bags executed, for bags that do '
-         'not hold it (bags recorded by this node do).'),
-    Spec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
-    Spec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
-    Spec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the MJCF parameters.', choices=tuple(OPTIMISERS)),
-    Spec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
-    Spec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
-    Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
-    Spec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
-    Spec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
-    Spec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
-    Spec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
-         '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
-    Spec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
-         bounds=(0.0, 5.0)),
-    Spec('start_lead', 0.5, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it to the '
-         'controllers by then; a goal that reaches them later is joined mid-way).', bounds=(0.05, 10.0)),
-    Spec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
-         '(~/.ros/...).'),
-    Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and sim.'),
-    Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.'),
-    Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.'),
-    Spec('bridge_node', '/mujoco_bridge', 'The sim bridge: its model_path/gains_file are the starting point, '
-         'its model_path is set to the calibrated model and its ~/reload called.'),
-    Spec('model_path', '', 'Base MJCF when the bridge cannot be asked (offline without a bridge); '
-         "empty = built-in."),
-    Spec('gains_file', '', 'Controller gains when the bridge cannot be asked; empty = shipped.'),
-    Spec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
-    Spec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
-    Spec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
-         'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
-    Spec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
-         'gap over max_gap is recorded again; a goal the twin rejects, nothing moved, is sent again).',
-         bounds=(1, 20)),
-    Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
-    Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
-         bounds=(0.05, 60.0)),
-    Spec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, space_file); "
-         "'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs and arm sweeps); else "
-         'a protocol YAML (path or package://shadow_twin/...). Live, its runs are executed and recorded in order; '
-         'offline (bag), each bag is the run of its name (IN1/, IN1.bag, ...). The validation runs are held out.'),
-    Spec('base_cmd_vel_topic', '/cmd_vel', "Protocol runs: the real base's velocity commands "
-         '(geometry_msgs/TwistStamped), recorded and replayed through the sim.'),
-    Spec('base_odom_topic', '/odom', "Protocol runs: the real base's odometry (nav_msgs/Odometry), recorded; each "
-         'live base run starts from its newest pose.'),
-    Spec('base_pose_topic', '', "Protocol runs: a motion-capture geometry_msgs/PoseStamped of the real base, "
-         "recorded and compared instead of the odometry; '' = none."),
-    Spec('frame_file', '', "Protocol runs with base_pose_topic: the motion capture's floor frame (written by "
-         "shadow-twin frame-calibration --out); '' = the poses as published."),
-    Spec('sim_odom_topic', '/sim/odom', "Protocol runs: the sim base's odometry (nav_msgs/Odometry), recorded."),
-    Spec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to rest), s.",
-         bounds=(0.0, 60.0)),
-)
-#: Parameters of the base's topics, and their message types.
-BASE_TOPICS = {'base_cmd_vel_topic': TwistStamped, 'base_odom_topic': Odometry, 'base_pose_topic': PoseStamped,
-               'sim_odom_topic': Odometry}
 
 
 def ros_home() -> Path:
@@ -154,12 +81,12 @@ def ros_home() -> Path:
     return Path(os.environ.get('ROS_HOME') or Path.home() / '.ros')
 
 
-class CalibrationNode(Node):
+class CalibrationNode(PlanSetup, Node):
     """See module doc. Raises ConfigError for invalid parameters at start."""
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        bridge_params.declare(self, SPECS)
+        declare(self, SPECS)
         self._settings()
         protocol = self._protocol_settings()        # validates the protocol parameters
         self.output_dir = Path(self._p('output_dir') or ros_home() / 'shadow_twin' / 'calibration').expanduser()
@@ -245,138 +172,6 @@ class CalibrationNode(Node):
         run_id, run_dir = new_run_dir(self.output_dir)
         CalibrationPlan(run_id=run_id, **fields).write(run_dir)
         return run_dir, False
-
-    def _plan_fields(self) -> dict:
-        """The fields of a new plan, from the parameters and the bridge's model."""
-        p = self._p
-        protocol = self._protocol_settings()
-        model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
-        alignment = {'settle_time': float(p('settle_time')), 'max_delay': float(p('max_delay')),
-                     'stamped_max_delay': float(p('stamped_max_delay'))}
-        bags = [b.strip() for b in p('bag').split(',') if b.strip()]
-        missing = [b for b in bags if not Path(b).exists()]
-        if missing:
-            raise ConfigError(f'bag(s) not found: {missing}')
-        common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
-                      settings=self._settings(), alignment=alignment, real_topic=p('real_joint_states_topic'),
-                      sim_topic=p('sim_joint_states_topic'))
-        if protocol['protocol'] is not None:
-            return {**common, **self._protocol_fields(protocol, bags)}
-        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
-        if not space.is_file():
-            raise ConfigError(f'space_file {space} does not exist')
-        if bags:
-            names = [Path(b).name.split('.')[0] for b in bags]
-            held = holdout_names(names, p('holdout'))
-            trajectory = p('bag_trajectory') or None
-            entries = [PlanEntry(n, str(Path(b).resolve()), trajectory, n in held) for n, b in zip(names, bags)]
-        else:
-            file = Path(p('trajectories_file') or config_path('trajectories', 'calibration.yaml')).resolve()
-            names = list(p('trajectories'))
-            if not names:
-                raise ConfigError('no trajectories to record (parameter trajectories is empty)')
-            for name in names:
-                load_waypoint_yaml(file, name)   # TrajectoryError naming it
-            held = holdout_names(names, p('holdout'))
-            entries = [PlanEntry(n, f'bags/{n}', f'{file}:{n}', n in held) for n in names]
-        return dict(common, space_file=str(space.resolve()), objective_joints=list(p('objective_joints')),
-                    entries=entries)
-
-    def _protocol_fields(self, protocol: dict, bags: list[str]) -> dict:
-        """The protocol fields of a new plan: its runs (matched to ``bags`` offline), the base topics.
-        Raises ConfigError for a hand-calibration parameter that does not apply, or unmatched bags."""
-        p = self._p
-        if p('holdout').strip() not in ('auto', ''):
-            raise ConfigError(f'holdout {p("holdout")!r} does not apply to a protocol: its validation runs are '
-                              'held out')
-        if p('bag_trajectory'):
-            raise ConfigError('bag_trajectory does not apply to a protocol: each run\'s arm trajectory comes '
-                              'from the protocol')
-        topics = protocol['topics']
-        return dict(space_file='', objective_joints=list(protocol['cell'].rest_pose),
-                    entries=protocol_entries(protocol['cell'], bags or None), protocol=str(protocol['protocol']),
-                    base_cmd_vel_topic=topics['base_cmd_vel_topic'],
-                    base_odom_topic=topics['base_odom_topic'] or None,
-                    base_pose_topic=topics['base_pose_topic'] or None, sim_odom_topic=topics['sim_odom_topic'],
-                    frame_file=str(protocol['frame_file']) if protocol['frame_file'] else None)
-
-    def _protocol_settings(self) -> dict:
-        """The protocol parameters, validated: {'protocol': absolute path of the protocol YAML or
-        None (the hand's calibration), 'cell': its CellProtocol or None, 'topics': {parameter: topic
-        ('' = none)}, 'frame_file': absolute path or None}. Raises ConfigError naming the problem."""
-        p = self._p
-        value = p('protocol').strip()
-        path, cell = None, None
-        if value:
-            path = (config_path('calibration', 'cell_protocol.yaml') if value == 'cell'
-                    else resolve_share_url(value).expanduser()).resolve()
-            if not path.is_file():
-                raise ConfigError(f"protocol {value!r}: {path} does not exist ('' = the hand's calibration, "
-                                  "'cell' = the shipped protocol, else a protocol YAML)")
-            cell = CellProtocol.from_yaml(path)        # ConfigError naming the file and the problem
-        topics = {name: p(name).strip() for name in BASE_TOPICS}
-        used = {'real_joint_states_topic': p('real_joint_states_topic'),
-                'sim_joint_states_topic': p('sim_joint_states_topic'), **topics}
-        seen: dict[str, str] = {}
-        for name, topic in used.items():
-            if not topic:
-                continue
-            try:
-                validate_topic_name(topic)
-            except InvalidTopicNameException as exc:
-                raise ConfigError(f'{name} {topic!r} is not a valid topic name ({" ".join(str(exc).split())})') \
-                    from None
-            if topic in seen and path is not None:
-                raise ConfigError(f'{seen[topic]} and {name} are both {topic}; a protocol run records each apart')
-            seen.setdefault(topic, name)
-        if path is not None:
-            for name in ('base_cmd_vel_topic', 'sim_odom_topic'):
-                if not topics[name]:
-                    raise ConfigError(f'{name} is empty; a protocol run records it')
-        frame_file = None
-        if p('frame_file'):
-            frame_file = Path(p('frame_file')).expanduser().resolve()
-            if not topics['base_pose_topic']:
-                raise ConfigError(f'frame_file {frame_file} is set but base_pose_topic is empty: the floor frame '
-                                  'applies only to a motion-capture pose topic')
-            try:
-                FrameCalibration.read(frame_file)
-            except ConfigError as exc:
-                raise ConfigError(f'frame_file {frame_file}: {exc}') from None
-        return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
-
-    def _settings(self) -> dict:
-        """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
-        p = self._p
-        settings = {'optimizer': p('optimizer'), 'budget': int(p('budget')), 'workers': int(p('workers')),
-                    'seed': int(p('seed')), 'acq_func': p('acq_func'), 'log_objective': bool(p('log_objective'))}
-        CalibrationSettings(**settings)
-        return settings
-
-    def _base_model(self, cell: bool = False) -> tuple[str, str]:
-        """(model_path, gains_file) the bridge runs, else this node's parameters (absolute paths;
-        ``package://shadow_twin/...`` URLs resolved). Default gains: the hand's, or with ``cell``
-        config/controllers/cell.yaml. Raises ConfigError if a file does not exist, or, for the cell,
-        when there is no model (it has no built-in MJCF)."""
-        model, gains = self._p('model_path'), self._p('gains_file')
-        from_bridge = self.bridge.model_and_gains()
-        if from_bridge is not None:
-            model, gains = from_bridge
-        else:
-            self.get_logger().warning(f'bridge {self.bridge.bridge} not found; calibrating '
-                                      f'{model or "the built-in model"}')
-        if cell and not model:
-            where = (f'bridge {self.bridge.bridge} runs the built-in hand' if from_bridge is not None else
-                     f'no bridge {self.bridge.bridge} answered and model_path is empty')
-            raise ConfigError(f'a protocol calibrates the cell, which has no built-in MJCF: {where}; set model_path '
-                              'to a cell MJCF (shadow-twin model --cell --out cell.xml)')
-        model = resolve_share_url(str(resolve_model_path(model)))       # '' = the built-in hand
-        gains = resolve_share_url(gains) if gains else config_path('controllers',
-                                                                    'cell.yaml' if cell else 'shadow_hand_e.yaml')
-        for what, path in (('model', model), ('gains file', gains)):
-            if not path.is_file():
-                raise ConfigError(f'the {what} {path} does not exist')
-        return str(model.resolve()), str(gains.resolve())
 
     # -- the run ---------------------------------------------------------------------------------
     def _work(self, run_dir: Path) -> None:

@@ -10,7 +10,7 @@
 * The achieved real-time factor (sim time advanced per wall second: a dropped
   lag counts as sim time lost), the latest tick's lateness and the dropped sim
   time are measured over a sliding window, logged every ``rtf_log_period`` s
-  and published on ``/diagnostics`` (with the sim time dropped since start).
+  and published on ``/diagnostics`` (with the sim time dropped since start; see ``diagnostics``).
   A tick more than 20 ms late is logged with who held it: the CPU the process
   used meanwhile tells its own threads (the GIL) from the operating system or
   hypervisor not running it (``timing.stall_cause``).
@@ -24,7 +24,7 @@
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
-* Services: ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
+* Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes
   on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
   refused before parsing; on failure answer success false with the reason
@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 from builtin_interfaces.msg import Time as TimeMsg
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -56,28 +56,25 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from mujoco_bridge.base_interface import BaseInterface
+from mujoco_bridge.diagnostics import BridgeDiagnostics
+from mujoco_bridge.parameters import BASE_PARAMETERS, SPECS
+from mujoco_bridge.services import BridgeServices
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority, stall_cause
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
-from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.ros import parameters as params
+from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
 from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_speed_scaling
 from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
-from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
+from shadow_twin.simulation.reload import BackgroundBuild
 
 NODE_NAME = 'mujoco_bridge'
-#: Parameters of the mobile base's interface (used when the model has one).
-BASE_PARAMETERS = ('cmd_vel_topic', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame', 'publish_tf')
-#: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
-RTF_WARN, RTF_ERROR = 0.95, 0.5
 
 
-class MujocoBridge(Node):
+class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
     """The live twin node (see module doc).
 
     Args:
@@ -90,15 +87,15 @@ class MujocoBridge(Node):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        params.declare(self, params.SPECS)
+        ros_params.declare(self, SPECS)
         p = self._param
         self.publish_clock = bool(p('publish_clock'))
         self.sim = LiveSimulation(self._model_path(), gains=self._gains_file(),
                                   joint_map=JointNameMap.from_yaml(p('joint_map_file') or None),
                                   overrides=ParameterOverrides.from_yaml_text(p('overrides')),
                                   base_command_timeout=float(p('cmd_vel_timeout')))
-        self._constraints = params.load_constraints(p('constraints_file'))
-        params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
+        self._constraints = ros_params.load_constraints(p('constraints_file'))
+        ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(self._after_set)
@@ -174,7 +171,7 @@ class MujocoBridge(Node):
         given = getattr(self, '_parameter_overrides', {}) or {}
         unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
         if self._param('constraints_file'):
-            unknown += params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
+            unknown += ros_params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
         if unknown:
             self.get_logger().warning(f'ignoring constraints for joints the model does not have: {unknown}')
 
@@ -201,8 +198,8 @@ class MujocoBridge(Node):
             'feedback_rate': float(p('feedback_rate')),
             'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
             'late_start_limit': float(p('late_start_limit')),
-            'velocity_limits': params.parse_velocity_limits(p('velocity_limits')),
-            'constraints': params.constraints_config(self, self.sim.controlled_joints),
+            'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
+            'constraints': ros_params.constraints_config(self, self.sim.controlled_joints),
         }
 
     def _on_speed_scaling(self, msg: Float64) -> None:
@@ -394,158 +391,6 @@ class MujocoBridge(Node):
                 f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (a stall or CPU starved); '
                 f'caught up max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
                 f'({self._dropped_s:.3f} s dropped since start)')
-
-    # -- rates and diagnostics -----------------------------------------------------------------
-    def _log_rate(self) -> None:
-        report = self.meter.report()
-        if self.sim.paused:
-            self.get_logger().info(f'paused at sim time {self.sim.time:.3f} s')
-        elif report is not None:
-            self.get_logger().info(
-                f'sim time {self.sim.time:.3f} s: real-time factor {report.real_time_factor:.3f} '
-                f'(target {self.clock.real_time_factor:g}) over the last {report.window:.1f} s; '
-                f'joint states at {report.rate:.1f} Hz; latest tick {report.max_lateness * 1e3:.1f} ms late; '
-                f'dropped {report.dropped * 1e3:.0f} ms of sim time ({self._dropped_s:.3f} s since start)')
-
-    def diagnostic_status(self) -> DiagnosticStatus:
-        """Status of the physics loop: level by achieved vs target real-time factor over the
-        window (sim time dropped after a stall counts as not advanced), at least WARN when sim
-        time was dropped in the window; values also give the worst tick lateness of the window."""
-        report = self.meter.report()
-        target = self.clock.real_time_factor
-        status = DiagnosticStatus(name=f'{self.get_name()}: physics', hardware_id=str(self.sim.path))
-        if self.sim.paused:
-            status.level, status.message = DiagnosticStatus.OK, 'paused'
-        elif report is None:
-            status.level, status.message = DiagnosticStatus.STALE, 'starting'
-        else:
-            ratio = report.real_time_factor / target
-            status.level = (DiagnosticStatus.OK if ratio >= RTF_WARN else
-                            DiagnosticStatus.WARN if ratio >= RTF_ERROR else DiagnosticStatus.ERROR)
-            status.message = f'real-time factor {report.real_time_factor:.3f} (target {target:g})'
-            if report.dropped > 0:
-                status.level = max(status.level, DiagnosticStatus.WARN)
-                status.message += (f'; dropped {report.dropped * 1e3:.0f} ms of sim time in the last '
-                                   f'{report.window:.1f} s (a tick {report.max_lateness * 1e3:.0f} ms late)')
-        values = {
-            'real_time_factor_target': f'{target:g}',
-            'real_time_factor_achieved': '' if report is None else f'{report.real_time_factor:.4f}',
-            'publish_rate_target_hz': f'{self._settings["publish_rate"]:g}',
-            'publish_rate_achieved_hz': '' if report is None else f'{report.rate:.1f}',
-            'window_s': '' if report is None else f'{report.window:.2f}',
-            'max_tick_lateness_ms': '' if report is None else f'{report.max_lateness * 1e3:.2f}',
-            'max_tick_lateness_process_cpu_ms': '' if report is None else f'{report.max_lateness_cpu * 1e3:.2f}',
-            'dropped_sim_time_window_s': '' if report is None else f'{report.dropped:.4f}',
-            'sim_time_s': f'{self.sim.time:.4f}',
-            'dropped_sim_time_s': f'{self._dropped_s:.4f}',
-            'paused': str(self.sim.paused).lower(),
-            'goal_active': str(self.jtc.active).lower(),
-            'model_path': str(self.sim.path),
-        }
-        status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
-        return status
-
-    def _publish_diagnostics(self) -> None:
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [self.diagnostic_status()]
-        self.diagnostics_pub.publish(msg)
-
-    # -- services ---------------------------------------------------------------------------------
-    def _on_reload(self, request, response):
-        """Build the new model in a background thread (``BackgroundBuild``; stepping goes on), wait
-        for it at most ``reload_timeout`` s or until shutdown, then swap it in under the sim lock.
-        Any failure answers false, keeps the previous model and sets ``model_path`` back to it."""
-        self._reload_idle.clear()
-        try:
-            return self._reload(response)
-        finally:
-            self._reload_idle.set()
-
-    def _reload(self, response):
-        raw_path = self._param('model_path')
-        path = raw_path or builtin_model_path()
-        timeout = float(self._param('reload_timeout'))
-        try:
-            overrides = ParameterOverrides.from_yaml_text(self._param('overrides'))
-            gains, max_bytes = self._gains_file(), int(self._param('reload_max_bytes'))
-            prepared = self._builds.run(
-                lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes),
-                timeout, cancel=self._stop, label=f'compiling {path}')
-            report = self.sim.apply_reload(prepared)
-        except BuildBusy as exc:
-            return self._reload_failed(response, f'a reload is still running ({exc.label}, started '
-                                                 f'{exc.elapsed:.1f} s ago); try again when it ends')
-        except BuildTimeout:
-            return self._reload_failed(response, f'compiling {path} took longer than reload_timeout {timeout:g} s '
-                                                 f'(it is abandoned, its result will be discarded)')
-        except BuildCancelled:
-            response.success, response.message = False, f'shutting down: compiling {path} abandoned'
-            self.get_logger().warning(f'reload: {response.message}')
-            return response
-        except ModelTooLarge as exc:
-            return self._reload_failed(response, f'{exc} (reload_max_bytes)')
-        except ShadowTwinError as exc:
-            return self._reload_failed(response, str(exc))
-        self._running_model_path = raw_path
-        params.declare(self, params.constraint_specs(self.sim.controlled_joints, self._constraints))
-        self._settings = self._read_settings()
-        response.success, response.message = True, report.summary()
-        self.get_logger().info(response.message)
-        return response
-
-    def _reload_failed(self, response, reason: str):
-        """Answer a failed reload with ``reason``, log it and set ``model_path`` back to the running model."""
-        response.success = False
-        response.message = f'{reason}; the previous model keeps running'
-        self.get_logger().error(f'reload failed: {response.message}')
-        self._restore_model_path()
-        return response
-
-    def _restore_model_path(self) -> None:
-        """Set ``model_path`` back to the value the running model was loaded with ('' for the
-        built-in model when it was ''), without the "takes effect on ~/reload" log line."""
-        current, running = self._param('model_path'), self._running_model_path
-        if current == running:
-            return
-        self._restoring_model_path = True
-        try:
-            result = self.set_parameters([Parameter('model_path', value=running)])[0]
-        finally:
-            self._restoring_model_path = False
-        if result.successful:
-            self.get_logger().warning(f'model_path set back from {current!r} to {running!r}, the model that runs')
-        else:
-            self.get_logger().error(f'could not set model_path back to {running!r}: {result.reason}')
-
-    def _late_build(self, label: str, seconds: float, error: BaseException | None) -> None:
-        """An abandoned reload build ended (in its thread): say so; its result is discarded."""
-        if not self._stop.is_set():
-            self.get_logger().info(f'{label} ended after {seconds:.1f} s '
-                                   f'({"failed: " + str(error) if error else "succeeded"}), too late: discarded')
-
-    def _on_reset(self, request, response):
-        self.jtc.stop_active('simulation reset')     # first: the goal ends with this reason
-        self.sim.reset()
-        response.success = True
-        response.message = f'reset to {"keyframe 0" if self.sim.model.nkey else "qpos0"} at sim time ' \
-                           f'{self.sim.time:.3f} s'
-        self.get_logger().info(response.message)
-        return response
-
-    def _on_pause(self, request, response):
-        if request.data and not self.sim.paused:
-            self.sim.paused = True
-            response.message = f'paused at sim time {self.sim.time:.3f} s'
-        elif not request.data and self.sim.paused:
-            self._anchor()
-            self.sim.paused = False
-            response.message = f'resumed at sim time {self.sim.time:.3f} s'
-        else:
-            response.message = 'already paused' if request.data else 'already running'
-        response.success = True
-        self.get_logger().info(response.message)
-        return response
 
     # -- shutdown ----------------------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -41,8 +41,10 @@ import numpy as np
 
 from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
-from shadow_twin.monitoring.joint_error import (LEVEL_NAMES, OK, STALE, ErrorWindow, JointError, JointSample,
-                                                JointStateHistory, Threshold, checked_threshold, stale_phrase)
+from shadow_twin.monitoring.joint_comparison import ErrorWindow, JointError
+from shadow_twin.monitoring.joint_samples import JointSample, JointStateHistory
+from shadow_twin.monitoring.sim_real_monitor import stale_phrase
+from shadow_twin.monitoring.thresholds import LEVEL_NAMES, OK, STALE, Threshold, checked_threshold
 
 #: Default thresholds: RMS position error, m, and RMS yaw error, rad.
 DEFAULT_POSITION_WARN, DEFAULT_POSITION_ERROR = 0.05, 0.2

@@ -16,11 +16,10 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.base_follower import BaseTolerances, TrackingGains, config_from_mapping
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, BaseLimits
 from shadow_twin.control.diff_drive import DiffDriveGeometry
-from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.ros.parameters import Spec
 
 #: What a goal does when another node publishes on a base's cmd_vel topic.
 OTHER_PUBLISHER_POLICIES = ('abort', 'warn')
-Spec = bridge_params.Spec
 _TOL = BaseTolerances()
 _GAINS = TrackingGains()
 _LIMITS = BaseLimits()

@@ -101,10 +101,11 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.monitoring import base_error
 from shadow_twin.monitoring import joint_error as monitor
-from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.conversions import doubles
 from shadow_twin.ros.guard import guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_odometry
+from shadow_twin.ros.monitor_parameters import SPECS, _path_parts
 from shadow_twin.ros.spinning import run_node
 
 NODE_NAME = 'twin_monitor'
@@ -114,63 +115,6 @@ DIAGNOSTICS_TOPIC = '/diagnostics'
 AGGREGATED_MESSAGES = {monitor.OK: 'OK', monitor.WARN: 'Warning', monitor.ERROR: 'Error', monitor.STALE: 'Stale'}
 #: Seconds of each stream kept for the time alignment.
 HISTORY_AGE = 1.0
-Spec = bridge_params.Spec
-
-
-def _path_parts(path: str) -> list[str]:
-    """The names of an aggregated path (``/a/b`` -> [a, b]). Raises ConfigError if there are none."""
-    parts = [p for p in path.split('/') if p]
-    if not parts:
-        raise ConfigError(f'an aggregated path needs at least one name, as /shadow_twin/sim vs real; got {path!r}')
-    return parts
-
-
-SPECS = tuple(s for s in bridge_params.SPECS if s.name == 'diagnostics_period') + (
-    Spec('real_joint_states_topics', ['/joint_states'], 'sensor_msgs/JointState topics of the robot (e.g. the '
-         "UR driver's and the hand driver's), each compared on its own stamps, merged per joint.", read_only=True),
-    Spec('real_joint_states_topic', '', 'Deprecated single sensor_msgs/JointState topic of the robot: when set, it '
-         'replaces real_joint_states_topics.', read_only=True),
-    Spec('sim_joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState of the sim.', read_only=True),
-    Spec('joint_error_topic', '/twin/joint_error', 'sensor_msgs/JointState of sim minus real (rad, rad/s), '
-         'stamped with the newest real sample compared.', read_only=True),
-    Spec('rate', 50.0, 'Rate of joint (and base) error messages, Hz.', read_only=True, bounds=(0.1, 1000.0)),
-    Spec('window', 2.0, 'Sliding window of the RMS errors in /diagnostics, s.', bounds=(0.01, 600.0)),
-    Spec('stale_after', 0.5, 'A stream silent for this long makes what depends on it STALE, s.',
-         bounds=(0.01, 3600.0)),
-    Spec('max_stamp_gap', 0.05, 'A real sample ahead of every sim sample by at most this much is compared '
-         'with the newest sim sample (else it waits for the sim), s.', bounds=(0.0, 0.5)),
-    Spec('thresholds.warn', monitor.DEFAULT_WARN, 'RMS position error from which a joint is WARN, rad (> 0).',
-         bounds=(0.0, 1e6)),
-    Spec('thresholds.error', monitor.DEFAULT_ERROR, 'RMS position error from which a joint is ERROR, rad '
-         '(>= thresholds.warn).', bounds=(0.0, 1e6)),
-    Spec('threshold_overrides', '', 'YAML {joint_glob: {warn: rad, error: rad}}: per-joint thresholds (the '
-         'first matching glob wins; a missing key takes the default), e.g. "rh_TH*: {warn: 0.1, error: 0.3}".'),
-    Spec('real_odom_topic', '', "nav_msgs/Odometry of the robot's base (the MiR bridge's /odom); empty, or "
-         'sim_odom_topic empty: no base error.', read_only=True),
-    Spec('sim_odom_topic', '', "nav_msgs/Odometry of the sim's base (/sim/odom); its odom frame must coincide "
-         "with the robot's at start.", read_only=True),
-    Spec('base_max_stamp_gap', 0.0, 'A real odometry ahead of every sim odometry by at most this much is compared '
-         'with the newest sim pose (else it waits for the sim), s; 0: always waits (at 50 Hz a held pose can be '
-         '20 ms old).', bounds=(0.0, 0.5)),
-    Spec('base_error_topic', '/twin/base_error', 'geometry_msgs/Vector3Stamped of sim minus real base pose: x, y '
-         'in m (odom frame), z yaw in rad, stamped with the real odometry compared.', read_only=True),
-    Spec('base_thresholds.position.warn', base_error.DEFAULT_POSITION_WARN, 'RMS base position error from which '
-         'the base is WARN, m (> 0).', bounds=(0.0, 1e6)),
-    Spec('base_thresholds.position.error', base_error.DEFAULT_POSITION_ERROR, 'RMS base position error from '
-         'which the base is ERROR, m (>= warn).', bounds=(0.0, 1e6)),
-    Spec('base_thresholds.yaw.warn', base_error.DEFAULT_YAW_WARN, 'RMS base yaw error from which the base is '
-         'WARN, rad (> 0).', bounds=(0.0, 1e6)),
-    Spec('base_thresholds.yaw.error', base_error.DEFAULT_YAW_ERROR, 'RMS base yaw error from which the base is '
-         'ERROR, rad (>= warn).', bounds=(0.0, 1e6)),
-    Spec('publish_aggregated', True, 'Also publish the statuses on aggregated_topic as diagnostic_aggregator '
-         'would (for rqt_robot_monitor without the C++ aggregator); false where diagnostic_aggregator runs.',
-         read_only=True),
-    Spec('aggregated_topic', '/diagnostics_agg', 'diagnostic_msgs/DiagnosticArray of the aggregated statuses '
-         '(rqt_robot_monitor shows /diagnostics_agg).', read_only=True),
-    Spec('aggregated_path', '/shadow_twin/sim vs real', "Where the statuses sit in the aggregated tree: "
-         "diagnostic_aggregator's base path and GenericAnalyzer path, '/'-separated.", read_only=True,
-         check=_path_parts),
-)
 _THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
 _BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.position.error',
                           'base_thresholds.yaw.warn', 'base_thresholds.yaw.error')
@@ -253,9 +197,9 @@ class TwinMonitor(Node):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        bridge_params.declare(self, SPECS)
+        ros_params.declare(self, SPECS)
         p = self._param
-        self.real_topics, self.sim_topic = bridge_params.real_joint_state_topics(self), p('sim_joint_states_topic')
+        self.real_topics, self.sim_topic = ros_params.real_joint_state_topics(self), p('sim_joint_states_topic')
         self.monitor = monitor.SimRealMonitor(
             self._thresholds({}), window=float(p('window')), stale_after=float(p('stale_after')),
             max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_labels=self.real_topics,

@@ -146,23 +146,21 @@ from shadow_twin.control import twin_split as split
 from shadow_twin.control.scaled_time import scaled_mask
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.cell import UR5_JOINTS
-from shadow_twin.ros import parameters as bridge_params
+from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.action_server import (PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer, feedback_message,
                                            outcome_of_status)
 from shadow_twin.ros.base_anchor import AnchorError
 from shadow_twin.ros.base_driver import BaseDriver, BaseGoal, BaseRun, base_goal_from_request, has_base_part
-from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings, read_base_topics
+from shadow_twin.ros.base_settings import read_base_settings, read_base_topics
 from shadow_twin.ros.conversions import time_msg, time_msg_ns
 from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, all_done_within, run_node
 from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
+from shadow_twin.ros.twin_parameters import ACCEPT_MARGIN, SPECS
 
 NODE_NAME = 'shadow_twin'
-#: Seconds before the common start by which every controller must have accepted its part
-#: (the cancels of a goal that fails this reach the controllers before anything moves).
-ACCEPT_MARGIN = 0.03
 #: Period of the joint-state listener's turn timer, s (see JointStateCache.wait_for_turn).
 LISTENER_TURN_PERIOD = 0.02
 #: Seconds after the start within which a goal waits for joint states or odometry that have not
@@ -184,35 +182,6 @@ DEFAULT_CONTROLLERS = {
     'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
     'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
 }
-_NAMES = {'model_path', 'velocity_limits', 'allow_partial_joints_goal', 'feedback_rate', 'constraints_file',
-          'speed_scaled_joints'}
-Spec = bridge_params.Spec
-SPECS = tuple(s for s in bridge_params.SPECS if s.name in _NAMES) + (
-    Spec('cell_config', '', 'Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when model_path '
-         'is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 + hand); '
-         "empty = model_path's model.", read_only=True),
-    Spec('mode', 'both', 'sim | real | both: where goals go.', read_only=True),
-    Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.', read_only=True),
-    Spec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
-    Spec('real_joint_states_topics', ['/joint_states'], 'JointState topics of the robot (e.g. the arm and the hand '
-         'drivers), merged per joint.', read_only=True),
-    Spec('real_joint_states_topic', '', 'Deprecated single JointState topic of the robot: when set, it replaces '
-         'real_joint_states_topics.', read_only=True),
-    Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.', read_only=True),
-    Spec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
-         '/speed_scaling_state_broadcaster/speed_scaling): the desired state of the speed_scaled_joints runs '
-         'at it; empty = not followed (100 %).', read_only=True),
-    Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
-    Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
-         f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
-         bounds=(0.05, 10.0)),
-    Spec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses and '
-         'checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
-    Spec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than this '
-         'counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
-    Spec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
-         'counts as gone, s.', bounds=(0.05, 60.0)),
-) + BASE_SPECS
 
 
 @dataclass
@@ -721,19 +690,19 @@ class TwinServer(Node):
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        bridge_params.declare(self, SPECS)
+        ros_params.declare(self, SPECS)
         p = self._param
         self.mode = split.parse_mode(p('mode'))
         self.controllers = self._read_controllers()
         self.limits = load_limits(p('model_path'), p('cell_config'))
         self.joints = list(self.limits)
-        bridge_params.declare(self, bridge_params.constraint_specs(
-            self.joints, bridge_params.load_constraints(p('constraints_file'))))
+        ros_params.declare(self, ros_params.constraint_specs(
+            self.joints, ros_params.load_constraints(p('constraints_file'))))
         self.base_enabled = bool(p('base.enabled'))
         self._settings = self._read_settings()
         self.add_post_set_parameters_callback(lambda _: self._refresh())
 
-        self.joint_states = JointStateCache({'real': bridge_params.real_joint_state_topics(self),
+        self.joint_states = JointStateCache({'real': ros_params.real_joint_state_topics(self),
                                              'sim': [p('sim_joint_states_topic')]})
         # Joint states arrive at 2 x 250 Hz: a MultiThreadedExecutor spends most of a core on
         # them (and delays the action traffic), so a helper node on its own single-threaded
@@ -822,8 +791,8 @@ class TwinServer(Node):
         return {
             'feedback_rate': float(p('feedback_rate')),
             'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
-            'velocity_limits': bridge_params.parse_velocity_limits(p('velocity_limits')),
-            'constraints': bridge_params.constraints_config(self, self.joints),
+            'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
+            'constraints': ros_params.constraints_config(self, self.joints),
             'server_timeout': float(p('server_timeout')),
             'start_lead': float(p('start_lead')),
             'start_lead_per_point': float(p('start_lead_per_point')),

@@ -20,7 +20,10 @@ Desired state per controlled joint:
 
 Physical-parameter overrides (for mock hardware that must behave differently
 from the twin) are applied in place after every (re)compile, see
-:class:`ParameterOverrides`.
+:class:`ParameterOverrides` (in ``overrides``).
+
+The trajectory commands (``live_trajectories``) and the mobile-base commands (``live_base``) are
+mixins of :class:`LiveSimulation`; reloading is in ``live_reload``, following in ``following``.
 
 All public methods take :attr:`LiveSimulation.lock`, so the ROS node can step
 in one thread and reload, reset or read states from others.
@@ -28,335 +31,39 @@ in one thread and reload, reset or read states from others.
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import os
-import re
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import mujoco
 import numpy as np
-import yaml
 
-from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.control.scaled_time import ScaledClock, scaled_mask
-from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.control.scaled_time import scaled_mask
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import (GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel, apply_parameters,
-                                    get_parameter)
-from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, BaseOdometry, SimMobileBase
-from shadow_twin.simulation.trajectory_queue import (CANCELED, PREEMPTED, QUEUED, RUNNING, STOPPED, UNKNOWN,
-                                                     QueuedTrajectory, TrajectoryQueue)
+from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.simulation import live_reload
+from shadow_twin.simulation.following import _Followed, follow_target
+from shadow_twin.simulation.live_base import MobileBaseCommands
+from shadow_twin.simulation.live_reload import _UNCHANGED, _model_joints
+from shadow_twin.simulation.live_trajectories import TrajectoryCommands, _ActiveTrajectory
+from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, SimMobileBase
+from shadow_twin.simulation.overrides import ParameterOverrides
+from shadow_twin.simulation.samples import JointStateSample, PreparedReload, ReloadReport
+from shadow_twin.simulation.trajectory_queue import STOPPED, TrajectoryQueue
 
-_SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
-_UNCHANGED = object()
-#: Prefix of an override key that globs geom names (MJCF) instead of joint names (ROS).
-GEOM_PREFIX = 'geom:'
-#: Longest a followed state is moved on at its velocity, s: past it the joints hold (e.g. the
-#: followed robot's ``joint_states`` stopped). Five periods of a 50 Hz stream.
-FOLLOW_EXTRAPOLATION = 0.1
-#: Fastest a followed target moves, rad/s: the UR5's joint speed limit (pi rad/s). A followed
-#: state far from the joints' (the first message, a stream that resumes after a stall) is
-#: approached at this speed instead of being jumped to: a stand-in base whose 30 kg arm jumped
-#: from the rest pose to the arm stand-in's start tipped over (2 benchmark runs of 7).
-FOLLOW_MAX_SPEED = math.pi
 #: Farthest a stamp (a base command's, a followed state's) may be ahead of the sim, s: a bridge whose
 #: ticks run late lags the clock of the stamps by their lateness, so a state stamped now is of a sim
 #: time still to come (and held or moved back to it); a stamp farther ahead comes from a clock that
 #: does not match, and is taken as now.
 MAX_STAMP_LEAD = 0.5
-#: A followed state's acceleration comes from the velocities of consecutive states at least this
-#: far apart (s), and is clipped to :data:`FOLLOW_MAX_ACCELERATION` (rad/s^2): a stand-in whose
-#: process is not scheduled for 40 ms moves its followed arm on that long from the last state it
-#: got, and without the acceleration term a swinging elbow's target was 7 mrad off when the next
-#: state arrived, a jerk that made a slipping base's path diverge from its replay.
-FOLLOW_MIN_INTERVAL = 0.002
-FOLLOW_MAX_ACCELERATION = 50.0
-
-
-# --------------------------------------------------------------------------------- overrides
-@dataclass(frozen=True)
-class OverrideRule:
-    """One ``glob: {attribute: value}`` entry: ``pattern`` is a joint glob, or ``geom:GLOB``.
-
-    ``value`` is absolute (SI units of the attribute: N m s/rad for damping,
-    N m for frictionloss, kg m^2 for armature, N m/rad for stiffness, rad for
-    springref/range; the sliding coefficient, no unit, for a geom's friction)
-    unless ``scale`` is True, when it multiplies the value the compiled model has.
-    """
-
-    pattern: str
-    attribute: str
-    value: float
-    scale: bool
-
-    @property
-    def kind(self) -> str:
-        """'geom' for a ``geom:GLOB`` pattern, else 'joint'."""
-        return 'geom' if self.pattern.startswith(GEOM_PREFIX) else 'joint'
-
-    @property
-    def glob(self) -> str:
-        """The glob itself (``pattern`` without ``geom:``)."""
-        return self.pattern[len(GEOM_PREFIX):] if self.kind == 'geom' else self.pattern
-
-    def describe(self) -> str:
-        return f'{self.pattern}.{self.attribute} {"x" if self.scale else "="}{self.value:g}'
-
-
-class ParameterOverrides:
-    """Physical-parameter overrides applied to a freshly compiled model.
-
-    Form (a mapping, or the same as YAML text)::
-
-        rh_[FMRL]FJ[123]: {damping: x3, frictionloss: x0.5}   # scale the model's value
-        rh_WRJ1: {damping: 2.0}                                # absolute value
-        'geom:*_wheel_contact': {friction: x0.6}               # geoms by MJCF name
-
-    Keys are shell globs over ROS joint names (translated to MJCF names with the
-    joint map), attributes those of :data:`shadow_twin.model.mjcf.JOINT_ATTRIBUTES`;
-    or ``geom:GLOB``, a glob over the model's (MJCF) geom names, attributes those of
-    :data:`shadow_twin.model.mjcf.GEOM_ATTRIBUTES` (``friction``: the sliding
-    coefficient, ``geom_friction[:, 0]``). A value is a number (absolute) or a
-    string ``'xF'`` / ``'*F'`` (multiply by F). Rules are applied in the order
-    given; two rules on one element compound.
-
-    Raises:
-        ConfigError: not a mapping, an empty ``geom:`` glob, unknown attribute, or a
-            value that is neither a number nor ``xF``.
-    """
-
-    def __init__(self, spec: Mapping | None = None) -> None:
-        self.rules: list[OverrideRule] = []
-        if spec is None:
-            return
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f'overrides must map joint (or geom:) globs to {{attribute: value}}, got {spec!r}')
-        for pattern, attributes in spec.items():
-            if not isinstance(attributes, Mapping) or not attributes:
-                raise ConfigError(f'overrides[{pattern!r}] must be a non-empty mapping of attribute: value')
-            geom = str(pattern).startswith(GEOM_PREFIX)
-            if geom and not str(pattern)[len(GEOM_PREFIX):]:
-                raise ConfigError(f'overrides[{pattern!r}]: empty geom glob')
-            known = GEOM_ATTRIBUTES if geom else JOINT_ATTRIBUTES
-            for attribute, raw in attributes.items():
-                if attribute not in known:
-                    raise ConfigError(f'overrides[{pattern!r}]: unknown attribute {attribute!r}; known: {known}')
-                self.rules.append(OverrideRule(str(pattern), attribute, *self._value(pattern, attribute, raw)))
-
-    @staticmethod
-    def _value(pattern, attribute, raw) -> tuple[float, bool]:
-        if isinstance(raw, bool):
-            raise ConfigError(f'overrides[{pattern!r}].{attribute}: expected a number or "xF", got {raw!r}')
-        if isinstance(raw, (int, float)):
-            value, scale = float(raw), False
-        else:
-            match = _SCALE.match(str(raw))
-            if not match:
-                raise ConfigError(f'overrides[{pattern!r}].{attribute}: expected a number or "xF" '
-                                  f'(scale factor), got {raw!r}')
-            try:
-                value, scale = float(match.group(1)), True
-            except ValueError:
-                raise ConfigError(f'overrides[{pattern!r}].{attribute}: bad scale {raw!r}') from None
-        if not math.isfinite(value):
-            raise ConfigError(f'overrides[{pattern!r}].{attribute}: value must be finite, got {raw!r}')
-        return value, scale
-
-    @classmethod
-    def from_yaml_text(cls, text: str | None) -> 'ParameterOverrides':
-        """Parse YAML text (empty or blank gives no overrides). Raises ConfigError."""
-        if text is None or not str(text).strip():
-            return cls()
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f'overrides are not valid YAML: {" ".join(str(exc).split())}') from None
-        if data is None:
-            return cls()
-        if isinstance(data, Mapping) and 'overrides' in data and len(data) == 1:
-            data = data['overrides']
-        return cls(data)
-
-    def __bool__(self) -> bool:
-        return bool(self.rules)
-
-    def apply(self, model: mujoco.MjModel, ros_joint_names: Sequence[str],
-              joint_map: JointNameMap) -> list[tuple[str, float, float]]:
-        """Apply the rules in place to ``model`` (with :func:`~shadow_twin.model.mjcf.apply_parameters`,
-        which recomputes the derived constants when an armature changes).
-
-        Args:
-            model: compiled model (modified in place).
-            ros_joint_names: ROS names of the model's joints, to match joint globs against.
-            joint_map: ROS -> MJCF names.
-        Returns:
-            ``(joint.attribute, old, new)`` for every value set, ``(geom:name.attribute, old, new)``
-            for a geom's.
-        Raises:
-            ConfigError: a glob that matches no joint (or no geom).
-        """
-        geoms = [name for name in (model.geom(g).name for g in range(model.ngeom)) if name]
-        values: dict[ParameterTarget, float] = {}
-        changes = []
-        for rule in self.rules:
-            names = geoms if rule.kind == 'geom' else ros_joint_names
-            hits = [n for n in names if fnmatch.fnmatchcase(n, rule.glob)]
-            if not hits:
-                raise ConfigError(f'override {rule.describe()}: no {rule.kind} matches {rule.glob!r}')
-            for name in hits:
-                if rule.kind == 'geom':
-                    target, label = ParameterTarget('geom', name, rule.attribute), GEOM_PREFIX + name
-                else:
-                    target, label = ParameterTarget('joint', joint_map.to_mjcf(name), rule.attribute), name
-                old = values[target] if target in values else get_parameter(model, target)
-                new = old * rule.value if rule.scale else rule.value
-                values[target] = new
-                changes.append((f'{label}.{rule.attribute}', old, new))
-        apply_parameters(model, values)
-        return changes
-
-
-# ----------------------------------------------------------------------------------- states
-@dataclass(frozen=True)
-class JointStateSample:
-    """Joint state at one sim time: ROS names, positions (rad or m), velocities
-    (rad/s or m/s), efforts (N m or N: actuator force on the joint)."""
-
-    sim_time: float
-    names: tuple[str, ...]
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
-
-
-@dataclass(frozen=True)
-class TrackingSample:
-    """Desired and actual state of the active trajectory's joints at ``sim_time``.
-
-    ``start_time`` and ``end_time`` are the trajectory's sim times (s);
-    ``token`` identifies the trajectory (see :meth:`LiveSimulation.set_trajectory`).
-    """
-
-    sim_time: float
-    token: int
-    joint_names: tuple[str, ...]
-    desired_position: np.ndarray
-    desired_velocity: np.ndarray
-    desired_acceleration: np.ndarray
-    actual_position: np.ndarray
-    actual_velocity: np.ndarray
-    start_time: float
-    end_time: float
-
-
-@dataclass
-class ReloadReport:
-    """What :meth:`LiveSimulation.reload` did."""
-
-    path: Path
-    joints: int
-    actuators: int
-    kept_state: list[str] = field(default_factory=list)
-    new_joints: list[str] = field(default_factory=list)
-    dropped_joints: list[str] = field(default_factory=list)
-    overrides: list[tuple[str, float, float]] = field(default_factory=list)
-    trajectory_kept: bool | None = None
-
-    def summary(self) -> str:
-        """One line for the log / the service answer."""
-        parts = [f'reloaded {self.path}: {self.joints} joints, {self.actuators} actuators',
-                 f'state kept for {len(self.kept_state)} joints by name']
-        if self.new_joints:
-            parts.append(f'new joints start at their reset position: {self.new_joints}')
-        if self.dropped_joints:
-            parts.append(f'joints no longer in the model: {self.dropped_joints}')
-        if self.overrides:
-            parts.append(f'{len(self.overrides)} parameter overrides applied')
-        if self.trajectory_kept is not None:
-            parts.append('active trajectory continues' if self.trajectory_kept
-                         else 'active trajectory dropped (its joints changed); holding position')
-        return '; '.join(parts)
-
-
-@dataclass(frozen=True)
-class PreparedReload:
-    """A model built by :meth:`LiveSimulation.prepare_reload`, not yet swapped in."""
-
-    twin: TwinModel
-    controller: SimController
-    applied: list
-    overrides: ParameterOverrides
-    gains_source: object
-
-
-@dataclass(frozen=True)
-class _Followed:
-    """The state :meth:`LiveSimulation.follow` tracks: (K,) controller columns, positions (rad),
-    velocities (rad/s), accelerations (rad/s^2), and the sim time it is of (s)."""
-
-    columns: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray
-    accelerations: np.ndarray
-    since: float
-
-    def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(N, K) positions and velocities moved on (or back) to sim ``times`` (N,), s, at most
-        :data:`FOLLOW_EXTRAPOLATION` s from ``since``."""
-        ahead = np.clip(np.asarray(times, dtype=float) - self.since, -FOLLOW_EXTRAPOLATION,
-                        FOLLOW_EXTRAPOLATION)[:, None]
-        return (self.positions + (self.velocities + 0.5 * self.accelerations * ahead) * ahead,
-                self.velocities + self.accelerations * ahead)
-
-
-@dataclass
-class _ActiveTrajectory:
-    trajectory: JointTrajectory   # with the start state prepended
-    columns: np.ndarray           # its joints' indices in controller.joint_names
-    token: int
-    scaled: np.ndarray            # (J,) bool: its joints whose time runs at the speed scaling
-    clock: ScaledClock            # its start (sim time of its t = 0, s) and the scaled joints' lag
-
-    @property
-    def start(self) -> float:
-        return self.clock.start
-
-    @property
-    def end(self) -> float:
-        """Sim time of its end as far as the scaled joints' lag is integrated (``step``), s."""
-        return self.start + self.trajectory.duration + (self.clock.lag if self.scaled.any() else 0.0)
-
-
-def _model_joints(model: mujoco.MjModel) -> list[tuple[int, str]]:
-    """(id, MJCF name) of the named hinge and slide joints, model order."""
-    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    return [(j, model.joint(j).name) for j in range(model.njnt)
-            if model.joint(j).name and int(model.jnt_type[j]) in kinds]
-
-
-def _carry_free_joints(old_model: mujoco.MjModel, old_data: mujoco.MjData,
-                       model: mujoco.MjModel, data: mujoco.MjData) -> None:
-    """Copy the pose and velocity of free joints present (by name) in both models (a mobile
-    base keeps its place across a reload)."""
-    free = int(mujoco.mjtJoint.mjJNT_FREE)
-    for j in range(model.njnt):
-        name = model.joint(j).name
-        old = mujoco.mj_name2id(old_model, mujoco.mjtObj.mjOBJ_JOINT, name) if name else -1
-        if int(model.jnt_type[j]) != free or old < 0 or int(old_model.jnt_type[old]) != free:
-            continue
-        q, q_old = model.jnt_qposadr[j], old_model.jnt_qposadr[old]
-        v, v_old = model.jnt_dofadr[j], old_model.jnt_dofadr[old]
-        data.qpos[q:q + 7] = old_data.qpos[q_old:q_old + 7]
-        data.qvel[v:v + 6] = old_data.qvel[v_old:v_old + 6]
 
 
 # ------------------------------------------------------------------------------ simulation
-class LiveSimulation:
+class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
     """A model stepped live under the simulated controller.
 
     Args:
@@ -521,22 +228,8 @@ class LiveSimulation:
             if not names:
                 return []
             columns = np.array([self._controlled_index[n] for n in names], dtype=int)
-            rates = velocities or {}
             at = self._stamp_time(at)
-            previous = self._followed
-            given = np.clip(np.array([float(rates.get(n, 0.0)) for n in names]), -FOLLOW_MAX_SPEED, FOLLOW_MAX_SPEED)
-            acceleration = np.zeros(len(names))
-            if previous is not None and np.array_equal(previous.columns, columns):
-                elapsed = max(0.0, at - previous.since)
-                start = previous.at(np.array([at]))[0][0]
-                if FOLLOW_MIN_INTERVAL <= elapsed <= FOLLOW_EXTRAPOLATION:   # from consecutive states
-                    acceleration = np.clip((given - previous.velocities) / elapsed, -FOLLOW_MAX_ACCELERATION,
-                                           FOLLOW_MAX_ACCELERATION)
-            else:
-                elapsed, start = 0.0, self._hold[columns].copy()
-            step = FOLLOW_MAX_SPEED * elapsed
-            target = start + np.clip(np.array([float(positions[n]) for n in names]) - start, -step, step)
-            self._followed = _Followed(columns, target, given, acceleration, at)
+            self._followed = follow_target(self._followed, names, columns, positions, velocities, at, self._hold)
             return names
 
     def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
@@ -638,215 +331,6 @@ class LiveSimulation:
             if max_steps is not None:
                 n = min(n, int(max_steps))
             return self.step(n)
-
-    # -- trajectories ---------------------------------------------------------------------
-    def reserve_token(self) -> int:
-        """A token for a trajectory to be set later (:meth:`set_trajectory`'s ``token``): its place
-        in the order of trajectories is now, e.g. when its goal is accepted."""
-        with self.lock:
-            self._token += 1
-            return self._token
-
-    def set_trajectory(self, trajectory: JointTrajectory, start_time: float | None = None,
-                       token: int | None = None) -> int:
-        """Follow ``trajectory`` from sim time ``start_time`` (None: now).
-
-        The current positions of its joints are prepended as the point at
-        t = 0 (``with_start``), so the motion starts where the joints are.
-        Joints it does not name keep their current desired position. A
-        ``start_time`` in the past (a stamped goal that arrived late) is joined
-        mid-way, as the JTC does: the current positions are the point at now, and
-        the motion runs on the goal's own clock, so that its timing does not depend
-        on when it was delivered.
-
-        A ``start_time`` ahead is queued (``shadow_twin.simulation.trajectory_queue``):
-        whatever runs goes on until then, and at its start the trajectory preempts
-        every trajectory set before it, from the joints' positions then (when nothing
-        runs, its joints hold from now where they are and it starts from there); :meth:`cancel` with its token before then
-        leaves the running one untouched. Otherwise it preempts at once. ``token``
-        (from :meth:`reserve_token`) places it in the order where it was reserved: a
-        trajectory whose token is older than the running one's is preempted at once.
-
-        Returns:
-            A token identifying this trajectory (see :class:`TrackingSample`,
-            :meth:`trajectory_state`); tokens increase with each call.
-        Raises:
-            TrajectoryError: a joint the controller does not drive.
-        """
-        with self.lock:
-            self._check_driven(trajectory)
-            now = float(self.data.time)
-            start = now if start_time is None else float(start_time)
-            if token is None:
-                token = self.reserve_token()
-            current = self._active or self._finished
-            if current is not None and current.token > token:
-                self._queue.end(token, PREEMPTED)          # a newer one runs already
-            elif start > now + 0.5 * self.dt:
-                held = None
-                if self._active is None:
-                    # nothing runs: its joints hold where they are now and start from there (the
-                    # JTC's state at arrival), as a trajectory set ahead always did
-                    held = self._actual(trajectory)
-                    self._hold[[self._controlled_index[j] for j in trajectory.joint_names]] = held
-                self._queue.add(QueuedTrajectory(token, trajectory, start, held))
-            else:
-                self._install(trajectory, start, token)
-            return token
-
-    def _check_driven(self, trajectory: JointTrajectory) -> None:
-        unknown = [j for j in trajectory.joint_names if j not in self.controlled_joints]
-        if unknown:
-            raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
-                                  f'(driven: {list(self.controlled_joints)})')
-
-    def _actual(self, trajectory: JointTrajectory) -> np.ndarray:
-        """(J,) current positions of ``trajectory``'s joints, rad (lock held)."""
-        columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
-        return self.data.qpos[self.controller.qpos_adr[columns]].copy()
-
-    def _install(self, trajectory: JointTrajectory, start: float, token: int,
-                 held_from: np.ndarray | None = None) -> None:
-        """Make ``trajectory`` (started at sim time ``start``, s) the running one; it preempts
-        the running one and those queued before it (lock held). It starts from the joints'
-        current positions, or from ``held_from`` ((J,) rad, where they were when it was queued)
-        when no trajectory ran meanwhile."""
-        now = float(self.data.time)
-        q_now, _ = self._desired(np.array([now]))
-        self._hold = q_now[0]
-        columns = np.array([self._controlled_index[j] for j in trajectory.joint_names], dtype=int)
-        current = self._actual(trajectory) if held_from is None or self._active is not None else held_from
-        for previous in (self._active, self._finished):
-            if previous is not None:
-                self._queue.end(previous.token, PREEMPTED)
-        self._queue.preempt_before(token)
-        self._active = _ActiveTrajectory(trajectory.with_start(current, at=now - start), columns, token,
-                                         self._scaled_mask(trajectory.joint_names),
-                                         ScaledClock(start, self.speed_scaling, since=now))
-        self._finished = None
-
-    def _start_due(self) -> None:
-        """Start the queued trajectory whose start has come (within half a step; lock held)."""
-        entry = self._queue.take_due(float(self.data.time) + 0.5 * self.dt)
-        if entry is None:
-            return
-        try:
-            self._check_driven(entry.trajectory)
-        except TrajectoryError:           # a reload in between dropped its joints
-            self._queue.end(entry.token, STOPPED)
-            return
-        self._install(entry.trajectory, entry.start, entry.token, entry.payload)
-
-    def cancel(self, token: int | None = None) -> None:
-        """Stop trajectory ``token`` (None: every trajectory, queued ones too): a queued one
-        never starts; a running one stops and every joint holds its current position. A token
-        that has ended already changes nothing."""
-        with self.lock:
-            if token is None:
-                self._queue.clear(CANCELED)
-            elif self._queue.drop(token, CANCELED):
-                return
-            current = self._active or self._finished
-            if token is not None and (current is None or current.token != token):
-                return
-            if current is not None:
-                self._queue.end(current.token, CANCELED)
-            self._active = self._finished = None
-            self._hold = self._hold_positions()
-
-    def trajectory_state(self, token: int) -> str:
-        """Where trajectory ``token`` stands: ``queued``, ``running`` (running, or finished and
-        holding its end), ``preempted`` (by a trajectory set after it), ``canceled``,
-        ``stopped`` (reset, reload) or ``unknown``."""
-        with self.lock:
-            if self._queue.get(token) is not None:
-                return QUEUED
-            current = self._active or self._finished
-            if current is not None and current.token == token:
-                return RUNNING
-            return self._queue.ended_why(token) or UNKNOWN
-
-    def tracking(self, token: int | None = None) -> TrackingSample | None:
-        """Desired/actual state of the active (or just finished) trajectory.
-
-        Args:
-            token: only report the trajectory with this token (None: any).
-        Returns:
-            The sample at the current sim time (of a queued ``token``: its joints' desired state is
-            what they follow now), or None when there is no such trajectory (never set, cancelled,
-            replaced, reset or dropped by a reload: :meth:`trajectory_state` says which).
-        """
-        with self.lock:
-            t = float(self.data.time)
-            queued = None if token is None else self._queue.get(token)
-            if queued is not None:
-                return self._queued_sample(queued, t)
-            current = self._active or self._finished
-            if current is None or (token is not None and current.token != token):
-                return None
-            pos, vel, acc = (a[0] for a in self._sample(current, t))
-            adr = self.controller.qpos_adr[current.columns]
-            dof = self.controller.dof_adr[current.columns]
-            return TrackingSample(t, current.token, tuple(current.trajectory.joint_names), pos, vel, acc,
-                                  self.data.qpos[adr].copy(), self.data.qvel[dof].copy(),
-                                  current.start, current.end)
-
-    def _queued_sample(self, queued: QueuedTrajectory, t: float) -> TrackingSample:
-        """A queued trajectory's sample: its joints' desired state is what they follow now."""
-        names = tuple(queued.trajectory.joint_names)
-        columns = np.array([self._controlled_index[j] for j in names], dtype=int)
-        q, qd = self._desired(np.array([t]))
-        return TrackingSample(t, queued.token, names, q[0, columns], qd[0, columns], np.zeros(len(names)),
-                              self.data.qpos[self.controller.qpos_adr[columns]].copy(),
-                              self.data.qvel[self.controller.dof_adr[columns]].copy(),
-                              queued.start, queued.start + queued.trajectory.duration)
-
-    # -- mobile base ------------------------------------------------------------------------
-    def command_base(self, v: float, omega: float, sent: float | None = None) -> tuple[float, float]:
-        """Velocity command for the base: forward ``v`` (m/s), yaw rate ``omega`` (rad/s), sent
-        at sim time ``sent`` (s; its stamp, see :meth:`_stamp_time`). It takes effect the base's
-        command latency after it was sent, or now if that has passed (on arrival for a model
-        without latency), and lapses ``base.command_timeout`` s of sim time later.
-        Returns the command as applied (saturated). Raises ConfigError when the model has no base."""
-        with self.lock:
-            if self.base is None:
-                raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
-            now = float(self.data.time)
-            sent = self._stamp_time(sent)
-            if not self.base.command_latency:       # without latency a command takes effect when it arrives
-                sent = min(sent, now)
-            return tuple(self.base.command((v, omega), sent, received=now))
-
-    def place_base(self, x: float, y: float, yaw: float) -> None:
-        """Put the base at (``x`` m, ``y`` m, ``yaw`` rad) in its odometry frame (the world), at
-        rest and without a command (re-anchoring the sim base to the real one). Raises ConfigError
-        when the model has no base, ValueError for a value that is not finite."""
-        if not all(math.isfinite(float(v)) for v in (x, y, yaw)):
-            raise ValueError(f'base pose ({x}, {y}, {yaw}) is not finite')
-        with self.lock:
-            if self.base is None:
-                raise ConfigError(f'{self.path.name} has no mobile base (no drive wheel joints)')
-            self.base.place(self.data, x, y, yaw)
-            mujoco.mj_forward(self.model, self.data)
-
-    def stop_base(self) -> None:
-        """Drop the base's velocity command in force and those held back (the wheels stop);
-        nothing without a base."""
-        with self.lock:
-            if self.base is not None:
-                self.base.stop()
-
-    def set_base_command_timeout(self, seconds: float) -> None:
-        """From now on a base velocity command lapses after ``seconds`` s of sim time."""
-        with self.lock:
-            self.base_command_timeout = float(seconds)
-            if self.base is not None:
-                self.base.command_timeout = self.base_command_timeout
-
-    def base_odometry(self) -> BaseOdometry | None:
-        """The base's pose and twist now (see ``SimMobileBase.odometry``); None without a base."""
-        with self.lock:
-            return None if self.base is None else self.base.odometry(self.data)
 
     # -- state ------------------------------------------------------------------------------
     def joint_state(self) -> JointStateSample:
@@ -957,58 +441,9 @@ class LiveSimulation:
         includes) hold more bytes, before parsing (None: no limit).
         Raises: as :meth:`reload` (ModelError also for a model over ``max_bytes``).
         """
-        overrides = (self.overrides if overrides is _UNCHANGED else
-                     overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides))
-        gains = self._gains_source if gains is _UNCHANGED else gains
-        twin, controller, applied = self._build(path if path is not None else self.path, overrides, gains,
-                                                max_bytes)
-        return PreparedReload(twin, controller, applied, overrides, gains)
+        return live_reload.prepare_reload(self, path, overrides, gains, max_bytes)
 
     def apply_reload(self, prepared: PreparedReload) -> ReloadReport:
         """Swap in a model built by :meth:`prepare_reload` (under the lock; milliseconds):
         state carried over by joint name as described in :meth:`reload`."""
-        twin, controller, applied = prepared.twin, prepared.controller, prepared.applied
-        with self.lock:
-            old_model, old_data = self.model, self.data
-            old_joints = {name: jid for jid, name in _model_joints(old_model)}
-            old_hold = dict(zip(self.controller.joint_names, self._hold))
-            data = mujoco.MjData(twin.model)
-            if twin.model.nkey > 0:
-                mujoco.mj_resetDataKeyframe(twin.model, data, 0)
-            new_names = [name for _, name in _model_joints(twin.model)]
-            kept = []
-            for jid, name in _model_joints(twin.model):
-                old = old_joints.get(name)
-                if old is None or old_model.jnt_type[old] != twin.model.jnt_type[jid]:
-                    continue
-                data.qpos[twin.model.jnt_qposadr[jid]] = old_data.qpos[old_model.jnt_qposadr[old]]
-                data.qvel[twin.model.jnt_dofadr[jid]] = old_data.qvel[old_model.jnt_dofadr[old]]
-                kept.append(self.joint_map.to_ros(name))
-            _carry_free_joints(old_model, old_data, twin.model, data)
-            data.time = old_data.time
-            mujoco.mj_forward(twin.model, data)
-
-            report = ReloadReport(
-                twin.path, len(new_names), twin.model.nu, kept,
-                [self.joint_map.to_ros(n) for n in new_names if n not in old_joints],
-                [self.joint_map.to_ros(n) for n in old_joints if n not in new_names], applied)
-            active = self._active or self._finished
-            self.twin, self.controller, self.applied_overrides, self.data = twin, controller, applied, data
-            self.overrides, self._gains_source = prepared.overrides, prepared.gains_source
-            self._index()
-            self._followed = None                  # its columns are the old model's
-            self._hold = self._hold_positions()
-            for k, name in enumerate(self.controller.joint_names):
-                if name in old_hold:
-                    self._hold[k] = old_hold[name]
-            if active is not None:
-                if all(j in self._controlled_index for j in active.trajectory.joint_names):
-                    active.columns = np.array([self._controlled_index[j]
-                                               for j in active.trajectory.joint_names], dtype=int)
-                    report.trajectory_kept = True
-                else:
-                    self._queue.end(active.token, STOPPED)
-                    self._active = self._finished = None
-                    self._hold = self._hold_positions()
-                    report.trajectory_kept = False
-            return report
+        return live_reload.apply_reload(self, prepared)

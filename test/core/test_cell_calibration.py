@@ -25,8 +25,9 @@ from shadow_twin.cli import main as cli
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.model.cell import write_base_stand_in_mjcf, write_cell_mjcf
+from shadow_twin.model.cell import write_cell_mjcf
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.mock_models import write_base_stand_in_mjcf
 from shadow_twin.simulation.live import LiveSimulation
 
 GAINS = config_path('controllers', 'cell.yaml')

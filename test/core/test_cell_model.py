@@ -24,8 +24,9 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import load_waypoint_yaml
 from shadow_twin.model.cell import (BASE_CASTER_JOINTS, BASE_WHEEL_JOINTS, UR5_JOINTS, BaseConfig, CellConfig,
                                     arm_joint_names, arm_root_name, base_free_joint_name, build_cell_spec, compile_cell,
-                                    write_arm_stand_in_mjcf, write_base_stand_in_mjcf, write_cell_mjcf)
+                                    write_cell_mjcf)
 from shadow_twin.model.mjcf import BUILTIN_MODELS, TwinModel, builtin_model_path
+from shadow_twin.model.mock_models import write_arm_stand_in_mjcf, write_base_stand_in_mjcf
 from shadow_twin.simulation.mobile_base import SimMobileBase
 from shadow_twin.simulation.offline import TrajectorySimulator
 

@@ -13,7 +13,8 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
-from shadow_twin.simulation.live import FOLLOW_EXTRAPOLATION, FOLLOW_MAX_SPEED, LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.following import FOLLOW_EXTRAPOLATION, FOLLOW_MAX_SPEED
+from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 GAINS = config_path('controllers', 'shadow_hand_e.yaml')

@@ -13,13 +13,14 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from shadow_twin.common.errors import ConfigError  # noqa: E402
 from shadow_twin.ros import parameters as params  # noqa: E402
+from shadow_twin.simulation.overrides import ParameterOverrides  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = (
     params.Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
     params.Spec('rate', 50.0, 'Rate, Hz.', bounds=(1.0, 1000.0)),
     params.Spec('optimizer', 'bo', 'Optimiser.', choices=('bo', 'random')),
-    params.Spec('overrides', '', 'YAML overrides.', check=lambda text: params.ParameterOverrides.from_yaml_text(text)),
+    params.Spec('overrides', '', 'YAML overrides.', check=lambda text: ParameterOverrides.from_yaml_text(text)),
 )
 
 

@@ -1,0 +1,158 @@
+"""A new calibration plan's fields from the ``calibration_node``'s parameters, validated:
+:class:`PlanSetup`, a part of :class:`calibration_node.node.CalibrationNode`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rclpy.exceptions import InvalidTopicNameException
+from rclpy.validate_topic_name import validate_topic_name
+
+from calibration_node.parameters import BASE_TOPICS
+from shadow_twin.calibration.frame import FrameCalibration
+from shadow_twin.calibration.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
+from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.paths import config_path, resolve_share_url
+from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.model.mjcf import resolve_model_path
+
+
+class PlanSetup:
+    """The plan fields, optimiser settings, protocol settings and base model of a new run, read from
+    the parameters (:data:`calibration_node.parameters.SPECS`) of the node it is mixed into, which
+    provides ``_p(name)`` (a parameter's value), ``bridge`` (a
+    :class:`~calibration_node.bridge_link.BridgeLink`) and ``get_logger()``."""
+
+    def _plan_fields(self) -> dict:
+        """The fields of a new plan, from the parameters and the bridge's model."""
+        p = self._p
+        protocol = self._protocol_settings()
+        model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
+        alignment = {'settle_time': float(p('settle_time')), 'max_delay': float(p('max_delay')),
+                     'stamped_max_delay': float(p('stamped_max_delay'))}
+        bags = [b.strip() for b in p('bag').split(',') if b.strip()]
+        missing = [b for b in bags if not Path(b).exists()]
+        if missing:
+            raise ConfigError(f'bag(s) not found: {missing}')
+        common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
+                      settings=self._settings(), alignment=alignment, real_topic=p('real_joint_states_topic'),
+                      sim_topic=p('sim_joint_states_topic'))
+        if protocol['protocol'] is not None:
+            return {**common, **self._protocol_fields(protocol, bags)}
+        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
+        if not space.is_file():
+            raise ConfigError(f'space_file {space} does not exist')
+        if bags:
+            names = [Path(b).name.split('.')[0] for b in bags]
+            held = holdout_names(names, p('holdout'))
+            trajectory = p('bag_trajectory') or None
+            entries = [PlanEntry(n, str(Path(b).resolve()), trajectory, n in held) for n, b in zip(names, bags)]
+        else:
+            file = Path(p('trajectories_file') or config_path('trajectories', 'calibration.yaml')).resolve()
+            names = list(p('trajectories'))
+            if not names:
+                raise ConfigError('no trajectories to record (parameter trajectories is empty)')
+            for name in names:
+                load_waypoint_yaml(file, name)   # TrajectoryError naming it
+            held = holdout_names(names, p('holdout'))
+            entries = [PlanEntry(n, f'bags/{n}', f'{file}:{n}', n in held) for n in names]
+        return dict(common, space_file=str(space.resolve()), objective_joints=list(p('objective_joints')),
+                    entries=entries)
+
+    def _protocol_fields(self, protocol: dict, bags: list[str]) -> dict:
+        """The protocol fields of a new plan: its runs (matched to ``bags`` offline), the base topics.
+        Raises ConfigError for a hand-calibration parameter that does not apply, or unmatched bags."""
+        p = self._p
+        if p('holdout').strip() not in ('auto', ''):
+            raise ConfigError(f'holdout {p("holdout")!r} does not apply to a protocol: its validation runs are '
+                              'held out')
+        if p('bag_trajectory'):
+            raise ConfigError('bag_trajectory does not apply to a protocol: each run\'s arm trajectory comes '
+                              'from the protocol')
+        topics = protocol['topics']
+        return dict(space_file='', objective_joints=list(protocol['cell'].rest_pose),
+                    entries=protocol_entries(protocol['cell'], bags or None), protocol=str(protocol['protocol']),
+                    base_cmd_vel_topic=topics['base_cmd_vel_topic'],
+                    base_odom_topic=topics['base_odom_topic'] or None,
+                    base_pose_topic=topics['base_pose_topic'] or None, sim_odom_topic=topics['sim_odom_topic'],
+                    frame_file=str(protocol['frame_file']) if protocol['frame_file'] else None)
+
+    def _protocol_settings(self) -> dict:
+        """The protocol parameters, validated: {'protocol': absolute path of the protocol YAML or
+        None (the hand's calibration), 'cell': its CellProtocol or None, 'topics': {parameter: topic
+        ('' = none)}, 'frame_file': absolute path or None}. Raises ConfigError naming the problem."""
+        p = self._p
+        value = p('protocol').strip()
+        path, cell = None, None
+        if value:
+            path = (config_path('calibration', 'cell_protocol.yaml') if value == 'cell'
+                    else resolve_share_url(value).expanduser()).resolve()
+            if not path.is_file():
+                raise ConfigError(f"protocol {value!r}: {path} does not exist ('' = the hand's calibration, "
+                                  "'cell' = the shipped protocol, else a protocol YAML)")
+            cell = CellProtocol.from_yaml(path)        # ConfigError naming the file and the problem
+        topics = {name: p(name).strip() for name in BASE_TOPICS}
+        used = {'real_joint_states_topic': p('real_joint_states_topic'),
+                'sim_joint_states_topic': p('sim_joint_states_topic'), **topics}
+        seen: dict[str, str] = {}
+        for name, topic in used.items():
+            if not topic:
+                continue
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicNameException as exc:
+                raise ConfigError(f'{name} {topic!r} is not a valid topic name ({" ".join(str(exc).split())})') \
+                    from None
+            if topic in seen and path is not None:
+                raise ConfigError(f'{seen[topic]} and {name} are both {topic}; a protocol run records each apart')
+            seen.setdefault(topic, name)
+        if path is not None:
+            for name in ('base_cmd_vel_topic', 'sim_odom_topic'):
+                if not topics[name]:
+                    raise ConfigError(f'{name} is empty; a protocol run records it')
+        frame_file = None
+        if p('frame_file'):
+            frame_file = Path(p('frame_file')).expanduser().resolve()
+            if not topics['base_pose_topic']:
+                raise ConfigError(f'frame_file {frame_file} is set but base_pose_topic is empty: the floor frame '
+                                  'applies only to a motion-capture pose topic')
+            try:
+                FrameCalibration.read(frame_file)
+            except ConfigError as exc:
+                raise ConfigError(f'frame_file {frame_file}: {exc}') from None
+        return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
+
+    def _settings(self) -> dict:
+        """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
+        p = self._p
+        settings = {'optimizer': p('optimizer'), 'budget': int(p('budget')), 'workers': int(p('workers')),
+                    'seed': int(p('seed')), 'acq_func': p('acq_func'), 'log_objective': bool(p('log_objective'))}
+        CalibrationSettings(**settings)
+        return settings
+
+    def _base_model(self, cell: bool = False) -> tuple[str, str]:
+        """(model_path, gains_file) the bridge runs, else this node's parameters (absolute paths;
+        ``package://shadow_twin/...`` URLs resolved). Default gains: the hand's, or with ``cell``
+        config/controllers/cell.yaml. Raises ConfigError if a file does not exist, or, for the cell,
+        when there is no model (it has no built-in MJCF)."""
+        model, gains = self._p('model_path'), self._p('gains_file')
+        from_bridge = self.bridge.model_and_gains()
+        if from_bridge is not None:
+            model, gains = from_bridge
+        else:
+            self.get_logger().warning(f'bridge {self.bridge.bridge} not found; calibrating '
+                                      f'{model or "the built-in model"}')
+        if cell and not model:
+            where = (f'bridge {self.bridge.bridge} runs the built-in hand' if from_bridge is not None else
+                     f'no bridge {self.bridge.bridge} answered and model_path is empty')
+            raise ConfigError(f'a protocol calibrates the cell, which has no built-in MJCF: {where}; set model_path '
+                              'to a cell MJCF (shadow-twin model --cell --out cell.xml)')
+        model = resolve_share_url(str(resolve_model_path(model)))       # '' = the built-in hand
+        gains = resolve_share_url(gains) if gains else config_path('controllers',
+                                                                    'cell.yaml' if cell else 'shadow_hand_e.yaml')
+        for what, path in (('model', model), ('gains file', gains)):
+            if not path.is_file():
+                raise ConfigError(f'the {what} {path} does not exist')
+        return str(model.resolve()), str(gains.resolve())

@@ -1,0 +1,113 @@
+"""The ``mujoco_bridge`` node's services: ``~/reload`` (a background compile, the previous model
+kept on failure), ``~/reset`` and ``~/pause`` (:class:`BridgeServices`, a part of
+:class:`mujoco_bridge.bridge_node.MujocoBridge`; see its module doc)."""
+
+from __future__ import annotations
+
+from rclpy.parameter import Parameter
+
+from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
+from shadow_twin.model.mjcf import builtin_model_path
+from shadow_twin.ros import parameters as ros_params
+from shadow_twin.simulation.overrides import ParameterOverrides
+from shadow_twin.simulation.reload import BuildBusy, BuildCancelled, BuildTimeout
+
+
+class BridgeServices:
+    """The ``~/reload``, ``~/reset`` and ``~/pause`` handlers of the bridge node it is mixed into
+    (which creates the services and the reload's ``BackgroundBuild``)."""
+
+    def _on_reload(self, request, response):
+        """Build the new model in a background thread (``BackgroundBuild``; stepping goes on), wait
+        for it at most ``reload_timeout`` s or until shutdown, then swap it in under the sim lock.
+        Any failure answers false, keeps the previous model and sets ``model_path`` back to it."""
+        self._reload_idle.clear()
+        try:
+            return self._reload(response)
+        finally:
+            self._reload_idle.set()
+
+    def _reload(self, response):
+        raw_path = self._param('model_path')
+        path = raw_path or builtin_model_path()
+        timeout = float(self._param('reload_timeout'))
+        try:
+            overrides = ParameterOverrides.from_yaml_text(self._param('overrides'))
+            gains, max_bytes = self._gains_file(), int(self._param('reload_max_bytes'))
+            prepared = self._builds.run(
+                lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes),
+                timeout, cancel=self._stop, label=f'compiling {path}')
+            report = self.sim.apply_reload(prepared)
+        except BuildBusy as exc:
+            return self._reload_failed(response, f'a reload is still running ({exc.label}, started '
+                                                 f'{exc.elapsed:.1f} s ago); try again when it ends')
+        except BuildTimeout:
+            return self._reload_failed(response, f'compiling {path} took longer than reload_timeout {timeout:g} s '
+                                                 f'(it is abandoned, its result will be discarded)')
+        except BuildCancelled:
+            response.success, response.message = False, f'shutting down: compiling {path} abandoned'
+            self.get_logger().warning(f'reload: {response.message}')
+            return response
+        except ModelTooLarge as exc:
+            return self._reload_failed(response, f'{exc} (reload_max_bytes)')
+        except ShadowTwinError as exc:
+            return self._reload_failed(response, str(exc))
+        self._running_model_path = raw_path
+        ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
+        self._settings = self._read_settings()
+        response.success, response.message = True, report.summary()
+        self.get_logger().info(response.message)
+        return response
+
+    def _reload_failed(self, response, reason: str):
+        """Answer a failed reload with ``reason``, log it and set ``model_path`` back to the running model."""
+        response.success = False
+        response.message = f'{reason}; the previous model keeps running'
+        self.get_logger().error(f'reload failed: {response.message}')
+        self._restore_model_path()
+        return response
+
+    def _restore_model_path(self) -> None:
+        """Set ``model_path`` back to the value the running model was loaded with ('' for the
+        built-in model when it was ''), without the "takes effect on ~/reload" log line."""
+        current, running = self._param('model_path'), self._running_model_path
+        if current == running:
+            return
+        self._restoring_model_path = True
+        try:
+            result = self.set_parameters([Parameter('model_path', value=running)])[0]
+        finally:
+            self._restoring_model_path = False
+        if result.successful:
+            self.get_logger().warning(f'model_path set back from {current!r} to {running!r}, the model that runs')
+        else:
+            self.get_logger().error(f'could not set model_path back to {running!r}: {result.reason}')
+
+    def _late_build(self, label: str, seconds: float, error: BaseException | None) -> None:
+        """An abandoned reload build ended (in its thread): say so; its result is discarded."""
+        if not self._stop.is_set():
+            self.get_logger().info(f'{label} ended after {seconds:.1f} s '
+                                   f'({"failed: " + str(error) if error else "succeeded"}), too late: discarded')
+
+    def _on_reset(self, request, response):
+        self.jtc.stop_active('simulation reset')     # first: the goal ends with this reason
+        self.sim.reset()
+        response.success = True
+        response.message = f'reset to {"keyframe 0" if self.sim.model.nkey else "qpos0"} at sim time ' \
+                           f'{self.sim.time:.3f} s'
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_pause(self, request, response):
+        if request.data and not self.sim.paused:
+            self.sim.paused = True
+            response.message = f'paused at sim time {self.sim.time:.3f} s'
+        elif not request.data and self.sim.paused:
+            self._anchor()
+            self.sim.paused = False
+            response.message = f'resumed at sim time {self.sim.time:.3f} s'
+        else:
+            response.message = 'already paused' if request.data else 'already running'
+        response.success = True
+        self.get_logger().info(response.message)
+        return response

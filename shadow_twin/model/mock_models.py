@@ -1,0 +1,167 @@
+"""Stand-in models of the cell's robots for mock hardware, benchmarks and tests: the cell reduced to
+its arm (:func:`write_arm_stand_in_mjcf`) or to its base (:func:`write_base_stand_in_mjcf`).
+
+See :mod:`shadow_twin.model.cell` for the cell they are cut from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Mapping
+
+import mujoco
+import numpy as np
+
+from shadow_twin.common.errors import ConfigError, ModelError
+from shadow_twin.common.files import write_text_atomic
+from shadow_twin.model.cell import _hand_file, _one_line, build_cell_spec, compile_cell, summary
+from shadow_twin.model.cell_config import CellConfig
+from shadow_twin.model.cell_names import arm_joint_names
+
+
+def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                            hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None) -> Path:
+    """Write the cell reduced to its arm, a stand-in for the UR5 that carries the hand, atomically.
+
+    The cell's MJCF (:func:`build_cell_spec`: same masses, geometry, options and timestep) with
+    every joint but the six UR5 joints (:func:`arm_joint_names`) removed: the base's free joint
+    (the base welded to the world at its start pose), the wheel and caster joints and the hand's
+    joints (the hand rigid in its ``qpos0`` posture, its mass and inertia still on the flange),
+    and with them the tendons, actuators, sensors and equality constraints on removed joints
+    and every keyframe (their state vectors no longer fit). Its joints and actuators are the
+    UR5's six, named as in the cell, so it loads with the UR's gains (config/controllers/ur5.yaml)
+    in the mock UR's bridge. Bare ur5.xml lacks the hand on the flange (the built-in hand: 3.79 kg):
+    simulated offline (each with its gains) on the sweeps of config/trajectories/ur5.yaml, the
+    stand-in's arm joint positions are 14 to 48 times closer (RMS) to the cell's than ur5.xml's
+    (shoulder pan, lift, elbow and wrist 1 sweeps measured; test/core/test_cell_model.py checks the
+    fast shoulder-lift sweep).
+
+    Args:
+        config: the cell figures, or the path of a cell YAML (:meth:`CellConfig.from_yaml`);
+            None: the :class:`CellConfig` defaults.
+        out_path: the MJCF to write (its folder is created; an existing file is replaced).
+        hand_path, arm_prefix: as for :func:`build_cell_spec`.
+    Returns:
+        The path written.
+    Raises:
+        ConfigError: a bad cell YAML, ``out_path`` is a directory or the hand model itself,
+            or cannot be written.
+        ModelError: see :func:`build_cell_spec`; the reduced model does not compile.
+    """
+    def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
+        _keep_joints(spec, set(arm_joint_names(prefix)))
+        return 'with only the UR5 joints, the base welded to the world and the hand rigid'
+    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'arm', reduce)
+
+
+def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                             arm_pose: Mapping[str, float] | None = None, hand_path: str | os.PathLike | None = None,
+                             arm_prefix: str | None = None, arm_moves: bool = False) -> Path:
+    """Write the cell reduced to its base, a stand-in for the MiR250 that carries the cabinet, the
+    arm and the hand, atomically.
+
+    The counterpart of :func:`write_arm_stand_in_mjcf`: the cell's MJCF with only the base's joints
+    (its free joint, the drive wheels and the casters) and their actuators; the arm is rigid in
+    ``arm_pose`` ({arm joint: rad}, e.g. the calibration protocol's rest pose; joints not named stay
+    at 0) and the hand in its ``qpos0`` posture. Bare mir250.xml lacks the 15 kg cabinet, the UR5 and
+    the hand on its top, which change the load on the wheels (and so when they slip) by a third.
+
+    With ``arm_moves`` the arm keeps its six joints and their servos instead, starting in ``arm_pose``
+    (keyframe 0; without a pose at ``qpos0``, where the arm stand-in starts): a bridge running it
+    with ``follow_joint_states_topic`` set to the arm stand-in's joint states moves its arm as that
+    one moves, so that its base feels the arm swing as the real cell's does (the protocol's runs CY
+    and IY).
+
+    Args and errors as :func:`write_arm_stand_in_mjcf`; ConfigError also for a pose of an unknown joint.
+    """
+    def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
+        arm = arm_joint_names(prefix)
+        unknown = sorted(set(arm_pose or {}) - set(arm))
+        if unknown:
+            raise ConfigError(f'base stand-in: {unknown} are not arm joints ({arm})')
+        keep = ({j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
+                | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
+        if arm_moves:
+            _keep_joints(spec, keep | set(arm))
+            if arm_pose:        # keyframe 0 in the pose (without one the arm starts at qpos0)
+                model = compile_cell(spec)
+                qpos = model.qpos0.copy()
+                for name, angle in arm_pose.items():
+                    qpos[model.jnt_qposadr[model.joint(name).id]] = float(angle)
+                spec.add_key(name='arm_pose', qpos=qpos)
+            return f'with the base and arm joints (the arm starting at {dict(arm_pose or {})} rad) and the hand rigid'
+        for name, angle in (arm_pose or {}).items():
+            _freeze_hinge(spec.joint(name), float(angle))
+        _keep_joints(spec, keep)
+        return f'with only the base joints, the arm rigid at {dict(arm_pose or {})} rad and the hand rigid'
+    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'base', reduce)
+
+
+def _write_stand_in(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                    hand_path: str | os.PathLike | None, arm_prefix: str | None, what: str,
+                    reduce: Callable[[mujoco.MjSpec, str], str]) -> Path:
+    """Build the cell's spec, let ``reduce(spec, arm prefix)`` cut it down (it returns the header's
+    description), compile it and write it to ``out_path`` atomically: the body of the ``what``
+    (``'arm'`` / ``'base'``) stand-in writers, whose errors it raises."""
+    if config is not None and not isinstance(config, CellConfig):
+        config = CellConfig.from_yaml(config)
+    config = config or CellConfig()
+    out = Path(out_path)
+    hand_file = _hand_file(config, hand_path)
+    if out.is_dir():
+        raise ConfigError(f'{out} is a directory')
+    if out.exists() and out.resolve() == hand_file.resolve():
+        raise ConfigError(f'refusing to overwrite the hand model {hand_file}')
+    prefix = config.arm.prefix if arm_prefix is None else arm_prefix
+    spec = build_cell_spec(config, hand_file, prefix)
+    description = reduce(spec, prefix)
+    spec.modelname = f'shadow_twin_{what}_stand_in'
+    model = compile_cell(spec)
+    try:
+        xml = spec.to_xml()
+    except Exception as exc:
+        raise ModelError(f'the {what} stand-in cannot be written as MJCF: {_one_line(exc)}') from None
+    header = (f'<!-- shadow_twin {what} stand-in: the cell (arm prefix {prefix!r}, hand {hand_file}) {description}. '
+              f'{summary(model)}. -->\n')
+    try:
+        return write_text_atomic(out, header + xml)
+    except OSError as exc:
+        raise ConfigError(f'cannot write {out}: {exc.strerror or exc}') from None
+
+
+def _freeze_hinge(joint, angle: float) -> None:
+    """Turn the body of hinge ``joint`` (an MjsJoint) by ``angle`` rad about the joint's axis through
+    the joint's position, in its parent's frame, so that deleting the joint leaves the body where
+    the joint at ``angle`` held it: quat <- quat * q(axis, angle), pos <- pos + R (a - R(axis, angle) a)."""
+    body = joint.parent
+    turn, rotated, moved = np.zeros(4), np.zeros(3), np.zeros(3)
+    axis = np.asarray(joint.axis, dtype=float)
+    mujoco.mju_axisAngle2Quat(turn, axis / np.linalg.norm(axis), angle)
+    anchor = np.asarray(joint.pos, dtype=float)
+    mujoco.mju_rotVecQuat(rotated, anchor, turn)
+    mujoco.mju_rotVecQuat(moved, anchor - rotated, np.asarray(body.quat, dtype=float))
+    quat = np.zeros(4)
+    mujoco.mju_mulQuat(quat, np.asarray(body.quat, dtype=float), turn)
+    body.quat = quat
+    body.pos = np.asarray(body.pos, dtype=float) + moved
+
+
+def _keep_joints(spec: mujoco.MjSpec, keep: set[str]) -> None:
+    """Delete every joint of ``spec`` not in ``keep``, the tendons over them, the actuators, sensors
+    and equality constraints on deleted joints or tendons (or on deleted actuators), and the keyframes."""
+    joints = [j for j in spec.joints if j.name not in keep]
+    joint_names = {j.name for j in joints} - {''}
+    tendons = [t for t in spec.tendons
+               if any(w.type == mujoco.mjtWrap.mjWRAP_JOINT and w.target.name in joint_names for w in t.path)]
+    tendon_names = {t.name for t in tendons} - {''}
+    driven = {mujoco.mjtTrn.mjTRN_JOINT: joint_names, mujoco.mjtTrn.mjTRN_JOINTINPARENT: joint_names,
+              mujoco.mjtTrn.mjTRN_TENDON: tendon_names}
+    actuators = [a for a in spec.actuators if a.target in driven.get(a.trntype, ())]
+    gone = {mujoco.mjtObj.mjOBJ_JOINT: joint_names, mujoco.mjtObj.mjOBJ_TENDON: tendon_names,
+            mujoco.mjtObj.mjOBJ_ACTUATOR: {a.name for a in actuators} - {''}}
+    sensors = [s for s in spec.sensors if s.objname in gone.get(s.objtype, ()) or s.refname in gone.get(s.reftype, ())]
+    on = {mujoco.mjtEq.mjEQ_JOINT: joint_names, mujoco.mjtEq.mjEQ_TENDON: tendon_names}
+    equalities = [e for e in spec.equalities if {e.name1, e.name2} & on.get(e.type, set())]
+    for element in sensors + equalities + actuators + tendons + joints + list(spec.keys):
+        spec.delete(element)
