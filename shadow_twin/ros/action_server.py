@@ -252,11 +252,8 @@ class FollowJointTrajectoryServer(abc.ABC):
         with self.lock:
             plan = self._pending.pop(id(handle.request), None)
         failure = None
-        if plan is None:     # should not happen: validate again
-            try:
-                plan = self.validate(handle.request)
-            except jtc.GoalRejected as exc:
-                failure = jtc.Verdict.aborted(f'goal failed validation after acceptance: {exc}')
+        if plan is None:     # accepted by rclpy without passing our goal callback: never run a hook twice
+            failure = jtc.Verdict.aborted('goal accepted without a validated plan: not started')
         goal = AcceptedGoal(handle, None if failure else plan, verdict=failure)
         with self.lock:
             self._goals[id(handle)] = goal
