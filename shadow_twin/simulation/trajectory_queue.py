@@ -84,10 +84,8 @@ class TrajectoryQueue:
         if not due:
             return None
         chosen = max(due, key=lambda e: e.token)
-        for entry in self._waiting:
-            if entry.token < chosen.token:
-                self.end(entry.token, PREEMPTED)
-        self._waiting = [e for e in self._waiting if e.token > chosen.token]
+        self._waiting.remove(chosen)
+        self.preempt_before(chosen.token)
         return chosen
 
     def preempt_before(self, token: int) -> None:
