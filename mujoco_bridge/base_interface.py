@@ -29,6 +29,7 @@ ground truth that the real robot's wheel odometry is compared against.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 from geometry_msgs.msg import TransformStamped, TwistStamped
@@ -61,7 +62,8 @@ class BaseInterface:
     """Velocity commands in, odometry (and TF) out, for ``sim``'s base (see module doc).
 
     Args:
-        node: the bridge node (publishers, subscription).
+        node: the bridge node (publishers, the ``~/set_entity_state`` service).
+        inputs: the node that takes the velocity commands (the bridge's input node).
         sim: the live simulation; its base may come and go with reloads (nothing is sent
             while the model has none).
         settings: cmd_vel_topic, odom_topic, odom_rate (Hz),
@@ -71,15 +73,17 @@ class BaseInterface:
         now_s: "now" on the clock of command stamps (ROS time, or sim time with ``/clock``), s.
     """
 
-    def __init__(self, node: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time, now_s) -> None:
+    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time,
+                 now_s) -> None:
         self.node, self.sim, self.stamp_of, self.to_sim_time, self.now_s = node, sim, stamp_of, to_sim_time, now_s
-        group = MutuallyExclusiveCallbackGroup()
+        self._lock = threading.Lock()       # a command and a placement of the base, one at a time
         self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
-        guarded_subscription(node, TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
-                             check=check_twist_stamped, callback_group=group)
+        guarded_subscription(inputs, TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
+                             check=check_twist_stamped)
         self.frames = (settings['odom_frame'], settings['base_frame'])
-        guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state, callback_group=group)
+        guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state,
+                        callback_group=MutuallyExclusiveCallbackGroup())
         #: Velocity commands that arrived later than the command latency after their stamps.
         self.late_commands = 0
         self._late_logged = -math.inf
@@ -102,6 +106,10 @@ class BaseInterface:
     def _on_command(self, msg: TwistStamped) -> None:
         """A velocity command (checked by ``check_twist_stamped``). Raises BadMessage for a stale
         one (the subscription's guard drops and reports it)."""
+        with self._lock:
+            self._command(msg)
+
+    def _command(self, msg: TwistStamped) -> None:
         base = self.sim.base
         if base is None:
             return
@@ -118,6 +126,10 @@ class BaseInterface:
 
     def _on_set_state(self, request, response):
         """``~/set_entity_state``: place the base (see module doc)."""
+        with self._lock:
+            return self._set_state(request, response)
+
+    def _set_state(self, request, response):
         odom_frame, base_frame = self.frames
         state = request.state
         result = response.result

@@ -68,6 +68,7 @@ from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
 from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_speed_scaling
+from shadow_twin.ros.spinning import BackgroundSpinner
 from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.reload import BackgroundBuild
 
@@ -120,6 +121,12 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             self.clock_pub = self.create_publisher(Clock, '/clock', qos)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
+        # Inputs (velocity commands, the robot's speed scaling, joint states to follow) are taken by
+        # a helper node on its own events executor: the MultiThreadedExecutor rebuilt its wait set
+        # in Python for each message, holding the GIL the stepping thread needs (the cell's sim
+        # bridge during a base goal: a tenth of a core, and ticks up to 3-4 ms late).
+        self._inputs = Node(f'{self.get_name()}_inputs', namespace=self.get_namespace(), context=self.context,
+                            use_global_arguments=False, start_parameter_services=False)
         self.jtc = SimulatedTrajectoryController(
             self, self.sim, p('action_name'), settings=lambda: self._settings, now_s=self._now_s,
             to_sim_time=self._to_sim_time, stamp_of=self.stamp_of)
@@ -134,15 +141,15 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             scaling_pub = self.create_publisher(Float64, p('speed_scaling_topic'), 10)
             self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=float(self._param('speed_scaling')))))
         if p('speed_scaling_input_topic'):
-            guarded_subscription(self, Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10,
-                                 callback_group=services)
+            guarded_subscription(self._inputs, Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10)
         if p('follow_joint_states_topic'):
-            guarded_subscription(self, JointState, p('follow_joint_states_topic'), self._on_followed_state, qos,
-                                 check=check_joint_state, callback_group=services)
+            guarded_subscription(self._inputs, JointState, p('follow_joint_states_topic'), self._on_followed_state,
+                                 qos, check=check_joint_state)
         self.base = None
         if self.sim.base is not None:
-            self.base = BaseInterface(self, self.sim, {name: p(name) for name in BASE_PARAMETERS}, self.stamp_of,
-                                      self._stamp_sim_time, self._now_s)
+            self.base = BaseInterface(self, self._inputs, self.sim, {name: p(name) for name in BASE_PARAMETERS},
+                                      self.stamp_of, self._stamp_sim_time, self._now_s)
+        self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None
         if p('viewer'):
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
@@ -403,3 +410,5 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         if self.viewer is not None:
             self.viewer.stop()
         self.jtc.destroy()
+        self._inputs_spinner.shutdown()
+        self._inputs.destroy_node()

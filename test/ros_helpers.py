@@ -31,6 +31,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
+from shadow_twin.common import lifeline
 from shadow_twin.ros import dds
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.dds import use_udp_transport
@@ -65,11 +66,12 @@ class NodeProcess:
     def __init__(self, module: str | None, ros_args: list[str], log_path: Path,
                  command: list[str] | None = None) -> None:
         self.log_path = Path(log_path)
-        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+        options = lifeline.child_options()       # it ends when this process ends, SIGKILL included
+        options['env'].update(PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
         self._log = open(self.log_path, 'wb')
         self.command = command or [PYTHON, '-m', module, '--ros-args', *ros_args]
-        self.proc = subprocess.Popen(self.command, cwd=REPO, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(self.command, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, **options)
 
     @property
     def pid(self) -> int:

@@ -19,6 +19,7 @@ Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import importlib
 import json
@@ -36,6 +37,7 @@ from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON
 from shadow_twin.cli.inputs import (Setup, add_input_arguments, add_run_options, fingerprints, input_files, load_params,
                                     load_setup, positive_int, progress_bar)
 from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
+from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import check_writable_directory, exclusive_directory
@@ -242,6 +244,8 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening)
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shadow-twin``; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] != 'up':     # up stops its nodes in order itself when its parent ends
+        lifeline.watch_parent(_thread.interrupt_main)   # as Ctrl-C when the tool that started it ends
     if argv and argv[0] in DELEGATED:  # their own parsers (up: ROS arguments after --ros-args)
         return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
     if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):

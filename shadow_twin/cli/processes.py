@@ -3,8 +3,11 @@ watch, stop in order.
 
 Each child runs in its own session, so a Ctrl-C in the terminal reaches only the parent,
 which then stops the children in the order it chooses (the twin server before the bridges,
-so that it can cancel its controller goals). On Linux each child also gets SIGTERM if the
-parent dies (``PR_SET_PDEATHSIG``), so none is left behind.
+so that it can cancel its controller goals). None is left behind when the parent dies,
+however it dies (SIGKILL included): each child holds the parent's lifeline
+(:mod:`shadow_twin.common.lifeline`, a pipe whose end-of-file tells it the parent is gone;
+the nodes then stop within 1.5 s, ``shadow_twin.ros.spinning.stop_with_parent``); on Linux
+it also gets SIGTERM when the thread that started it ends (``PR_SET_PDEATHSIG``).
 
 :meth:`ChildProcesses.supervise` keeps the healthy children running when one dies (as
 ``ros2 launch`` does): the death is reported, and a child named ``respawn`` is started again
@@ -17,17 +20,14 @@ supervision.
 
 from __future__ import annotations
 
-import ctypes
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
 
-_PR_SET_PDEATHSIG = 1
 #: Seconds a child waits after its death before it is started again. A new DDS participant
 #: stalls the others' traffic for a moment while they discover it: a respawn 1 s after a death
 #: delayed the twin's abort (0.55 s after the death) to the client to 1.38 s once in 6
@@ -38,13 +38,6 @@ STARTUP_WINDOW = 10.0
 #: A child that died this many times within :data:`RESPAWN_WINDOW` s is not started again.
 MAX_RESPAWNS = 3
 RESPAWN_WINDOW = 60.0
-
-
-def _die_with_parent() -> None:    # runs in the child between fork and exec
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
 
 
 class ChildProcesses:
@@ -70,8 +63,8 @@ class ChildProcesses:
             out = open(self.log_dir / f'{name}.log', 'a' if name in self.procs else 'w')
         try:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT if out else None,
-                                    env=os.environ.copy(), start_new_session=True,
-                                    preexec_fn=_die_with_parent if sys.platform.startswith('linux') else None)
+                                    **lifeline.child_options(), start_new_session=True,
+                                    preexec_fn=lifeline.death_signal())
         finally:
             if out is not None:
                 out.close()

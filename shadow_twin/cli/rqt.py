@@ -50,6 +50,7 @@ from pathlib import Path
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
+from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
@@ -180,6 +181,7 @@ def run_window(perspective: Path, timeout: float) -> int:
     # until rqt's window runs (see _rqt_main), SIGTERM ends this process as SIGINT does
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    lifeline.watch_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))    # the supervisor ended: close
     node = graph_node()        # kept: rqt's node joins its participant (see graph_node)
     try:
         missing = wait_for_topics(node, needed, timeout)
@@ -214,11 +216,13 @@ def supervise(perspectives: list[Path], timeout: float) -> int:
     a failed window stops them; returns the exit status (see the module doc)."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    lifeline.watch_parent(stop.set)     # started by a tool that ended: close the windows
     procs = []
     try:
         for path in perspectives:   # own sessions: a terminal's Ctrl-C reaches them once, through _stop
             procs.append(subprocess.Popen([sys.executable, '-m', 'shadow_twin.cli.rqt', '--window', str(path),
-                                           '--timeout', str(timeout)], start_new_session=True))
+                                           '--timeout', str(timeout)], start_new_session=True,
+                                          **lifeline.child_options()))
         while not stop.wait(0.2):
             codes = [proc.poll() for proc in procs]
             if all(code is not None for code in codes) or any(code not in (None, 0) for code in codes):

@@ -48,6 +48,7 @@ import threading
 from pathlib import Path
 
 from shadow_twin.cli.processes import ChildProcesses
+from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
@@ -164,6 +165,7 @@ def _run(commands: dict[str, list[str]], respawn: set[str]) -> int:
     until a signal or a node that ends the supervision, stop all; the exit status."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    lifeline.watch_parent(stop.set)     # started by a tool that ended (SIGKILL included): stop as on SIGTERM
     children = ChildProcesses()
     try:
         for name, command in commands.items():

@@ -92,7 +92,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Vector3Stamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -106,7 +105,7 @@ from shadow_twin.ros.conversions import doubles
 from shadow_twin.ros.guard import guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_odometry
 from shadow_twin.ros.monitor_parameters import SPECS, _path_parts
-from shadow_twin.ros.spinning import run_node
+from shadow_twin.ros.spinning import events_executor, run_node
 
 NODE_NAME = 'twin_monitor'
 HARDWARE_ID = 'shadow_twin'
@@ -440,7 +439,7 @@ class TwinMonitor(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console entry point ``twin_monitor``: run the node until shutdown; returns the exit status."""
-    return run_node(TwinMonitor, NODE_NAME, SingleThreadedExecutor, args)
+    return run_node(TwinMonitor, NODE_NAME, events_executor, args)
 
 
 if __name__ == '__main__':

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from shadow_twin.common import lifeline
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / 'shared'
 VENV = REPO / '.venv'
@@ -39,9 +41,14 @@ def ros2_launch() -> Path:
 
 
 def _default_sigint() -> None:
-    """In the child before exec: SIGINT back to its default. A shell running pytest in the background
-    ignores SIGINT in its children, and a process started with SIGINT ignored never sees it."""
+    """In the child before exec: SIGINT back to its default (a shell running pytest in the background
+    ignores SIGINT in its children, and a process started with SIGINT ignored never sees it), and
+    SIGINT when this test run ends, however it ends (the launch then stops its nodes)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _on_parent_death()
+
+
+_on_parent_death = lifeline.death_signal(signal.SIGINT) or (lambda: None)
 
 
 class Launch:

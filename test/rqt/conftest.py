@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from shadow_twin.common import lifeline
 from shadow_twin.plots.perspective import DEFAULT_JOINTS, SCREEN_HEIGHT, SCREEN_WIDTH
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +46,8 @@ def display(rqt_installed):
     read, write = os.pipe()
     xvfb = subprocess.Popen(['Xvfb', '-displayfd', str(write), '-screen', '0', f'{SCREEN_WIDTH}x{SCREEN_HEIGHT}x24',
                              '-nolisten', 'tcp'], pass_fds=(write,), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=lifeline.death_signal())    # it ends with this test run
     os.close(write)
     with os.fdopen(read) as pipe:
         number = pipe.readline().strip()

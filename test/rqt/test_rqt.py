@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from shadow_twin.cli import rqt as rqt_cli
+from shadow_twin.common import lifeline
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.plots.perspective import (DEFAULT_JOINTS, MONITOR_FILE, PLOTS_FILE, SCREEN_HEIGHT, SCREEN_WIDTH,
                                            build_plots_perspective, needed_topics, published_joints,
@@ -57,8 +58,9 @@ def view_env(display: str, out: Path, **probe: str) -> dict[str, str]:
 
 def start_view(env: dict[str, str], out: Path, *args: str) -> subprocess.Popen:
     """``shadow-twin rqt ARGS`` (its module, as the shadow-twin command delegates to it)."""
-    return subprocess.Popen([PYTHON, '-m', 'shadow_twin.cli.rqt', *args], cwd=REPO, env=env,
-                            stdout=open(out / 'rqt.log', 'wb'), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen([PYTHON, '-m', 'shadow_twin.cli.rqt', *args], cwd=REPO,
+                            stdout=open(out / 'rqt.log', 'wb'), stderr=subprocess.STDOUT, start_new_session=True,
+                            **lifeline.child_options(env))     # it ends when this test run ends
 
 
 def probed(out: Path, perspective: str) -> dict:
