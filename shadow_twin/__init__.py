@@ -2,12 +2,13 @@
 
 Layers, each importing only the ones before it:
 
-1. the ROS-free core, by concern: ``common`` (errors, atomic files, shipped paths,
-   time stamps, exit codes), ``model`` (MJCF and joint names), ``simulation`` (live
-   stepping and offline rollouts), ``control`` (the simulated controller, trajectory
-   sampling, the joint trajectory controller's rules, splitting goals among
-   controllers), ``calibration`` (recordings, alignment, metrics, search spaces,
-   optimisers, runs, reports), ``monitoring`` (sim-vs-real error) and ``plots``;
+1. the ROS-free core, by concern, in the same one-way order: ``common`` (errors,
+   atomic files, shipped paths, time stamps, exit codes), ``model`` (MJCF and joint
+   names), ``control`` (the simulated controller, trajectory sampling, the joint
+   trajectory controller's rules, splitting goals among controllers), ``simulation``
+   (live stepping and offline rollouts), ``monitoring`` (sim-vs-real error), ``plots``
+   (every figure, from plain data) and ``calibration`` (recordings, alignment, metrics,
+   search spaces, optimisers, runs, reports);
 2. ``shadow_twin.ros``: everything that imports rclpy or a message package
    (conversions, parameters, spinning, the FollowJointTrajectory server base, the
    twin server and monitor nodes, the calibration client);

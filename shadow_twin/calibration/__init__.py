@@ -2,4 +2,5 @@
 alignment (``alignment``), errors (``metrics``), scoring models against recordings
 (``evaluation``), search spaces over MJCF parameters (``search_space``), ask/tell
 optimisers (``optimisers``), a checkpointed run (``run``), the calibration node's job
-and plan (``job``, ``plan``) and the written outputs (``report``)."""
+and plan (``job``, ``plan``), the written outputs (``report``; figures drawn by
+``shadow_twin.plots``) and the real and simulated streams of a bag (``bag_comparison``)."""

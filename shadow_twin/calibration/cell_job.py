@@ -331,7 +331,8 @@ class CellCalibrationJob:
         runs, plots = self._compare(calibrated, progress)
         validation_runs = self.runs_of(VALIDATION)
         accept, reason = cell_install_decision(groups, runs, validation_runs)
-        model = write_calibrated_mjcf(self.twin, calibrated,
+        mjcf_values, _ = self.controller.split_values(calibrated, self.twin.model)
+        model = write_calibrated_mjcf(self.twin, mjcf_values,
                                       self.run_dir / f'{Path(self.twin.path).stem}_calibrated.xml')
         parameters = write_text_atomic(self.run_dir / PARAMETERS, yaml.safe_dump(
             {name: parameters_document(self.spaces[name].subset(fit.fitted),

@@ -1,5 +1,6 @@
 """Outputs of a calibration: calibrated MJCF, parameters YAML, report.json,
-history CSV and PNG plots, all written atomically into the output directory."""
+history CSV and PNG plots (drawn by :mod:`shadow_twin.plots.report_figures`), all
+written atomically into the output directory."""
 
 from __future__ import annotations
 
@@ -19,21 +20,10 @@ from shadow_twin.calibration import identifiability, metrics
 from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
 from shadow_twin.calibration.run import CalibrationResult
 from shadow_twin.calibration.search_space import SearchSpace
-from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.controller import SimController
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters, write_calibrated_mjcf
-
-
-def split_values(values: Mapping[ParameterTarget, float], controller: SimController,
-                 model) -> tuple[dict, dict]:
-    """Split calibrated values into (MJCF values, controller-gain values)."""
-    mjcf, gains = {}, {}
-    for target, value in values.items():
-        if target.kind == 'actuator' and controller.is_controller_gain(target.name, model):
-            gains[target] = value
-        else:
-            mjcf[target] = value
-    return mjcf, gains
+from shadow_twin.model.mjcf import TwinModel, apply_parameters, write_calibrated_mjcf
+from shadow_twin.plots.report_figures import plot_convergence, plot_joints
 
 
 def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimController, model) -> dict:
@@ -41,7 +31,7 @@ def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimC
     and the resulting controller gains when any were calibrated."""
     values = space.values(x)
     doc = {'parameters': space.named(x), 'values': {str(t): v for t, v in values.items()}}
-    _, gains = split_values(values, controller, model)
+    _, gains = controller.split_values(values, model)
     if gains:
         scratch = model.__copy__()
         apply_parameters(scratch, gains)
@@ -64,63 +54,6 @@ def write_history_csv(path: Path, result: CalibrationResult, space: SearchSpace)
     buffer = io.StringIO()
     pd.DataFrame(rows).to_csv(buffer, index=False)
     write_text_atomic(path, buffer.getvalue())
-
-
-def figure_png(fig) -> bytes:
-    """A matplotlib figure as PNG bytes (110 dpi, tight); closes the figure."""
-    import matplotlib.pyplot as plt  # lazy: heavy (~0.5 s), only needed when figures are drawn
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
-    plt.close(fig)
-    return buffer.getvalue()
-
-
-def plot_convergence(path: Path, result: CalibrationResult, title: str = '') -> None:
-    """Objective per evaluation and best so far (log scale), with the default model's level."""
-    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    y = np.array([e.objective for e in result.evaluations])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.semilogy(np.arange(1, y.size + 1), y, '.', color='0.6', label='evaluation')
-    ax.semilogy(np.arange(1, y.size + 1), np.minimum.accumulate(y), '-', color='C0', label='best so far')
-    ax.axhline(result.initial.objective, color='C3', ls='--', label='default model')
-    ax.set_xlabel('evaluation')
-    ax.set_ylabel('objective: mean MSE (rad$^2$)')
-    ax.set_title(title or 'Calibration convergence')
-    ax.legend()
-    ax.grid(True, which='both', alpha=0.3)
-    write_bytes_atomic(path, figure_png(fig))
-
-
-def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: np.ndarray,
-                sims: Mapping[str, np.ndarray], title: str = '') -> None:
-    """Real vs simulated angle per joint (one panel each) for several simulated runs.
-
-    ``real``: (N, J) rad; ``sims``: {label: (N, J) rad}.
-    """
-    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    cols = 4 if len(joints) > 4 else len(joints)
-    rows = int(np.ceil(len(joints) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows), sharex=True, squeeze=False)
-    for k, joint in enumerate(joints):
-        ax = axes.flat[k]
-        ax.plot(time_base, real[:, k], color='k', lw=1.6, label='real')
-        for n, (label, sim) in enumerate(sims.items()):
-            ax.plot(time_base, sim[:, k], lw=1.1, ls='--' if n == 0 else '-', color=f'C{n}', label=label)
-        ax.set_title(joint, fontsize=9)
-        ax.grid(True, alpha=0.3)
-    for ax in axes.flat[len(joints):]:
-        ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel('time from trajectory start (s)')
-    for ax in axes[:, 0]:
-        ax.set_ylabel('angle (rad)')
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(title or 'Real vs simulated joint angles')
-    write_bytes_atomic(path, figure_png(fig))
 
 
 def _alignment_of(part: Evaluator) -> dict:
@@ -205,13 +138,13 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     best_values = space.values(result.best.x)
-    mjcf_values, _ = split_values(best_values, controller, twin.model)
+    mjcf_values, _ = controller.split_values(best_values, twin.model)
     model_file = out_dir / f'{twin.path.stem}_calibrated.xml'
     write_calibrated_mjcf(twin, mjcf_values, model_file)
     doc = parameters_document(space, result.best.x, controller, twin.model)
     write_text_atomic(out_dir / 'parameters.yaml', yaml.safe_dump(doc, sort_keys=False))
     write_history_csv(out_dir / 'history.csv', result, space)
-    plot_convergence(out_dir / 'convergence.png', result)
+    plot_convergence(out_dir / 'convergence.png', [e.objective for e in result.evaluations], result.initial.objective)
     parts = parts_of(evaluator)
     plots, recordings, afters = ['convergence.png'], [], []
     for k, part in enumerate(parts):

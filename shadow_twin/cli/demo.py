@@ -36,18 +36,18 @@ from sensor_msgs.msg import JointState
 
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
+from shadow_twin.calibration.bag_comparison import plot_bag
 from shadow_twin.calibration.job import RecordingSource, recorded_mse
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.plan import holdout_names
-from shadow_twin.calibration.report import figure_png
 from shadow_twin.cli import demo_cell
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.plots.bag_plots import plot_bag
+from shadow_twin.plots.demo_figures import plot_error_bars
 from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
 from shadow_twin.ros.dds import isolate_domain
 
@@ -128,27 +128,6 @@ class DemoClient:
         self.recorder.destroy()
         self.ros.close()
 
-
-def plot_error_bars(path: Path, rows: list[dict]) -> None:
-    """Bar chart of the RMS sim-real error (rad) before and after calibration per trajectory."""
-    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
-    labels = [f'{r["trajectory"]}\n({r["role"]})' for r in rows]
-    x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(1.8 + 2.0 * len(rows), 3.8))
-    ax.bar(x - 0.2, [r['before']['rmse'] for r in rows], 0.4, label='before calibration', color='C3')
-    ax.bar(x + 0.2, [r['after']['rmse'] for r in rows], 0.4, label='after calibration', color='C0')
-    for k, r in enumerate(rows):
-        ax.annotate(f'-{r["reduction_percent_mse"]:.0f} % MSE', (x[k], max(r['before']['rmse'], r['after']['rmse'])),
-                    ha='center', va='bottom', fontsize=8)
-    ax.set_xticks(x, labels)
-    ax.set_ylabel('RMS sim - real, J1-J3 (rad)')
-    ax.set_title('Twin error before and after live calibration')
-    ax.legend()
-    ax.grid(True, axis='y', alpha=0.3)
-    write_bytes_atomic(path, figure_png(fig))
 
 
 def run(args) -> int:

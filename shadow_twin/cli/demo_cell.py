@@ -39,14 +39,14 @@ from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
-from shadow_twin.calibration.report import figure_png
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import write_bytes_atomic, write_text_atomic
+from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
 from shadow_twin.model.cell import arm_joint_names
+from shadow_twin.plots.demo_figures import plot_base
 from shadow_twin.ros.calibration_client import SpinningNode
 from shadow_twin.ros.conversions import duration_msg
 from shadow_twin.ros.dds import isolate_domain
@@ -163,26 +163,6 @@ def send(node, action: ActionClient, goal, timeout: float) -> tuple[int, str]:
         raise ShadowTwinError(f'no result within {timeout:g} s')
     return int(result.result().result.error_code), result.result().result.error_string
 
-
-def plot_base(path: Path, paths: dict[str, np.ndarray], swing: dict[str, np.ndarray]) -> None:
-    """The bases' paths during the cell goal, and y / yaw during the swing."""
-    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, (ax_path, ax_y, ax_yaw) = plt.subplots(1, 3, figsize=(13, 4))
-    for label, poses in paths.items():
-        ax_path.plot(poses[:, 0], poses[:, 1], label=label)
-    ax_path.set(xlabel='x (m)', ylabel='y (m)', title='base path, quarter arc r = 1 m', aspect='equal')
-    for label, poses in swing.items():
-        ax_y.plot((poses[:, 1] - poses[0, 1]) * 1e3, label=label)
-        ax_yaw.plot(np.degrees(poses[:, 2] - poses[0, 2]), label=label)
-    ax_y.set(xlabel='odometry sample (50 Hz)', ylabel='y - y0 (mm)', title='arm swing: base y')
-    ax_yaw.set(xlabel='odometry sample (50 Hz)', ylabel='yaw - yaw0 (deg)', title='arm swing: base yaw')
-    for ax in (ax_path, ax_y, ax_yaw):
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    write_bytes_atomic(path, figure_png(fig))
 
 
 def run(args) -> int:

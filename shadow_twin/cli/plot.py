@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from shadow_twin.calibration.bag_comparison import MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, compare_bag
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.plots.bag_plots import (MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, BagComparison, check_out_dir, compare_bag,
-                                         default_out_dir, write_plots)
+from shadow_twin.plots.bag_plots import BagComparison, check_out_dir, default_out_dir, write_plots
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import mujoco
 import numpy as np
@@ -34,6 +35,7 @@ import yaml
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import ParameterTarget
 
 DEFAULT_GAINS = {'p': 4.0, 'i': 0.0, 'd': 0.1}
 EFFORT_PID, POSITION, VELOCITY = 'effort_pid', 'position', 'velocity'
@@ -308,3 +310,22 @@ class SimController:
         """True if the actuator's kp/kd belong to this controller (a converted motor)."""
         aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, actuator_name)
         return any(d.actuator == aid and d.mode == EFFORT_PID for d in self.drives)
+
+    def split_values(self, values: Mapping[ParameterTarget, float],
+                     model: mujoco.MjModel) -> tuple[dict[ParameterTarget, float], dict[ParameterTarget, float]]:
+        """Split parameter values into (MJCF values, controller-gain values).
+
+        The one place that decides which calibrated values are not MJCF: an actuator's
+        kp/kd (N m/rad, N m s/rad) is a controller gain when :meth:`is_controller_gain`
+        (a motor this controller drives by effort PID; its gains go to the gains YAML);
+        every other value (joint, geom, MJCF servo gains) is an MJCF parameter. Both dicts
+        keep the order of ``values``. ``model``: the compiled model this controller was
+        built on (actuator names are looked up in it).
+        """
+        mjcf, gains = {}, {}
+        for target, value in values.items():
+            if target.kind == 'actuator' and self.is_controller_gain(target.name, model):
+                gains[target] = value
+            else:
+                mjcf[target] = value
+        return mjcf, gains

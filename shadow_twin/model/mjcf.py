@@ -389,13 +389,15 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
 
     Joint attributes are written as explicit values on each joint, a geom's friction
     on the geom; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
-    written to their gain/bias parameters. Gains of plain motors belong to the simulated
-    controller (see ``control.py``) and are skipped here. Includes are flattened
-    and ``meshdir``/``texturedir`` become absolute, so the file compiles on its
+    written to their gain/bias parameters. Every value given is written: gains of plain
+    motors belong to the simulated controller, not the MJCF, and are split off first by
+    :meth:`shadow_twin.control.controller.SimController.split_values`. Includes are
+    flattened and ``meshdir``/``texturedir`` become absolute, so the file compiles on its
     own from any directory.
 
-    Raises ModelError if ``out_path`` is the source model file (never overwritten)
-    or the result does not compile.
+    Raises ModelError if ``out_path`` is the source model file (never overwritten),
+    a value is the gain of a plain motor (a controller gain), or the result does not
+    compile.
     """
     out_path = Path(out_path)
     if out_path.exists() and out_path.resolve() == source.path.resolve():
@@ -420,7 +422,8 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
         if actuator is None:
             raise ModelError(f'no actuator named {target.name!r}')
         if actuator.biastype != mujoco.mjtBias.mjBIAS_AFFINE:
-            continue
+            raise ModelError(f'{target}: {target.name!r} is a motor whose gains belong to the simulated '
+                             f'controller, not the MJCF (split them off with SimController.split_values)')
         gain, bias = np.array(actuator.gainprm), np.array(actuator.biasprm)
         if target.attribute == 'kp':
             gain[0], bias[1] = value, -value

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from shadow_twin.calibration.report import figure_png
 from shadow_twin.common.files import write_bytes_atomic
+from shadow_twin.plots.figures import figure_png
 
 #: Labels of the two simulated models, in the order of the ``*_sim`` arrays.
 MODELS = ('sim, model as given', 'sim, calibrated')

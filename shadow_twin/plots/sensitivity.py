@@ -13,8 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
-from shadow_twin.calibration.report import figure_png
 from shadow_twin.common.files import write_bytes_atomic
+from shadow_twin.plots.figures import figure_png
 
 
 def tornado_figure(influence: Mapping[str, float], title: str = ''):

@@ -1,4 +1,5 @@
-"""shadow_twin.plots.bag_plots: ``shadow-twin plot`` PNGs of real vs sim joint positions from a bag.
+"""``shadow-twin plot`` PNGs of real vs sim joint positions from a bag: the bag read by
+shadow_twin.calibration.bag_comparison, drawn by shadow_twin.plots.bag_plots.
 
 Synthetic ROS 2 MCAP bags hold a real stream (/joint_states) and a sim stream
 (/sim/joint_states, another rate and clock phase) where sim = real + a known
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 
 from shadow_twin.cli import plot as plot_cli
-from shadow_twin.plots import bag_plots as plot
+from shadow_twin.calibration import bag_comparison as plot
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+from shadow_twin.plots.bag_plots import default_out_dir
 
 JOINTS = ['rh_FFJ3', 'rh_MFJ3', 'rh_THJ1']  # offset joint, extra-motion joint, still joint
 OFFSET = 0.05  # rad, sim - real on rh_FFJ3
@@ -185,8 +187,8 @@ def test_default_out_dir_is_bag_name_in_cwd(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert plot_cli.main(['--bag', str(mcap), '--joints', 'rh_FFJ3']) == 0
     assert (tmp_path / 'run1_plots' / 'rh_FFJ3.png').is_file()
-    assert plot.default_out_dir('x/hand_closing_real.bag') == tmp_path / 'hand_closing_real_plots'
-    assert plot.default_out_dir('x/run.v2/') == tmp_path / 'run.v2_plots'
+    assert default_out_dir('x/hand_closing_real.bag') == tmp_path / 'hand_closing_real_plots'
+    assert default_out_dir('x/run.v2/') == tmp_path / 'run.v2_plots'
 
 
 def test_explicit_topics_and_several_topics(tmp_path, capsys):

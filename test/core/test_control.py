@@ -1,4 +1,5 @@
-"""shadow_twin.control.controller: controller gains from YAML and the simulated effort controller."""
+"""shadow_twin.control.controller: controller gains from YAML, the simulated effort controller, and which
+calibrated values are its gains rather than MJCF."""
 
 import mujoco
 import numpy as np
@@ -6,9 +7,9 @@ import pytest
 import yaml
 
 from shadow_twin.control.controller import ControllerGains, PidGains, SimController
-from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
 from shadow_twin.simulation.offline import TrajectorySimulator
 from shadow_twin.control.trajectory import JointTrajectory
 
@@ -124,6 +125,18 @@ def test_motors_become_pd_servos(hand):
     assert gains['rh_FFJ1'] == gains['rh_FFJ2'] == PidGains(4.0, 0.0, 0.1)
     assert gains['rh_THJ2'] == PidGains(4.0, 0.0, 0.2)
 
+
+
+def test_motor_gains_are_split_off_the_mjcf_values_and_never_written_into_the_mjcf(hand, tmp_path):
+    """The one split, SimController.split_values: a motor's kp/kd are controller gains, joint
+    values MJCF; write_calibrated_mjcf writes what it is given and refuses a controller gain."""
+    twin, controller = hand
+    kp, damping = twin.target('actuator', 'rh_FFJ3', 'kp'), twin.target('joint', 'rh_FFJ3', 'damping')
+    mjcf, gains = controller.split_values({kp: 6.0, damping: 0.2}, twin.model)
+    assert mjcf == {damping: 0.2} and gains == {kp: 6.0}
+    with pytest.raises(ModelError, match=r"rh_FFJ3.kp: 'rh_FFJ3' is a motor .*SimController.split_values"):
+        write_calibrated_mjcf(twin, {kp: 6.0, damping: 0.2}, tmp_path / 'calibrated.xml')
+    assert not (tmp_path / 'calibrated.xml').exists()
 
 def test_ctrl_converts_setpoints_and_sums_j1_j2_on_the_tendon(hand):
     twin, controller = hand

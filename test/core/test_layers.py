@@ -3,6 +3,12 @@
 * Every core module (``shadow_twin`` outside ``ros/`` and ``cli/``) imports with rclpy,
   every ROS interface package and the node packages blocked (``sys.modules[name] = None``),
   and no core module mentions them in any import, not even inside a function.
+* Inside the core, likewise one way, in the order of :data:`CORE_ORDER` (lowest first):
+  common <- model <- control <- simulation <- monitoring <- plots <- calibration. No core
+  subpackage imports one later in the order, not even inside a function; the top-level
+  ``shadow_twin`` modules (``__init__``) count as the lowest and import no subpackage.
+* Figures are drawn in ``shadow_twin/plots`` only: no other module of the package or the
+  node packages imports matplotlib.
 * ``shadow_twin.ros`` imports neither node package nor the CLI; ``mujoco_bridge`` and
   ``calibration_node`` do not import each other (nor the CLI).
 * Imports sit at module top, except the optional heavy dependencies of :data:`LAZY`.
@@ -23,6 +29,12 @@ CORE_EXCLUDED = ('ros', 'cli')
 ROS_PREFIXES = ('rclpy', 'rosidl', 'rmw', 'launch', 'launch_ros', 'rosbag2_py', 'rqt', 'python_qt_binding')
 ROS_SUFFIXES = ('_msgs', '_srvs', '_interfaces', '_action')
 NODE_PACKAGES = ('mujoco_bridge', 'calibration_node')
+#: The core's subpackages, lowest first: each imports only those before it (and itself).
+#: ``plots`` draws plain data (arrays, dicts, dataclasses of the layers below);
+#: ``calibration`` reads recordings, fits, and calls ``plots`` for its figures.
+CORE_ORDER = ('common', 'model', 'control', 'simulation', 'monitoring', 'plots', 'calibration')
+#: Top-level modules of plotting libraries: imported in ``shadow_twin/plots`` only.
+PLOTTING = ('matplotlib', 'mpl_toolkits', 'pylab')
 #: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
 LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python', 'mujoco.viewer', 'glfw',
         'mujoco_bridge.viewer')
@@ -66,6 +78,33 @@ def imported_names(path: Path, root: Path = REPO) -> list[tuple[int, str, bool]]
     return out
 
 
+def core_rank(path: Path, root: Path = REPO) -> int:
+    """Place in :data:`CORE_ORDER` of the subpackage holding core module ``path``; -1 for a
+    top-level ``shadow_twin`` module (the lowest)."""
+    rel = path.relative_to(root / 'shadow_twin').parts
+    return -1 if len(rel) == 1 else CORE_ORDER.index(rel[0])
+
+
+def back_arrows(paths, root: Path = REPO) -> list[str]:
+    """Imports of core modules ``paths`` that run back up :data:`CORE_ORDER`, as ``file:line imports name``."""
+    found = []
+    for path in paths:
+        rank = core_rank(path, root)
+        for line, name, _ in imported_names(path, root):
+            parts = name.split('.')
+            if parts[0] == 'shadow_twin' and len(parts) > 1 and parts[1] in CORE_ORDER \
+                    and CORE_ORDER.index(parts[1]) > rank:
+                found.append(f'{path.relative_to(root)}:{line} imports {name}')
+    return found
+
+
+def plotting_outside_plots(paths, root: Path = REPO) -> list[str]:
+    """Imports of :data:`PLOTTING` libraries by modules outside ``shadow_twin/plots``."""
+    plots = root / 'shadow_twin' / 'plots'
+    return [f'{path.relative_to(root)}:{line} imports {name}' for path in paths if plots not in path.parents
+            for line, name, _ in imported_names(path, root) if name.split('.')[0] in PLOTTING]
+
+
 def is_ros(name: str) -> bool:
     top = name.split('.')[0]
     return top.startswith(ROS_PREFIXES) or top.endswith(ROS_SUFFIXES) or top == 'builtin_interfaces'
@@ -85,6 +124,21 @@ def test_core_never_imports_ros_messages_nodes_or_upper_layers():
     assert len(core) > 25
     upper = ('shadow_twin.ros', 'shadow_twin.cli') + NODE_PACKAGES
     assert violations(core, lambda n: is_ros(n) or n.startswith(upper)) == []
+
+
+def test_no_core_subpackage_imports_one_later_in_the_core_order():
+    """common <- model <- control <- simulation <- monitoring <- plots <- calibration: no arrow runs back up."""
+    core = [p for p in python_files('shadow_twin') if is_core(p)]
+    subpackages = {p.relative_to(REPO / 'shadow_twin').parts[0] for p in core if p.parent != REPO / 'shadow_twin'}
+    assert subpackages == set(CORE_ORDER)          # a new core subpackage takes its place in the order
+    assert back_arrows(core) == []
+
+
+def test_only_plots_imports_matplotlib():
+    """Every figure is drawn in shadow_twin/plots; the rest of the package calls it."""
+    paths = [p for package in ('shadow_twin', *NODE_PACKAGES) for p in python_files(package)]
+    assert any('matplotlib' in name for p in python_files('shadow_twin/plots') for _, name, _ in imported_names(p))
+    assert plotting_outside_plots(paths) == []
 
 
 def test_ros_layer_imports_no_node_package_and_no_cli():
@@ -152,3 +206,31 @@ def test_the_checker_sees_top_level_function_level_and_relative_imports(tmp_path
     fake.parent.mkdir()
     fake.write_text(source)
     assert imported_names(fake, root=tmp_path) == expected
+
+
+@pytest.mark.parametrize('module, source, expected', [
+    ('plots/probe.py', 'from shadow_twin.calibration.report import write_outputs\n',
+     ['shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.report',
+      'shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.report.write_outputs']),
+    ('common/probe.py', 'def f():\n    from .. import model\n',
+     ['shadow_twin/common/probe.py:2 imports shadow_twin.model']),
+    ('probe.py', 'import shadow_twin.common.files\n', ['shadow_twin/probe.py:1 imports shadow_twin.common.files']),
+    ('calibration/probe.py', 'from shadow_twin.plots.figures import figure_png\nfrom . import run\n', []),
+])
+def test_the_checker_sees_an_arrow_back_up_the_core_order(tmp_path, module, source, expected):
+    """The order check can fail: a plots module importing calibration, a relative import inside a
+    function and a top-level module importing a subpackage are seen; imports down the order are not."""
+    fake = tmp_path / 'shadow_twin' / module
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(source)
+    assert back_arrows([fake], root=tmp_path) == expected
+
+
+def test_the_checker_sees_matplotlib_outside_plots(tmp_path):
+    """The matplotlib check can fail: pyplot imported lazily by a CLI module is seen, by plots it is not."""
+    source = 'def draw():\n    import matplotlib.pyplot as plt  # lazy: heavy\n'
+    fakes = [tmp_path / 'shadow_twin' / sub / 'probe.py' for sub in ('cli', 'plots')]
+    for fake in fakes:
+        fake.parent.mkdir(parents=True)
+        fake.write_text(source)
+    assert plotting_outside_plots(fakes, root=tmp_path) == ['shadow_twin/cli/probe.py:2 imports matplotlib.pyplot']
