@@ -13,67 +13,71 @@ from nav_msgs.msg import Odometry
 
 from shadow_twin.calibration.optimisers import OPTIMISERS
 from shadow_twin.calibration.run import DEFAULT_OPTIMIZER
-from shadow_twin.ros.parameters import Spec
+from shadow_twin.ros.parameters import ParameterSpec
 
 SPECS = (
-    Spec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
-         'config/trajectories/calibration.yaml.'),
-    Spec('trajectories', ['curl_all', 'stagger'], 'Trajectories a live run executes and records.'),
-    Spec('holdout', 'auto', "Recordings only scored, not fitted: 'auto' = the last one when there are two or "
-         "more, '' = none, else comma-separated names (trajectory names; bag names offline)."),
-    Spec('bag', '', 'Offline: comma-separated ROS 1/2 bags to calibrate from, nothing moves; empty = live.'),
-    Spec('bag_trajectory', '', 'Offline: FILE.yaml:NAME of the trajectory the bags executed, for bags that do '
-         'not hold it (bags recorded by this node do).'),
-    Spec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
-    Spec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
-    Spec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the MJCF parameters.', choices=tuple(OPTIMISERS)),
-    Spec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
-    Spec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
-    Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
-    Spec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
-    Spec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
-    Spec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
-    Spec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
-         '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
-    Spec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
-         bounds=(0.0, 5.0)),
-    Spec('start_lead', 0.5, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it to the '
-         'controllers by then; a goal that reaches them later is joined mid-way).', bounds=(0.05, 10.0)),
-    Spec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
-         '(~/.ros/...).'),
-    Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and sim.'),
-    Spec('real_joint_states_topic', '/joint_states', 'JointState of the robot.'),
-    Spec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.'),
-    Spec('bridge_node', '/mujoco_bridge', 'The sim bridge: its model_path/gains_file are the starting point, '
-         'its model_path is set to the calibrated model and its ~/reload called.'),
-    Spec('model_path', '', 'Base MJCF when the bridge cannot be asked (offline without a bridge); '
-         "empty = built-in."),
-    Spec('gains_file', '', 'Controller gains when the bridge cannot be asked; empty = shipped.'),
-    Spec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
-    Spec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
-    Spec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
-         'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
-    Spec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
-         'gap over max_gap is recorded again; a goal the twin rejects, nothing moved, is sent again).',
-         bounds=(1, 20)),
-    Spec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
-    Spec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
-         bounds=(0.05, 60.0)),
-    Spec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, space_file); "
-         "'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs and arm sweeps); else "
-         'a protocol YAML (path or package://shadow_twin/...). Live, its runs are executed and recorded in order; '
-         'offline (bag), each bag is the run of its name (IN1/, IN1.bag, ...). The validation runs are held out.'),
-    Spec('base_cmd_vel_topic', '/cmd_vel', "Protocol runs: the real base's velocity commands "
-         '(geometry_msgs/TwistStamped), recorded and replayed through the sim.'),
-    Spec('base_odom_topic', '/odom', "Protocol runs: the real base's odometry (nav_msgs/Odometry), recorded; each "
-         'live base run starts from its newest pose.'),
-    Spec('base_pose_topic', '', "Protocol runs: a motion-capture geometry_msgs/PoseStamped of the real base, "
-         "recorded and compared instead of the odometry; '' = none."),
-    Spec('frame_file', '', "Protocol runs with base_pose_topic: the motion capture's floor frame (written by "
-         "shadow-twin frame-calibration --out); '' = the poses as published."),
-    Spec('sim_odom_topic', '/sim/odom', "Protocol runs: the sim base's odometry (nav_msgs/Odometry), recorded."),
-    Spec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to rest), s.",
-         bounds=(0.0, 60.0)),
+    ParameterSpec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
+                  'config/trajectories/calibration.yaml.'),
+    ParameterSpec('trajectories', ['curl_all', 'stagger'], 'Trajectories a live run executes and records.'),
+    ParameterSpec('holdout', 'auto', "Recordings only scored, not fitted: 'auto' = the last one when there are two or "
+                  "more, '' = none, else comma-separated names (trajectory names; bag names offline)."),
+    ParameterSpec('bag', '', 'Offline: comma-separated ROS 1/2 bags to calibrate from, nothing moves; empty = live.'),
+    ParameterSpec('bag_trajectory', '', 'Offline: FILE.yaml:NAME of the trajectory the bags executed, for bags that do '
+                  'not hold it (bags recorded by this node do).'),
+    ParameterSpec('space_file', '', 'Search-space YAML; empty = config/calibration/finger_dynamics.yaml.'),
+    ParameterSpec('objective_joints', ['rh_[FMRL]FJ[123]'], 'Globs of the joints whose position MSE is minimised.'),
+    ParameterSpec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the model parameters.', choices=tuple(OPTIMISERS)),
+    ParameterSpec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
+    ParameterSpec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
+    ParameterSpec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
+    ParameterSpec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
+    ParameterSpec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
+    ParameterSpec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
+    ParameterSpec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
+                  '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
+    ParameterSpec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
+                  bounds=(0.0, 5.0)),
+    ParameterSpec('start_lead', 0.5, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it '
+                  'to the controllers by then; a goal that reaches them later is joined mid-way).',
+                  bounds=(0.05, 10.0)),
+    ParameterSpec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
+                  '(~/.ros/...).'),
+    ParameterSpec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and '
+                  'sim.'),
+    ParameterSpec('real_joint_states_topic', '/joint_states', 'JointState of the robot.'),
+    ParameterSpec('sim_joint_states_topic', '/sim/joint_states', 'JointState of the sim.'),
+    ParameterSpec('bridge_node', '/mujoco_bridge', 'The sim bridge: its model_path/gains_file are the starting point, '
+                  'its model_path is set to the calibrated model and its ~/reload called.'),
+    ParameterSpec('model_path', '', 'Base MJCF when the bridge cannot be asked (offline without a bridge); '
+                  "empty = built-in."),
+    ParameterSpec('gains_file', '', 'Drive gains when the bridge cannot be asked; empty = shipped.'),
+    ParameterSpec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
+    ParameterSpec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
+    ParameterSpec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
+                  'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
+    ParameterSpec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
+                  'gap over max_gap is recorded again; a goal the twin rejects, nothing moved, is sent again).',
+                  bounds=(1, 20)),
+    ParameterSpec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
+    ParameterSpec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
+                  bounds=(0.05, 60.0)),
+    ParameterSpec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, "
+                  "space_file); 'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs "
+                  "and arm sweeps); else a protocol YAML (path or package://shadow_twin/...). Live, its runs are "
+                  "executed and recorded in order; offline (bag), each bag is the run of its name (IN1/, IN1.bag, "
+                  "...). The validation runs are held out."),
+    ParameterSpec('base_cmd_vel_topic', '/cmd_vel', "Protocol runs: the real base's velocity commands "
+                  '(geometry_msgs/TwistStamped), recorded and replayed through the sim.'),
+    ParameterSpec('base_odom_topic', '/odom', "Protocol runs: the real base's odometry (nav_msgs/Odometry), recorded; "
+                  "each live base run starts from its newest pose."),
+    ParameterSpec('base_pose_topic', '', "Protocol runs: a motion-capture geometry_msgs/PoseStamped of the real base, "
+                  "recorded and compared instead of the odometry; '' = none."),
+    ParameterSpec('frame_file', '', "Protocol runs with base_pose_topic: the motion capture's floor frame (written by "
+                  "shadow-twin frame-calibration --out); '' = the poses as published."),
+    ParameterSpec('sim_odom_topic', '/sim/odom', "Protocol runs: the sim base's odometry (nav_msgs/Odometry), "
+                  "recorded."),
+    ParameterSpec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to rest), "
+                  "s.", bounds=(0.0, 60.0)),
 )
 #: Parameters of the base's topics, and their message types.
 BASE_TOPICS = {'base_cmd_vel_topic': TwistStamped, 'base_odom_topic': Odometry, 'base_pose_topic': PoseStamped,

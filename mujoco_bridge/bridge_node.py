@@ -17,10 +17,10 @@
 * ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
   simulated joint trajectory controller (see ``trajectory_server``).
 * Speed scaling (the UR's): the trajectory time of ``speed_scaled_joints`` runs at the
-  percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; a UR
-  stand-in publishes its own on ``speed_scaling_topic``.
+  percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; the mock
+  UR publishes its own on ``speed_scaling_topic``.
 * ``follow_joint_states_topic``: joints named there track that robot's state (moved on from its
-  stamp) while no trajectory drives them (a stand-in base's arm mirroring the arm stand-in's).
+  stamp) while no trajectory drives them (the mock MiR250's arm mirroring the mock UR5's).
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
@@ -32,7 +32,7 @@
   it), ``~/reset`` (std_srvs/Trigger: back to keyframe 0 / qpos0) and
   ``~/pause`` (std_srvs/SetBool).
 
-Run a second instance as mock hardware with another name and parameter file:
+Run a second instance as mock hardware with another node name and params file:
 ``mujoco_bridge --ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
 """
 
@@ -172,7 +172,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
 
     def _warn_unknown_constraints(self) -> None:
         """Warn about ``constraints.*`` values given for joints the model does not have
-        (undeclared parameters are otherwise ignored silently): parameters, and the entries of a
+        (undeclared ROS parameters are otherwise ignored silently): ROS parameters, and the entries of a
         ``constraints_file`` given explicitly (the shipped file covers every robot of the cell, so
         a model of one of them lacks the others' joints)."""
         given = getattr(self, '_parameter_overrides', {}) or {}
@@ -186,7 +186,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         rules = ', '.join(rule.describe() for rule in self.sim.overrides.rules)
         return f'{rules} ({len(self.sim.applied_overrides)} values set)'
 
-    # -- parameters ----------------------------------------------------------------------------
+    # -- ROS parameters ------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
 

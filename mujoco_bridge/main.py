@@ -3,13 +3,13 @@
 Usage::
 
     mujoco_bridge --ros-args --params-file config/mujoco_bridge.yaml
-    # mock hardware: the same node under another name with other parameters
+    # mock hardware: the same node under another name with other ROS parameters
     mujoco_bridge --ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml
 
 (or ``python -m mujoco_bridge.main ...``). Exit status: 0 after a normal
 shutdown (Ctrl-C, SIGTERM), 1 when the node cannot start (the reason is logged:
 a model that does not compile, a bad gains/joint-map/overrides file, a
-parameter of the wrong type).
+ROS parameter of the wrong type).
 """
 
 from __future__ import annotations

@@ -7,71 +7,73 @@ Its ``constraints.*`` parameters depend on the model's joints:
 
 from __future__ import annotations
 
-from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, Spec
+from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
 from shadow_twin.simulation.overrides import ParameterOverrides
 
 SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
-    Spec('joint_map_file', '', 'YAML with joint_map: {ROS name: MJCF name}; empty = identity.', read_only=True),
-    Spec('gains_file', '', 'Simulated effort-PID gains YAML (controller: {default, gains}); empty = the shipped '
-         'config/controllers/shadow_hand_e.yaml; package://shadow_twin/config/... = a shipped file. Re-read on '
-         '~/reload.'),
-    Spec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep; '
-         'each tick publishes, then steps ahead to the next tick\'s time.', bounds=(1.0, 5000.0)),
-    Spec('thread_priority', 50, 'SCHED_FIFO priority of the stepping thread (1-99; 0 = normal scheduling), '
-         'as ros2_control\'s controller manager sets for its loop; where the user may not (no rtprio limit) '
-         'a warning says so and the thread runs at normal priority.', read_only=True, bounds=(0, 99)),
-    Spec('real_time_factor', 1.0, 'Sim seconds per wall second the stepping aims at.', bounds=(0.001, 100.0)),
-    Spec('publish_clock', False, 'Publish /clock (rosgraph_msgs/Clock) with the sim time; joint state stamps '
-         'are then sim time too.', read_only=True),
-    Spec('viewer', False, 'Open a passive MuJoCo viewer window (needs a display; runs in its own thread).',
-         read_only=True),
-    Spec('joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState topic of the simulated joints.',
-         read_only=True),
-    Spec('action_name', '/sim/follow_joint_trajectory', 'control_msgs/action/FollowJointTrajectory server of '
-         'the simulated trajectory controller.', read_only=True),
-    Spec('overrides', '', 'YAML {joint_glob: {attribute: value}} of physical parameters set after every '
-         '(re)compile, e.g. "rh_FFJ1: {damping: x3}" (xF scales the model value, a number sets it). Attributes: '
-         'damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A key "geom:GLOB" '
-         'globs MJCF geom names instead, attribute friction (sliding coefficient), e.g. '
-         '"\'geom:*_wheel_contact\': {friction: x0.6}". A change takes effect on ~/reload.',
-         check=ParameterOverrides.from_yaml_text),
-    Spec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives is '
-         'rejected, s (the twin stamps its parts ahead and gives up on a part not accepted before its start: '
-         'such a part must never start); negative = join any late goal mid-way, the JTC rule. Read for each goal.',
-         bounds=(-1.0, 3600.0)),
-    Spec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
-         'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
-    Spec('reload_timeout', 10.0, 'Longest wait of ~/reload for the new model to parse and compile (in a '
-         'background thread; stepping goes on), s. Past it the answer is false, the previous model keeps '
-         'running and the late result is discarded.', bounds=(0.01, 3600.0)),
-    Spec('reload_max_bytes', 64 * 2**20, 'Largest size of the MJCF files a ~/reload accepts (the model file '
-         'plus the files it includes), bytes; checked before parsing, a bigger model is refused.',
-         bounds=(1024, 2**40)),
-    Spec('rtf_log_period', 5.0, 'Period of the real-time factor log line, s; also the measuring window.',
-         read_only=True, bounds=(0.5, 3600.0)),
+    ParameterSpec('joint_map_file', '', 'YAML with joint_map: {ROS name: MJCF name}; empty = identity.',
+                  read_only=True),
+    ParameterSpec('gains_file', '', 'Drive gains YAML of the simulated controller (controller: {default, gains}); '
+                  'empty = the shipped config/controllers/shadow_hand_e.yaml; package://shadow_twin/config/... = a '
+                  'shipped file. Re-read on ~/reload.'),
+    ParameterSpec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep; '
+                  'each tick publishes, then steps ahead to the next tick\'s time.', bounds=(1.0, 5000.0)),
+    ParameterSpec('thread_priority', 50, 'SCHED_FIFO priority of the stepping thread (1-99; 0 = normal scheduling), '
+                  'as ros2_control\'s controller manager sets for its loop; where the user may not (no rtprio limit) '
+                  'a warning says so and the thread runs at normal priority.', read_only=True, bounds=(0, 99)),
+    ParameterSpec('real_time_factor', 1.0, 'Sim seconds per wall second the stepping aims at.', bounds=(0.001, 100.0)),
+    ParameterSpec('publish_clock', False, 'Publish /clock (rosgraph_msgs/Clock) with the sim time; joint state stamps '
+                  'are then sim time too.', read_only=True),
+    ParameterSpec('viewer', False, 'Open a passive MuJoCo viewer window (needs a display; runs in its own thread).',
+                  read_only=True),
+    ParameterSpec('joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState topic of the simulated joints.',
+                  read_only=True),
+    ParameterSpec('action_name', '/sim/follow_joint_trajectory', 'control_msgs/action/FollowJointTrajectory server of '
+                  'the simulated trajectory controller.', read_only=True),
+    ParameterSpec('overrides', '', 'YAML {joint_glob: {attribute: value}} of model parameters set after every '
+                  '(re)compile, e.g. "rh_FFJ1: {damping: x3}" (xF scales the model value, a number sets it). '
+                  'Attributes: damping, frictionloss, armature, stiffness, springref, range_lower, range_upper. A key '
+                  '"geom:GLOB" globs MJCF geom names instead, attribute friction (sliding coefficient), e.g. '
+                  '"\'geom:*_wheel_contact\': {friction: x0.6}". A change takes effect on ~/reload.',
+                  check=ParameterOverrides.from_yaml_text),
+    ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
+                  'is rejected, s (the twin stamps its parts ahead and gives up on a part not accepted before its '
+                  'start: such a part must never start); negative = join any late goal mid-way, the JTC rule. Read '
+                  'for each goal.', bounds=(-1.0, 3600.0)),
+    ParameterSpec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
+                  'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
+    ParameterSpec('reload_timeout', 10.0, 'Longest wait of ~/reload for the new model to parse and compile (in a '
+                  'background thread; stepping goes on), s. Past it the answer is false, the previous model keeps '
+                  'running and the late result is discarded.', bounds=(0.01, 3600.0)),
+    ParameterSpec('reload_max_bytes', 64 * 2**20, 'Largest size of the MJCF files a ~/reload accepts (the model file '
+                  'plus the files it includes), bytes; checked before parsing, a bigger model is refused.',
+                  bounds=(1024, 2**40)),
+    ParameterSpec('rtf_log_period', 5.0, 'Period of the real-time factor log line, s; also the measuring window.',
+                  read_only=True, bounds=(0.5, 3600.0)),
     # the UR's speed scaling (ur_robot_driver's scaled joint trajectory controller)
-    Spec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (percent) the sim follows, e.g. the '
-         'real UR\'s /speed_scaling_state_broadcaster/speed_scaling; empty = none.', read_only=True),
-    Spec('follow_joint_states_topic', '', 'sensor_msgs/JointState of another robot whose joints the sim\'s '
-         'same-named joints track while no trajectory drives them (LiveSimulation.follow), e.g. a stand-in '
-         'MiR250 carrying the arm mirroring the UR5 stand-in\'s /joint_states so that its base feels the arm '
-         'move; empty = none.', read_only=True),
-    Spec('speed_scaling_topic', '', 'A UR stand-in (mock hardware): std_msgs/Float64 topic on which its '
-         'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
-         'empty = not published.', read_only=True),
-    Spec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
-         'speed_scaling_input_topic is given (a UR stand-in: its speed slider).', bounds=(0.0, 100.0)),
+    ParameterSpec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (percent) the sim follows, e.g. the '
+                  'real UR\'s /speed_scaling_state_broadcaster/speed_scaling; empty = none.', read_only=True),
+    ParameterSpec('follow_joint_states_topic', '', 'sensor_msgs/JointState of another robot whose joints the sim\'s '
+                  'same-named joints track while no trajectory drives them (LiveSimulation.follow), e.g. the mock '
+                  'MiR250 carrying the arm mirroring the mock UR5\'s /joint_states so that its base feels the arm '
+                  'move; empty = none.', read_only=True),
+    ParameterSpec('speed_scaling_topic', '', 'The mock UR: std_msgs/Float64 topic on which its '
+                  'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
+                  'empty = not published.', read_only=True),
+    ParameterSpec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
+                  'speed_scaling_input_topic is given (the mock UR: its speed slider).', bounds=(0.0, 100.0)),
     # the mobile base (used when the model has drive wheel joints)
-    Spec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
-         read_only=True),
-    Spec('cmd_vel_timeout', 0.5, 'A base velocity command older than this stops the base, s (sim time).',
-         bounds=(0.01, 60.0)),
-    Spec('odom_topic', '/sim/odom', 'nav_msgs/Odometry of the base.', read_only=True),
-    Spec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz; the stepping thread publishes it, so '
-         'at most publish_rate.', read_only=True, bounds=(1.0, 1000.0)),
-    Spec('odom_frame', 'sim/odom', 'Frame of the odometry pose (the fixed frame).', read_only=True),
-    Spec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).', read_only=True),
-    Spec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),
+    ParameterSpec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
+                  read_only=True),
+    ParameterSpec('cmd_vel_timeout', 0.5, 'A base velocity command older than this stops the base, s (sim time).',
+                  bounds=(0.01, 60.0)),
+    ParameterSpec('odom_topic', '/sim/odom', 'nav_msgs/Odometry of the base.', read_only=True),
+    ParameterSpec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz; the stepping thread publishes it, so '
+                  'at most publish_rate.', read_only=True, bounds=(1.0, 1000.0)),
+    ParameterSpec('odom_frame', 'sim/odom', 'Frame of the odometry pose (the fixed frame).', read_only=True),
+    ParameterSpec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).',
+                  read_only=True),
+    ParameterSpec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),
 )
 #: Parameters of the mobile base's interface (used when the model has one).
 BASE_PARAMETERS = ('cmd_vel_topic', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame', 'publish_tf')

@@ -1,7 +1,7 @@
 """``shadow-twin up``: the live twin, one process per node.
 
 Starts the ``mujoco_bridge`` node (the sim, ``config/mujoco_bridge.yaml``), with
-``--mock-hardware`` a second bridge named ``mock_hardware`` standing in for the robot
+``--mock-hardware`` a second bridge named ``mock_hardware``, the robot's mock hardware
 (``config/mock_hardware.yaml``), the ``shadow_twin`` trajectory action server
 (``config/twin.yaml`` or ``--config``) and the ``twin_monitor`` (sim vs real on
 ``/twin/joint_error`` and ``/diagnostics``, ``config/twin_monitor.yaml`` or
@@ -15,7 +15,7 @@ With ``--cell`` the twin is the whole cell (MiR250, cabinet, UR5, hand): the cel
 written from ``config/cell.yaml`` (or ``--cell-config``) into a temporary directory and run
 by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 ``config/twin_cell.yaml``, the monitor ``config/twin_monitor_cell.yaml``; with
-``--mock-hardware`` three stand-ins start: ``mock_ur`` (``config/mock_ur.yaml``),
+``--mock-hardware`` three mock hardware bridges start: ``mock_ur`` (``config/mock_ur.yaml``),
 ``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
 the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
 
@@ -65,19 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help='the whole cell: MiR250 + cabinet + UR5 + hand (config/cell.yaml)')
     parser.add_argument('--cell-config', type=Path, default=None, help='cell YAML (default config/cell.yaml)')
     parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge(s)')
-    parser.add_argument('--config', type=Path, default=None, help='twin parameters (default config/twin.yaml)')
+    parser.add_argument('--config', type=Path, default=None,
+                        help="the twin server's ROS parameters (default config/twin.yaml)")
     parser.add_argument('--mode', choices=('sim', 'real', 'both'), default=None,
-                        help='override the mode parameter of the twin server')
+                        help='override the ROS parameter mode of the twin server')
     parser.add_argument('--bridge-config', type=Path, default=None,
-                        help='sim bridge parameters (default config/mujoco_bridge.yaml)')
+                        help="the sim bridge's ROS parameters (default config/mujoco_bridge.yaml)")
     parser.add_argument('--mock-config', type=Path, default=None,
-                        help="the hand's mock hardware parameters (default config/mock_hardware.yaml)")
+                        help="ROS parameters of the hand's mock hardware (default config/mock_hardware.yaml)")
     parser.add_argument('--mock-ur-config', type=Path, default=None,
-                        help="with --cell: the UR5 stand-in's parameters (default config/mock_ur.yaml)")
+                        help="with --cell: ROS parameters of the mock UR5 (default config/mock_ur.yaml)")
     parser.add_argument('--mock-mir-config', type=Path, default=None,
-                        help="with --cell: the MiR250 stand-in's parameters (default config/mock_mir.yaml)")
+                        help="with --cell: ROS parameters of the mock MiR250 (default config/mock_mir.yaml)")
     parser.add_argument('--monitor-config', type=Path, default=None,
-                        help='twin monitor parameters (default config/twin_monitor.yaml)')
+                        help="the twin monitor's ROS parameters (default config/twin_monitor.yaml)")
     parser.add_argument('--no-monitor', action='store_true',
                         help='do not start the twin monitor (it takes about half a core on the cell; a '
                              'calibration does not need it)')
@@ -90,7 +91,7 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     """{node name: command line} of the nodes to start, in start order; ``cell_model``: the
     cell MJCF the sim runs (with ``--cell``).
 
-    Raises FileNotFoundError for a parameter file that does not exist."""
+    Raises FileNotFoundError for a params file (ROS parameters) that does not exist."""
     python = sys.executable
 
     def command(module: str, params: Path, *ros_args: str) -> list[str]:

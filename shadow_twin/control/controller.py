@@ -6,8 +6,8 @@ call :meth:`SimController.ctrl`.
 
 * Torque motors (``<motor>``, e.g. Shadow's hand) are driven by a per-joint
   effort PD controller, as ros_control's ``effort_controllers/JointTrajectoryController``
-  drives the real hand: effort = p*(q_des - q) + d*(qd_des - qd) (gains from
-  YAML; Shadow's ``rh_trajectory_controller.yaml`` uses p 4.0, d 0.1). A motor on
+  drives the real hand: effort = p*(q_des - q) + d*(qd_des - qd) (the drive gains,
+  from YAML; Shadow's ``rh_trajectory_controller.yaml`` uses p 4.0, d 0.1). A motor on
   a fixed tendon (the J0 actuator of an under-actuated J1+J2 pair) receives
   the sum of its joints' efforts, as Shadow's ``mujoco_ros_control`` does.
   The PD law is installed *into* the model as an affine-bias actuator
@@ -51,7 +51,7 @@ class PidGains:
 
 
 class ControllerGains:
-    """Per-joint PID gains from YAML, by exact ROS joint name or glob pattern.
+    """Drive gains: per-joint PID gains from YAML, by exact ROS joint name or glob pattern.
 
     YAML::
 
@@ -173,7 +173,7 @@ class SimController:
 
     Args:
         model: compiled ``MjModel`` (modified in place).
-        gains: per-joint PID gains (ROS names).
+        gains: the drive gains, per-joint PID gains (ROS names).
         joint_map: ROS <-> MJCF joint names (identity by default).
     Raises:
         ConfigError: unsupported actuator type, motor gear != 1, or J1/J2 gains
@@ -313,12 +313,12 @@ class SimController:
 
     def split_values(self, values: Mapping[ParameterTarget, float],
                      model: mujoco.MjModel) -> tuple[dict[ParameterTarget, float], dict[ParameterTarget, float]]:
-        """Split parameter values into (MJCF values, controller-gain values).
+        """Split calibrated values into (model parameters, drive gains).
 
         The one place that decides which calibrated values are not MJCF: an actuator's
-        kp/kd (N m/rad, N m s/rad) is a controller gain when :meth:`is_controller_gain`
+        kp/kd (N m/rad, N m s/rad) is a drive gain when :meth:`is_controller_gain`
         (a motor this controller drives by effort PID; its gains go to the gains YAML);
-        every other value (joint, geom, MJCF servo gains) is an MJCF parameter. Both dicts
+        every other value (joint, geom, MJCF servo gains) is a model parameter. Both dicts
         keep the order of ``values``. ``model``: the compiled model this controller was
         built on (actuator names are looked up in it).
         """

@@ -44,7 +44,7 @@ def checked_speed_scaling(percent: float) -> float:
 
 def scaled_mask(joints: Sequence[str], globs: Sequence[str]) -> np.ndarray:
     """(J,) bool: which of ``joints`` (ROS names) match one of ``globs`` (fnmatch, case-sensitive),
-    the speed-scaled joints (parameter ``speed_scaled_joints``)."""
+    the speed-scaled joints (ROS parameter ``speed_scaled_joints``)."""
     return np.array([any(fnmatchcase(j, g) for g in globs) for j in joints], dtype=bool)
 
 

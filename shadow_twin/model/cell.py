@@ -30,8 +30,8 @@ Mesh, texture, height-field and skin files of the parts are made absolute
 before attaching, so a written cell MJCF compiles on its own from any directory.
 
 Modules: the names of joints and bodies are in :mod:`shadow_twin.model.cell_names`, the
-configuration (:class:`CellConfig`) in :mod:`shadow_twin.model.cell_config`, the arm and base
-stand-ins in :mod:`shadow_twin.model.mock_models`; this module assembles and writes the cell.
+configuration (:class:`CellConfig`) in :mod:`shadow_twin.model.cell_config`, the mock hardware
+models of arm and base in :mod:`shadow_twin.model.mock_models`; this module assembles and writes the cell.
 The public names of ``cell_names`` and ``cell_config`` are re-exported here, so
 ``from shadow_twin.model.cell import CellConfig`` (or ``UR5_JOINTS``...) keeps working.
 """

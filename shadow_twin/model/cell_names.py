@@ -1,5 +1,5 @@
 """Joint and body names of the cell (MiR250 + cabinet + UR5 + hand), shared by its configuration,
-assembly and stand-ins and by the modules that use the cell.
+assembly and mock hardware models and by the modules that use the cell.
 
 See :mod:`shadow_twin.model.cell` for the cell itself.
 """

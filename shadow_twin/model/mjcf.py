@@ -1,7 +1,7 @@
-"""MJCF models: load (with includes and meshes), compile, name parameters, read/set
+"""MJCF models: load (with includes and meshes), compile, name model parameters, read/set
 them on the compiled model in place, and write a calibrated MJCF.
 
-Calibratable parameters are addressed by :class:`ParameterTarget` (a joint or
+Calibratable model parameters are addressed by :class:`ParameterTarget` (a joint or
 actuator name and an attribute). They are read and written directly in the
 compiled ``mujoco.MjModel`` arrays, so an evaluation never re-parses XML; the
 ``mujoco.MjSpec`` kept alongside is only used to write a calibrated MJCF.
@@ -49,13 +49,13 @@ def builtin_model_path(name: str = 'shadow_hand_e') -> Path:
     return Path(str(resources.files('shadow_twin.model') / 'builtin' / BUILTIN_MODELS[name]))
 
 
-#: URL prefix of the built-in models in parameter files (ROS's ``package://`` convention; a
+#: URL prefix of the built-in models in ROS parameter files (ROS's ``package://`` convention; a
 #: colcon install puts them into ``share/shadow_twin/models``).
 PACKAGE_MODELS_URL = 'package://shadow_twin/models/'
 
 
 def resolve_model_path(path: str | os.PathLike | None) -> Path:
-    """A model path as given in parameters: None or '' = the built-in Shadow Hand E,
+    """A model path as given in ROS parameters: None or '' = the built-in Shadow Hand E,
     ``package://shadow_twin/models/<file>`` = that built-in model, else the path itself.
     Raises ModelError for a ``package://`` URL naming no built-in model."""
     text = str(path) if path is not None else ''
@@ -361,7 +361,7 @@ def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]
 
 
 def _spec_set(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:
-    """Write one joint parameter into an MjSpec (explicit value on the element)."""
+    """Write one joint's model parameter into an MjSpec (explicit value on the element)."""
     joint = spec.joint(target.name)
     if joint is None:
         raise ModelError(f'no joint named {target.name!r}')
@@ -389,14 +389,14 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
 
     Joint attributes are written as explicit values on each joint, a geom's friction
     on the geom; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
-    written to their gain/bias parameters. Every value given is written: gains of plain
-    motors belong to the simulated controller, not the MJCF, and are split off first by
-    :meth:`shadow_twin.control.controller.SimController.split_values`. Includes are
-    flattened and ``meshdir``/``texturedir`` become absolute, so the file compiles on its
-    own from any directory.
+    written to their gain/bias parameters (gainprm/biasprm). Every value given is written:
+    the drive gains of plain motors belong to the simulated controller, not the MJCF, and
+    are split off first by :meth:`shadow_twin.control.controller.SimController.split_values`.
+    Includes are flattened and ``meshdir``/``texturedir`` become absolute, so the file
+    compiles on its own from any directory.
 
     Raises ModelError if ``out_path`` is the source model file (never overwritten),
-    a value is the gain of a plain motor (a controller gain), or the result does not
+    a value is the gain of a plain motor (a drive gain), or the result does not
     compile.
     """
     out_path = Path(out_path)

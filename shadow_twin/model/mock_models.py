@@ -1,5 +1,6 @@
-"""Stand-in models of the cell's robots for mock hardware, benchmarks and tests: the cell reduced to
-its arm (:func:`write_arm_stand_in_mjcf`) or to its base (:func:`write_base_stand_in_mjcf`).
+"""Mock hardware models of the cell's robots, for the mock UR5 and MiR250, benchmarks and tests: the
+cell reduced to its arm (:func:`write_arm_stand_in_mjcf`) or to its base (:func:`write_base_stand_in_mjcf`).
+The functions keep their ``stand_in`` names, which tests and benchmarks import.
 
 See :mod:`shadow_twin.model.cell` for the cell they are cut from.
 """
@@ -22,7 +23,7 @@ from shadow_twin.model.cell_names import arm_joint_names
 
 def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
                             hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None) -> Path:
-    """Write the cell reduced to its arm, a stand-in for the UR5 that carries the hand, atomically.
+    """Write the cell reduced to its arm, the mock UR5's model (the UR5 carrying the hand), atomically.
 
     The cell's MJCF (:func:`build_cell_spec`: same masses, geometry, options and timestep) with
     every joint but the six UR5 joints (:func:`arm_joint_names`) removed: the base's free joint
@@ -30,10 +31,10 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
     joints (the hand rigid in its ``qpos0`` posture, its mass and inertia still on the flange),
     and with them the tendons, actuators, sensors and equality constraints on removed joints
     and every keyframe (their state vectors no longer fit). Its joints and actuators are the
-    UR5's six, named as in the cell, so it loads with the UR's gains (config/controllers/ur5.yaml)
+    UR5's six, named as in the cell, so it loads with the UR's drive gains (config/controllers/ur5.yaml)
     in the mock UR's bridge. Bare ur5.xml lacks the hand on the flange (the built-in hand: 3.79 kg):
     simulated offline (each with its gains) on the sweeps of config/trajectories/ur5.yaml, the
-    stand-in's arm joint positions are 14 to 48 times closer (RMS) to the cell's than ur5.xml's
+    mock UR5's arm joint positions are 14 to 48 times closer (RMS) to the cell's than ur5.xml's
     (shoulder pan, lift, elbow and wrist 1 sweeps measured; test/core/test_cell_model.py checks the
     fast shoulder-lift sweep).
 
@@ -52,14 +53,14 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
     def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
         _keep_joints(spec, set(arm_joint_names(prefix)))
         return 'with only the UR5 joints, the base welded to the world and the hand rigid'
-    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'arm', reduce)
+    return _write_mock_model(config, out_path, hand_path, arm_prefix, 'arm', reduce)
 
 
 def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
                              arm_pose: Mapping[str, float] | None = None, hand_path: str | os.PathLike | None = None,
                              arm_prefix: str | None = None, arm_moves: bool = False) -> Path:
-    """Write the cell reduced to its base, a stand-in for the MiR250 that carries the cabinet, the
-    arm and the hand, atomically.
+    """Write the cell reduced to its base, the mock MiR250's model (the MiR250 carrying the cabinet,
+    the arm and the hand), atomically.
 
     The counterpart of :func:`write_arm_stand_in_mjcf`: the cell's MJCF with only the base's joints
     (its free joint, the drive wheels and the casters) and their actuators; the arm is rigid in
@@ -68,8 +69,8 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
     the hand on its top, which change the load on the wheels (and so when they slip) by a third.
 
     With ``arm_moves`` the arm keeps its six joints and their servos instead, starting in ``arm_pose``
-    (keyframe 0; without a pose at ``qpos0``, where the arm stand-in starts): a bridge running it
-    with ``follow_joint_states_topic`` set to the arm stand-in's joint states moves its arm as that
+    (keyframe 0; without a pose at ``qpos0``, where the mock UR5 starts): a bridge running it
+    with ``follow_joint_states_topic`` set to the mock UR5's joint states moves its arm as that
     one moves, so that its base feels the arm swing as the real cell's does (the protocol's runs CY
     and IY).
 
@@ -79,7 +80,7 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
         arm = arm_joint_names(prefix)
         unknown = sorted(set(arm_pose or {}) - set(arm))
         if unknown:
-            raise ConfigError(f'base stand-in: {unknown} are not arm joints ({arm})')
+            raise ConfigError(f'mock base model: {unknown} are not arm joints ({arm})')
         keep = ({j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE}
                 | {j.name for j in spec.joints if 'wheel' in j.name or 'caster' in j.name})
         if arm_moves:
@@ -95,15 +96,16 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
             _freeze_hinge(spec.joint(name), float(angle))
         _keep_joints(spec, keep)
         return f'with only the base joints, the arm rigid at {dict(arm_pose or {})} rad and the hand rigid'
-    return _write_stand_in(config, out_path, hand_path, arm_prefix, 'base', reduce)
+    return _write_mock_model(config, out_path, hand_path, arm_prefix, 'base', reduce)
 
 
-def _write_stand_in(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
-                    hand_path: str | os.PathLike | None, arm_prefix: str | None, what: str,
-                    reduce: Callable[[mujoco.MjSpec, str], str]) -> Path:
+def _write_mock_model(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                      hand_path: str | os.PathLike | None, arm_prefix: str | None, what: str,
+                      reduce: Callable[[mujoco.MjSpec, str], str]) -> Path:
     """Build the cell's spec, let ``reduce(spec, arm prefix)`` cut it down (it returns the header's
     description), compile it and write it to ``out_path`` atomically: the body of the ``what``
-    (``'arm'`` / ``'base'``) stand-in writers, whose errors it raises."""
+    (``'arm'`` / ``'base'``) mock model writers, whose errors it raises. The model keeps its name
+    ``shadow_twin_<what>_stand_in``."""
     if config is not None and not isinstance(config, CellConfig):
         config = CellConfig.from_yaml(config)
     config = config or CellConfig()
@@ -121,8 +123,8 @@ def _write_stand_in(config: CellConfig | str | os.PathLike | None, out_path: str
     try:
         xml = spec.to_xml()
     except Exception as exc:
-        raise ModelError(f'the {what} stand-in cannot be written as MJCF: {_one_line(exc)}') from None
-    header = (f'<!-- shadow_twin {what} stand-in: the cell (arm prefix {prefix!r}, hand {hand_file}) {description}. '
+        raise ModelError(f'the mock {what} model cannot be written as MJCF: {_one_line(exc)}') from None
+    header = (f'<!-- shadow_twin mock {what} model: the cell (arm prefix {prefix!r}, hand {hand_file}) {description}. '
               f'{summary(model)}. -->\n')
     try:
         return write_text_atomic(out, header + xml)

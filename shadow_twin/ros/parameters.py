@@ -3,7 +3,7 @@ default, description, units, range for integers and floats, allowed values), enf
 when the node declares it and on every runtime change (``ros2 param set``), and the
 JTC ``constraints`` shared by every trajectory controller.
 
-Each node lists its parameters once, as a tuple of :class:`Spec`, and calls
+Each node lists its parameters once, as a tuple of :class:`ParameterSpec`, and calls
 :func:`declare`: the parameters several nodes declare are listed here, once, in named groups
 (:data:`GOAL_HANDLING_SPECS`, :data:`DIAGNOSTICS_SPECS`, :data:`JOINT_STATE_INPUT_SPECS`); each
 node's list lives beside the node (``mujoco_bridge.parameters``, ``calibration_node.parameters``,
@@ -42,8 +42,8 @@ CONSTRAINT_MAX = 1e6
 
 
 @dataclass(frozen=True)
-class Spec:
-    """One parameter.
+class ParameterSpec:
+    """The declaration of one ROS parameter (not a controller's ``ControllerSpec``, nor a ``mujoco.MjSpec``).
 
     Attributes:
         name: parameter name (``a.b`` for nested YAML keys).
@@ -83,11 +83,16 @@ class Spec:
         return descriptor
 
 
+#: The former name of :class:`ParameterSpec`, kept for the code that still uses it
+#: (``shadow_twin.ros.base_settings``, test/ros/test_parameters.py).
+Spec = ParameterSpec
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_value(spec: Spec, value) -> str | None:
+def check_value(spec: ParameterSpec, value) -> str | None:
     """Why ``value`` is not acceptable for ``spec`` (type, range, choices, extra check), or None."""
     if isinstance(spec.default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -109,11 +114,11 @@ def check_value(spec: Spec, value) -> str | None:
     return None
 
 
-#: The Specs declared on each node, for the runtime check (see :func:`declare`).
-_DECLARED: 'weakref.WeakKeyDictionary[Node, dict[str, Spec]]' = weakref.WeakKeyDictionary()
+#: The ParameterSpecs declared on each node, for the runtime check (see :func:`declare`).
+_DECLARED: 'weakref.WeakKeyDictionary[Node, dict[str, ParameterSpec]]' = weakref.WeakKeyDictionary()
 
 
-def declare(node: Node, specs: Iterable[Spec]) -> None:
+def declare(node: Node, specs: Iterable[ParameterSpec]) -> None:
     """Declare ``specs`` on ``node`` (names already declared are skipped) and check their values.
 
     The first call on a node also installs the runtime check: a ``ros2 param set`` of a
@@ -179,34 +184,37 @@ def parse_velocity_limits(text: str) -> dict[str, float]:
 #: joints whose trajectory time runs at the speed scaling. Declared by the sim bridge
 #: (``mujoco_bridge``) and the twin server (``shadow_twin``).
 GOAL_HANDLING_SPECS = (
-    Spec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E; '
-         'package://shadow_twin/models/<file> = a built-in model (ur5.xml, mir250.xml). A change takes '
-         'effect on ~/reload.'),
-    Spec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
-         'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.', check=parse_velocity_limits),
-    Spec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
-    Spec('feedback_rate', 50.0, 'Rate of FollowJointTrajectory feedback and goal checks, Hz.',
-         bounds=(1.0, 1000.0)),
-    Spec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, per-joint '
-         'trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty = the '
-         'shipped config/constraints.yaml.', read_only=True),
+    ParameterSpec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E; '
+                  'package://shadow_twin/models/<file> = a built-in model (ur5.xml, mir250.xml). A change takes '
+                  'effect on ~/reload.'),
+    ParameterSpec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
+                  'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.',
+                  check=parse_velocity_limits),
+    ParameterSpec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
+    ParameterSpec('feedback_rate', 50.0, 'Rate of FollowJointTrajectory feedback and goal checks, Hz.',
+                  bounds=(1.0, 1000.0)),
+    ParameterSpec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, '
+                  'per-joint trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty '
+                  '= the shipped config/constraints.yaml.', read_only=True),
     # the UR's speed scaling (ur_robot_driver's scaled joint trajectory controller)
-    Spec('speed_scaled_joints', ['*shoulder_pan_joint', '*shoulder_lift_joint', '*elbow_joint', '*wrist_?_joint'],
-         'Globs of the joints whose trajectory time runs at the speed scaling (the UR\'s).'),
+    ParameterSpec('speed_scaled_joints',
+                  ['*shoulder_pan_joint', '*shoulder_lift_joint', '*elbow_joint', '*wrist_?_joint'],
+                  'Globs of the joints whose trajectory time runs at the speed scaling (the UR\'s).'),
 )
 #: The period of ``/diagnostics``: the sim bridge and the twin monitor.
 DIAGNOSTICS_SPECS = (
-    Spec('diagnostics_period', 1.0, 'Period of /diagnostics messages, s.', read_only=True,
-         bounds=(0.05, 60.0)),
+    ParameterSpec('diagnostics_period', 1.0, 'Period of /diagnostics messages, s.', read_only=True,
+                  bounds=(0.05, 60.0)),
 )
 #: The robot's and the sim's joint states a node takes in (read by :func:`real_joint_state_topics`):
 #: the twin server and the twin monitor.
 JOINT_STATE_INPUT_SPECS = (
-    Spec('real_joint_states_topics', ['/joint_states'], 'sensor_msgs/JointState topics of the robot (e.g. the '
-         "UR driver's and the hand driver's), merged per joint.", read_only=True),
-    Spec('real_joint_states_topic', '', 'Deprecated single sensor_msgs/JointState topic of the robot: when set, it '
-         'replaces real_joint_states_topics.', read_only=True),
-    Spec('sim_joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState topic of the sim.', read_only=True),
+    ParameterSpec('real_joint_states_topics', ['/joint_states'], 'sensor_msgs/JointState topics of the robot (e.g. the '
+                  "UR driver's and the hand driver's), merged per joint.", read_only=True),
+    ParameterSpec('real_joint_states_topic', '', 'Deprecated single sensor_msgs/JointState topic of the robot: when '
+                  'set, it replaces real_joint_states_topics.', read_only=True),
+    ParameterSpec('sim_joint_states_topic', '/sim/joint_states', 'sensor_msgs/JointState topic of the sim.',
+                  read_only=True),
 )
 
 
@@ -234,7 +242,7 @@ def load_constraints(path: str | Path | None = None) -> dict:
     return dict(constraints)
 
 
-def constraint_specs(joints: Iterable[str], defaults: Mapping) -> list[Spec]:
+def constraint_specs(joints: Iterable[str], defaults: Mapping) -> list[ParameterSpec]:
     """The ``constraints.*`` parameters of a trajectory controller over ``joints``, with the
     values of ``defaults`` (see :func:`load_constraints`) as defaults: ``constraints.goal_time``
     (s, 0 = no limit), ``constraints.stopped_velocity_tolerance`` (rad/s, 0 = not checked) and per
@@ -247,22 +255,24 @@ def constraint_specs(joints: Iterable[str], defaults: Mapping) -> list[Spec]:
             raise ConfigError(f'constraints {where} must be a number, got {value!r}')
         return float(value)
 
-    out = [Spec('constraints.goal_time', number(defaults.get('goal_time', 0.0), 'goal_time'),
-                'Time after the last point within which all joints must be within their goal tolerance, s; '
-                '0 = no limit (as ros2_controllers).', bounds=(0.0, CONSTRAINT_MAX)),
-           Spec('constraints.stopped_velocity_tolerance',
-                number(defaults.get('stopped_velocity_tolerance', 0.01), 'stopped_velocity_tolerance'),
-                'Goal velocity tolerance of every joint, rad/s (0 = not checked).', bounds=(0.0, CONSTRAINT_MAX))]
+    out = [ParameterSpec('constraints.goal_time', number(defaults.get('goal_time', 0.0), 'goal_time'),
+                         'Time after the last point within which all joints must be within their goal tolerance, s; '
+                         '0 = no limit (as ros2_controllers).', bounds=(0.0, CONSTRAINT_MAX)),
+           ParameterSpec('constraints.stopped_velocity_tolerance',
+                         number(defaults.get('stopped_velocity_tolerance', 0.01), 'stopped_velocity_tolerance'),
+                         'Goal velocity tolerance of every joint, rad/s (0 = not checked).',
+                         bounds=(0.0, CONSTRAINT_MAX))]
     for joint in joints:
         entry = defaults.get(joint) or {}
         if not isinstance(entry, Mapping):
             raise ConfigError(f'constraints.{joint} must map trajectory/goal to rad, got {entry!r}')
-        out.append(Spec(f'constraints.{joint}.trajectory', number(entry.get('trajectory', 0.0), f'{joint}.trajectory'),
-                        f'Path position tolerance of {joint} while the trajectory runs, rad (0 = not checked).',
-                        bounds=(0.0, CONSTRAINT_MAX)))
-        out.append(Spec(f'constraints.{joint}.goal', number(entry.get('goal', 0.0), f'{joint}.goal'),
-                        f'Goal position tolerance of {joint} after the last point, rad (0 = not checked).',
-                        bounds=(0.0, CONSTRAINT_MAX)))
+        out.append(ParameterSpec(f'constraints.{joint}.trajectory',
+                                 number(entry.get('trajectory', 0.0), f'{joint}.trajectory'),
+                                 f'Path position tolerance of {joint} while the trajectory runs, rad '
+                                 '(0 = not checked).', bounds=(0.0, CONSTRAINT_MAX)))
+        out.append(ParameterSpec(f'constraints.{joint}.goal', number(entry.get('goal', 0.0), f'{joint}.goal'),
+                                 f'Goal position tolerance of {joint} after the last point, rad (0 = not checked).',
+                                 bounds=(0.0, CONSTRAINT_MAX)))
     return out
 
 

@@ -9,30 +9,31 @@ Its ``constraints.*`` parameters depend on the model's joints:
 from __future__ import annotations
 
 from shadow_twin.ros.base_settings import BASE_SPECS
-from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, Spec
+from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 
 #: Seconds before the common start by which every controller must have accepted its part
 #: (the cancels of a goal that fails this reach the controllers before anything moves).
 ACCEPT_MARGIN = 0.03
 SPECS = GOAL_HANDLING_SPECS + (
-    Spec('cell_config', '', 'Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when model_path '
-         'is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 + hand); '
-         "empty = model_path's model.", read_only=True),
-    Spec('mode', 'both', 'sim | real | both: where goals go.', read_only=True),
-    Spec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.', read_only=True),
-    Spec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
+    ParameterSpec('cell_config', '', "Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when "
+                  "model_path is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 "
+                  "+ hand); empty = model_path's model.", read_only=True),
+    ParameterSpec('mode', 'both', 'sim | real | both: where goals go.', read_only=True),
+    ParameterSpec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.',
+                  read_only=True),
+    ParameterSpec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
 ) + JOINT_STATE_INPUT_SPECS + (
-    Spec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
-         '/speed_scaling_state_broadcaster/speed_scaling): the desired state of the speed_scaled_joints runs '
-         'at it; empty = not followed (100 %).', read_only=True),
-    Spec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
-    Spec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
-         f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing moves.',
-         bounds=(0.05, 10.0)),
-    Spec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses and '
-         'checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
-    Spec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than this '
-         'counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
-    Spec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
-         'counts as gone, s.', bounds=(0.05, 60.0)),
+    ParameterSpec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
+                  '/speed_scaling_state_broadcaster/speed_scaling): the desired state of the speed_scaled_joints runs '
+                  'at it; empty = not followed (100 %).', read_only=True),
+    ParameterSpec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
+    ParameterSpec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
+                  f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing '
+                  'moves.', bounds=(0.05, 10.0)),
+    ParameterSpec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses '
+                  'and checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
+    ParameterSpec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than '
+                  'this counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
+    ParameterSpec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
+                  'counts as gone, s.', bounds=(0.05, 60.0)),
 ) + BASE_SPECS

@@ -1,5 +1,5 @@
 """Simulation, ROS-free: the live stepping the bridge runs (``live``: real-time stepping,
-trajectories, reload, parameter overrides) and the offline rollouts calibration runs
+trajectories, reload, model-parameter overrides) and the offline rollouts calibration runs
 (``offline``: ``mujoco.rollout`` on threads). Both drive the same ``SimController``."""
 
 from shadow_twin.simulation.live import LiveSimulation

@@ -15,11 +15,11 @@ import numpy as np
 FOLLOW_EXTRAPOLATION = 0.1
 #: Fastest a followed target moves, rad/s: the UR5's joint speed limit (pi rad/s). A followed
 #: state far from the joints' (the first message, a stream that resumes after a stall) is
-#: approached at this speed instead of being jumped to: a stand-in base whose 30 kg arm jumped
-#: from the rest pose to the arm stand-in's start tipped over (2 benchmark runs of 7).
+#: approached at this speed instead of being jumped to: a mock MiR250 whose 30 kg arm jumped
+#: from the rest pose to the mock UR5's start tipped over (2 benchmark runs of 7).
 FOLLOW_MAX_SPEED = math.pi
 #: A followed state's acceleration comes from the velocities of consecutive states at least this
-#: far apart (s), and is clipped to :data:`FOLLOW_MAX_ACCELERATION` (rad/s^2): a stand-in whose
+#: far apart (s), and is clipped to :data:`FOLLOW_MAX_ACCELERATION` (rad/s^2): a mock robot whose
 #: process is not scheduled for 40 ms moves its followed arm on that long from the last state it
 #: got, and without the acceleration term a swinging elbow's target was 7 mrad off when the next
 #: state arrived, a jerk that made a slipping base's path diverge from its replay.

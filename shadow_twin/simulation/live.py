@@ -18,7 +18,7 @@ Desired state per controlled joint:
   the current state), the other joints keep their desired position;
   after the last point the last positions are held.
 
-Physical-parameter overrides (for mock hardware that must behave differently
+Model-parameter overrides (for mock hardware that must behave differently
 from the twin) are applied in place after every (re)compile, see
 :class:`ParameterOverrides` (in ``overrides``).
 
@@ -68,10 +68,10 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
 
     Args:
         model_path: MJCF file; None for the built-in Shadow Hand E.
-        gains: controller gains, or a YAML path (re-read on :meth:`reload`),
+        gains: drive gains (:class:`ControllerGains`), or a YAML path (re-read on :meth:`reload`),
             or None for the defaults (p 4.0, d 0.1).
         joint_map: ROS <-> MJCF joint names (identity by default).
-        overrides: physical-parameter overrides (:class:`ParameterOverrides`,
+        overrides: model-parameter overrides (:class:`ParameterOverrides`,
             a mapping, or None).
         interpolation: trajectory sampling, see :meth:`JointTrajectory.sample`.
         base_command_timeout: a base velocity command lapses after this many s of sim time
@@ -219,8 +219,8 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
         the joints neither lag nor lead by the delay.
         The target moves at most :data:`FOLLOW_MAX_SPEED` from where it was (for the first call:
         where the joints are held), so a state far away is approached, not jumped to.
-        A trajectory on the same joints takes precedence while it runs. E.g. a stand-in MiR250
-        whose arm mirrors the UR5 stand-in's ``joint_states``, so that its base feels the arm
+        A trajectory on the same joints takes precedence while it runs. E.g. a mock MiR250
+        whose arm mirrors the mock UR5's ``joint_states``, so that its base feels the arm
         move as the real cell's does. Names the model does not drive are ignored; returns those
         followed. The following ends with a reset or a reload."""
         with self.lock:

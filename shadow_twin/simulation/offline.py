@@ -68,7 +68,7 @@ class TrajectorySimulator:
     the measured state as the start of a new goal). Measured on the cell: holding the recorded
     positions left the UR5's shoulder lift, elbow and wrist 1 1.7, 3.8 and 3.3 mrad below them,
     their servos (kp up to 90,000 N m/rad) jolted the slipping base when the run started, and a
-    replay of run IY with a stand-in's own values missed its recording by 16 mm RMS in y; with the
+    replay of run IY with the mock robot's own values missed its recording by 16 mm RMS in y; with the
     rest command 0.6 mm.
 
     Args:
@@ -279,7 +279,7 @@ class TrajectorySimulator:
         return state
 
     def model_copies(self, count: int) -> list[mujoco.MjModel]:
-        """``count`` independent copies of the model, to set parameters on in place."""
+        """``count`` independent copies of the model, to set model parameters on in place."""
         return [copy.copy(self.model) for _ in range(count)]
 
 

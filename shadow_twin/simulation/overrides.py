@@ -1,7 +1,7 @@
-"""Physical-parameter overrides of a compiled model: ``glob: {attribute: value}`` rules over ROS
-joint names (or ``geom:`` MJCF geom names), absolute or scaling, parsed from a mapping or YAML text
-and applied in place after every (re)compile (mock hardware that must behave differently from
-the twin; see :class:`ParameterOverrides`)."""
+"""Model-parameter overrides (MJCF physical values) of a compiled model: ``glob: {attribute: value}``
+rules over ROS joint names (or ``geom:`` MJCF geom names), absolute or scaling, parsed from a mapping
+or YAML text and applied in place after every (re)compile (mock hardware that must behave differently
+from the twin; see :class:`ParameterOverrides`)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class OverrideRule:
 
 
 class ParameterOverrides:
-    """Physical-parameter overrides applied to a freshly compiled model.
+    """Model-parameter overrides applied to a freshly compiled model.
 
     Form (a mapping, or the same as YAML text)::
 

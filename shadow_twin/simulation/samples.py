@@ -68,7 +68,7 @@ class ReloadReport:
         if self.dropped_joints:
             parts.append(f'joints no longer in the model: {self.dropped_joints}')
         if self.overrides:
-            parts.append(f'{len(self.overrides)} parameter overrides applied')
+            parts.append(f'{len(self.overrides)} model-parameter overrides applied')
         if self.trajectory_kept is not None:
             parts.append('active trajectory continues' if self.trajectory_kept
                          else 'active trajectory dropped (its joints changed); holding position')
