@@ -317,7 +317,7 @@ def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) 
         check(scaled['status'] == 4 and all(8.0 <= scaled[side] <= 12.0 for side in ('real', 'sim')),
               f'cell: 10 % speed scaling: goal {"succeeded" if scaled["status"] == 4 else repr(scaled["error"])}; '
               f'half way after {scaled["real"]:.2f} (real), {scaled["sim"]:.2f} (sim) x the nominal time '
-              f'(target 8-12: ten times, less the stand-in\'s stick-slip at 10 % speed)')
+              f'(target 8-12: ten times, less the mock UR5\'s stick-slip at 10 % speed)')
         for k in range(repeats):
             stall = cell_faults.stall_base_mid_goal(ros_helpers, client, up)
             check(stall.status == 6 and stall.moved_after_resume < CELL_MOVED_TARGET_M,

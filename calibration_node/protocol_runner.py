@@ -58,7 +58,7 @@ ODOMETRY_WAIT = 5.0
 #: come to rest within the goal tolerance. The twin's default (base.goal_time, 2 s) is for normal
 #: driving; a protocol run's steep ramps are there to make the wheels slip, and a base that slid on
 #: a slippery floor creeps back to its end pose for longer (measured: still 0.012 m/s after 2 s on
-#: the benchmark's stand-in, friction 0.3 and a 20 N m drive limit).
+#: the benchmark's mock hardware, friction 0.3 and a 20 N m drive limit).
 RUN_GOAL_TIME = 6.0
 
 

@@ -8,7 +8,7 @@ and the twin monitor, and optionally the rqt monitoring view.
                                            [rqt:=true]
 
 Arguments:
-    use_mock_hardware   true: stand-ins for the three robots, the same bridge code with other
+    use_mock_hardware   true: mock hardware for the three robots, the same bridge code with other
                         physics: ``mock_ur`` (config/mock_ur.yaml: the UR driver's scaled trajectory
                         controller, /joint_states at 125 Hz, speed scaling), ``mock_hardware``
                         (the hand, its joint states on /rh/joint_states) and ``mock_mir``
@@ -79,7 +79,7 @@ def _cell_nodes(context: LaunchContext) -> list:
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument('use_mock_hardware', default_value='false',
-                              description='start stand-ins for the UR5, the hand and the MiR250'),
+                              description='start mock hardware for the UR5, the hand and the MiR250'),
         DeclareLaunchArgument('mode', default_value='both', choices=['sim', 'real', 'both'],
                               description='where twin goals go'),
         DeclareLaunchArgument('cell_config', default_value=config_file('cell.yaml'),

@@ -71,7 +71,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('mode', default_value='both', choices=['sim', 'real', 'both'],
                               description='where twin goals go'),
         DeclareLaunchArgument('use_mock_hardware', default_value='false',
-                              description='start a second bridge standing in for the robot'),
+                              description='start a second bridge as the robot\'s mock hardware'),
         DeclareLaunchArgument('model', default_value='', description="MJCF model; '' = built-in hand"),
         DeclareLaunchArgument('config', default_value=config_file('twin.yaml'),
                               description='parameters of the twin server'),

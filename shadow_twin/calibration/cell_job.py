@@ -64,7 +64,7 @@ GROUPS = ('arm', 'base')
 #: The optimiser of each group's fit (``CalibrationSettings.optimizer``). The arm: Bayesian
 #: optimisation. The base: least squares on the path residuals from the model's values. Measured on
 #: five live benchmark recordings (benchmarks/calibrate_cell.py, base command latency 0.1 s; the
-#: stand-in's wheel friction 0.3 and rotor inertia 0.291 kg m^2; 4 screened parameters; the model as
+#: mock MiR250's wheel friction 0.3 and rotor inertia 0.291 kg m^2; 4 screened parameters; the model as
 #: given scored 0.0149-0.0430 m^2): 'lsq' with 40 rollouts found friction 0.301-0.305 and inertia
 #: 0.290-0.298 on all five (4e-6 to 1.1e-4 m^2); 'bo+lsq' with 80 (40 global) missed on two (a
 #: local minimum at 0.0036 m^2; nothing better than the model); 'bo' with 40 found nothing better

@@ -2,7 +2,7 @@
 arm swing's effect on the base.
 
 1. Starts, on a private ROS domain kept on this host, ``shadow-twin up --cell
-   --mock-hardware`` (the sim bridge on the cell model, stand-ins for the UR5, the hand and
+   --mock-hardware`` (the sim bridge on the cell model, mock hardware for the UR5, the hand and
    the MiR250 whose physics differ from the sim's, the twin server and monitor; logs in
    ``<out>/logs``).
 2. Sends one ``FollowJointTrajectory`` goal through ``/twin/follow_joint_trajectory`` that

@@ -16,7 +16,7 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.base_follower import BaseTolerances, TrackingGains, config_from_mapping
 from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, BaseLimits
 from shadow_twin.control.diff_drive import DiffDriveGeometry
-from shadow_twin.ros.parameters import Spec
+from shadow_twin.ros.parameters import ParameterSpec
 
 #: What a goal does when another node publishes on a base's cmd_vel topic.
 OTHER_PUBLISHER_POLICIES = ('abort', 'warn')
@@ -26,69 +26,101 @@ _LIMITS = BaseLimits()
 _GEOMETRY = DiffDriveGeometry()
 #: The ``base.*`` parameters of the twin server.
 BASE_SPECS = (
-    Spec('base.enabled', False, 'Drive a mobile base: goals may carry it in multi_dof_trajectory. false: a goal '
-         'with a multi_dof_trajectory is rejected (a hand-only twin).', read_only=True),
-    Spec('base.joint_name', DEFAULT_BASE_JOINT, "The base's planar joint in multi_dof_trajectory (MoveIt's "
-         'virtual joint).', read_only=True),
-    Spec('base.frame', DEFAULT_BASE_FRAME, 'Frame the base poses of a goal must be in (the odometry frame).',
-         read_only=True),
-    Spec('base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands, Hz.',
-         read_only=True, bounds=(1.0, 500.0)),
-    Spec('base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect, s (the sim's "
-         "cell model: cell.base.command_latency; the real MiR's, measured). > 0: each follower predicts its base's "
-         'pose for when its command acts (a Smith predictor, shadow_twin/control/base_follower.py); with 0.1 s '
-         'uncompensated the cell\'s sim base left a 0.9 m/s arc by 0.8 m. 0 = none.', read_only=True,
-         bounds=(0.0, 1.0)),
-    Spec('base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
-         'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
-    Spec('base.stop_hold_timeout', 10.0, 'After a run ends, zero twists are sent until its base reports rest on '
-         'fresh odometry (at least 0.3 s); at most this long, s (a base whose odometry stopped: its bridge may '
-         'resume and must find a zero command).', bounds=(0.3, 600.0)),
-    Spec('base.other_publishers', 'abort', "Another node publishing on a base's cmd_vel topic while a goal drives "
-         "it (a joystick, a navigation stack): 'abort' the goal (both bases stop) or 'warn' only.",
-         read_only=True),
-    Spec('base.anchor.enabled', True, "Mode both: put the sim base on the real one (the sim bridge's SetEntityState) "
-         'on start, after a sim reset or reload, before a base goal whose bases are apart and on ~/anchor_base: '
-         'a goal never sends the sim base to cover a standing offset (shadow_twin/ros/base_anchor.py).',
-         read_only=True),
-    Spec('base.anchor.service', '/mujoco_bridge/set_entity_state', "The sim bridge's "
-         'simulation_interfaces/srv/SetEntityState service.', read_only=True),
-    Spec('base.anchor.position_offset', 0.05, 'A base goal re-anchors the sim base first when the bases are farther '
-         'apart than this, m.', bounds=(0.0, 100.0)),
-    Spec('base.anchor.yaw_offset', 0.05, 'As position_offset, for yaw, rad.', bounds=(0.0, 3.2)),
-    Spec('base.real.cmd_vel_topic', '/cmd_vel', 'geometry_msgs/TwistStamped commands of the real base (the MiR '
-         'bridge).', read_only=True),
-    Spec('base.real.odom_topic', '/odom', 'nav_msgs/Odometry of the real base.', read_only=True),
-    Spec('base.real.base_frame', 'base_footprint', 'header.frame_id of the real TwistStamped commands.',
-         read_only=True),
-    Spec('base.sim.cmd_vel_topic', '/sim/cmd_vel', "geometry_msgs/TwistStamped commands of the sim's base.",
-         read_only=True),
-    Spec('base.sim.odom_topic', '/sim/odom', "nav_msgs/Odometry of the sim's base.", read_only=True),
-    Spec('base.sim.base_frame', 'sim/base_footprint', 'header.frame_id of the sim TwistStamped commands.',
-         read_only=True),
-    Spec('base.limits.max_speed', _LIMITS.max_speed, 'Largest base speed of a goal and of a command, m/s '
-         '(MiR250: 2 m/s).', bounds=(1e-3, 10.0)),
-    Spec('base.limits.max_yaw_rate', _LIMITS.max_yaw_rate, 'Largest base yaw rate of a goal and of a command, '
-         'rad/s.', bounds=(1e-3, 20.0)),
-    Spec('base.wheel_radius', _GEOMETRY.wheel_radius, 'Drive wheel radius, m (for the wheel speed limit).',
-         bounds=(1e-3, 10.0)),
-    Spec('base.wheel_separation', _GEOMETRY.wheel_separation, 'Distance between the drive wheels, m.',
-         bounds=(1e-3, 10.0)),
-    Spec('base.gains.k_x', _GAINS.k_x, 'Along-track error -> speed, 1/s.', bounds=(0.0, 1e3)),
-    Spec('base.gains.k_y', _GAINS.k_y, 'Lateral error -> yaw rate per unit speed, 1/m^2.', bounds=(0.0, 1e4)),
-    Spec('base.gains.k_theta', _GAINS.k_theta, 'Heading error -> yaw rate per unit speed, 1/m.', bounds=(0.0, 1e3)),
-    Spec('base.gains.k_heading', _GAINS.k_heading, 'Heading error -> yaw rate at any speed, 1/s.', bounds=(0.0, 1e3)),
-    Spec('base.tolerances.path_position', _TOL.path_position, 'Largest base position error while the trajectory '
-         'runs, m (0 = not checked); a goal overrides it (component_path_tolerance TRANSLATION).', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.path_yaw', _TOL.path_yaw, 'Largest base yaw error while the trajectory runs, rad '
-         '(0 = not checked).', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_position', _TOL.goal_position, 'Largest base position error at the goal, m.',
-         bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_yaw', _TOL.goal_yaw, 'Largest base yaw error at the goal, rad.', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.goal_time', _TOL.goal_time, 'Time after the end within which the base must be within its '
-         'goal tolerance, s (0 = wait indefinitely); a goal\'s goal_time_tolerance overrides it.', bounds=(0.0, 1e6)),
-    Spec('base.tolerances.stopped_velocity', _TOL.stopped_velocity, 'Largest measured |v| (m/s) and |omega| (rad/s) '
-         'that count as stopped at the goal (0 = not checked).', bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.enabled', False, 'Drive a mobile base: goals may carry it in multi_dof_trajectory. false: a goal '
+            'with a multi_dof_trajectory is rejected (a hand-only twin).', read_only=True),
+    ParameterSpec(
+        'base.joint_name', DEFAULT_BASE_JOINT, "The base's planar joint in multi_dof_trajectory (MoveIt's "
+            'virtual joint).', read_only=True),
+    ParameterSpec(
+        'base.frame', DEFAULT_BASE_FRAME, 'Frame the base poses of a goal must be in (the odometry frame).',
+            read_only=True),
+    ParameterSpec(
+        'base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands, Hz.',
+            read_only=True, bounds=(1.0, 500.0)),
+    ParameterSpec(
+        'base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect, s (the sim's "
+            "cell model: cell.base.command_latency; the real MiR's, measured). > 0: each follower predicts its base's "
+            'pose for when its command acts (a Smith predictor, shadow_twin/control/base_follower.py); with 0.1 s '
+            'uncompensated the cell\'s sim base left a 0.9 m/s arc by 0.8 m. 0 = none.', read_only=True,
+            bounds=(0.0, 1.0)),
+    ParameterSpec(
+        'base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
+            'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
+    ParameterSpec(
+        'base.stop_hold_timeout', 10.0, 'After a run ends, zero twists are sent until its base reports rest on '
+            'fresh odometry (at least 0.3 s); at most this long, s (a base whose odometry stopped: its bridge may '
+            'resume and must find a zero command).', bounds=(0.3, 600.0)),
+    ParameterSpec(
+        'base.other_publishers', 'abort', "Another node publishing on a base's cmd_vel topic while a goal drives "
+            "it (a joystick, a navigation stack): 'abort' the goal (both bases stop) or 'warn' only.",
+            read_only=True),
+    ParameterSpec(
+        'base.anchor.enabled', True, "Mode both: put the sim base on the real one (the sim bridge's SetEntityState) "
+            'on start, after a sim reset or reload, before a base goal whose bases are apart and on ~/anchor_base: '
+            'a goal never sends the sim base to cover a standing offset (shadow_twin/ros/base_anchor.py).',
+            read_only=True),
+    ParameterSpec(
+        'base.anchor.service', '/mujoco_bridge/set_entity_state', "The sim bridge's "
+            'simulation_interfaces/srv/SetEntityState service.', read_only=True),
+    ParameterSpec(
+        'base.anchor.position_offset', 0.05, 'A base goal re-anchors the sim base first when the bases are farther '
+            'apart than this, m.', bounds=(0.0, 100.0)),
+    ParameterSpec(
+        'base.anchor.yaw_offset', 0.05, 'As position_offset, for yaw, rad.', bounds=(0.0, 3.2)),
+    ParameterSpec(
+        'base.real.cmd_vel_topic', '/cmd_vel', 'geometry_msgs/TwistStamped commands of the real base (the MiR '
+            'bridge).', read_only=True),
+    ParameterSpec(
+        'base.real.odom_topic', '/odom', 'nav_msgs/Odometry of the real base.', read_only=True),
+    ParameterSpec(
+        'base.real.base_frame', 'base_footprint', 'header.frame_id of the real TwistStamped commands.',
+            read_only=True),
+    ParameterSpec(
+        'base.sim.cmd_vel_topic', '/sim/cmd_vel', "geometry_msgs/TwistStamped commands of the sim's base.",
+            read_only=True),
+    ParameterSpec(
+        'base.sim.odom_topic', '/sim/odom', "nav_msgs/Odometry of the sim's base.", read_only=True),
+    ParameterSpec(
+        'base.sim.base_frame', 'sim/base_footprint', 'header.frame_id of the sim TwistStamped commands.',
+            read_only=True),
+    ParameterSpec(
+        'base.limits.max_speed', _LIMITS.max_speed, 'Largest base speed of a goal and of a command, m/s '
+            '(MiR250: 2 m/s).', bounds=(1e-3, 10.0)),
+    ParameterSpec(
+        'base.limits.max_yaw_rate', _LIMITS.max_yaw_rate, 'Largest base yaw rate of a goal and of a command, '
+            'rad/s.', bounds=(1e-3, 20.0)),
+    ParameterSpec(
+        'base.wheel_radius', _GEOMETRY.wheel_radius, 'Drive wheel radius, m (for the wheel speed limit).',
+            bounds=(1e-3, 10.0)),
+    ParameterSpec(
+        'base.wheel_separation', _GEOMETRY.wheel_separation, 'Distance between the drive wheels, m.',
+            bounds=(1e-3, 10.0)),
+    ParameterSpec(
+        'base.gains.k_x', _GAINS.k_x, 'Along-track error -> speed, 1/s.', bounds=(0.0, 1e3)),
+    ParameterSpec(
+        'base.gains.k_y', _GAINS.k_y, 'Lateral error -> yaw rate per unit speed, 1/m^2.', bounds=(0.0, 1e4)),
+    ParameterSpec(
+        'base.gains.k_theta', _GAINS.k_theta, 'Heading error -> yaw rate per unit speed, 1/m.', bounds=(0.0, 1e3)),
+    ParameterSpec(
+        'base.gains.k_heading', _GAINS.k_heading, 'Heading error -> yaw rate at any speed, 1/s.', bounds=(0.0, 1e3)),
+    ParameterSpec(
+        'base.tolerances.path_position', _TOL.path_position, 'Largest base position error while the trajectory '
+            'runs, m (0 = not checked); a goal overrides it (component_path_tolerance TRANSLATION).', bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.tolerances.path_yaw', _TOL.path_yaw, 'Largest base yaw error while the trajectory runs, rad '
+            '(0 = not checked).', bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.tolerances.goal_position', _TOL.goal_position, 'Largest base position error at the goal, m.',
+            bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.tolerances.goal_yaw', _TOL.goal_yaw, 'Largest base yaw error at the goal, rad.', bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.tolerances.goal_time', _TOL.goal_time, 'Time after the end within which the base must be within its '
+            'goal tolerance, s (0 = wait indefinitely); a goal\'s goal_time_tolerance overrides it.', bounds=(0.0, 1e6)),
+    ParameterSpec(
+        'base.tolerances.stopped_velocity', _TOL.stopped_velocity, 'Largest measured |v| (m/s) and |omega| (rad/s) '
+            'that count as stopped at the goal (0 = not checked).', bounds=(0.0, 1e6)),
 )
 
 
