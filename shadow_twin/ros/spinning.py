@@ -97,6 +97,12 @@ class BackgroundSpinner:
     def _spin(self) -> None:
         spin_guarded(self.executor, CallbackGuard(self.nodes[0].get_logger()), self.name, self._stop)
 
+    def call_soon(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` on the spinner's thread, queued behind the events already waiting
+        (e.g. messages that arrived before the call). Use a guarded callback: what it raises
+        reaches the spinning loop."""
+        self.executor.create_task(callback)
+
     def shutdown(self) -> None:
         """Stop spinning and wait for the thread (its last callback may still be running)."""
         self._stop.set()

@@ -40,6 +40,9 @@ class JointStateCache:
         self._topic_of: dict[str, dict[str, str]] = {'real': {}, 'sim': {}}
         self._turn = threading.Condition(self._lock)
         self._turns = 0
+        #: Wakes the listener for one turn (the node sets it: :meth:`on_turn` queued on the
+        #: listener's executor).
+        self.request_turn = lambda: None
 
     def on_message(self, source: str, msg: JointState, topic: str = '') -> None:
         """Subscription callback: store {joint: (position rad, velocity rad/s)} of ``msg``
@@ -54,17 +57,20 @@ class JointStateCache:
             self._topic_of[source].update(dict.fromkeys(state, topic))
 
     def on_turn(self) -> None:
-        """Timer callback of the listener: it is running (see :meth:`wait_for_turn`)."""
+        """Run by the listener's executor: it took a turn (see :meth:`wait_for_turn`)."""
         with self._turn:
             self._turns += 1
             self._turn.notify_all()
 
     def wait_for_turn(self, timeout: float) -> bool:
-        """Wait until the listener has been through two more rounds of its executor (so it has
-        taken what had arrived before the call); True if it did within ``timeout`` s."""
+        """Ask the listener for a turn (:attr:`request_turn`) and wait until it has taken it: its
+        events executor queues the turn behind the events that came before, so by then it has
+        taken every message that had arrived before the call. True if it did within ``timeout`` s."""
         with self._turn:
             seen = self._turns
-            return self._turn.wait_for(lambda: self._turns > seen + 1, timeout)
+        self.request_turn()
+        with self._turn:
+            return self._turn.wait_for(lambda: self._turns > seen, timeout)
 
     def get(self, source: str) -> dict[str, tuple[float, float]]:
         """{joint: (position rad, velocity rad/s)} of ``source`` ('real' or 'sim')."""

@@ -49,7 +49,7 @@ from shadow_twin.ros.base_anchor import AnchorError
 from shadow_twin.ros.base_driver import BaseDriver
 from shadow_twin.ros.base_settings import read_base_settings, read_base_topics
 from shadow_twin.ros.conversions import time_msg_ns
-from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
+from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscription
 from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, run_node
 from shadow_twin.ros.twin_dispatch import ANSWER_TIMEOUT, GoalDispatch, cancel_and_wait
@@ -59,8 +59,6 @@ from shadow_twin.ros.twin_parameters import SPECS
 from shadow_twin.ros.twin_screening import GoalScreening, check_joints
 
 NODE_NAME = 'shadow_twin'
-#: Period of the joint-state listener's turn timer, s (see JointStateCache.wait_for_turn).
-LISTENER_TURN_PERIOD = 0.02
 #: Seconds a new goal waits for the goal it preempted to cancel its controller goals, so
 #: that those cancels cannot reach a controller after (and so cancel) the new goal's.
 HANDOVER_TIMEOUT = 2 * ANSWER_TIMEOUT
@@ -251,12 +249,15 @@ class TwinServer(Node):
                 guarded_subscription(
                     self._listener, JointState, topic, lambda m, source=source, topic=topic:
                     self.joint_states.on_message(source, m, topic), qos, check=check_joint_state)
-        guarded_timer(self._listener, LISTENER_TURN_PERIOD, self.joint_states.on_turn, 'listener turn')
         self.speed_scaling = None
         if p('speed_scaling_topic'):
             self.speed_scaling = SpeedScaling(p('speed_scaling_topic'), self.get_logger())
             guarded_subscription(self._listener, Float64, p('speed_scaling_topic'), self.speed_scaling.on_message, qos)
         self._listener_spinner = BackgroundSpinner([self._listener], 'joint state listener')
+        # a turn on request (a task queued on the listener's executor), not a polling timer: see
+        # JointStateCache.wait_for_turn
+        turn = guard_of(self._listener).wrap('listener turn', self.joint_states.on_turn)
+        self.joint_states.request_turn = lambda: self._listener_spinner.call_soon(turn)
         self.base = None
         if self.base_enabled:
             topics = {side: read_base_topics(p, side) for side in split.base_sides(self.mode)}
