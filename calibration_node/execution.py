@@ -28,6 +28,10 @@ from shadow_twin.ros.spinning import result_within
 #: Seconds to wait, before a recording, for every recorded topic to deliver (a process that
 #: has just started may take seconds to be matched by DDS discovery).
 FLOWING_TIMEOUT = 10.0
+#: Seconds a recording waits, after its window, for the messages stamped within it that are still on
+#: their way (each flowing topic delivers one stamped after the window; one that does not is not waited
+#: for longer).
+STAMPED_TAIL_TIMEOUT = 1.0
 #: Topic of the commanded trajectory in recorded bags (a JointTrajectory stamped with its start).
 TRAJECTORY_TOPIC = '/calibration_node/commanded_trajectory'
 STATUS_NAMES = {GoalStatus.STATUS_SUCCEEDED: 'succeeded', GoalStatus.STATUS_ABORTED: 'aborted',
@@ -139,6 +143,9 @@ class TrajectoryExecutor:
             start_ns = self.send(goal, start_lead, tail,
                                  on_sent=lambda ns: recorder.add(TRAJECTORY_TOPIC, TRAJECTORY,
                                                                  trajectory_cdr(commanded, from_nanoseconds(ns))))
+            # the window ends on the messages' stamps, not on when this process took them: the
+            # messages stamped before now may still be on their way on a loaded PC
+            recorder.wait_stamped(wait_for, self.node.get_clock().now().nanoseconds, STAMPED_TAIL_TIMEOUT)
         except BaseException:
             recorder.discard()
             raise

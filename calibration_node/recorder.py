@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 import threading
 import time
 from pathlib import Path
@@ -23,6 +24,22 @@ from shadow_twin.calibration.recording import write_serialized_bag
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.spinning import BackgroundSpinner
+
+
+#: Message types that begin with a std_msgs/Header, whose stamps the recorder reads (:func:`header_stamp_ns`).
+HEADED_TYPES = frozenset({'sensor_msgs/msg/JointState', 'nav_msgs/msg/Odometry', 'geometry_msgs/msg/TwistStamped'})
+_CDR_LITTLE_ENDIAN = b'\x00\x01'
+
+
+def header_stamp_ns(data: bytes) -> int | None:
+    """``header.stamp`` (ns) of a serialized message that begins with a std_msgs/Header; None unless
+    it is little-endian CDR (encapsulation 0x0001, what rmw_fastrtps writes on x86 and ARM). The
+    stamp is the first field: int32 sec and uint32 nanosec after the 4-byte encapsulation header
+    (OMG DDS-XTypes 1.3, 7.4.3.4; ROS 2 REP-2011 for rmw's plain CDR)."""
+    if len(data) < 12 or data[:2] != _CDR_LITTLE_ENDIAN:
+        return None
+    sec, nanosec = struct.unpack_from('<iI', data, 4)
+    return sec * 1_000_000_000 + nanosec
 
 
 def type_name(msg_class) -> str:
@@ -55,6 +72,7 @@ class BagRecorder:
         self._messages: list[tuple[str, int, bytes]] | None = None
         self._recording: set[str] = set()           # topics buffered by the current recording
         self._last_seen: dict[str, float] = {}      # topic: monotonic s of its last message
+        self._newest_stamp: dict[str, int] = {}     # topic: newest header stamp received, ns (headed types)
         self._helper = Node(f'{node.get_name()}_recorder', namespace=node.get_namespace(), context=node.context,
                             use_global_arguments=False, start_parameter_services=False)
         self.subscribe(topics)
@@ -76,8 +94,11 @@ class BagRecorder:
                 raise ConfigError(f'topic {topic} is recorded as {known}; it cannot also be {type_name(cls)}')
 
     def _on_message(self, topic: str, data: bytes) -> None:
+        stamp = header_stamp_ns(data) if self.types.get(topic) in HEADED_TYPES else None
         with self._lock:
             self._last_seen[topic] = time.monotonic()
+            if stamp is not None and stamp > self._newest_stamp.get(topic, -1):
+                self._newest_stamp[topic] = stamp
             if self._messages is not None and topic in self._recording:
                 self._messages.append((topic, self.node.get_clock().now().nanoseconds, data))
 
@@ -93,6 +114,20 @@ class BagRecorder:
             if not silent or now > deadline:
                 return silent
             time.sleep(0.02)
+
+    def wait_stamped(self, topics: Sequence[str], stamp_ns: int, timeout: float) -> list[str]:
+        """Wait up to ``timeout`` s until each of ``topics`` whose messages carry a header has
+        delivered one stamped ``stamp_ns`` or later: a topic's messages arrive in order, so by then
+        everything it stamped before ``stamp_ns`` is in (however late the PC delivered it). Returns
+        the topics that had not ([] when all had; topics without a header are not waited for)."""
+        headed = [t for t in topics if self.types.get(t) in HEADED_TYPES]
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                behind = [t for t in headed if self._newest_stamp.get(t, -1) < stamp_ns]
+            if not behind or time.monotonic() > deadline:
+                return behind
+            time.sleep(0.01)
 
     def start(self, topics: Sequence[str] | None = None) -> None:
         """Start buffering ``topics`` (default: every subscribed topic; each must be subscribed);
