@@ -22,8 +22,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cell_helpers
 from cell_scenarios import (ARM, START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight,
                             wait_joints_rest)
+from ros_helpers import wait_until
 
 SPEED_SCALING_TOPIC = '/speed_scaling_state_broadcaster/speed_scaling'
 JOINT_STATE_TOPICS = ('/joint_states', '/rh/joint_states', '/sim/joint_states')
@@ -58,18 +60,17 @@ def start_cell(helpers, client, folder: Path, *extra: str) -> Cell:
     from sensor_msgs.msg import JointState
 
     from control_msgs.action import FollowJointTrajectory
-    streams = {t: client.record(JointState, t, depth=50) for t in JOINT_STATE_TOPICS}
+    streams = {t: client.record(JointState, t, depth=1000) for t in JOINT_STATE_TOPICS}
     streams.update({t: client.record(Odometry, t, depth=5000) for t in ODOM_TOPICS})
     commands = {t: client.record(TwistStamped, t, depth=5000) for t in CMD_VEL_TOPICS}
-    up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
-        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
-        '--cell', '--mock-hardware', *extra])
+    up = cell_helpers.up(folder / 'up.log', '--cell', '--mock-hardware', *extra)
     if not helpers.wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), START_TIMEOUT) \
             or not up.alive():
         up.stop()
         raise RuntimeError(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
     client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
-    time.sleep(1.0)         # the twin's listeners have the first states; the anchoring at start is done
+    # the twin's listeners have had the states for a second (on their stamps): the anchoring at start is done
+    cell_helpers.wait_flowed(streams.values(), 1.0)
     return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
 
 
@@ -134,7 +135,10 @@ def flood_malformed(client, repeats: int = 3) -> int:
     pubs.update({t: node.create_publisher(Odometry, t, 10) for t in ODOM_TOPICS})
     pubs.update({t: node.create_publisher(TwistStamped, t, 10) for t in CMD_VEL_TOPICS})
     pubs[SPEED_SCALING_TOPIC] = node.create_publisher(Float64, SPEED_SCALING_TOPIC, 10)
-    time.sleep(1.0)            # discovery
+    # discovery: each publisher matched with every subscriber this node sees on its topic
+    assert wait_until(lambda: all(pub.get_subscription_count() >= max(1, node.count_subscribers(t))
+                                  for t, pub in pubs.items()), 30.0), \
+        {t: (pub.get_subscription_count(), node.count_subscribers(t)) for t, pub in pubs.items()}
     sent = 0
     for _ in range(repeats):
         now = node.get_clock().now()
@@ -146,7 +150,7 @@ def flood_malformed(client, repeats: int = 3) -> int:
             for msg in messages:
                 pubs[topic].publish(msg)
                 sent += 1
-        time.sleep(0.2)
+        time.sleep(0.2)     # the rounds' own pace
     pubs[SPEED_SCALING_TOPIC].publish(Float64(data=100.0))      # leave the arm at full speed
     for pub in pubs.values():
         node.destroy_publisher(pub)
@@ -189,11 +193,11 @@ def _goal_until_moving(helpers, client, cell: Cell, length: float = 0.8, seconds
 
 def _signal_mid_goal(helpers, client, cell: Cell, sig: int):
     """Send a base goal, and ``sig`` to the MiR bridge once the base moves; (goal handle, the
-    bridge's pid, monotonic s of the signal)."""
+    bridge's pid, monotonic s of the signal, ROS time s of the signal)."""
     handle = _goal_until_moving(helpers, client, cell)
     pid = cell.pid('mock_mir')
     os.kill(pid, sig)
-    return handle, pid, time.monotonic()
+    return handle, pid, time.monotonic(), helpers.ros_now()
 
 
 def _answer(client, handle, since: float, timeout: float = 10.0) -> tuple[int, str, float]:
@@ -204,20 +208,21 @@ def _answer(client, handle, since: float, timeout: float = 10.0) -> tuple[int, s
 
 def stall_base_mid_goal(helpers, client, cell: Cell, stall_s: float = 3.0) -> BaseFaultOutcome:
     """SIGSTOP the MiR bridge mid-goal for ``stall_s`` s, SIGCONT; how far the base moves after."""
-    handle, pid, stopped = _signal_mid_goal(helpers, client, cell, signal.SIGSTOP)
+    handle, pid, stopped, _ = _signal_mid_goal(helpers, client, cell, signal.SIGSTOP)
     out = BaseFaultOutcome()
     try:
         out.status, out.error_string, out.answer_s = _answer(client, handle, stopped)
-        time.sleep(max(0.0, stall_s - (time.monotonic() - stopped)))
+        time.sleep(max(0.0, stall_s - (time.monotonic() - stopped)))    # the stall itself, on purpose
     finally:
         os.kill(pid, signal.SIGCONT)
     resumed = time.monotonic()
-    if not helpers.wait_until(lambda: cell.odom.since(resumed), 5.0):
+    if not helpers.wait_until(lambda: cell.odom.since(resumed), 10.0):
         out.notes.append('no odometry after SIGCONT')
         return out
-    first = pose_of(cell.odom.since(resumed)[0][1])
-    time.sleep(2.0)
-    last = pose_of(cell.odom.last())
+    first = cell.odom.since(resumed)[0][1]
+    # where the base is 2 s after its first odometry since SIGCONT, on the odometry's stamps
+    last = pose_of(helpers.stamped_at(cell.odom, helpers.stamp_s(first) + 2.0))
+    first = pose_of(first)
     out.moved_after_resume = math.hypot(last[0] - first[0], last[1] - first[1])
     out.others_alive = all(r.since(resumed) for r in cell.streams.values())
     return out
@@ -225,16 +230,17 @@ def stall_base_mid_goal(helpers, client, cell: Cell, stall_s: float = 3.0) -> Ba
 
 def kill_base_mid_goal(helpers, client, cell: Cell, respawn_timeout: float = 30.0) -> BaseFaultOutcome:
     """SIGKILL the MiR bridge mid-goal; the answer, the other streams, and the respawn."""
-    handle, pid, killed = _signal_mid_goal(helpers, client, cell, signal.SIGKILL)
+    handle, pid, killed, killed_stamp = _signal_mid_goal(helpers, client, cell, signal.SIGKILL)
     out = BaseFaultOutcome()
     out.status, out.error_string, out.answer_s = _answer(client, handle, killed)
-    time.sleep(0.5)
     others = [r for t, r in cell.streams.items() if t != '/odom']
-    check = time.monotonic()
-    out.others_alive = helpers.wait_until(lambda: all(r.since(check) for r in others), 2.0) and cell.up.alive()
+    # every other stream published on, 0.5 s past the kill (on their stamps)
+    out.others_alive = helpers.wait_until(lambda: all(helpers.stamp_s(r.last()) > killed_stamp + 0.5 for r in others),
+                                          10.0) and cell.up.alive()
     out.respawned = helpers.wait_until(lambda: cell.pid('mock_mir') != pid and cell.odom.since(killed + 1.0),
                                        respawn_timeout)
-    time.sleep(1.5)          # the twin's anchor watcher sees both bases again
+    if out.respawned:       # the twin has had the respawned base's odometry for 1.5 s (its stamps)
+        cell_helpers.wait_flowed([cell.odom], 1.5)
     return out
 
 
@@ -300,7 +306,9 @@ def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
         response = client.wait_future(handle.get_result_async(), 20.0)
         if response.status == 4:
             out.succeeded.append(j)
-    time.sleep(1.0)
+    settled = helpers.ros_now() + 1.0           # 1 s to settle after the results, on the states' stamps
+    for recorder in (real, sim):
+        helpers.stamped_at(recorder, settled)
     wait_joints_rest(helpers, [real, sim], set(ARM), timeout=10.0)
     real_now, sim_now = _arm_positions(real.last()), _arm_positions(sim.last())
     out.apart = max(abs(real_now[n] - sim_now[n]) for n in ARM)
@@ -325,23 +333,32 @@ def rejected_goal_beside_a_running_one(helpers, client, cell: Cell, stall_s: flo
     real = cell.streams['/joint_states']
     hand = cell.streams['/rh/joint_states']
     start = _arm_positions(real.last())[BURST_JOINT]
+    sent = helpers.ros_now()
     first = send(client, make_goal(dict(ARM, **{BURST_JOINT: start + 0.4}), 3.0))
     if not first.accepted:
         raise RuntimeError('the running goal was rejected')
-    time.sleep(1.0)
+    if not helpers.wait_until(lambda: _arm_positions(real.last())[BURST_JOINT] > start + 0.1, 10.0):   # under way
+        raise RuntimeError('the running goal did not move the arm')
     finger = [p for n, p in zip(hand.last().name, hand.last().position) if n == 'rh_FFJ3'][0]
     pid = cell.pid('mock_hardware')
     os.kill(pid, signal.SIGSTOP)
     try:
         second = send(client, make_goal({**dict(ARM, **{BURST_JOINT: start - 0.4}), 'rh_FFJ3': finger + 0.5}, 2.0))
-        time.sleep(max(0.0, stall_s - 0.05))
+        time.sleep(max(0.0, stall_s - 0.05))        # the hand's stall, on purpose
     finally:
         os.kill(pid, signal.SIGCONT)
     response = client.wait_future(first.get_result_async(), 15.0)
-    time.sleep(0.5)
-    moved = max(abs(p - finger) for _, m in hand.since(time.monotonic() - 5.0)
+    helpers.stamped_at(hand, helpers.ros_now() + 0.5)       # the hand's states 0.5 s past the result
+    moved = max(abs(p - finger) for _, m in hand.snapshot() if helpers.stamp_s(m) >= sent
                 for n, p in zip(m.name, m.position) if n == 'rh_FFJ3')
     return second.accepted, response.status, response.result.error_string, moved
+
+
+def anchor_lines(cell: Cell) -> int:
+    """How many times the twin's base anchor watcher has said what it did with a sim base jump."""
+    text = cell.up.output()
+    return sum(text.count(s) for s in ('sim base re-anchored', 'the bases are within the anchor offsets',
+                                       'could not re-anchor the sim base'))
 
 
 def reset_then_base_goal(helpers, client, cell: Cell, length: float = 0.3, seconds: float = 3.0):
@@ -350,12 +367,14 @@ def reset_then_base_goal(helpers, client, cell: Cell, length: float = 0.3, secon
     nominal peak speed m/s)."""
     from std_srvs.srv import Trigger
     before = pose_of(cell.sim_odom.last())
+    anchored = anchor_lines(cell)
     answer = client.call(Trigger, '/mujoco_bridge/reset', Trigger.Request())
     if not answer.success:
         raise RuntimeError(f'reset failed: {answer.message}')
     helpers.wait_until(lambda: math.hypot(*(a - b for a, b in zip(pose_of(cell.sim_odom.last())[:2],
-                                                                   before[:2]))) > 0.01, 3.0)
-    time.sleep(1.5)          # the twin's anchor watcher has seen the jump
+                                                                   before[:2]))) > 0.01, 10.0)
+    # the twin's anchor watcher has seen the jump: it says what it did (or that the bases are close)
+    helpers.wait_until(lambda: anchor_lines(cell) > anchored, 15.0)
     start = pose_of(cell.odom.last())
     points = base_points(start, straight(length), seconds)
     nominal = max(math.hypot(p[4], p[5]) for p in points)
@@ -398,5 +417,7 @@ def scaled_goal(helpers, client, cell: Cell, percent: float = 10.0, seconds: flo
             out[side] = (passed[0] - start_ns * 1e-9) / (seconds / 2) if passed else math.inf
         return out
     finally:
+        followed = cell.up.output().count('speed scaling 100 %')
         client.set_parameters('/mock_ur', {'speed_scaling': 100.0})
-        time.sleep(1.0)         # the twin and the sim follow it again
+        # the twin and the sim follow it again: each logs the new scaling
+        helpers.wait_until(lambda: cell.up.output().count('speed scaling 100 %') >= followed + 2, 15.0)

@@ -115,14 +115,14 @@ def make_goal(joints: dict[str, float] | None = None, joint_seconds: float = 2.0
     return goal
 
 
-def wait_quiet(helpers, recorders, quiet: float = 0.5, timeout: float = 5.0) -> None:
+def wait_quiet(helpers, recorders, quiet: float = 0.5, timeout: float = 10.0) -> None:
     """Wait until none of ``recorders`` has received anything for ``quiet`` s."""
     def silent():
         return all(not r.since(time.monotonic() - quiet) for r in recorders)
     assert helpers.wait_until(silent, timeout, interval=0.05), 'commands still flowing'
 
 
-def wait_joints_rest(helpers, recorders, names, timeout: float = 5.0, speed: float = 2e-3) -> None:
+def wait_joints_rest(helpers, recorders, names, timeout: float = 10.0, speed: float = 2e-3) -> None:
     """Wait until the joints ``names`` (those each recorder has) move slower than ``speed`` rad/s."""
     def resting():
         for r in recorders:
@@ -133,7 +133,7 @@ def wait_joints_rest(helpers, recorders, names, timeout: float = 5.0, speed: flo
     assert helpers.wait_until(resting, timeout), 'the joints did not come to rest'
 
 
-def wait_base_rest(helpers, odoms, timeout: float = 5.0, speed: float = 0.01) -> None:
+def wait_base_rest(helpers, odoms, timeout: float = 10.0, speed: float = 0.01) -> None:
     def resting():
         return all(abs(o.last().twist.twist.linear.x) < speed and abs(o.last().twist.twist.angular.z) < speed
                    for o in odoms)

@@ -6,7 +6,11 @@
 * :class:`NodeProcess` runs a node as a child process (``python -m MODULE
   --ros-args ...``) with its output in a log file, and stops it (SIGINT, then
   SIGTERM, then SIGKILL).
-* :func:`one_point_goal` builds a FollowJointTrajectory goal to one point.
+* :func:`wait_until` polls a condition (:func:`graph_endpoints`: until the ROS graph shows
+  endpoints); :func:`stamped_at` / :func:`current` are a topic's
+  message of a given time / of now, on the messages' own header stamps (:func:`stamp_s`).
+* :func:`one_point_goal` builds a FollowJointTrajectory goal to one point;
+  :func:`final_feedback` waits for a goal's feedback at its end point.
 * :class:`RosClient` is an rclpy context + node spinning in a background
   thread, with blocking helpers: wait for messages, call services, set remote
   parameters, send FollowJointTrajectory goals.
@@ -111,6 +115,47 @@ def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def graph_endpoints(lookup: Callable[[], list], timeout: float = 10.0) -> list:
+    """What ``lookup()`` returns (graph endpoints, e.g. ``node.get_publishers_info_by_topic(topic)``)
+    once it returns any (DDS discovery takes a while), polling up to ``timeout`` s; [] if none."""
+    found: list = []
+
+    def seen() -> bool:
+        found[:] = lookup()
+        return bool(found)
+    wait_until(seen, timeout, interval=0.05)
+    return found
+
+
+def ros_now() -> float:
+    """ROS time now, s: the system clock, which stamps the nodes' messages (none of these tests
+    runs on sim time)."""
+    return time.time()
+
+
+def stamp_s(msg) -> float:
+    """A message's header stamp, s (ROS time)."""
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def stamped_at(recorder: 'Recorder', stamp: float, timeout: float = 10.0):
+    """The newest message of ``recorder`` stamped at or before ``stamp`` (ROS time, s), once one
+    stamped after it has arrived (waits up to ``timeout`` s): the publisher's state at that time,
+    however late a loaded PC handed it to this process. AssertionError if none comes."""
+    assert wait_until(lambda: recorder.count() and stamp_s(recorder.last()) > stamp, timeout), \
+        f'no message stamped after {stamp:.3f} within {timeout} s'
+    before = [m for _, m in recorder.snapshot() if stamp_s(m) <= stamp]
+    assert before, f'no message stamped at or before {stamp:.3f}'
+    return max(before, key=stamp_s)
+
+
+def current(recorder: 'Recorder', timeout: float = 10.0):
+    """The message of ``recorder`` stamped now (the newest at or before :func:`ros_now`), once a
+    later one has arrived: the publisher's state after what just happened here (a goal's result,
+    a cancel), where the last message received may be older on a loaded PC."""
+    return stamped_at(recorder, ros_now(), timeout)
 
 
 class Recorder:
@@ -259,16 +304,28 @@ def one_point_goal(targets: dict[str, float], seconds: float, goal_tolerance: fl
     return goal
 
 
-def final_feedback(feedback: list, target: dict[str, float], quiet: float = 0.25, timeout: float = 3.0):
-    """The last feedback of a goal that ended at ``target`` (rad). The result can overtake the
-    last feedback messages (rclpy's action client takes one feedback message per wake-up), so
-    wait until none has arrived for ``quiet`` s; it desires the end point."""
-    deadline = time.monotonic() + timeout
-    count = -1
-    while len(feedback) != count and time.monotonic() < deadline:
-        count = len(feedback)
-        time.sleep(quiet)
-    assert feedback, 'no feedback'
-    fb = feedback[-1].feedback
-    np.testing.assert_allclose(fb.desired.positions, list(target.values()), rtol=0, atol=1e-9)
-    return fb
+def final_feedback(feedback: list, target: dict[str, float], settled: Callable | None = None,
+                   timeout: float = 10.0):
+    """The feedback (``FollowJointTrajectory.Feedback``) of a goal that ended at ``target``
+    {joint: rad}, at its end point: waits (up to ``timeout`` s) until the newest of ``feedback``
+    (FeedbackMessages, as an action client's callback appends them) desires the end point and,
+    with ``settled``, ``settled(feedback)`` holds of it, and returns that one. The result can
+    overtake the last feedback messages (rclpy's action client takes one feedback message per
+    wake-up, and a loaded PC wakes it late), so their arrival is waited for, not a quiet time.
+    Raises AssertionError (with the newest feedback's desired positions) when none comes."""
+    found = []
+
+    def ended() -> bool:
+        if not feedback:
+            return False
+        fb = feedback[-1].feedback
+        found[:] = [fb]
+        desired = np.asarray(fb.desired.positions, dtype=float)
+        return (desired.shape == (len(target),)
+                and bool(np.allclose(desired, list(target.values()), rtol=0, atol=1e-9))
+                and (settled is None or bool(settled(fb))))
+    if not wait_until(ended, timeout):
+        last = list(feedback[-1].feedback.desired.positions) if feedback else 'no feedback'
+        raise AssertionError(f'no feedback at the end point {target} within {timeout} s '
+                             f'({len(feedback)} received; the newest desires {last})')
+    return found[0]

@@ -5,6 +5,7 @@ study's pose objective with a calibration that recovers a perturbed base."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,10 +37,18 @@ KV = ParameterTarget('actuator', 'left_wheel_joint', 'kv')
 
 
 @pytest.fixture(scope='module')
-def cell(tmp_path_factory):
-    """(twin, controller) of the built-in cell."""
+def cell_file(tmp_path_factory) -> Path:
+    """The built-in cell's MJCF, written once per module (a file: nothing can change it)."""
     path, _ = write_cell_mjcf(None, tmp_path_factory.mktemp('cell') / 'cell.xml')
-    twin = TwinModel(path)
+    return path
+
+
+@pytest.fixture
+def cell(cell_file):
+    """(twin, controller) of the built-in cell, loaded anew for each test (~10 ms): model
+    parameters are set in place and a SimController converts the motors of the model it is
+    given, so a module-wide model would carry one test's changes into the next."""
+    twin = TwinModel(cell_file)
     return twin, SimController(twin.model, ControllerGains.from_yaml(CELL_GAINS))
 
 

@@ -17,9 +17,9 @@ import importlib.util
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
+import cell_helpers
 import pytest
 import yaml
 
@@ -34,8 +34,8 @@ TWIN_ACTION = '/twin/follow_joint_trajectory'
 START_TIMEOUT = 40.0       # s, a launch until its nodes answer (2 loaded cores)
 STOP_TIMEOUT = 30.0        # s, SIGINT until ros2 launch has stopped everything (its own SIGKILL comes at 10 s)
 MIN_RATE = 240.0           # Hz, joint states of each bridge (publish_rate 250 Hz)
-RATE_SETTLE = 2.0          # s, after the twin answers, for the nodes' start-up work to end
-RATE_WINDOW = 3.0          # s, over which the rates are measured
+RATE_SETTLE = 2.0          # s of joint states (on their stamps) after the twin answers, for the nodes' start-up work
+RATE_WINDOW = 3.0          # s, over which the rates are measured (on the messages' stamps)
 RATE_WINDOWS = 3           # windows measured at most, until one reaches MIN_RATE on both topics
 
 
@@ -57,15 +57,18 @@ def stop_and_check(run, timeout: float = STOP_TIMEOUT) -> int | None:
 
 def assert_nothing_left(run) -> None:
     """Assert that no process of the launch runs (any found is killed first)."""
-    time.sleep(0.2)        # exited children are reaped by their new parent
+    from ros_helpers import wait_until
+    wait_until(lambda: not run.leftovers(), 5.0, interval=0.05)     # exited children are reaped by their new parent
     left = run.kill()
     assert not left, f'processes outlived the launch: {left}\n{run.output()[-3000:]}'
 
 
-def rate(recorder) -> float:
-    """Messages per second over the receive times of ``recorder``'s messages, Hz."""
-    times = [t for t, _ in recorder.snapshot()]
-    return (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
+def rate(helpers, recorder, start: float, seconds: float) -> float:
+    """Messages per second ``recorder``'s publisher stamped in ``seconds`` s from ``start`` (ROS
+    time, s), once one stamped later has arrived, Hz: what the bridge published, however late
+    this (loaded) process took the messages in."""
+    helpers.stamped_at(recorder, start + seconds, 30.0)
+    return sum(start <= helpers.stamp_s(m) < start + seconds for _, m in recorder.snapshot()) / seconds
 
 
 # ------------------------------------------------------------------------------------- tests
@@ -125,7 +128,7 @@ def test_twin_with_mock_hardware(ros, launch):
     from control_msgs.action import FollowJointTrajectory
     from sensor_msgs.msg import JointState
     helpers, client = ros
-    states = {topic: client.record(JointState, topic, depth=100) for topic in ('/joint_states', '/sim/joint_states')}
+    states = {topic: client.record(JointState, topic, depth=2000) for topic in ('/joint_states', '/sim/joint_states')}
     run = launch('twin.launch.py', 'use_mock_hardware:=true')
     try:
         flowing = helpers.wait_until(lambda: all(r.count() for r in states.values()) or not run.alive(),
@@ -136,13 +139,12 @@ def test_twin_with_mock_hardware(ros, launch):
         except TimeoutError:
             pytest.fail(f'no action server {TWIN_ACTION}:\n{run.output()[-3000:]}')
         assert run.started() == 4, run.output()[-3000:]     # 2 bridges, twin server, twin monitor
-        time.sleep(RATE_SETTLE)
+        cell_helpers.wait_flowed(states.values(), RATE_SETTLE)
         windows = []            # other work on the machine starts and stops: the best window counts
         while len(windows) < RATE_WINDOWS and not (windows and min(windows[-1].values()) >= MIN_RATE):
-            for recorder in states.values():
-                recorder.clear()
-            time.sleep(RATE_WINDOW)
-            windows.append({topic: round(rate(recorder), 1) for topic, recorder in states.items()})
+            start = helpers.ros_now()
+            windows.append({topic: round(rate(helpers, recorder, start, RATE_WINDOW), 1)
+                            for topic, recorder in states.items()})
         assert min(windows[-1].values()) >= MIN_RATE, \
             f'{windows} Hz; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; the bridges say: ' + \
             ' | '.join([line for line in run.output().splitlines() if 'joint states at' in line][-2:])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 
@@ -36,17 +37,13 @@ def mock(ros, tmp_path_factory):
     """The mock hardware process and a recorder (depth 1000) of its /joint_states."""
     from control_msgs.action import FollowJointTrajectory
     from sensor_msgs.msg import JointState
-    helpers, client = ros
+    _, client = ros
     states = client.record(JointState, '/joint_states', depth=1000)
-    proc = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
-                                                      str(CONFIG / 'mock_hardware.yaml')],
-                               tmp_path_factory.mktemp('mock') / 'mock.log')
-    if not helpers.wait_until(lambda: states.count() > 0 or not proc.alive(), START_TIMEOUT):
-        proc.stop()
-        pytest.fail(f'no /joint_states from the mock hardware within {START_TIMEOUT} s:\n{proc.output()}')
+    proc = cell_helpers.bridge(tmp_path_factory.mktemp('mock'), 'mock_hardware', 'mock_hardware.yaml')
+    cell_helpers.wait_started([proc], [states], START_TIMEOUT, 'the mock hardware')
     client.action_client(FollowJointTrajectory, ACTION, timeout=START_TIMEOUT)
     yield proc, states
-    assert proc.stop() == 0, proc.output()[-2000:]
+    cell_helpers.stop_all({'mock': proc})
 
 
 def at_rest(states, speed: float = 2e-3) -> bool:
@@ -79,8 +76,9 @@ def test_point_0_away_from_rest_is_placed_at_its_stamped_start(ros, mock):
     helpers, client = ros
     proc, states = mock
     assert client.call(Trigger, '/mock_hardware/reset').success
-    time.sleep(0.05)
-    assert helpers.wait_until(lambda: at_rest(states), 5.0), 'the mock hardware did not come to rest'
+    reset = helpers.ros_now()          # at rest in a state stamped after the reset answered
+    assert helpers.wait_until(lambda: helpers.stamp_s(states.last()) > reset and at_rest(states), 10.0), \
+        'the mock hardware did not come to rest'
     trajectory = JointTrajectory(JOINTS, TIMES, POSITIONS, name='away_from_rest')
     goal = FollowJointTrajectory.Goal()
     goal.trajectory = trajectory_msg(trajectory)
@@ -91,7 +89,7 @@ def test_point_0_away_from_rest_is_placed_at_its_stamped_start(ros, mock):
     assert handle.accepted, proc.output()[-2000:]
     response = client.wait_future(handle.get_result_async(), 15.0)
     assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string
-    time.sleep(1.0)   # rest after the end
+    helpers.stamped_at(states, helpers.ros_now() + 1.0)     # 1 s of rest after the end, on the stamps
     recording = recording_of([m for _, m in states.since(recorded_from)])
     start = from_nanoseconds(start_ns)
     rest = recording.values(JOINTS)[recording.times < start]

@@ -84,16 +84,26 @@ def get_param(ros, node: str, name: str):
 
 
 def reload_async(ros, node: str):
-    """Call ``<node>/reload``; returns (future, monotonic time of the call)."""
+    """Call ``<node>/reload``; returns (future, monotonic time of the call, its ROS time)."""
     from std_srvs.srv import Trigger
     client = ros[1].node.create_client(Trigger, f'{node}/reload')
     assert client.wait_for_service(timeout_sec=10.0)
-    return client.call_async(Trigger.Request()), time.monotonic()
+    return client.call_async(Trigger.Request()), time.monotonic(), ros[0].ros_now()
 
 
-def rate(states, start: float, end: float) -> float:
-    """Messages per second received in [start, end] (monotonic s)."""
-    return sum(1 for r, _ in states.snapshot() if start <= r <= end) / (end - start)
+def history(ros, states, seconds: float) -> None:
+    """Wait until the bridge's joint states reach ``seconds`` s back (on their stamps)."""
+    helpers = ros[0]
+    assert helpers.wait_until(lambda: helpers.ros_now() - helpers.stamp_s(states.snapshot()[0][1]) >= seconds,
+                              seconds + 10.0)
+
+
+def rate(ros, states, start: float, end: float) -> float:
+    """Messages per second stamped in [start, end) (ROS time, s), once one stamped later has
+    arrived: what the bridge published then, however late this (loaded) process took it in."""
+    helpers = ros[0]
+    helpers.stamped_at(states, end, 30.0)
+    return sum(1 for _, m in states.snapshot() if start <= helpers.stamp_s(m) < end) / (end - start)
 
 
 def assert_flowing(during: float, before: float) -> None:
@@ -121,18 +131,17 @@ def test_a_model_over_reload_max_bytes_is_refused_at_once(ros, bridge):
     big = hand_with(folder, 'big', include='<mujoco><worldbody><!--' + 'x' * 20_000_000 + '-->'
                                            '<site name="pad"/></worldbody></mujoco>')
     set_params(ros, NODE, model_path=str(big), reload_max_bytes=1 << 20)
-    time.sleep(1.5)
-    future, called = reload_async(ros, NODE)
-    before = rate(states, called - 1.5, called)
+    history(ros, states, 1.5)
+    future, called, stamp = reload_async(ros, NODE)
+    before = rate(ros, states, stamp - 1.5, stamp)
     answer = ros[1].wait_future(future, 5.0)
     latency = time.monotonic() - called
-    time.sleep(max(0.0, called + 1.5 - time.monotonic()))
     assert not answer.success
     assert latency < 1.0, latency
     assert 'above the limit of 1048576 bytes' in answer.message and 'reload_max_bytes' in answer.message
     assert str(big) in answer.message and 'previous model keeps running' in answer.message
     assert get_param(ros, NODE, 'model_path') == ''         # set back: the built-in model runs
-    measured = rate(states, called, called + 1.5)
+    measured = rate(ros, states, stamp, stamp + 1.5)
     assert_flowing(measured, before)
     log = proc.output()
     assert "model_path set back from" in log
@@ -148,9 +157,9 @@ def test_a_compile_over_reload_timeout_answers_on_time_and_is_discarded(ros, bri
     slow = slow_hand(folder, 'slow', 6000)
     set_params(ros, NODE, model_path=str(slow), reload_max_bytes=64 << 20, reload_timeout=0.3)
     names = list(states.last().name)
-    time.sleep(1.2)
-    future, called = reload_async(ros, NODE)
-    before = rate(states, called - 1.2, called)
+    history(ros, states, 1.2)
+    future, called, stamp = reload_async(ros, NODE)
+    before = rate(ros, states, stamp - 1.2, stamp)
     answer = ros[1].wait_future(future, 5.0)
     latency = time.monotonic() - called
     assert not answer.success
@@ -158,17 +167,16 @@ def test_a_compile_over_reload_timeout_answers_on_time_and_is_discarded(ros, bri
     assert f'compiling {slow} took longer than reload_timeout 0.3 s' in answer.message
     assert 'previous model keeps running' in answer.message
     assert get_param(ros, NODE, 'model_path') == ''
-    busy, asked = reload_async(ros, NODE)           # the late compile still runs
+    busy, asked, _ = reload_async(ros, NODE)        # the late compile still runs
     busy = ros[1].wait_future(busy, 5.0)
     busy_latency = time.monotonic() - asked
     assert not busy.success and 'a reload is still running' in busy.message, busy.message
     assert busy_latency < 0.5, busy_latency
     assert 'too late: discarded' not in proc.output(), 'the model compiled too fast for this test'
-    time.sleep(max(0.0, called + 1.2 - time.monotonic()))
-    measured = rate(states, called, called + 1.2)        # while it compiles
+    measured = rate(ros, states, stamp, stamp + 1.2)        # while it compiles
     assert helpers.wait_until(lambda: 'too late: discarded' in proc.output(), 60.0), proc.output()
     ended = time.monotonic()
-    time.sleep(0.3)
+    helpers.stamped_at(states, helpers.ros_now() + 0.3)      # and 0.3 s of states after the discard
     assert_flowing(measured, before)
     assert all(list(m.name) == names for _, m in states.since(called))      # never swapped in
     assert [line for line in proc.output().splitlines() if 'too late' in line][0].find('succeeded') > 0
@@ -188,10 +196,9 @@ def test_sigterm_during_a_long_reload_ends_the_process_within_2_s(ros, tmp_path)
     try:
         slow = slow_hand(tmp_path, 'slower', 10000)
         set_params(ros, '/term/mujoco_bridge', model_path=str(slow), reload_timeout=30.0)
-        future, called = reload_async(ros, '/term/mujoco_bridge')
-        time.sleep(1.0)
+        future, _, stamp = reload_async(ros, '/term/mujoco_bridge')
+        measured = rate(ros, states, stamp, stamp + 1.0)       # 1 s into the compile, on the stamps
         assert not future.done(), future.result()
-        measured = rate(states, called, called + 1.0)
         sent = time.monotonic()
         proc.proc.send_signal(signal.SIGTERM)
         try:

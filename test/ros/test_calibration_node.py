@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 
@@ -73,24 +73,19 @@ def cell(ros, tmp_path_factory):
     """``shadow-twin up --mock-hardware`` in a process; yields (process, status recorder, /sim/joint_states)."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from sensor_msgs.msg import JointState
-    helpers, client = ros
+    _, client = ros
     folder = tmp_path_factory.mktemp('cell')
     sim = client.record(JointState, '/sim/joint_states', depth=50)
     real = client.record(JointState, '/joint_states', depth=50)
     diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=50)
-    up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
-        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
-        '--mock-hardware'])
-    ok = helpers.wait_until(lambda: (sim.count() > 0 and real.count() > 0) or not up.alive(), START_TIMEOUT)
-    if not ok or not up.alive():
-        up.stop()
-        pytest.fail(f'shadow-twin up did not start:\n{up.output()[-3000:]}')
+    up = cell_helpers.up(folder / 'up.log', '--mock-hardware')
+    cell_helpers.wait_started([up], [sim, real], START_TIMEOUT, 'shadow-twin up')
     from control_msgs.action import FollowJointTrajectory
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     # statuses of every calibration node, whoever publishes them
     statuses = client.record(DiagnosticStatus, '/calibration_node/status', depth=200)
     yield {'up': up, 'sim': sim, 'real': real, 'diagnostics': diagnostics, 'statuses': statuses}
-    assert up.stop() == 0, up.output()[-3000:]
+    cell_helpers.stop_all({'up': up})
 
 
 @pytest.fixture(scope='module')
@@ -217,7 +212,9 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     try:
         assert helpers.wait_until(lambda: (run_dir / RESULT).exists() or not second.alive(), 120.0, interval=0.1)
         assert (run_dir / RESULT).exists(), second.output()[-3000:]
-        time.sleep(0.5)
+        # the node's job ends with its final phase (after the result comes the install, when accepted)
+        assert helpers.wait_until(lambda: any(f'[{phase}] ' in second.output() for phase in ('done', 'refused', 'failed'))
+                                  or not second.alive(), 60.0), second.output()[-3000:]
     finally:
         assert second.stop() == 0, second.output()[-3000:]
     assert 'resuming the interrupted calibration' in second.output()

@@ -19,6 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 
@@ -150,22 +151,15 @@ def cell(ros, tmp_path_factory):
     from control_msgs.action import FollowJointTrajectory
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('cell')
+    _, client = ros
     flowing = {topic: client.record(JointState, topic, depth=10)
                for topic in ('/joint_states', '/sim/joint_states', '/rh/joint_states')}
     odom = {topic: client.record(Odometry, topic, depth=2000) for topic in ('/odom', '/sim/odom')}
-    up = helpers.NodeProcess(None, [], folder / 'up.log', command=[
-        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))',
-        '--cell', '--mock-hardware', '--no-monitor'])
-    recorders = [*flowing.values(), *odom.values()]
-    if not helpers.wait_until(lambda: all(r.count() for r in recorders) or not up.alive(), START_TIMEOUT) \
-            or not up.alive():
-        up.stop()
-        pytest.fail(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
+    up = cell_helpers.up(tmp_path_factory.mktemp('cell') / 'up.log', '--cell', '--mock-hardware', '--no-monitor')
+    cell_helpers.wait_started([up], [*flowing.values(), *odom.values()], START_TIMEOUT, 'shadow-twin up --cell')
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     yield {'up': up, 'odom': odom['/odom'], 'sim_odom': odom['/sim/odom']}
-    assert up.stop() == 0, up.output()[-3000:]
+    cell_helpers.stop_all({'up': up})
 
 
 @pytest.fixture(scope='module')
@@ -224,9 +218,16 @@ def test_every_run_is_recorded_with_the_base_and_arm_topics(cell, protocol_run, 
             assert commanded_swing > 0.4 and moved > 0.9 * commanded_swing, (run.name, moved)   # the mock UR swung
             continue
         target = goal.base_poses[-1]
-        if run.name == 'IN1':       # the first base run: the lead-in (0.18 m ahead) took the base from the origin
+        if run.name == 'IN1':
+            # the first base run: the lead-in (0.18 m straight ahead, not recorded) took the base
+            # from the origin. Its goal carries the protocol's goal tolerance, and the twin's follower
+            # ends a goal once the base is stopped within it: a follower that fell behind on a loaded
+            # PC overshoots (0.224 m measured with a busy core beside the suite). So: ahead by more
+            # than half the lead-in (a recorded or missing lead-in starts at the origin), within the
+            # tolerance past it, and straight.
+            lead = protocol.lead_in_goal().base_poses[-1][0]
             first = read_base_recording(bag, '/cmd_vel', '/odom').poses[0]
-            assert first[0] == pytest.approx(protocol.lead_in_goal().base_poses[-1][0], abs=0.04), first
+            assert lead / 2 < first[0] < lead + protocol.goal_position_tolerance, first
             assert abs(first[1]) < 0.03, first
         for odom in ('/odom', '/sim/odom'):
             recording = read_base_recording(bag, '/cmd_vel', odom)

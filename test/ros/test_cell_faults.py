@@ -48,23 +48,27 @@ def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves
     helpers, client = ros
     before = {name: pose_of(r.last()) for name, r in (('real', cell.odom), ('sim', cell.sim_odom))}
     # the calibration node of the cell protocol subscribes to the joint states and the odometry too
+    listening = client.node.count_subscribers('/odom')
     calibration = helpers.NodeProcess('calibration_node.node', [
         '--params-file', str(REPO / 'config' / 'calibration_node.yaml'), '-p', 'protocol:=cell',
         '-p', f'output_dir:={tmp_path / "out"}'], tmp_path / 'calibration_node.log')
     try:
         assert helpers.wait_until(lambda: 'ready: ~/calibrate' in calibration.output() or not calibration.alive(),
                                   START_TIMEOUT), calibration.output()[-3000:]
-        time.sleep(2.0)               # DDS discovery between the new process and this one
+        # DDS discovery between the new process and this one: its subscription is in this node's graph
+        # (flood_malformed then waits until its publishers are matched with every subscriber there)
+        assert helpers.wait_until(lambda: client.node.count_subscribers('/odom') > listening, START_TIMEOUT)
         sent = faults.flood_malformed(client)
         assert sent >= 60
-        time.sleep(1.0)
+        assert helpers.wait_until(lambda: 'dropped a message on /odom' in calibration.output()
+                                  or not calibration.alive(), 10.0)
         assert calibration.alive(), calibration.output()[-3000:]
     finally:
         assert calibration.stop() == 0, calibration.output()[-3000:]
     assert 'dropped a message on /odom' in calibration.output(), calibration.output()[-3000:]
     assert cell.up.alive() and 'exited' not in cell.up.output(), cell.up.output()[-3000:]
     now = time.monotonic()
-    assert helpers.wait_until(lambda: all(r.since(now) for r in cell.streams.values()), 5.0), \
+    assert helpers.wait_until(lambda: all(r.since(now) for r in cell.streams.values()), 10.0), \
         {t: r.count() for t, r in cell.streams.items()}
     for name, recorder in (('real', cell.odom), ('sim', cell.sim_odom)):
         x, y, _ = pose_of(recorder.last())
@@ -86,7 +90,7 @@ def test_point_0_at_t0_10_km_away_is_rejected_and_nothing_moves(ros, cell):
     t0 = time.monotonic()
     handle = send(client, goal)
     assert not handle.accepted
-    time.sleep(0.5)
+    helpers.stamped_at(cell.odom, helpers.ros_now() + 0.5)      # 0.5 s on, on the odometry's stamps
     assert not cell.cmd_vel.since(t0) and not cell.sim_cmd_vel.since(t0), 'a rejected goal sent velocity commands'
 
 

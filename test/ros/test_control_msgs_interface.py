@@ -10,7 +10,6 @@ The whole module is skipped when rclpy or control_msgs cannot be imported.
 """
 
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,8 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 control_msgs_action = pytest.importorskip('control_msgs.action')
 control_msgs_msg = pytest.importorskip('control_msgs.msg')
+
+import ros_helpers  # noqa: E402
 
 FollowJointTrajectory = control_msgs_action.FollowJointTrajectory
 JointTolerance = control_msgs_msg.JointTolerance
@@ -236,7 +237,7 @@ def test_type_hashes_advertised_over_rmw():
     }
     context = rclpy.Context()
     # Private domain so nothing else on the host interferes.
-    rclpy.init(context=context, domain_id=57)
+    rclpy.init(context=context, domain_id=ros_helpers.domain_id_for())
     node = None
     try:
         node = rclpy.create_node(f'control_msgs_hash_test_{uuid.uuid4().hex[:8]}',
@@ -247,11 +248,7 @@ def test_type_hashes_advertised_over_rmw():
             node.create_publisher(cls, topic, 1)
             names[type_name] = topic
         for type_name, topic in names.items():
-            deadline = time.monotonic() + 5.0
-            infos = node.get_publishers_info_by_topic(topic)
-            while not infos and time.monotonic() < deadline:
-                time.sleep(0.05)
-                infos = node.get_publishers_info_by_topic(topic)
+            infos = ros_helpers.graph_endpoints(lambda: node.get_publishers_info_by_topic(topic))
             assert infos, f'publisher on {topic} not visible in graph'
             assert infos[0].topic_type == type_name
             assert str(infos[0].topic_type_hash) == UPSTREAM_HASHES[type_name], type_name

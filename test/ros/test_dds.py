@@ -77,4 +77,4 @@ def test_a_localhost_process_maps_no_shared_memory_and_finds_its_peers(ros):
     assert out.returncode == 0, out.stdout + out.stderr
     assert 'discovery on localhost' in out.stdout
     assert 'shm: 0' in out.stdout, out.stdout
-    assert helpers.wait_until(lambda: got.count() > 0, 5.0), out.stdout + out.stderr
+    assert helpers.wait_until(lambda: got.count() > 0, 10.0), out.stdout + out.stderr

@@ -22,7 +22,6 @@ The whole module is skipped when rclpy or one of the packages cannot be imported
 """
 
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -34,6 +33,8 @@ geometry_msgs_msg = pytest.importorskip('geometry_msgs.msg')
 tf2_msgs_msg = pytest.importorskip('tf2_msgs.msg')
 sim_msg = pytest.importorskip('simulation_interfaces.msg')
 sim_srv = pytest.importorskip('simulation_interfaces.srv')
+
+import ros_helpers  # noqa: E402
 
 Odometry = nav_msgs_msg.Odometry
 TwistStamped = geometry_msgs_msg.TwistStamped
@@ -283,7 +284,7 @@ def test_type_hashes_advertised_over_rmw():
     """The hash compiled into the C type support is what DDS peers see."""
     context = rclpy.Context()
     # Private domain so nothing else on the host interferes.
-    rclpy.init(context=context, domain_id=58)
+    rclpy.init(context=context, domain_id=ros_helpers.domain_id_for())
     node = None
     tag = uuid.uuid4().hex[:8]
     try:
@@ -293,11 +294,7 @@ def test_type_hashes_advertised_over_rmw():
             topics[type_name] = f'/interfaces_hash_test_{tag}_{i}'
             node.create_publisher(cls, topics[type_name], 1)
         for type_name, topic in topics.items():
-            deadline = time.monotonic() + 5.0
-            infos = node.get_publishers_info_by_topic(topic)
-            while not infos and time.monotonic() < deadline:
-                time.sleep(0.05)
-                infos = node.get_publishers_info_by_topic(topic)
+            infos = ros_helpers.graph_endpoints(lambda: node.get_publishers_info_by_topic(topic))
             assert infos, f'publisher on {topic} not visible in graph'
             assert infos[0].topic_type == type_name
             assert str(infos[0].topic_type_hash) == UPSTREAM_HASHES[type_name], type_name
@@ -317,7 +314,7 @@ def test_set_entity_state_hash_over_rmw():
 
     type_name = 'simulation_interfaces/srv/SetEntityState'
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=58)
+    rclpy.init(context=context, domain_id=ros_helpers.domain_id_for())
     tag = uuid.uuid4().hex[:8]
     nodes, executor = [], None
     try:
@@ -350,13 +347,8 @@ def test_set_entity_state_hash_over_rmw():
         for topic, kind in ((f'rq{service_name}Request', 'Request'),
                             (f'rr{service_name}Reply', 'Response')):
             dds_type = f'simulation_interfaces::srv::dds_::SetEntityState_{kind}_'
-            deadline = time.monotonic() + 5.0
-            infos = server.get_publishers_info_by_topic(topic, no_mangle=True)
-            infos += server.get_subscriptions_info_by_topic(topic, no_mangle=True)
-            while not infos and time.monotonic() < deadline:
-                time.sleep(0.05)
-                infos = server.get_publishers_info_by_topic(topic, no_mangle=True)
-                infos += server.get_subscriptions_info_by_topic(topic, no_mangle=True)
+            infos = ros_helpers.graph_endpoints(lambda: server.get_publishers_info_by_topic(topic, no_mangle=True)
+                                                + server.get_subscriptions_info_by_topic(topic, no_mangle=True))
             assert infos, f'no endpoint on {topic} visible in graph'
             for info in infos:
                 assert info.topic_type == dds_type

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import cell_helpers
 import pytest
 
 from shadow_twin.common import lifeline
@@ -54,8 +55,7 @@ def kill_up_and_time_its_nodes(ros, tmp_path, args: list[str], nodes: int, topic
     from control_msgs.action import FollowJointTrajectory
     from sensor_msgs.msg import JointState
     states = client.record(JointState, topic, depth=5)
-    up = helpers.NodeProcess(None, [], tmp_path / 'up.log', command=[
-        helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; sys.exit(main(sys.argv[1:]))', *args])
+    up = cell_helpers.up(tmp_path / 'up.log', *args)
     try:
         client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=90.0)
         assert helpers.wait_until(lambda: states.count() > 0, 60.0), up.output()[-3000:]

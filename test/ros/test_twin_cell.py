@@ -17,6 +17,7 @@ import math
 import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 
@@ -35,17 +36,18 @@ END_ERRORS: dict = {}
 @pytest.fixture(scope='module')
 def topics(ros):
     """Recorders: arm (/joint_states), hand (/rh/joint_states), sim (/sim/joint_states), odom,
-    sim_odom, cmd_vel, sim_cmd_vel, and the action status of the UR and hand controllers."""
+    sim_odom, cmd_vel, sim_cmd_vel, and the action status of the UR and hand controllers (deep
+    queues: states are judged on their stamps, and a loaded PC takes them in bursts)."""
     from action_msgs.msg import GoalStatusArray
     from geometry_msgs.msg import TwistStamped
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
     _, client = ros
-    return {'arm': client.record(JointState, '/joint_states', depth=10),
-            'hand': client.record(JointState, '/rh/joint_states', depth=10),
-            'sim': client.record(JointState, '/sim/joint_states', depth=10),
-            'odom': client.record(Odometry, '/odom', depth=50),
-            'sim_odom': client.record(Odometry, '/sim/odom', depth=50),
+    return {'arm': client.record(JointState, '/joint_states', depth=1000),
+            'hand': client.record(JointState, '/rh/joint_states', depth=1000),
+            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
+            'odom': client.record(Odometry, '/odom', depth=500),
+            'sim_odom': client.record(Odometry, '/sim/odom', depth=500),
             'cmd_vel': client.record(TwistStamped, '/cmd_vel', depth=100),
             'sim_cmd_vel': client.record(TwistStamped, '/sim/cmd_vel', depth=100),
             'ur_status': client.record(GoalStatusArray, f'{UR_ACTION}/_action/status', depth=50),
@@ -61,46 +63,30 @@ def cell(ros, topics, tmp_path_factory):
     helpers, client = ros
     folder = tmp_path_factory.mktemp('twin_cell')
     cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
-    procs = {
-        'sim': helpers.NodeProcess('mujoco_bridge.main', [
-            '--params-file', str(CONFIG / 'mujoco_bridge.yaml'), '-p', f'model_path:={cell_xml}',
-            '-p', 'gains_file:=package://shadow_twin/config/controllers/cell.yaml'], folder / 'sim.log'),
-        'ur': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_ur', '--params-file',
-                                                         str(CONFIG / 'mock_ur.yaml')], folder / 'ur.log'),
-        'hand': helpers.NodeProcess('mujoco_bridge.main', [
-            '-r', '__node:=mock_hardware', '--params-file', str(CONFIG / 'mock_hardware.yaml'),
-            '-p', 'joint_states_topic:=/rh/joint_states'], folder / 'hand.log'),
-        'mir': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_mir', '--params-file',
-                                                          str(CONFIG / 'mock_mir.yaml')], folder / 'mir.log'),
-        'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin_cell.yaml')],
-                                    folder / 'twin.log'),
-    }
+    procs = {**cell_helpers.cell_bridges(folder, cell_xml),
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server',
+                                         ['--params-file', str(CONFIG / 'twin_cell.yaml')], folder / 'twin.log')}
 
     def fail(what: str):
         for p in procs.values():
             p.stop()
-        pytest.fail(f'{what}:\n' + '\n'.join(f'--- {n}\n{p.output()[-3000:]}' for n, p in procs.items()))
+        pytest.fail(f'{what}:\n{cell_helpers.logs(procs)}')
 
     flowing = [topics[k] for k in ('arm', 'hand', 'sim', 'odom', 'sim_odom')]
-    if not helpers.wait_until(lambda: all(r.count() for r in flowing) or not all(p.alive() for p in procs.values()),
-                              START_TIMEOUT) or not all(p.alive() for p in procs.values()):
-        fail('the cell did not start')
+    cell_helpers.wait_started(procs, flowing, START_TIMEOUT)
     try:
         client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
     except TimeoutError:
         fail(f'no action server {TWIN_ACTION}')
     # the twin's listeners have subscribed (this client is one more) and its base publishers are matched
     wanted = {'/joint_states': 2, '/rh/joint_states': 2, '/sim/joint_states': 2, '/odom': 2, '/sim/odom': 2}
-    node = client.node
-    if not helpers.wait_until(lambda: all(node.count_subscribers(t) >= n for t, n in wanted.items())
-                              and node.count_publishers('/cmd_vel') >= 1 and node.count_publishers('/sim/cmd_vel') >= 1,
-                              START_TIMEOUT):
+    if not cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers=wanted,
+                                     publishers={'/cmd_vel': 1, '/sim/cmd_vel': 1}):
         fail('the twin did not subscribe to the joint states and odometry')
     wait_base_rest(helpers, [topics['odom'], topics['sim_odom']], timeout=10.0)
-    time.sleep(0.3)
+    cell_helpers.wait_flowed(flowing, 0.3)       # the twin, subscribed, has had the states for a while
     yield procs
-    statuses = {name: p.stop() for name, p in procs.items()}
-    assert statuses == dict.fromkeys(procs, 0), {n: p.output()[-2000:] for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
     if END_ERRORS:
         print('\nbase end pose errors (position m, yaw rad):', END_ERRORS)
 
@@ -108,7 +94,7 @@ def cell(ros, topics, tmp_path_factory):
 # ------------------------------------------------------------------------------------- tests
 def test_arm_and_hand_goal_reaches_the_target_on_robot_and_sim(ros, cell, topics):
     from action_msgs.msg import GoalStatus
-    _, client = ros
+    helpers, client = ros
     target = {**ARM, **HAND}
     feedback = []
     handle = send(client, make_goal(target, 2.0), feedback=feedback.append)
@@ -116,10 +102,11 @@ def test_arm_and_hand_goal_reaches_the_target_on_robot_and_sim(ros, cell, topics
     status, result = result_of(client, handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     assert 'ur_arm' in result.error_string and 'hand' in result.error_string, result.error_string
-    np.testing.assert_allclose(positions(topics['arm'].last(), list(ARM)), list(ARM.values()), atol=JOINT_TOLERANCE)
-    np.testing.assert_allclose(positions(topics['hand'].last(), list(HAND)), list(HAND.values()),
+    np.testing.assert_allclose(positions(helpers.current(topics['arm']), list(ARM)), list(ARM.values()),
                                atol=JOINT_TOLERANCE)
-    np.testing.assert_allclose(positions(topics['sim'].last(), list(target)), list(target.values()),
+    np.testing.assert_allclose(positions(helpers.current(topics['hand']), list(HAND)), list(HAND.values()),
+                               atol=JOINT_TOLERANCE)
+    np.testing.assert_allclose(positions(helpers.current(topics['sim']), list(target)), list(target.values()),
                                atol=JOINT_TOLERANCE)
     # feedback: joints of two real sources merged in one "actual"
     fb = feedback[-1].feedback
@@ -190,11 +177,13 @@ def test_bad_base_goals_are_rejected_and_nothing_moves(ros, cell, topics):
     arm_before = positions(topics['arm'].last(), list(ARM))
     handle = send(client, make_goal({'shoulder_pan_joint': 0.0}, 1.0, base=[(0.0, *before[0]), (0.2, 5.0, 0.0, 0.0)]))
     assert not handle.accepted
-    time.sleep(0.5)
-    assert not topics['cmd_vel'].since(since) and not topics['sim_cmd_vel'].since(since), 'a TwistStamped was sent'
+    later = helpers.ros_now() + 0.5        # 0.5 s on, on the robots' and the sim's stamps: nothing moved
+    arm_later = positions(helpers.stamped_at(topics['arm'], later), list(ARM))
     for odom, pose in zip(odoms, before):
-        assert pose_error(pose_of(odom.last()), pose)[0] < 1e-3 and pose_error(pose_of(odom.last()), pose)[1] < 1e-3
-    np.testing.assert_allclose(positions(topics['arm'].last(), list(ARM)), arm_before, atol=2e-3)
+        error = pose_error(pose_of(helpers.stamped_at(odom, later)), pose)
+        assert error[0] < 1e-3 and error[1] < 1e-3, error
+    assert not topics['cmd_vel'].since(since) and not topics['sim_cmd_vel'].since(since), 'a TwistStamped was sent'
+    np.testing.assert_allclose(arm_later, arm_before, atol=2e-3)
     log = cell['twin'].output()
     for reason in ('is nan (NaN or inf)', 'not strictly increasing', 'above the limit 2 m/s', "it must be in 'odom'",
                    "the base follows only the planar joint 'virtual_joint'"):
@@ -214,17 +203,17 @@ def test_cancel_stops_arm_hand_and_both_bases(ros, cell, topics):
     assert handle.accepted, cell['twin'].output()[-3000:]
     assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) > 0.1 for o in odoms), 4.0), \
         'the bases did not start moving'
-    canceled_at = time.monotonic()
+    canceled_at = helpers.ros_now()
     client.wait_future(handle.cancel_goal_async(), 5.0)
     status, result = result_of(client, handle)
     assert status == GoalStatus.STATUS_CANCELED, result.error_string
     for part in ('ur_arm', 'hand', 'sim', 'base', 'sim base'):
         assert part in result.error_string, result.error_string
-    # both bases stopped within 1 s of the cancel
-    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) < 0.02
-                                          and abs(o.last().twist.twist.angular.z) < 0.02 for o in odoms),
-                              max(0.0, canceled_at + 1.0 - time.monotonic())), \
-        [(o.last().twist.twist.linear.x, o.last().twist.twist.angular.z) for o in odoms]
+    # both bases stopped within 1 s of the cancel: judged on the odometry stamped 1 s after it,
+    # however late this (loaded) process receives it
+    after = [helpers.stamped_at(o, canceled_at + 1.0) for o in odoms]
+    assert all(abs(m.twist.twist.linear.x) < 0.02 and abs(m.twist.twist.angular.z) < 0.02 for m in after), \
+        [(m.twist.twist.linear.x, m.twist.twist.angular.z) for m in after]
     # the arm and hand controllers' goals were canceled
     for key in ('ur_status', 'hand_status'):
         assert helpers.wait_until(lambda: any(s.status == GoalStatus.STATUS_CANCELED
@@ -246,14 +235,14 @@ def test_a_joint_goal_preempting_a_base_goal_stops_both_bases(ros, cell, topics)
         'the bases did not start moving'
     second = send(client, make_goal({'rh_FFJ3': 0.6}, 0.5))
     assert second.accepted, cell['twin'].output()[-3000:]
-    preempted_at = time.monotonic()
+    preempted_at = helpers.ros_now()
     status, result = result_of(client, first)
     assert status == GoalStatus.STATUS_ABORTED and 'preempted by a new goal' in result.error_string, \
         result.error_string
-    assert helpers.wait_until(lambda: all(abs(o.last().twist.twist.linear.x) < 0.02
-                                          and abs(o.last().twist.twist.angular.z) < 0.02 for o in odoms),
-                              max(0.0, preempted_at + 1.0 - time.monotonic())), \
-        [(o.last().twist.twist.linear.x, o.last().twist.twist.angular.z) for o in odoms]
+    # both bases stopped within 1 s of the preemption, on the odometry stamped then
+    after = [helpers.stamped_at(o, preempted_at + 1.0) for o in odoms]
+    assert all(abs(m.twist.twist.linear.x) < 0.02 and abs(m.twist.twist.angular.z) < 0.02 for m in after), \
+        [(m.twist.twist.linear.x, m.twist.twist.angular.z) for m in after]
     status, result = result_of(client, second)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
 
@@ -262,7 +251,7 @@ def test_arm_driver_missing_rejects_an_arm_goal_and_nothing_moves(ros, cell, top
     from action_msgs.msg import GoalStatus
     helpers, client = ros
     assert cell['ur'].stop() == 0
-    assert helpers.wait_until(lambda: not topics['arm'].since(time.monotonic() - 0.5), 5.0)
+    assert helpers.wait_until(lambda: not topics['arm'].since(time.monotonic() - 0.5), 10.0)
     wait_joints_rest(helpers, [topics['hand'], topics['sim']], {*ARM, *HAND})
     sim_before = positions(topics['sim'].last(), list(ARM))
     hand_before = positions(topics['hand'].last(), list(HAND))
@@ -272,9 +261,10 @@ def test_arm_driver_missing_rejects_an_arm_goal_and_nothing_moves(ros, cell, top
     log = cell['twin'].output()
     assert f'ur_arm controller ({UR_ACTION}) is gone: its joint states stopped' in log, log[-3000:]
     assert 'from /joint_states' in log
-    time.sleep(0.5)
-    np.testing.assert_allclose(positions(topics['sim'].last(), list(ARM)), sim_before, atol=2e-3)
-    np.testing.assert_allclose(positions(topics['hand'].last(), list(HAND)), hand_before, atol=2e-3)
+    later = helpers.ros_now() + 0.5        # 0.5 s on, on the sim's and the hand's stamps: nothing moved
+    np.testing.assert_allclose(positions(helpers.stamped_at(topics['sim'], later), list(ARM)), sim_before, atol=2e-3)
+    np.testing.assert_allclose(positions(helpers.stamped_at(topics['hand'], later), list(HAND)), hand_before,
+                               atol=2e-3)
     assert not topics['cmd_vel'].since(since) and not topics['sim_cmd_vel'].since(since)
     # the hand alone still goes (the hand driver is there)
     handle = send(client, make_goal({'rh_FFJ3': 0.4}, 0.5))
@@ -285,7 +275,7 @@ def test_arm_driver_missing_rejects_an_arm_goal_and_nothing_moves(ros, cell, top
 def test_mir_bridge_missing_rejects_a_base_goal(ros, cell, topics):
     helpers, client = ros
     assert cell['mir'].stop() == 0
-    assert helpers.wait_until(lambda: not topics['odom'].since(time.monotonic() - 0.7), 5.0)
+    assert helpers.wait_until(lambda: not topics['odom'].since(time.monotonic() - 0.7), 10.0)
     sim_before = pose_of(topics['sim_odom'].last())
     since = time.monotonic()
     handle = send(client, make_goal(base=base_points(sim_before, straight(0.5), 3.0)))
@@ -293,6 +283,6 @@ def test_mir_bridge_missing_rejects_a_base_goal(ros, cell, topics):
     log = cell['twin'].output()
     assert 'real base (TwistStamped on /cmd_vel, odometry on /odom) is missing: no fresh odometry on /odom' in log, \
         log[-3000:]
-    time.sleep(0.5)
-    assert pose_error(pose_of(topics['sim_odom'].last()), sim_before)[0] < 1e-3
+    later = helpers.stamped_at(topics['sim_odom'], helpers.ros_now() + 0.5)     # 0.5 s on: the sim base stayed
+    assert pose_error(pose_of(later), sim_before)[0] < 1e-3
     assert not topics['sim_cmd_vel'].since(since)

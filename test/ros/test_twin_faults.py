@@ -12,6 +12,7 @@ import signal
 import time
 from pathlib import Path
 
+import cell_helpers
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,13 +27,11 @@ def sim_and_twin(ros, states, tmp_path_factory):
     """The sim bridge and the twin server, one process each, for the whole module."""
     helpers, client = ros
     folder = tmp_path_factory.mktemp('faults')
-    procs = {'sim': helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(CONFIG / 'mujoco_bridge.yaml')],
-                                        folder / 'sim.log'),
+    procs = {'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml'),
              'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin.yaml')],
                                          folder / 'twin.log')}
     yield procs
-    statuses = {name: p.stop() for name, p in procs.items()}
-    assert statuses == {'sim': 0, 'twin': 0}, {n: p.output()[-2000:] for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
 
 
 @pytest.fixture
@@ -42,22 +41,19 @@ def mock(ros, states, sim_and_twin, tmp_path):
     from control_msgs.action import FollowJointTrajectory
     from std_srvs.srv import Trigger
     helpers, client = ros
-    proc = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
-                                                      str(CONFIG / 'mock_hardware.yaml')], tmp_path / 'mock.log')
+    proc = cell_helpers.bridge(tmp_path, 'mock_hardware', 'mock_hardware.yaml')
     started = time.monotonic()
     if not helpers.wait_until(lambda: all(r.since(started) for r in states.values()) or not proc.alive(),
                               START_TIMEOUT):
         proc.stop()
-        pytest.fail('the cell did not start:\n' + '\n'.join(p.output()[-2000:] for p in
-                                                             [proc, *sim_and_twin.values()]))
+        pytest.fail(f'the cell did not start:\n{cell_helpers.logs({"mock": proc, **sim_and_twin}, 2000)}')
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     for node in ('/mujoco_bridge', '/mock_hardware'):
         assert client.call(Trigger, f'{node}/reset').success
     import fault_scenarios
     assert fault_scenarios.wait_twin_accepts(client, START_TIMEOUT), 'the twin never saw the new mock hardware'
     assert helpers.wait_until(lambda: all(max(abs(v) for v in r.last().velocity) < 2e-3
-                                          for r in states.values()), 5.0), 'the cell did not come to rest'
-    time.sleep(0.3)
+                                          for r in states.values()), 10.0), 'the cell did not come to rest'
     yield proc
     if proc.alive():
         proc.proc.send_signal(signal.SIGCONT)
@@ -69,7 +65,7 @@ def assert_gone_and_rejecting(ros, states, scenarios, outcome, twin) -> None:
     sim held, and a new goal is rejected without moving the sim."""
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
-    _, client = ros
+    helpers, client = ros
     assert outcome.status == GoalStatus.STATUS_ABORTED, outcome.error_string
     text = outcome.error_string
     assert 'hand controller (/rh_trajectory_controller/follow_joint_trajectory) is gone' in text, text
@@ -80,8 +76,8 @@ def assert_gone_and_rejecting(ros, states, scenarios, outcome, twin) -> None:
     handle = client.send_goal(FollowJointTrajectory, scenarios.TWIN_ACTION,
                               scenarios.one_point_goal({scenarios.MOVED: 0.9}, 0.5))
     assert not handle.accepted
-    time.sleep(0.6)
-    assert abs(scenarios.position(states['sim'].last()) - before) < HOLD_RAD
+    held = helpers.stamped_at(states['sim'], helpers.ros_now() + 0.6)     # 0.6 s on, on the sim's stamps
+    assert abs(scenarios.position(held) - before) < HOLD_RAD
     assert 'rejected goal (INVALID_GOAL): hand controller' in twin.output()
 
 
@@ -105,7 +101,7 @@ def test_stalled_controller_is_named_and_cancelled_when_it_resumes(ros, states, 
     assert_gone_and_rejecting(ros, states, scenarios, outcome, sim_and_twin['twin'])
     resumed = time.monotonic()
     mock.proc.send_signal(signal.SIGCONT)
-    assert helpers.wait_until(lambda: states['real'].since(resumed + 0.1), 5.0), 'the mock did not resume'
+    assert helpers.wait_until(lambda: states['real'].since(resumed + 0.1), 10.0), 'the mock did not resume'
     assert helpers.wait_until(lambda: 'goal canceled' in mock.output(), 10.0), mock.output()[-2000:]
     assert 'canceled the parts of: hand (gone: not waited for), sim' in sim_and_twin['twin'].output()
     handle = client.send_goal(FollowJointTrajectory, scenarios.TWIN_ACTION,
@@ -121,16 +117,16 @@ def test_part_rejected_by_a_controller_is_cancelled_everywhere_before_the_start(
     part, already accepted, is canceled before the common start and the goal is rejected;
     neither moves."""
     from control_msgs.action import FollowJointTrajectory
-    _, client = ros
+    helpers, client = ros
     results = client.set_parameters('/mock_hardware', {'velocity_limits': '{rh_FFJ3: 0.5}'})
     assert all(r.successful for r in results), results
     before = {side: scenarios.position(r.last()) for side, r in states.items()}
     handle = client.send_goal(FollowJointTrajectory, scenarios.TWIN_ACTION,
                               scenarios.one_point_goal({scenarios.MOVED: 1.2}, 0.5))
     assert not handle.accepted
-    time.sleep(0.8)
-    for side, recorder in states.items():
-        assert abs(scenarios.position(recorder.last()) - before[side]) < HOLD_RAD, side
+    rejected = helpers.ros_now()
+    for side, recorder in states.items():       # 0.8 s on, on the states' stamps
+        assert abs(scenarios.position(helpers.stamped_at(recorder, rejected + 0.8)) - before[side]) < HOLD_RAD, side
     log = sim_and_twin['twin'].output()
     assert 'hand controller (/rh_trajectory_controller/follow_joint_trajectory) rejected its part' in log
     assert 'canceled before the start: sim' in log

@@ -15,13 +15,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-BRIDGE_PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
-MOCK_PARAMS = REPO / 'config' / 'mock_hardware.yaml'
 MONITOR_PARAMS = REPO / 'config' / 'twin_monitor.yaml'
 REAL_ACTION = '/rh_trajectory_controller/follow_joint_trajectory'
 SIM_ACTION = '/sim/follow_joint_trajectory'
@@ -78,29 +77,24 @@ def cell(ros, topics, tmp_path_factory):
     """Mock hardware, sim bridge and twin monitor as three processes; yields {name: process}."""
     helpers, _ = ros
     folder = tmp_path_factory.mktemp('monitor')
-    procs = {
-        'mock': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
-                                                           str(MOCK_PARAMS)], folder / 'mock.log'),
-        'sim': helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(BRIDGE_PARAMS)], folder / 'sim.log'),
-        'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
-            '--params-file', str(MONITOR_PARAMS), '-p', f'window:={WINDOW}', '-p', 'diagnostics_period:=0.25'],
-            folder / 'monitor.log'),
-    }
-    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in topics.values())
-                            or not all(p.alive() for p in procs.values()), START_TIMEOUT)
-    if not ok or not all(p.alive() for p in procs.values()):
-        for p in procs.values():
-            p.stop()
-        pytest.fail('the cell did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs.values()))
+    procs = {**cell_helpers.hand_bridges(folder),
+             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+                 '--params-file', str(MONITOR_PARAMS), '-p', f'window:={WINDOW}', '-p', 'diagnostics_period:=0.25'],
+                 folder / 'monitor.log')}
+    cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
     yield procs
-    exits = {name: p.stop() for name, p in procs.items()}
-    assert exits == {'mock': 0, 'sim': 0, 'monitor': 0}, {n: p.log_path.read_text()[-2000:]
-                                                          for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
+
+
+def stamped_since(recorder, since: float) -> list:
+    """The messages of ``recorder`` stamped after ``since`` (ROS time, s), in arrival order."""
+    return [m for _, m in recorder.snapshot() if stamp_s(m.header.stamp) > since]
 
 
 def latest_monitor_diagnostics(recorder, since: float):
-    """The newest DiagnosticArray of the twin monitor received after ``since`` (monotonic s), or None."""
-    for _, msg in reversed(recorder.since(since)):
+    """The newest DiagnosticArray of the twin monitor stamped after ``since`` (ROS time, s: it
+    was computed then, however late a loaded PC handed it over), or None."""
+    for msg in reversed(stamped_since(recorder, since)):
         if any(s.name.startswith('twin_monitor:') for s in msg.status):
             return msg
     return None
@@ -108,10 +102,10 @@ def latest_monitor_diagnostics(recorder, since: float):
 
 def aggregated_pair(topics, since: float):
     """(DiagnosticArray of /diagnostics, the /diagnostics_agg published with it) of the twin monitor,
-    the newest pair received after ``since`` (monotonic s), or None."""
-    diagnostics = {stamp_key(m.header.stamp): m for _, m in topics['diagnostics'].since(since)
+    the newest pair stamped after ``since`` (ROS time, s), or None."""
+    diagnostics = {stamp_key(m.header.stamp): m for m in stamped_since(topics['diagnostics'], since)
                    if any(st.name.startswith('twin_monitor:') for st in m.status)}
-    for _, agg in reversed(topics['aggregated'].since(since)):
+    for agg in reversed(stamped_since(topics['aggregated'], since)):
         if stamp_key(agg.header.stamp) in diagnostics:
             return diagnostics[stamp_key(agg.header.stamp)], agg
     return None
@@ -167,17 +161,21 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
         result = client.wait_future(handle.get_result_async(), 15.0)
         assert result.status == GoalStatus.STATUS_SUCCEEDED, result.result.error_string
 
+    resting = []            # the stamp (ROS time, s) of the first states seen at rest
+
     def at_rest():
         real, sim = topics['real'].last(), topics['sim'].last()
+        resting[:] = [max(stamp_s(real.header.stamp), stamp_s(sim.header.stamp))]
         return max(np.abs(real.velocity)) < 2e-3 and max(np.abs(sim.velocity)) < 2e-3
-    assert helpers.wait_until(at_rest, 5.0), 'the joints did not come to rest'
-    rest = time.monotonic()
-    # a full window of comparisons at rest, and diagnostics computed over it
+    assert helpers.wait_until(at_rest, 10.0), 'the joints did not come to rest'
+    rest = resting[0]
+    # a full window of comparisons at rest, and diagnostics computed over it (on their stamps)
     assert helpers.wait_until(lambda: latest_monitor_diagnostics(topics['diagnostics'], rest + WINDOW + 0.05),
-                              5.0), cell['monitor'].output()[-2000:]
+                              10.0), cell['monitor'].output()[-2000:]
+    helpers.stamped_at(topics['error'], rest + WINDOW)         # the errors of that window are here
     moving = [msg for _, msg in topics['error'].since(start)]
-    errors = [msg for _, msg in topics['error'].since(rest)]
-    assert len(errors) >= 20                                   # 50 Hz
+    errors = [msg for msg in stamped_since(topics['error'], rest)]
+    assert len(errors) >= 20                                   # 50 Hz over the window (0.5 s)
 
     # time-aligned: every error carries the stamp of a real sample and equals sim(at that stamp) - real
     reals = {stamp_key(m.header.stamp): m for _, m in topics['real'].snapshot()}
@@ -241,7 +239,7 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
     assert '2 ERROR, 0 WARN of 24 joints' in summary.message
     assert len(diag) == 25                                           # 24 joints + the summary
     # /diagnostics_agg: the same statuses, as diagnostic_aggregator lays them out for rqt_robot_monitor
-    assert helpers.wait_until(lambda: aggregated_pair(topics, rest + WINDOW + 0.05), 5.0)
+    assert helpers.wait_until(lambda: aggregated_pair(topics, rest + WINDOW + 0.05), 10.0)
     diag, agg = (statuses(m) for m in aggregated_pair(topics, rest + WINDOW + 0.05))
     assert list(agg)[0] == '/shadow_twin/sim vs real' and list(agg)[-1] == '/shadow_twin' and len(agg) == 27
     for name, status in diag.items():
@@ -264,8 +262,8 @@ def test_thresholds_change_at_runtime_and_bad_values_are_refused(ros, cell, topi
     assert not refused[0].successful and "joints 'rh_FFJ3'" in refused[0].reason
     done = client.set_parameters('/twin_monitor', {'threshold_overrides': 'rh_FF*: {warn: 0.4, error: 0.6}'})
     assert done[0].successful, done[0].reason
-    changed = time.monotonic()
-    assert helpers.wait_until(lambda: latest_monitor_diagnostics(topics['diagnostics'], changed + 0.05), 5.0)
+    changed = helpers.ros_now()
+    assert helpers.wait_until(lambda: latest_monitor_diagnostics(topics['diagnostics'], changed + 0.05), 10.0)
     diag = statuses(latest_monitor_diagnostics(topics['diagnostics'], changed + 0.05))
     ffj3 = diag['twin_monitor: rh_FFJ3']
     assert level(ffj3) == 1, ffj3.message                           # WARN: 0.4 <= 0.5 < 0.6

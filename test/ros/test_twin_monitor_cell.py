@@ -17,6 +17,7 @@ import math
 import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 
@@ -82,29 +83,13 @@ def cell(ros, topics, tmp_path_factory):
     folder = tmp_path_factory.mktemp('monitor_cell')
     model, _ = write_cell_mjcf(None, folder / 'cell.xml')
     began = time.monotonic()
-
-    def bridge(name: str, params: str, *extra: str) -> 'helpers.NodeProcess':
-        return helpers.NodeProcess('mujoco_bridge.main', ['-r', f'__node:={name}', '--params-file',
-                                                          str(CONFIG / params), *extra], folder / f'{name}.log')
-    procs = {
-        'sim': bridge('mujoco_bridge', 'mujoco_bridge.yaml', '-p', f'model_path:={model}', '-p',
-                      'gains_file:=package://shadow_twin/config/controllers/cell.yaml'),
-        'ur': bridge('mock_ur', 'mock_ur.yaml'),
-        'hand': bridge('mock_hardware', 'mock_hardware.yaml', '-p', 'joint_states_topic:=/rh/joint_states'),
-        'mir': bridge('mock_mir', 'mock_mir.yaml'),
-        'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
-            '--params-file', str(MONITOR_PARAMS), '-p', 'diagnostics_period:=0.25'], folder / 'monitor.log'),
-    }
-    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in topics.values())
-                            or not all(p.alive() for p in procs.values()), START_TIMEOUT)
-    if not ok or not all(p.alive() for p in procs.values()):
-        for p in procs.values():
-            p.stop()
-        pytest.fail('the cell did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs.values()))
+    procs = {**cell_helpers.cell_bridges(folder, model),
+             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+                 '--params-file', str(MONITOR_PARAMS), '-p', 'diagnostics_period:=0.25'], folder / 'monitor.log')}
+    cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
     print(f'cell up after {time.monotonic() - began:.1f} s')
     yield procs
-    exits = {name: p.stop() for name, p in procs.items()}
-    assert exits == dict.fromkeys(procs, 0), {n: p.log_path.read_text()[-2000:] for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
 
 
 def monitor_statuses(topics, since: float, name: str = 'diagnostics') -> dict | None:
@@ -121,7 +106,7 @@ def drive(ros, topics: list[str], seconds: float, until=None, stop: bool = False
     """Publish the TwistStamped command (SPEED, TURN) on ``topics`` at 20 Hz for ``seconds`` s, or
     until ``until()`` is true, then with ``stop`` a zero command three times (as a base controller
     ends, rather than leaving each base to its own command timeout); returns the monotonic time of
-    the first command."""
+    the first command. The 50 ms sleeps pace the commands, as a base controller's 20 Hz."""
     from geometry_msgs.msg import TwistStamped
     _, client = ros
     pubs = [client.node.create_publisher(TwistStamped, topic, 10) for topic in topics]
@@ -167,7 +152,7 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
     assert handle.accepted
     result = client.wait_future(handle.get_result_async(), 15.0)
     assert result.status == GoalStatus.STATUS_SUCCEEDED, result.result.error_string
-    time.sleep(0.3)
+    helpers.stamped_at(topics['error'], helpers.ros_now() + 0.3)     # the errors of 0.3 s at the end are here
     errors = [m for _, m in topics['error'].since(start)]
     assert len(errors) >= 20
     assert all(list(m.name) == ARM + hand_order for m in errors)     # /joint_states' joints, then /rh/joint_states'
@@ -209,7 +194,7 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
     assert abs(errors[-1].position[0] - 0.3) < 0.02                        # sim 0.3 rad, the mock UR's at 0
 
     settled = time.monotonic()
-    assert helpers.wait_until(lambda: monitor_statuses(topics, settled + 0.05), 5.0)
+    assert helpers.wait_until(lambda: monitor_statuses(topics, settled + 0.05), 10.0)
     diag = monitor_statuses(topics, settled + 0.05)
     for joint in ARM:
         assert (kv(diag[f'twin_monitor: {joint}'])['warn_rad'], kv(diag[f'twin_monitor: {joint}'])['error_rad']) \
@@ -226,10 +211,13 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
 def test_same_commands_to_both_bases_keep_the_base_error_small(ros, cell, topics):
     helpers, _ = ros
     odom0, sim0 = topics['odom'].last(), topics['sim_odom'].last()
+    began = helpers.ros_now()
     start = drive(ros, ['/cmd_vel', '/sim/cmd_vel'], DRIVE, stop=True)
     assert helpers.wait_until(lambda: abs(topics['odom'].last().twist.twist.linear.x) < 0.005
-                              and abs(topics['sim_odom'].last().twist.twist.linear.x) < 0.005, 5.0)
+                              and abs(topics['sim_odom'].last().twist.twist.linear.x) < 0.005, 10.0)
     stopped = time.monotonic()
+    ended = helpers.ros_now() - 0.2        # the window of odometry (on its stamps) each error must cover
+    helpers.stamped_at(topics['base_error'], ended)         # the monitor's errors of the window are here
     odom1, sim1 = topics['odom'].last(), topics['sim_odom'].last()
     for a, b in ((odom0, odom1), (sim0, sim1)):                             # both moved
         travelled = math.hypot(b.pose.pose.position.x - a.pose.pose.position.x,
@@ -242,9 +230,11 @@ def test_same_commands_to_both_bases_keep_the_base_error_small(ros, cell, topics
     sim_t = np.array([t for t, _ in sims])
     sim_x = np.array([m.pose.pose.position.x for _, m in sims])
     sim_yaw = np.unwrap([yaw_of(m) for _, m in sims])
-    odom_stamps = {stamp_key(m.header.stamp) for r, m in topics['odom'].since(start) if r < stopped - 0.2}
+    odom_stamps = {stamp_key(m.header.stamp) for _, m in topics['odom'].snapshot()
+                   if began <= stamp_s(m.header.stamp) < ended}
     compared = odom_stamps & {stamp_key(m.header.stamp) for m in errors}
-    assert len(compared) >= 0.95 * len(odom_stamps) >= 0.8 * 50 * (stopped - 0.2 - start)   # one per /odom message
+    # one error per /odom message (50 Hz, counted on its stamps)
+    assert len(compared) >= 0.95 * len(odom_stamps) >= 0.8 * 50 * (ended - began), (len(compared), len(odom_stamps))
     for err in errors:
         assert err.header.frame_id == 'odom'
         real = reals[stamp_key(err.header.stamp)]
@@ -254,7 +244,7 @@ def test_same_commands_to_both_bases_keep_the_base_error_small(ros, cell, topics
         assert err.vector.z == pytest.approx(math.remainder(dyaw, 2 * math.pi), abs=1e-6)
     position = [math.hypot(m.vector.x, m.vector.y) for m in errors]
     yaw = [abs(m.vector.z) for m in errors]
-    assert helpers.wait_until(lambda: monitor_statuses(topics, stopped + 0.05), 5.0)
+    assert helpers.wait_until(lambda: monitor_statuses(topics, stopped + 0.05), 10.0)
     base = monitor_statuses(topics, stopped + 0.05)[BASE]
     values = kv(base)
     print(f'same commands ({SPEED} m/s, {TURN} rad/s for {DRIVE} s): base error at the end '
@@ -270,13 +260,14 @@ def test_same_commands_to_both_bases_keep_the_base_error_small(ros, cell, topics
 
 def test_driving_only_the_sim_base_makes_the_base_warn_then_error(ros, cell, topics):
     helpers, _ = ros
-    reached: dict[int, float] = {}
-    start = time.monotonic()
+    reached: dict[int, float] = {}      # level: s from the first command to the status, on the stamps
+    start, began = time.monotonic(), helpers.ros_now()
 
     def watch() -> bool:
-        found = monitor_statuses(topics, start)
-        if found is not None and BASE in found:
-            reached.setdefault(level(found[BASE]), time.monotonic() - start)
+        for _, msg in topics['diagnostics'].since(start):
+            found = {st.name: st for st in msg.status}
+            if BASE in found:
+                reached.setdefault(level(found[BASE]), stamp_s(msg.header.stamp) - began)
         return 2 in reached
     drive(ros, ['/sim/cmd_vel'], 6.0, until=watch)
     last = topics['base_error'].last()

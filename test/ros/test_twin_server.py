@@ -9,16 +9,14 @@ files are tested through ``ros2 launch`` in test/launch/.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
+import cell_helpers
 import numpy as np
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-BRIDGE_PARAMS = REPO / 'config' / 'mujoco_bridge.yaml'
-MOCK_PARAMS = REPO / 'config' / 'mock_hardware.yaml'
 TWIN_PARAMS = REPO / 'config' / 'twin.yaml'
 TWIN_ACTION = '/twin/follow_joint_trajectory'
 START_TIMEOUT = 30.0
@@ -47,20 +45,6 @@ def result_of(client, handle, timeout: float = 15.0):
     return response.status, response.result
 
 
-def start_process(helpers, command: list[str], log_path: Path):
-    """A ``ros_helpers.NodeProcess`` running an arbitrary ``command`` (not ``-m MODULE --ros-args``)."""
-    return helpers.NodeProcess(None, [], log_path, command=command)
-
-
-def wait_flowing(helpers, recorders, procs, what: str) -> None:
-    ok = helpers.wait_until(lambda: all(r.count() > 0 for r in recorders) or not all(p.alive() for p in procs),
-                            START_TIMEOUT)
-    if not ok or not all(p.alive() for p in procs):
-        for p in procs:
-            p.stop()
-        pytest.fail(f'{what} did not start:\n' + '\n'.join(p.output()[-3000:] for p in procs))
-
-
 def wait_twin_ready(helpers, client, procs, what: str, action: str = TWIN_ACTION,
                     subscribers: dict[str, int] | None = None) -> None:
     """Wait until the twin serves ``action`` and ``subscribers`` {topic: at least} is met (the
@@ -72,20 +56,20 @@ def wait_twin_ready(helpers, client, procs, what: str, action: str = TWIN_ACTION
     except TimeoutError:
         for p in procs:
             p.stop()
-        pytest.fail(f'{what}: no action server {action}:\n' + '\n'.join(p.output()[-3000:] for p in procs))
-    ok = helpers.wait_until(lambda: all(client.node.count_subscribers(t) >= n for t, n in wanted.items()),
-                            START_TIMEOUT)
-    assert ok, f'{what} did not subscribe to the joint states: {wanted}'
+        pytest.fail(f'{what}: no action server {action}:\n{cell_helpers.logs(procs)}')
+    assert cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers=wanted), \
+        f'{what} did not subscribe to the joint states: {wanted}'
 
 
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope='module')
 def states(ros):
-    """Recorders of /joint_states (real) and /sim/joint_states."""
+    """Recorders of /joint_states (real) and /sim/joint_states (1000 deep: the states are judged on
+    their stamps, and a loaded PC takes them in bursts)."""
     from sensor_msgs.msg import JointState
     _, client = ros
-    return {'real': client.record(JointState, '/joint_states', depth=10),
-            'sim': client.record(JointState, '/sim/joint_states', depth=10)}
+    return {'real': client.record(JointState, '/joint_states', depth=1000),
+            'sim': client.record(JointState, '/sim/joint_states', depth=1000)}
 
 
 @pytest.fixture(scope='module')
@@ -93,26 +77,23 @@ def cell(ros, states, tmp_path_factory):
     """Mock hardware, sim bridge and twin server as three processes; yields {name: process}."""
     helpers, client = ros
     folder = tmp_path_factory.mktemp('twin')
-    procs = {
-        'mock': helpers.NodeProcess('mujoco_bridge.main', ['-r', '__node:=mock_hardware', '--params-file',
-                                                           str(MOCK_PARAMS)], folder / 'mock.log'),
-        'sim': helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(BRIDGE_PARAMS)], folder / 'sim.log'),
-        'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(TWIN_PARAMS)],
-                                    folder / 'twin.log'),
-    }
-    wait_flowing(helpers, [states['real'], states['sim']], list(procs.values()), 'the cell')
+    procs = {**cell_helpers.hand_bridges(folder),
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(TWIN_PARAMS)],
+                                         folder / 'twin.log')}
+    cell_helpers.wait_started(procs, [states['real'], states['sim']], START_TIMEOUT)
     wait_twin_ready(helpers, client, list(procs.values()), 'the twin server')
     yield procs
-    statuses = {name: p.stop() for name, p in procs.items()}
-    assert statuses == {'mock': 0, 'sim': 0, 'twin': 0}, {n: p.log_path.read_text()[-2000:]
-                                                          for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
 
 
-def wait_at_rest(helpers, recorder, timeout: float = 5.0, speed: float = 2e-3) -> None:
+def wait_at_rest(helpers, recorder, timeout: float = 10.0, speed: float = 2e-3) -> None:
+    """Wait until a state stamped after now (a reset just answered) has every joint slower than
+    ``speed`` rad/s."""
+    after = helpers.ros_now()
+
     def resting():
         msg = recorder.last()
-        return msg is not None and max(abs(v) for v in msg.velocity) < speed
-    time.sleep(0.05)
+        return msg is not None and helpers.stamp_s(msg) > after and max(abs(v) for v in msg.velocity) < speed
     assert helpers.wait_until(resting, timeout), 'joints did not come to rest'
 
 
@@ -138,11 +119,11 @@ def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
     from sensor_msgs.msg import JointState
     helpers, client = ros
     joint_error = client.record(JointState, '/twin/joint_error', depth=10)
-    proc = start_process(helpers, [helpers.PYTHON, '-c', 'import sys; from shadow_twin.cli.up import main; '
-                                   'sys.exit(main(sys.argv[1:]))', '--mock-hardware'], tmp_path / 'up.log')
+    proc = cell_helpers.up(tmp_path / 'up.log', '--mock-hardware')
     try:
         # the monitor's sim - real flows once it has both joint states
-        wait_flowing(helpers, [states['real'], states['sim'], joint_error], [proc], 'shadow-twin up')
+        cell_helpers.wait_started([proc], [states['real'], states['sim'], joint_error], START_TIMEOUT,
+                                  'shadow-twin up')
         wait_twin_ready(helpers, client, [proc], 'shadow-twin up')
         assert len(joint_error.last().name) == 24
         handle = send(client, make_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, goal_tolerance=0.05))
@@ -150,7 +131,7 @@ def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
         status, result = result_of(client, handle)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
         for side in ('real', 'sim'):
-            np.testing.assert_allclose(positions(states[side].last(), ['rh_FFJ3', 'rh_WRJ1']), [0.8, -0.2],
+            np.testing.assert_allclose(positions(helpers.current(states[side]), ['rh_FFJ3', 'rh_WRJ1']), [0.8, -0.2],
                                        atol=0.05)
     finally:
         status = proc.stop()
@@ -162,7 +143,7 @@ def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
 def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
-    _, client = ros
+    helpers, client = ros
     feedback = []
     handle = send(client, make_goal(TARGET, 0.6, goal_tolerance=0.05), feedback=feedback.append)
     assert handle.accepted, rest['twin'].output()[-2000:]
@@ -170,19 +151,23 @@ def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
     for side in ('real', 'sim'):
-        np.testing.assert_allclose(positions(states[side].last(), list(TARGET)), list(TARGET.values()), atol=0.05)
-    fb = ros[0].final_feedback(feedback, TARGET)
+        np.testing.assert_allclose(positions(helpers.current(states[side]), list(TARGET)), list(TARGET.values()),
+                                   atol=0.05)
+    fb = helpers.final_feedback(feedback, TARGET, settled=lambda fb: np.allclose(fb.actual.positions,
+                                                                                 list(TARGET.values()), atol=0.05))
     assert len(feedback) >= 10
     assert list(fb.joint_names) == list(TARGET)
     np.testing.assert_allclose(np.array(fb.error.positions),
                                np.array(fb.desired.positions) - np.array(fb.actual.positions), atol=1e-12)
-    # actual is the robot (mock hardware)
-    np.testing.assert_allclose(fb.actual.positions, positions(states['real'].last(), list(TARGET)), atol=0.02)
+    # actual is the robot (mock hardware): its state at the feedback's stamp
+    np.testing.assert_allclose(fb.actual.positions,
+                               positions(helpers.stamped_at(states['real'], helpers.stamp_s(fb)), list(TARGET)),
+                               atol=0.02)
     # sim minus real of the two: the twin monitor's job (test_twin_monitor.py)
 
 
 def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
-    _, client = ros
+    helpers, client = ros
     before = {side: positions(states[side].last(), list(TARGET)) for side in ('real', 'sim')}
     unknown = send(client, make_goal({'rh_FFJ3': 0.5, 'rh_FFJ9': 0.1}, 0.5))
     outside = send(client, make_goal({'rh_FFJ3': 2.5}, 0.5))
@@ -208,9 +193,10 @@ def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
     bad['start already past'].trajectory.header.stamp = Time(sec=1, nanosec=0)
     for what, goal in bad.items():
         assert not send(client, goal).accepted, what
-    time.sleep(0.4)
-    for side in ('real', 'sim'):
-        assert np.abs(positions(states[side].last(), list(TARGET)) - before[side]).max() < 1e-3
+    rejected = helpers.ros_now()
+    for side in ('real', 'sim'):      # nothing moved in the 0.4 s after (on the states' stamps)
+        held = helpers.stamped_at(states[side], rejected + 0.4)
+        assert np.abs(positions(held, list(TARGET)) - before[side]).max() < 1e-3
     log = rest['twin'].output()
     assert 'rh_FFJ9' in log and 'INVALID_JOINTS' in log
     assert 'outside its limits' in log
@@ -231,12 +217,13 @@ def test_cancel_mid_way_stops_robot_and_sim(ros, rest, states):
     client.wait_future(handle.cancel_goal_async(), 5.0)
     status, _ = result_of(client, handle)
     assert status == GoalStatus.STATUS_CANCELED
-    at_cancel = {side: positions(states[side].last(), ['rh_FFJ3'])[0] for side in ('real', 'sim')}
+    canceled = helpers.ros_now()        # robot and sim at the cancel's answer and 0.6 s on, on their stamps
+    at_cancel = {side: positions(helpers.stamped_at(states[side], canceled), ['rh_FFJ3'])[0]
+                 for side in ('real', 'sim')}
     for side in ('real', 'sim'):
         assert 0.05 < at_cancel[side] < 1.0, (side, at_cancel)
-    time.sleep(0.6)
     for side in ('real', 'sim'):
-        later = positions(states[side].last(), ['rh_FFJ3'])[0]
+        later = positions(helpers.stamped_at(states[side], canceled + 0.6), ['rh_FFJ3'])[0]
         assert abs(later - at_cancel[side]) < 0.05, side      # holds; the goal would be at ~0.9 rad
         assert later < 0.8
 
@@ -257,7 +244,8 @@ def test_new_goal_preempts_the_running_one(ros, rest, states):
     status, result = result_of(client, second)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     for side in ('real', 'sim'):
-        np.testing.assert_allclose(positions(states[side].last(), ['rh_FFJ3', 'rh_THJ4']), [0.3, 0.5], atol=0.05)
+        np.testing.assert_allclose(positions(helpers.current(states[side]), ['rh_FFJ3', 'rh_THJ4']), [0.3, 0.5],
+                                   atol=0.05)
 
 
 def second_twin(helpers, folder: Path, name: str, **changes):
@@ -289,10 +277,10 @@ def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
         assert handle.accepted, proc.output()[-2000:]
         status, result = result_of(client, handle)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
-        assert positions(states['sim'].last(), ['rh_FFJ3'])[0] == pytest.approx(0.7, abs=0.05)
-        assert abs(positions(states['real'].last(), ['rh_FFJ3'])[0] - real_before) < 0.01
-        # actual is the sim in sim mode
-        assert helpers.final_feedback(feedback, {'rh_FFJ3': 0.7}).actual.positions[0] == pytest.approx(0.7, abs=0.05)
+        assert positions(helpers.current(states['sim']), ['rh_FFJ3'])[0] == pytest.approx(0.7, abs=0.05)
+        assert abs(positions(helpers.current(states['real']), ['rh_FFJ3'])[0] - real_before) < 0.01
+        # actual is the sim in sim mode (the robot stayed where it was)
+        helpers.final_feedback(feedback, {'rh_FFJ3': 0.7}, settled=lambda fb: abs(fb.actual.positions[0] - 0.7) < 0.05)
     finally:
         status = proc.stop()
         assert status == 0, proc.log_path.read_text()[-3000:]
@@ -308,10 +296,11 @@ def test_missing_real_controller_rejects_the_goal(ros, rest, states, tmp_path):
         before = {side: positions(states[side].last(), ['rh_FFJ3']) for side in ('real', 'sim')}
         handle = send(client, make_goal({'rh_FFJ3': 0.8}, 0.5), action='/twin_missing/follow_joint_trajectory')
         assert not handle.accepted
-        time.sleep(0.3)
-        for side in ('real', 'sim'):
-            assert abs(positions(states[side].last(), ['rh_FFJ3']) - before[side])[0] < 1e-3
-        assert helpers.wait_until(lambda: '/missing/follow_joint_trajectory' in proc.output(), 2.0)
+        rejected = helpers.ros_now()
+        for side in ('real', 'sim'):      # nothing moved in the 0.3 s after (on the states' stamps)
+            held = helpers.stamped_at(states[side], rejected + 0.3)
+            assert abs(positions(held, ['rh_FFJ3']) - before[side])[0] < 1e-3
+        assert helpers.wait_until(lambda: '/missing/follow_joint_trajectory' in proc.output(), 10.0)
         assert 'not available' in proc.output()
     finally:
         status = proc.stop()
@@ -331,7 +320,8 @@ def test_real_controller_going_away_aborts_and_cancels_the_sim(ros, rest, states
     status, result = result_of(client, handle)
     assert status == GoalStatus.STATUS_ABORTED
     assert 'hand controller' in result.error_string, result.error_string
-    at_abort = positions(states['sim'].last(), ['rh_FFJ3'])[0]
+    aborted = helpers.ros_now()          # the sim at the abort's answer and 0.5 s on, on its stamps
+    at_abort = positions(helpers.stamped_at(states['sim'], aborted), ['rh_FFJ3'])[0]
     assert at_abort < 1.0
-    time.sleep(0.5)
-    assert abs(positions(states['sim'].last(), ['rh_FFJ3'])[0] - at_abort) < 0.05     # the sim holds
+    later = positions(helpers.stamped_at(states['sim'], aborted + 0.5), ['rh_FFJ3'])[0]
+    assert abs(later - at_abort) < 0.05     # the sim holds

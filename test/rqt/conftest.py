@@ -15,6 +15,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import cell_helpers
 import pytest
 
 from shadow_twin.common import lifeline
@@ -68,11 +69,9 @@ def twin(ros, tmp_path_factory):
     aggregated = client.record(DiagnosticArray, '/diagnostics_agg', depth=5)
     proc = helpers.NodeProcess(None, [], tmp_path_factory.mktemp('twin') / 'up.log',
                                command=[str(VENV / 'bin' / 'shadow-twin'), 'up', '--mock-hardware'])
-    if not helpers.wait_until(lambda: errors.count() and aggregated.count() or not proc.alive(), TWIN_START_TIMEOUT):
-        proc.stop()
-        pytest.fail(f'the twin did not start:\n{proc.output()[-3000:]}')
+    cell_helpers.wait_started([proc], [errors, aggregated], TWIN_START_TIMEOUT, 'the twin')
     yield proc
-    assert proc.stop() == 0, proc.output()[-3000:]
+    cell_helpers.stop_all({'up': proc})
 
 
 def _back_and_forth():

@@ -133,7 +133,7 @@ def test_every_start_shows_every_curve_and_the_joint_statuses(start, display, tw
           f'{tree["messages_received"]} messages; goals sent {moving_joints["sent"]}')
 
 
-def test_sigterm_closes_every_window_and_a_closed_window_leaves_the_others(display, twin, tmp_path):
+def test_sigterm_closes_every_window_and_a_closed_window_leaves_the_others(display, ros, twin, tmp_path):
     """The Robot Monitor's window closes itself (as a user would); the plots stay open, and so does
     ``shadow-twin rqt``; then SIGTERM (rqt itself ignores it) closes the plots: exit status 0."""
     import psutil
@@ -145,12 +145,10 @@ def test_sigterm_closes_every_window_and_a_closed_window_leaves_the_others(displ
         probed_both = all((tmp_path / Path(f).with_suffix('.json').name).exists() for f in (PLOTS_FILE, MONITOR_FILE))
         return probed_both and len(windows) == 1
     try:
-        deadline = time.monotonic() + 90
-        while not monitor_closed_plots_shown():
-            assert view.poll() is None and time.monotonic() < deadline, (tmp_path / 'rqt.log').read_text()[-3000:]
-            time.sleep(0.2)
+        assert ros[0].wait_until(lambda: monitor_closed_plots_shown() or view.poll() is not None, 90, interval=0.2) \
+            and view.poll() is None, (tmp_path / 'rqt.log').read_text()[-3000:]
         assert probed(tmp_path, PLOTS_FILE)['complete'] and probed(tmp_path, MONITOR_FILE)['complete']
-        time.sleep(1.0)
+        time.sleep(1.0)      # a gap on purpose: nothing else closes in the second after the monitor's window closed
         assert view.poll() is None and windows[0].is_running()       # the plots window and the command stay
         sent = time.monotonic()
         view.send_signal(signal.SIGTERM)

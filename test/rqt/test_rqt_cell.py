@@ -16,6 +16,7 @@ import signal
 import time
 from pathlib import Path
 
+import cell_helpers
 import pytest
 from test_rqt import SAMPLES, WITHIN, check_window_fits, probed, start_view, view_env
 
@@ -48,27 +49,13 @@ def cell_twin(ros, rqt_installed, tmp_path_factory):
             client.record(Vector3Stamped, '/twin/base_error', depth=5),
             client.record(DiagnosticArray, '/diagnostics_agg', depth=5)]
 
-    def bridge(name: str, params: str, *extra: str):
-        return helpers.NodeProcess('mujoco_bridge.main', ['-r', f'__node:={name}', '--params-file',
-                                                          str(CONFIG / params), *extra], folder / f'{name}.log')
-    procs = {
-        'sim': bridge('mujoco_bridge', 'mujoco_bridge.yaml', '-p', f'model_path:={model}', '-p',
-                      'gains_file:=package://shadow_twin/config/controllers/cell.yaml'),
-        'ur': bridge('mock_ur', 'mock_ur.yaml'),
-        'hand': bridge('mock_hardware', 'mock_hardware.yaml', '-p', 'joint_states_topic:=/rh/joint_states'),
-        'mir': bridge('mock_mir', 'mock_mir.yaml'),
-        'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', ['--params-file',
-                                                                        str(CONFIG / 'twin_monitor_cell.yaml')],
-                                       folder / 'monitor.log'),
-    }
-    if not helpers.wait_until(lambda: all(r.count() for r in seen) or not all(p.alive() for p in procs.values()),
-                              START_TIMEOUT) or not all(p.alive() for p in procs.values()):
-        for p in procs.values():
-            p.stop()
-        pytest.fail('the cell did not start:\n' + '\n'.join(p.output()[-2000:] for p in procs.values()))
+    procs = {**cell_helpers.cell_bridges(folder, model),
+             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', ['--params-file',
+                                                                             str(CONFIG / 'twin_monitor_cell.yaml')],
+                                            folder / 'monitor.log')}
+    cell_helpers.wait_started(procs, seen, START_TIMEOUT)
     yield procs
-    exits = {name: p.stop() for name, p in procs.items()}
-    assert exits == dict.fromkeys(procs, 0), {n: p.output()[-2000:] for n, p in procs.items()}
+    cell_helpers.stop_all(procs)
 
 
 def test_cell_view_shows_every_curve_and_the_base_status(display, cell_twin, tmp_path):
