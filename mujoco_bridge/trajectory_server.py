@@ -44,8 +44,8 @@ HANDOVER_TIMEOUT = 1.0
 
 
 @dataclass
-class SimPlan:
-    """An accepted goal of the simulated controller.
+class SimGoalState:
+    """The goal state of the simulated controller for an accepted goal.
 
     Attributes:
         trajectory: the goal (ROS joint names; times s from its start).
@@ -93,7 +93,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
 
     # -- hooks --------------------------------------------------------------------------------------
-    def validate(self, request) -> SimPlan:
+    def validate(self, request) -> SimGoalState:
         settings = self._settings()
         joints = list(self.sim.controlled_joints)
         try:
@@ -117,10 +117,10 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'its stamped start passed {late:.3f} s ago '
                                                      f'(late_start_limit {limit:g} s): not started')
         # its place among the goals is its acceptance, whenever its execution starts
-        return SimPlan(trajectory, tolerances, start, self.sim.reserve_token(), not unstamped)
+        return SimGoalState(trajectory, tolerances, start, self.sim.reserve_token(), not unstamped)
 
     def start(self, goal: AcceptedGoal) -> str | None:
-        plan: SimPlan = goal.plan
+        plan: SimGoalState = goal.plan
         try:
             self.sim.set_trajectory(plan.trajectory, plan.start_time, plan.token)
         except ShadowTwinError as exc:   # the model was reloaded in between without these joints
@@ -134,7 +134,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
-        plan: SimPlan = goal.plan
+        plan: SimGoalState = goal.plan
         sample = self.sim.tracking(plan.token)
         if sample is None:
             if self.sim.trajectory_state(plan.token) == trajectory_queue.PREEMPTED:

@@ -24,7 +24,7 @@ from shadow_twin.ros.action_server import PREEMPTED, outcome_of_status
 from shadow_twin.ros.base_driver import BaseDriver
 from shadow_twin.ros.conversions import time_msg
 from shadow_twin.ros.spinning import all_done_within
-from shadow_twin.ros.twin_goal import SubGoal, TwinPlan, describe_part, part_source
+from shadow_twin.ros.twin_goal import SubGoal, TwinGoalState, describe_part, part_source
 from shadow_twin.ros.twin_inputs import SpeedScaling
 from shadow_twin.ros.twin_parameters import ACCEPT_MARGIN
 
@@ -55,7 +55,7 @@ class GoalDispatch:
 
     def __init__(self, clients: dict[str, LockedActionClient], action_names: dict[str, str], base: BaseDriver | None,
                  base_sides: list[str], speed_scaling: SpeedScaling | None, actual: Callable[[], dict],
-                 now_s: Callable[[], float], preempt_running: Callable[[TwinPlan], None],
+                 now_s: Callable[[], float], preempt_running: Callable[[TwinGoalState], None],
                  staleness: Callable[[str, list[str], dict], str | None], log) -> None:
         self.clients = clients
         self.action_names = action_names
@@ -78,7 +78,7 @@ class GoalDispatch:
         with self._lock:
             return self._dispatching > 0
 
-    def dispatch_goal(self, request, plan: TwinPlan, settings: dict) -> None:
+    def dispatch_goal(self, request, plan: TwinGoalState, settings: dict) -> None:
         """Send each controller its part, stamped with one start time, and wait until all have
         accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
         then start the base followers at that time. Fills ``plan`` (subs, start_s, sampler,
@@ -100,7 +100,7 @@ class GoalDispatch:
         finally:
             self._handing_out.release()
 
-    def _send_parts(self, request, plan: TwinPlan, settings: dict) -> None:
+    def _send_parts(self, request, plan: TwinGoalState, settings: dict) -> None:
         """:meth:`dispatch_goal`'s work, holding ``_handing_out``."""
         goals = {name: sub_goal(request, plan.goal_split, name) for name in plan.goal_split.groups}
         plan.subs = [SubGoal(name, self.clients[name], plan.goal_split.joints_of(name), part_source(name))
@@ -163,7 +163,7 @@ class GoalDispatch:
             with self._lock:
                 self._dispatching -= 1
 
-    def collect_results(self, plan: TwinPlan, settings: dict) -> None:
+    def collect_results(self, plan: TwinGoalState, settings: dict) -> None:
         """Take the results of the controller goals that have ended, and mark gone (aborted,
         INVALID_GOAL, logged) each controller whose joint states stopped or that sent no feedback
         for ``feedback_timeout`` s (+ ``FEEDBACK_GRACE``; past the trajectory's end

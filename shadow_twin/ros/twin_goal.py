@@ -1,4 +1,4 @@
-"""The state of one twin goal: :class:`TwinPlan` (what screening decided, what dispatch sent)
+"""The state of one twin goal: :class:`TwinGoalState` (what screening decided, what dispatch sent)
 and its controller goals, :class:`SubGoal`.
 
 The life cycle they go through: ``docs/goal_lifecycle.md``.
@@ -61,8 +61,8 @@ class SubGoal:
 
 
 @dataclass
-class TwinPlan:
-    """An accepted twin goal.
+class TwinGoalState:
+    """The goal state the twin keeps for an accepted goal (what the screening decided, then its parts).
 
     Attributes:
         stamp_s: the goal's ``header.stamp``, s (0: start when accepted).

@@ -19,7 +19,7 @@ from shadow_twin.control import twin_split as split
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.base_anchor import AnchorError
 from shadow_twin.ros.base_driver import BaseDriver, base_goal_from_request, has_base_part
-from shadow_twin.ros.twin_goal import TwinPlan, describe_part, part_source
+from shadow_twin.ros.twin_goal import TwinGoalState, describe_part, part_source
 from shadow_twin.ros.twin_inputs import JointStateCache
 
 #: Seconds after the start within which a goal waits for joint states or odometry that have not
@@ -61,7 +61,7 @@ class GoalScreening:
         self.now_s = now_s
         self.started = started
 
-    def screen_goal(self, request, settings: dict) -> TwinPlan:
+    def screen_goal(self, request, settings: dict) -> TwinGoalState:
         """Check the goal (joints, base), then the liveness of every part it needs; returns its
         plan (stamp, trajectory, tolerances, split, base goal; nothing sent yet).
 
@@ -78,7 +78,7 @@ class GoalScreening:
             raise jtc.GoalRejected(jtc.INVALID_JOINTS, (
                 f'the goal has a multi_dof_trajectory (joints {list(request.multi_dof_trajectory.joint_names)}) '
                 f'but this twin drives no base (base.enabled is false)'))
-        plan = TwinPlan(split.goal_stamp(to_seconds(request.trajectory.header.stamp) if with_joints else None,
+        plan = TwinGoalState(split.goal_stamp(to_seconds(request.trajectory.header.stamp) if with_joints else None,
                                          to_seconds(request.multi_dof_trajectory.header.stamp) if with_base else None))
         if with_joints:
             self._screen_joints(request, plan, settings)
@@ -108,7 +108,7 @@ class GoalScreening:
         return (f'its joint states stopped: {joint} {since} (joint_state_timeout {timeout:g} s, '
                 f'from {self.states.topic_of(source, joint)})')
 
-    def _screen_joints(self, request, plan: TwinPlan, settings: dict) -> None:
+    def _screen_joints(self, request, plan: TwinGoalState, settings: dict) -> None:
         """The joint part: JTC rules against the model, tolerances, the split by controller."""
         try:
             limits = {j: jtc.JointLimits(lim.lower, lim.upper, settings['velocity_limits'].get(j))
@@ -129,7 +129,7 @@ class GoalScreening:
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.actual_source} joint state for {missing} yet')
 
-    def _screen_base(self, request, plan: TwinPlan, settings: dict) -> None:
+    def _screen_base(self, request, plan: TwinGoalState, settings: dict) -> None:
         """The base part: re-anchor the sim base first when the bases stand apart (mode both,
         :class:`~shadow_twin.ros.base_anchor.BaseAnchor`), then ``base_goal_from_request`` from the
         actual base's pose."""
@@ -157,7 +157,7 @@ class GoalScreening:
         while joints and self.states.oldest(source, joints)[1] == float('inf') and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def _check_alive(self, plan: TwinPlan, settings: dict) -> None:
+    def _check_alive(self, plan: TwinGoalState, settings: dict) -> None:
         """Every controller and base the goal needs is there (data fresh, action server found).
         Just after a start, a source whose joint states have not arrived yet (DDS discovery of a
         publisher takes a moment) is waited for, up to ``server_timeout`` s."""
@@ -177,7 +177,7 @@ class GoalScreening:
                     raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self.base.describe(side)} is missing: {why}')
 
 
-def check_joints(plan: TwinPlan, now: float, t: float, names: list[str], desired: tuple,
+def check_joints(plan: TwinGoalState, now: float, t: float, names: list[str], desired: tuple,
                  actual: tuple) -> jtc.Verdict:
     """The twin's own path/goal tolerance check of the joints on the actual state.
 

@@ -53,7 +53,7 @@ from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscriptio
 from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, run_node
 from shadow_twin.ros.twin_dispatch import ANSWER_TIMEOUT, GoalDispatch, cancel_and_wait
-from shadow_twin.ros.twin_goal import TwinPlan
+from shadow_twin.ros.twin_goal import TwinGoalState
 from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
 from shadow_twin.ros.twin_parameters import SPECS
 from shadow_twin.ros.twin_screening import GoalScreening, check_joints
@@ -127,7 +127,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         return from_nanoseconds(self.node.get_clock().now().nanoseconds)
 
     # -- hooks --------------------------------------------------------------------------------------
-    def validate(self, request) -> TwinPlan:
+    def validate(self, request) -> TwinGoalState:
         """Screen the goal (pure checks, nothing sent), then dispatch it (every part sent and
         accepted); returns its plan. Raises ``jtc.GoalRejected`` with the reason."""
         settings = self._settings()
@@ -137,7 +137,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def start(self, goal: AcceptedGoal) -> str | None:
         """The controllers have their parts already (sent and accepted in :meth:`validate`): log the goal."""
-        plan: TwinPlan = goal.plan
+        plan: TwinGoalState = goal.plan
         parts = []
         if plan.trajectory is not None:
             parts.append(f'{len(plan.trajectory.joint_names)} joints, {len(goal.handle.request.trajectory.points)} '
@@ -157,7 +157,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
         """Publish the feedback and decide: the twin's own check on the actual state, the
         controllers' and the bases' results (:func:`split.decide`); None while it runs."""
-        plan: TwinPlan = goal.plan
+        plan: TwinGoalState = goal.plan
         if self.dispatch.busy:        # a new goal is being accepted: it will preempt this one
             return None
         self.dispatch.collect_results(plan, self._settings())
@@ -185,11 +185,11 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         verdict = split.decide(check, plan.reached, results, plan.reached_text)
         return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
 
-    def supersedes(self, plan: TwinPlan, running: TwinPlan) -> bool:
+    def supersedes(self, plan: TwinGoalState, running: TwinGoalState) -> bool:
         """A goal preempts the running one if its parts were handed out after the running one's."""
         return plan.order > running.order
 
-    def preempt(self, goal: AcceptedGoal, by_plan: TwinPlan) -> None:
+    def preempt(self, goal: AcceptedGoal, by_plan: TwinGoalState) -> None:
         """Note the controllers the new goal takes over (``stop`` leaves those parts to them)."""
         goal.plan.taken_over = frozenset(by_plan.goal_split.groups)
         super().preempt(goal, by_plan)
@@ -197,7 +197,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
     def stop(self, goal: AcceptedGoal) -> None:
         """Stop the bases (zero velocity), cancel the controller goals still running (waits for
         the answers of those not gone), except those on controllers a preempting goal took over."""
-        plan: TwinPlan = goal.plan
+        plan: TwinGoalState = goal.plan
         stopped = []
         if plan.base_runs:
             reason = goal.verdict.message if goal.verdict is not None else 'the twin goal was aborted'
@@ -208,7 +208,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     def cancel(self, goal: AcceptedGoal) -> str:
         """Stop the bases (zero velocity), cancel the controller goals and wait until they have ended."""
-        plan: TwinPlan = goal.plan
+        plan: TwinGoalState = goal.plan
         if plan.base_runs:
             self.base.cancel(plan.base_runs)
         cancel_and_wait(plan.subs, results=True)
