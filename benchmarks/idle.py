@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / 'test'), str(REPO / 'benchmarks')]
@@ -75,18 +76,8 @@ def label_of(cmdline: str) -> str | None:
 
 def children_of(parent: int) -> dict[str, int]:
     """{label: pid} of the node processes whose parent is ``parent``."""
-    out = {}
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / 'stat').read_text()
-            cmdline = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-        except OSError:
-            continue
-        if int(stat.rsplit(')', 1)[1].split()[1]) == parent and (label := label_of(cmdline)):
-            out[label] = int(entry.name)
-    return out
+    children = {label_of(' '.join(child.cmdline())): child.pid for child in psutil.Process(parent).children()}
+    return {label: pid for label, pid in children.items() if label}
 
 
 def cpu_over(pids: dict[str, int], action) -> tuple[dict[str, float], float, float]:

@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--monitor-config', type=Path, default=None,
                         help="the twin monitor's ROS parameters (default config/twin_monitor.yaml)")
     parser.add_argument('--no-monitor', action='store_true',
-                        help='do not start the twin monitor (it takes about half a core on the cell; a '
+                        help='do not start the twin monitor (about a tenth of a core on the idle cell, benchmarks/idle.py; a '
                              'calibration does not need it)')
     parser.add_argument('--no-respawn', action='store_true',
                         help='leave a node that dies dead (default: start it again after 2 s; the others run on)')

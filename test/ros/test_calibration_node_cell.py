@@ -147,7 +147,7 @@ def statuses_of(recorder, name: str) -> list[dict]:
 @pytest.fixture(scope='module')
 def cell(ros, tmp_path_factory):
     """``shadow-twin up --cell --mock-hardware --no-monitor`` in one process (a calibration does not use
-    the monitor, which takes half a core); yields {'up', 'odom', 'sim_odom'}."""
+    the monitor, which a calibration does not need); yields {'up', 'odom', 'sim_odom'}."""
     from control_msgs.action import FollowJointTrajectory
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState

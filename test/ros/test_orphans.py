@@ -15,6 +15,7 @@ import sys
 import time
 
 import cell_helpers
+import psutil
 import pytest
 
 from shadow_twin.common import lifeline
@@ -26,25 +27,9 @@ GONE_WITHIN = 2.0
 def running(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     try:
-        with open(f'/proc/{pid}/stat') as stat:
-            return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-
-
-def children_of(parent: int) -> list[int]:
-    """Pids of the running processes whose parent is ``parent``."""
-    out = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open(f'/proc/{entry}/stat') as stat:
-                    fields = stat.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent and fields[0] != 'Z':
-                out.append(int(entry))
-    return out
 
 
 def kill_up_and_time_its_nodes(ros, tmp_path, args: list[str], nodes: int, topic: str) -> tuple[list[int], float]:
@@ -59,7 +44,7 @@ def kill_up_and_time_its_nodes(ros, tmp_path, args: list[str], nodes: int, topic
     try:
         client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=90.0)
         assert helpers.wait_until(lambda: states.count() > 0, 60.0), up.output()[-3000:]
-        pids = children_of(up.pid)
+        pids = [child.pid for child in psutil.Process(up.pid).children()]
         assert len(pids) == nodes, (pids, up.output()[-3000:])
         os.kill(up.pid, signal.SIGKILL)
         killed = time.monotonic()
