@@ -17,7 +17,11 @@ call :meth:`SimController.ctrl`.
   is exact closed-loop PD (and the velocity term is integrated implicitly
   with the ``implicitfast`` integrator).
 * MJCF position actuators are used as they are (ctrl = q_des); MJCF velocity
-  actuators get ctrl = qd_des.
+  actuators get ctrl = qd_des, and so do MJCF ``<intvelocity>`` actuators (the integral
+  part of a PI velocity loop, e.g. the MiR250's wheel drives: torque = kp (act - q), the
+  activation ``act`` the integral of ctrl). Their activation is a position setpoint:
+  :meth:`SimController.hold_integrators` sets it to where the joint is, whenever a state is
+  placed rather than simulated, so a placed wheel holds where it is put.
 
 The integral term is not simulated: a non-zero ``i`` is rejected.
 """
@@ -239,10 +243,22 @@ class SimController:
         raise ConfigError(f'actuator {model.actuator(a).name!r}: transmission type {trn} is not supported')
 
     @staticmethod
+    def _is_integral(model, a) -> bool:
+        """True for an MJCF ``<intvelocity>`` actuator on a joint (integrator dynamics, position bias)."""
+        return (model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_INTEGRATOR
+                and model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+                and model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+                and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+                and model.actuator_biasprm[a, 1] < 0 and model.actuator_biasprm[a, 2] == 0)
+
+    @staticmethod
     def _mode(model, a) -> str:
         name = model.actuator(a).name
+        if SimController._is_integral(model, a):
+            return VELOCITY
         if model.actuator_dyntype[a] != mujoco.mjtDyn.mjDYN_NONE or model.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED:
-            raise ConfigError(f'actuator {name!r}: only motors and position/velocity servos are supported')
+            raise ConfigError(f'actuator {name!r}: only motors, position/velocity servos and intvelocity '
+                              'actuators are supported')
         bias = model.actuator_biasprm[a]
         if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE:
             if not np.isclose(model.actuator_gear[a, 0], 1.0):
@@ -288,6 +304,15 @@ class SimController:
         pd = self._pd_actuators
         velocity_weight[pd] = -model.actuator_biasprm[pd, 2] / model.actuator_gainprm[pd, 0]   # kd / kp
         return position * self._takes_position + velocity * velocity_weight
+
+    def hold_integrators(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Set the activation of every ``<intvelocity>`` actuator to its joint's position (rad),
+        so that its integral term holds the joint where it is placed (call after writing
+        ``qpos`` by hand: a reset, a placed base, a replay's initial state, a reload)."""
+        for a in range(model.nu):
+            if self._is_integral(model, a) and model.actuator_actadr[a] >= 0:
+                joint = model.actuator_trnid[a, 0]
+                data.act[model.actuator_actadr[a]] = data.qpos[model.jnt_qposadr[joint]] * model.actuator_gear[a, 0]
 
     def joint_state(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions (rad), velocities (rad/s) and efforts (N m: ``qfrc_actuator``) of :attr:`joint_names`."""

@@ -185,6 +185,13 @@ def _apply_base_overrides(spec: mujoco.MjSpec, base: BaseConfig) -> None:
         if base.wheel_torque_limit > 0:
             actuator.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
             actuator.forcerange = np.array([-base.wheel_torque_limit, base.wheel_torque_limit])
+        integral = element('actuator', f'{side}_wheel_integral')
+        if base.wheel_ki > 0:
+            gain, bias = np.array(integral.gainprm), np.array(integral.biasprm)
+            gain[0], bias[1] = base.wheel_ki, -base.wheel_ki
+            integral.gainprm, integral.biasprm = gain, bias
+        else:                           # a P loop: no integral actuator
+            spec.delete(integral)
     if base.command_latency > 0:
         spec.add_numeric(name=LATENCY_NUMERIC, data=[base.command_latency])
     for geom in spec.geoms:

@@ -20,7 +20,7 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell_names import HAND_ROOT
 
 #: Base settings whose 0 means "none" (the others must be positive).
-BASE_ZERO_ALLOWED = ('wheel_torque_limit', 'command_latency')
+BASE_ZERO_ALLOWED = ('wheel_ki', 'wheel_torque_limit', 'command_latency')
 _PREFIX = re.compile(r'^[A-Za-z0-9_/]*$')
 #: Friction cones by their MJCF names.
 CONES = {'elliptic': mujoco.mjtCone.mjCONE_ELLIPTIC, 'pyramidal': mujoco.mjtCone.mjCONE_PYRAMIDAL}
@@ -47,6 +47,10 @@ class BaseConfig:
         friction: wheel-floor Coulomb friction of every wheel (0.5, the twin study's static figure).
         wheel_kv: velocity gain of the wheel servos, N m s/rad at the wheel (310: the
             study's velocity-loop P gain 20 A s/rad * 0.15 N m/A * 10.167^2).
+        wheel_ki: integral gain of the wheel velocity loops, N m/rad at the wheel (0.155: the
+            study's I gain 0.01 A/rad * 0.15 N m/A * 10.167^2); 0 = a P loop, no integral
+            actuators. With it the drive is a PI velocity loop that holds a wheel commanded to
+            stand where it stopped.
         wheel_torque_limit: largest torque of a wheel servo, N m at the wheel (the drive's
             current limit x 0.15 N m/A x 10.167); 0 = unlimited, the default: the study
             gives no current limit. With a limit, a steep acceleration saturates the drive
@@ -63,6 +67,7 @@ class BaseConfig:
     wheel_separation: float = 0.410
     friction: float = 0.5
     wheel_kv: float = 310.1
+    wheel_ki: float = 0.155
     wheel_torque_limit: float = 0.0
     command_latency: float = 0.0
 

@@ -359,6 +359,7 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
                 value = float(np.clip(value, lo, hi)) if self.model.jnt_limited[jid] else float(value)
                 self.data.qpos[self._state_qpos[index[name]]] = value
                 self.data.qvel[self._state_dof[index[name]]] = 0.0
+            self.controller.hold_integrators(self.model, self.data)
             mujoco.mj_forward(self.model, self.data)
             self.cancel()
 
@@ -387,6 +388,7 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
             mujoco.mj_resetData(self.model, self.data)
         if keep_time:
             self.data.time = time
+        self.controller.hold_integrators(self.model, self.data)
         mujoco.mj_forward(self.model, self.data)
         for current in (self._active, self._finished):
             if current is not None:

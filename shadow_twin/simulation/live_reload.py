@@ -80,6 +80,7 @@ def apply_reload(sim: LiveSimulation, prepared: PreparedReload) -> ReloadReport:
             kept.append(sim.joint_map.to_ros(name))
         _carry_free_joints(old_model, old_data, twin.model, data)
         data.time = old_data.time
+        controller.hold_integrators(twin.model, data)
         mujoco.mj_forward(twin.model, data)
 
         report = ReloadReport(

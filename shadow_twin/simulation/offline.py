@@ -132,6 +132,7 @@ class TrajectorySimulator:
         for joint, value in (initial_velocities or {}).items():
             if joint in controller.joint_names:
                 data.qvel[controller.dof_adr[controller.joint_names.index(joint)]] = value
+        controller.hold_integrators(model, data)
         mujoco.mj_forward(model, data)
         target = data.qpos[controller.qpos_adr].copy()
         if base_lead_in is not None and len(base_lead_in.times):

@@ -97,7 +97,7 @@ def test_geom_friction_and_velocity_gain_are_parameters_written_into_the_calibra
 def test_the_base_search_space_resolves_on_the_cell_with_the_model_inside_its_bounds(cell):
     twin, _ = cell
     space = SearchSpace.from_yaml(BASE_SPACE, twin)
-    assert space.names == ['wheel_friction', 'caster_wheel_friction', 'wheel_armature', 'wheel_kv',
+    assert space.names == ['wheel_friction', 'caster_wheel_friction', 'wheel_armature', 'wheel_kv', 'wheel_ki',
                            'caster_pivot_damping', 'caster_pivot_frictionloss']
     for dim in space.dimensions:
         if dim.log and dim.default == 0:        # frictionless pivots: a log scale starts just above 0

@@ -298,7 +298,7 @@ def test_the_base_stand_in_carries_the_arm_rigid_in_the_given_pose(tmp_path, cel
     model, full = mujoco.MjModel.from_xml_path(str(path)), cell[1].model
     assert {model.joint(i).name for i in range(model.njnt)} >= {'base_free', 'left_wheel_joint', 'right_wheel_joint'}
     assert not any('shoulder' in model.joint(i).name or model.joint(i).name.startswith('rh_') for i in range(model.njnt))
-    assert model.nu == 2 and model.body_subtreemass[1] == pytest.approx(full.body_subtreemass[1])
+    assert model.nu == 4 and model.body_subtreemass[1] == pytest.approx(full.body_subtreemass[1])
     data, reference = mujoco.MjData(model), mujoco.MjData(full)
     for joint, q in rest.items():
         reference.qpos[full.joint(joint).qposadr[0]] = q
@@ -319,9 +319,9 @@ def test_a_base_stand_in_with_a_moving_arm_starts_in_the_pose_with_the_arm_servo
     model, full = mujoco.MjModel.from_xml_path(str(path)), cell[1].model
     names = {model.joint(i).name for i in range(model.njnt)}
     assert set(rest) <= names and not any(n.startswith('rh_') for n in names)
-    assert model.nu == 8 and model.nkey == 1
+    assert model.nu == 10 and model.nkey == 1   # 6 arm servos + the wheels' PI (2 x 2)
     at_zero = mujoco.MjModel.from_xml_path(str(write_base_stand_in_mjcf(None, tmp_path / 'mir_zero.xml', arm_moves=True)))
-    assert at_zero.nu == 8 and at_zero.nkey == 0                                # no pose: it starts at qpos0
+    assert at_zero.nu == 10 and at_zero.nkey == 0                                # no pose: it starts at qpos0
     data, reference = mujoco.MjData(model), mujoco.MjData(full)
     mujoco.mj_resetDataKeyframe(model, data, 0)
     for joint, q in rest.items():

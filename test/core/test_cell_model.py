@@ -145,7 +145,11 @@ def test_builtin_parts_compile_standalone_with_their_published_figures():
     assert m.body_subtreemass[m.body('base_footprint').id] == pytest.approx(83.0)  # twin study table 1
     assert m.joint(base_free_joint_name()).type == mujoco.mjtJoint.mjJNT_FREE
     assert set(BASE_WHEEL_JOINTS) | set(BASE_CASTER_JOINTS) <= set(mir.joint_names)
-    assert mir.actuator_names == list(BASE_WHEEL_JOINTS)
+    assert mir.actuator_names == list(BASE_WHEEL_JOINTS) + ['left_wheel_integral', 'right_wheel_integral']
+    # the velocity loops' I: 0.01 A/rad x 0.15 N m/A x 10.167^2 at the wheel, an <intvelocity> actuator
+    integral = m.actuator('left_wheel_integral')
+    assert integral.dyntype[0] == mujoco.mjtDyn.mjDYN_INTEGRATOR
+    assert integral.gainprm[0] == pytest.approx(0.01 * 0.15 * 10.167 ** 2, rel=0.01)
     left, right = (m.body(f'{s}_wheel_link').id for s in ('left', 'right'))
     assert m.body_pos[left][1] - m.body_pos[right][1] == pytest.approx(0.410)
     assert m.body_pos[left][2] == pytest.approx(0.100)
@@ -265,6 +269,13 @@ def test_base_overrides_change_the_model(cell_model):
     assert model.body_pos[left][2] == model.geom_size[model.geom('left_wheel_contact').id][0] == pytest.approx(0.11)
     assert model.geom_friction[model.geom('fl_caster_wheel_contact').id][0] == pytest.approx(0.3)
     assert model.actuator_gainprm[model.actuator('left_wheel_joint').id][0] == pytest.approx(500.0)
+    pi = compile_cell(build_cell_spec(CellConfig(base=BaseConfig(wheel_ki=2000.0))))
+    assert pi.actuator_gainprm[pi.actuator('right_wheel_integral').id][0] == pytest.approx(2000.0)
+    assert pi.actuator_biasprm[pi.actuator('right_wheel_integral').id][1] == pytest.approx(-2000.0)
+    p_only = compile_cell(build_cell_spec(CellConfig.from_dict({'cell': {'base': {'wheel_ki': 0}}})))
+    assert p_only.nu == cell_model.nu - 2 and p_only.na == 0        # 0: a P loop, no integral actuators
+    with pytest.raises(ConfigError, match='wheel_ki'):
+        CellConfig.from_dict({'cell': {'base': {'wheel_ki': -1.0}}})
     with pytest.raises(ConfigError, match='mass'):
         build_cell_spec(CellConfig(base=BaseConfig(mass=3.0)))
 
@@ -342,7 +353,7 @@ def test_swinging_the_extended_arm_moves_the_base(cell_model):
 def test_written_cell_compiles_on_its_own_from_a_temporary_directory(tmp_path, monkeypatch, cell_model):
     out = tmp_path / 'out' / 'cell.xml'
     path, model = write_cell_mjcf(CellConfig.from_yaml(CELL_YAML), out)
-    assert path == out and model.nu == cell_model.nu == 28
+    assert path == out and model.nu == cell_model.nu == 30
     monkeypatch.chdir(tmp_path)
     loaded = mujoco.MjModel.from_xml_path(str(out))
     assert (loaded.nbody, loaded.njnt, loaded.nu, loaded.ntendon) == (model.nbody, model.njnt, model.nu, 4)
@@ -438,7 +449,7 @@ def test_cli_writes_the_cell_and_refuses_bad_input_with_exit_2(tmp_path, capsys)
     out = tmp_path / 'cell.xml'
     assert model_cli.main(['--cell', '--config', str(CELL_YAML), '--arm-prefix', 'ra_', '--out', str(out)]) == 0
     line = capsys.readouterr().out.strip()
-    assert line.startswith(f'wrote {out}:') and '28 actuators' in line and 'kg' in line
+    assert line.startswith(f'wrote {out}:') and '30 actuators' in line and 'kg' in line
     assert mujoco.MjModel.from_xml_path(str(out)).joint('ra_shoulder_pan_joint').id > 0
     before = out.read_bytes()
 

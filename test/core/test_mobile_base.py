@@ -165,3 +165,45 @@ def test_commands_superseded_while_paused_are_not_kept(late_sim):
 def test_a_negative_command_latency_is_refused(tmp_path):
     with pytest.raises(ModelError, match='base_command_latency is -0.1'):
         LiveSimulation(mir250_with_latency(tmp_path / 'mir250.xml', -0.1))
+
+
+# ------------------------------------------------------------------------- the PI velocity loop
+def mir250_with_integral(path, ki: float | None):
+    """The built-in MiR250 written to ``path`` with the wheel loops' integral gain ``ki`` (N m/rad;
+    None: without the integral actuators, a P loop)."""
+    spec = mujoco.MjSpec.from_file(str(builtin_model_path('mir250')))
+    for side in ('left', 'right'):
+        integral = spec.actuator(f'{side}_wheel_integral')
+        if ki is None:
+            spec.delete(integral)
+        else:
+            integral.gainprm[0], integral.biasprm[1] = ki, -ki
+    path.write_text(spec.to_xml())
+    return path
+
+
+def test_the_integral_holds_a_wheel_commanded_to_stand_against_a_torque(tmp_path):
+    turned = {}
+    for label, ki in (('P', None), ('PI', 2000.0)):
+        sim = LiveSimulation(mir250_with_integral(tmp_path / f'{label}.xml', ki))
+        wheel = sim.model.joint('left_wheel_joint').dofadr[0]
+        sim.step(int(0.5 / sim.dt))
+        start = sim.positions(['left_wheel_joint'])[0]
+        sim.data.qfrc_applied[wheel] = 40.0             # N m, a steady disturbance, no command
+        sim.step(int(3.0 / sim.dt))
+        turned[label] = abs(sim.positions(['left_wheel_joint'])[0] - start)
+    # P: the servo yields torque / kv rad/s for as long as the torque lasts; PI: torque / ki rad, then holds
+    assert turned['P'] > 0.2
+    assert turned['PI'] < 40.0 / 2000.0 * 1.5 and turned['PI'] < turned['P'] / 10
+
+
+def test_a_placed_wheel_is_held_where_it_is_put_not_where_it_was(tmp_path):
+    sim = LiveSimulation(mir250_with_integral(tmp_path / 'pi.xml', 2000.0))
+    sim.set_positions({'left_wheel_joint': 50.0})
+    act = sim.data.act[sim.model.actuator('left_wheel_integral').actadr[0]]
+    assert act == pytest.approx(50.0)                   # the integral starts from the placed angle
+    sim.step(int(1.0 / sim.dt))
+    assert sim.positions(['left_wheel_joint'])[0] == pytest.approx(50.0, abs=0.01)
+    sim.reset()
+    assert sim.data.act[sim.model.actuator('left_wheel_integral').actadr[0]] == pytest.approx(
+        sim.positions(['left_wheel_joint'])[0])
