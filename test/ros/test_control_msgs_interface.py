@@ -24,6 +24,7 @@ import ros_helpers  # noqa: E402
 FollowJointTrajectory = control_msgs_action.FollowJointTrajectory
 JointTolerance = control_msgs_msg.JointTolerance
 JointComponentTolerance = control_msgs_msg.JointComponentTolerance
+JointTrajectoryControllerState = control_msgs_msg.JointTrajectoryControllerState
 
 # Field order matters (wire format and type hash), so compare ordered lists.
 EXPECTED_GOAL_FIELDS = [
@@ -51,6 +52,21 @@ EXPECTED_FEEDBACK_FIELDS = [
     ('multi_dof_desired', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
     ('multi_dof_actual', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
     ('multi_dof_error', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
+]
+
+EXPECTED_CONTROLLER_STATE_FIELDS = [
+    ('header', 'std_msgs/Header'),
+    ('joint_names', 'sequence<string>'),
+    ('reference', 'trajectory_msgs/JointTrajectoryPoint'),
+    ('feedback', 'trajectory_msgs/JointTrajectoryPoint'),
+    ('error', 'trajectory_msgs/JointTrajectoryPoint'),
+    ('output', 'trajectory_msgs/JointTrajectoryPoint'),
+    ('multi_dof_joint_names', 'sequence<string>'),
+    ('multi_dof_reference', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
+    ('multi_dof_feedback', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
+    ('multi_dof_error', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
+    ('multi_dof_output', 'trajectory_msgs/MultiDOFJointTrajectoryPoint'),
+    ('speed_scaling_factor', 'double'),
 ]
 
 EXPECTED_JOINT_TOLERANCE_FIELDS = [
@@ -112,7 +128,14 @@ UPSTREAM_HASHES = {
         'RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648',
     'control_msgs/msg/JointComponentTolerance':
         'RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4',
+    # jazzy 5.8.0 (speed_scaling_factor added in 5.3.0, #143): computed by rosidl's type-description
+    # hashing from the upstream definition; see test_controller_state_hash_reproduces_the_published_one
+    'control_msgs/msg/JointTrajectoryControllerState':
+        'RIHS01_51d8dd89cc624cbe9daaeeb4d80d6de9b86168ffdc3be41fefc0953e3c26e480',
 }
+# The hash of JointTrajectoryControllerState before speed_scaling_factor (jazzy 5.0 .. 5.2), as
+# published in generated code of an upstream build (joint_trajectory_controller_state__description.c).
+PUBLISHED_CONTROLLER_STATE_HASH_5_2 = 'RIHS01_6cb9ac0858fc11b54bd6c0a46f032ea243c16856182276d8eb0875f6ce6a8335'
 
 
 def _fields(msg_cls):
@@ -135,6 +158,10 @@ def test_feedback_fields():
 
 def test_joint_tolerance_fields():
     assert _fields(JointTolerance) == EXPECTED_JOINT_TOLERANCE_FIELDS
+
+
+def test_controller_state_fields():
+    assert _fields(JointTrajectoryControllerState) == EXPECTED_CONTROLLER_STATE_FIELDS
 
 
 def test_joint_component_tolerance_fields():
@@ -222,8 +249,23 @@ def test_type_hashes_in_installed_type_description():
     hashes = _hashes_from_json(action_json)
     hashes.update(_hashes_from_json(share / 'msg' / 'JointTolerance.json'))
     hashes.update(_hashes_from_json(share / 'msg' / 'JointComponentTolerance.json'))
+    hashes.update(_hashes_from_json(share / 'msg' / 'JointTrajectoryControllerState.json'))
     for type_name, expected in UPSTREAM_HASHES.items():
         assert hashes.get(type_name) == expected, type_name
+
+
+def test_controller_state_hash_reproduces_the_published_one():
+    """The installed description, less the field jazzy 5.3 added, hashes to the hash published for
+    jazzy 5.2: the toolchain that gives the pinned 5.8 hash reproduces upstream's."""
+    calculate = pytest.importorskip('rosidl_generator_type_description').calculate_type_hash
+    path = _installed_share_dir() / 'msg' / 'JointTrajectoryControllerState.json'
+    if not path.is_file():
+        pytest.skip(f'type description not installed at {path}')
+    description = json.loads(path.read_text())['type_description_msg']
+    assert calculate(description) == UPSTREAM_HASHES['control_msgs/msg/JointTrajectoryControllerState']
+    fields = description['type_description']['fields']
+    description['type_description']['fields'] = [f for f in fields if f['name'] != 'speed_scaling_factor']
+    assert calculate(description) == PUBLISHED_CONTROLLER_STATE_HASH_5_2
 
 
 def test_type_hashes_advertised_over_rmw():
@@ -234,6 +276,7 @@ def test_type_hashes_advertised_over_rmw():
         'control_msgs/action/FollowJointTrajectory_Goal': FollowJointTrajectory.Goal,
         'control_msgs/action/FollowJointTrajectory_FeedbackMessage':
             FollowJointTrajectory.Impl.FeedbackMessage,
+        'control_msgs/msg/JointTrajectoryControllerState': JointTrajectoryControllerState,
     }
     context = rclpy.Context()
     # Private domain so nothing else on the host interferes.
