@@ -24,6 +24,10 @@
 * A model with a mobile base (drive wheel joints on a free body) also takes
   ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
   ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
+* Shadow mode (``shadow.*``, see ``shadow``): the sim follows the real controllers'
+  ``controller_state``, their ``joint_trajectory`` topics or the real joint states, and the real
+  base's ``cmd_vel`` or odometry; with ``controller_state_rate`` > 0 the bridge publishes its own
+  JTC's ``controller_state`` (mock hardware, see ``controller_state``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes
   on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
@@ -56,9 +60,11 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from mujoco_bridge.base_interface import BaseInterface
+from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
 from mujoco_bridge.parameters import BASE_PARAMETERS, SPECS
 from mujoco_bridge.services import BridgeServices
+from mujoco_bridge.shadow import SOURCE_PARAMETERS, ShadowSources
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority, stall_cause
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.paths import config_path, resolve_share_url
@@ -149,6 +155,13 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         if self.sim.base is not None:
             self.base = BaseInterface(self, self._inputs, self.sim, {name: p(name) for name in BASE_PARAMETERS},
                                       self.stamp_of, self._stamp_sim_time, self._now_s)
+        self.shadow = ShadowSources(self, self._inputs, self.sim, {name: p(name) for name in SOURCE_PARAMETERS},
+                                    self._stamp_sim_time, self._now_s)
+        self.controller_state = None
+        if p('controller_state_rate') > 0:
+            self.controller_state = ControllerStatePublisher(
+                self, self.sim, p('controller_state_topic') or controller_state_topic(p('action_name')),
+                p('controller_state_rate'), self.stamp_of)
         self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None
         if p('viewer'):
@@ -339,6 +352,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             self._publish(state)
         if self.base is not None:
             self.base.tick(scheduled)               # odometry and TF when due
+        if self.controller_state is not None:
+            self.controller_state.tick(scheduled)
         self._step_to(scheduled + 1.0 / self._settings['publish_rate'])
 
     def _step_to(self, mono: float) -> float:

@@ -62,6 +62,26 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   'empty = not published.', read_only=True),
     ParameterSpec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
                   'speed_scaling_input_topic is given (the mock UR: its speed slider).', bounds=(0.0, 100.0)),
+    # the simulated JTC's state (mock hardware: what a twin in shadow mode follows)
+    ParameterSpec('controller_state_rate', 0.0, 'Rate of control_msgs/JointTrajectoryControllerState on '
+                  'controller_state_topic, Hz, as ros2_controllers\' JTC publishes it (reference, feedback, error, '
+                  'speed_scaling_factor of the controlled joints); 0 = not published.', read_only=True,
+                  bounds=(0.0, 1000.0)),
+    ParameterSpec('controller_state_topic', '', 'Topic of the controller state; empty = <controller>/controller_state '
+                  'beside action_name (e.g. /rh_trajectory_controller/controller_state).', read_only=True),
+    # shadow mode: the sim follows the real controllers' setpoints (mujoco_bridge.shadow)
+    ParameterSpec('shadow.controller_state_topics', [''], 'Shadow mode, arm and hand: control_msgs/'
+                  'JointTrajectoryControllerState topics of the real controllers (their ~/controller_state) whose '
+                  'reference the sim follows from its stamp; [\'\'] or [] = none.', read_only=True),
+    ParameterSpec('shadow.joint_trajectory_topics', [''], 'Shadow mode, for a controller that publishes no state: '
+                  'the trajectory_msgs/JointTrajectory topics it is sent on (its ~/joint_trajectory), run on their '
+                  'own clock from their stamps.', read_only=True),
+    ParameterSpec('shadow.joint_states_topics', [''], 'Shadow mode, last resort: sensor_msgs/JointState of the real '
+                  'robots, tracked by the sim\'s own servo.', read_only=True),
+    ParameterSpec('shadow.cmd_vel_topic', '', 'Shadow mode, base: the geometry_msgs/TwistStamped the real base '
+                  'receives (the MiR: /cmd_vel), through the sim\'s wheel law; empty = none.', read_only=True),
+    ParameterSpec('shadow.odom_topic', '', 'Shadow mode, base, where no command is observable: the nav_msgs/'
+                  'Odometry of the real base, whose twist the sim base is commanded; empty = none.', read_only=True),
     # the mobile base (used when the model has drive wheel joints)
     ParameterSpec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
                   read_only=True),

@@ -1,6 +1,8 @@
-"""Following another robot's joint state (:meth:`~shadow_twin.simulation.live.LiveSimulation.follow`):
-the followed state, moved on at its velocity and acceleration for a short while, and the next
-target from a newly received state, approached at a capped speed."""
+"""Following another robot (:meth:`~shadow_twin.simulation.live.LiveSimulation.follow`): the
+followed state, moved on at its velocity and acceleration for a short while, and the next target
+from a newly received state, approached at a capped speed; or a trajectory the other robot's
+controller was sent (:class:`FollowedTrajectory`), sampled on its own clock. Either gives the
+desired state of its joints at the sim's step times (``at``)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,27 @@ class _Followed:
                         FOLLOW_EXTRAPOLATION)[:, None]
         return (self.positions + (self.velocities + 0.5 * self.accelerations * ahead) * ahead,
                 self.velocities + self.accelerations * ahead)
+
+
+@dataclass(frozen=True)
+class FollowedTrajectory:
+    """A trajectory another robot's controller runs (e.g. one sent on its ``~/joint_trajectory``
+    topic), followed on its own clock: (K,) controller ``columns`` of its joints, the
+    ``trajectory`` (its ``joint_names`` in the order of ``columns``, its first point at
+    ``time_from_start`` 0 where the joints were) and the sim time it started, s. Before the start
+    the joints hold its first point, after the end its last, as the JTC holds them."""
+
+    columns: np.ndarray
+    trajectory: object              # shadow_twin.control.trajectory.JointTrajectory
+    start: float
+
+    def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, K) positions (rad) and velocities (rad/s) at sim ``times`` (N,), s."""
+        rel = np.clip(np.asarray(times, dtype=float) - self.start, 0.0, float(self.trajectory.times[-1]))
+        positions, velocities, _ = self.trajectory.sample(rel)
+        ended = (np.asarray(times, dtype=float) - self.start) >= float(self.trajectory.times[-1])
+        velocities[ended] = 0.0
+        return positions, velocities
 
 
 def follow_target(previous: _Followed | None, names: Sequence[str], columns: np.ndarray,

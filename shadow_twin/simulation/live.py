@@ -46,8 +46,8 @@ from shadow_twin.control.scaled_time import scaled_mask
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation import live_reload
-from shadow_twin.simulation.following import _Followed, follow_target
 from shadow_twin.simulation.live_base import MobileBaseCommands
+from shadow_twin.simulation.live_following import FollowingCommands
 from shadow_twin.simulation.live_reload import _UNCHANGED, _model_joints
 from shadow_twin.simulation.live_trajectories import TrajectoryCommands, _ActiveTrajectory
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, SimMobileBase
@@ -63,7 +63,7 @@ MAX_STAMP_LEAD = 0.5
 
 
 # ------------------------------------------------------------------------------ simulation
-class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
+class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
     """A model stepped live under the simulated controller.
 
     Args:
@@ -100,7 +100,8 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
         self.speed_scaled_joints: tuple[str, ...] = ()
         self._active: _ActiveTrajectory | None = None
         self._finished: _ActiveTrajectory | None = None
-        self._followed: _Followed | None = None
+        #: What the joints follow, by source (:meth:`follow`, :meth:`follow_trajectory`).
+        self._followed: dict[str, object] = {}
         self._queue = TrajectoryQueue()
         self._token = 0
         self.twin, self.controller, self.applied_overrides = self._build(model_path, self.overrides, gains)
@@ -176,8 +177,7 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
         """(N, J) desired positions and velocities of the controlled joints at sim ``times``."""
         q = np.repeat(self._hold[None], len(times), axis=0)
         qd = np.zeros_like(q)
-        followed = self._followed
-        if followed is not None:
+        for followed in self._followed.values():
             q[:, followed.columns], qd[:, followed.columns] = followed.at(times)
         active = self._active
         if active is not None:
@@ -207,30 +207,6 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
         does not match the sim's). Call with the lock held."""
         now = float(self.data.time)
         return now if stamp is None or not float(stamp) <= now + MAX_STAMP_LEAD else float(stamp)
-
-    def follow(self, positions: Mapping[str, float], velocities: Mapping[str, float] | None = None,
-               at: float | None = None) -> list[str]:
-        """Let the controlled joints named in ``positions`` ({ROS joint: rad}) track another robot's
-        state from now on: their desired position is the given one, moved on at ``velocities``
-        ({joint: rad/s}, default 0; accelerating as they changed since the previous state) for at
-        most :data:`FOLLOW_EXTRAPOLATION` s from ``at``, the sim time the state is of (its stamp,
-        see :meth:`_stamp_time`), until the next call: a state that arrives late is extrapolated
-        to now, one of a sim time still to come (the sim lagging the stamps' clock) back to it, so
-        the joints neither lag nor lead by the delay.
-        The target moves at most :data:`FOLLOW_MAX_SPEED` from where it was (for the first call:
-        where the joints are held), so a state far away is approached, not jumped to.
-        A trajectory on the same joints takes precedence while it runs. E.g. a mock MiR250
-        whose arm mirrors the mock UR5's ``joint_states``, so that its base feels the arm
-        move as the real cell's does. Names the model does not drive are ignored; returns those
-        followed. The following ends with a reset or a reload."""
-        with self.lock:
-            names = [n for n in positions if n in self.controlled_joints]
-            if not names:
-                return []
-            columns = np.array([self._controlled_index[n] for n in names], dtype=int)
-            at = self._stamp_time(at)
-            self._followed = follow_target(self._followed, names, columns, positions, velocities, at, self._hold)
-            return names
 
     def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
         """Run the trajectory time of joints matching ``joints`` (ROS-name globs; None keeps the
@@ -346,6 +322,19 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
             index = {n: k for k, n in enumerate(self.joint_names)}
             return self.data.qpos[self._state_qpos[[index[n] for n in names]]].copy()
 
+    def reference(self) -> tuple[float, tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The controller's setpoint now, as a JTC's ``controller_state`` reports it: (sim time s,
+        :attr:`controlled_joints` (J,), desired positions (J,) rad and velocities (J,) rad/s,
+        actual positions (J,) rad and velocities (J,) rad/s)."""
+        with self.lock:
+            t = float(self.data.time)
+            q, qd = self._desired(np.array([t]))
+            columns = [self._controlled_index[n] for n in self.controlled_joints]
+            adr = self.controller.qpos_adr[columns]
+            dof = self.controller.dof_adr[columns]
+            return (t, self.controlled_joints, q[0, columns], qd[0, columns], self.data.qpos[adr].copy(),
+                    self.data.qvel[dof].copy())
+
     def set_positions(self, positions: Mapping[str, float]) -> None:
         """Place joints (ROS names -> rad) at rest and hold them there; clears the trajectory.
 
@@ -394,7 +383,8 @@ class LiveSimulation(TrajectoryCommands, MobileBaseCommands):
             if current is not None:
                 self._queue.end(current.token, STOPPED)
         self._queue.clear(STOPPED)
-        self._active = self._finished = self._followed = None
+        self._active = self._finished = None
+        self._followed = {}
         self._hold = self._hold_positions()
 
     def reset(self) -> None:

@@ -91,7 +91,7 @@ def apply_reload(sim: LiveSimulation, prepared: PreparedReload) -> ReloadReport:
         sim.twin, sim.controller, sim.applied_overrides, sim.data = twin, controller, applied, data
         sim.overrides, sim._gains_source = prepared.overrides, prepared.gains_source
         sim._index()
-        sim._followed = None                  # its columns are the old model's
+        sim._followed = {}                    # its columns are the old model's
         sim._hold = sim._hold_positions()
         for k, name in enumerate(sim.controller.joint_names):
             if name in old_hold:

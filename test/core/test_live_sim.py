@@ -398,7 +398,7 @@ def test_followed_joints_track_another_robots_state_until_a_trajectory_or_reset(
     assert q[0, k] == pytest.approx(held + 0.5 * 0.05, abs=1e-9)            # from where it was, at 0.5 rad/s
     assert q[1, k] == pytest.approx(held + 0.5 * FOLLOW_EXTRAPOLATION, abs=1e-9)   # no further
     sim.follow({joint: 1.5})
-    assert sim._followed.positions[0] == pytest.approx(held + 0.5 * 0.05 + FOLLOW_MAX_SPEED * 0.05, abs=1e-6)
+    assert sim._followed[''].positions[0] == pytest.approx(held + 0.5 * 0.05 + FOLLOW_MAX_SPEED * 0.05, abs=1e-6)
     for _ in range(int(round(1.0 / sim.dt))):
         sim.follow({joint: 0.9})
         sim.step(1)
@@ -431,7 +431,7 @@ def test_a_followed_state_that_arrives_late_is_extrapolated_from_its_stamp():
     q, _ = sim._desired(np.array([sim.time]))
     assert q[0, k] == pytest.approx(0.2 + rate * sim.time, abs=1e-9)           # moved back to now
     sim.follow({joint: 0.2 + rate * sim.time}, {joint: rate}, at=sim.time + 5.0)   # a clock that does not match
-    assert sim._followed.since == sim.time
+    assert sim._followed[''].since == sim.time
 
 
 def test_a_followed_swing_is_extrapolated_with_its_acceleration_through_a_stall():
@@ -452,3 +452,38 @@ def test_a_followed_swing_is_extrapolated_with_its_acceleration_through_a_stall(
     assert q[0, k] == pytest.approx(amplitude * math.sin(w * later), abs=5e-4)
     velocity_only = amplitude * math.sin(w * t_last) + amplitude * w * math.cos(w * t_last) * 0.052
     assert abs(velocity_only - amplitude * math.sin(w * later)) > 5e-3       # what the acceleration term saves
+
+
+def test_two_sources_are_followed_at_once_and_one_dropped_joint_holds_where_it_was():
+    """Shadowing two controllers: each source keeps its own joints; a source that stops naming a
+    joint leaves it held where its desired state was, not sent back to its old hold."""
+    sim = LiveSimulation()
+    first, second = 'rh_FFJ3', 'rh_MFJ3'
+    for _ in range(int(round(0.6 / sim.dt))):
+        sim.follow({first: 0.5}, source='/arm')
+        sim.follow({second: 0.7}, source='/hand')
+        sim.step(1)
+    assert sim.positions([first, second]) == pytest.approx([0.5, 0.7], abs=0.02)
+    sim.follow({second: 0.7}, source='/arm')            # '/arm' now names only the other joint
+    run(sim, 0.3)
+    assert sim.positions([first])[0] == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_followed_trajectory_runs_on_its_own_clock_from_its_stamp():
+    """``follow_trajectory``: a trajectory stamped 0.1 s ago (it arrived late) is where its own
+    clock says now, starting where the joint's desired state was; after its end it holds."""
+    sim = LiveSimulation()
+    joint = 'rh_FFJ3'
+    k = sim.controller.joint_names.index(joint)
+    run(sim, 0.2)
+    start = float(sim._hold[k])
+    stamp = sim.time - 0.1
+    assert sim.follow_trajectory(JointTrajectory([joint, 'shoulder_pan_joint'], [1.0], [[1.0, 0.2]]), stamp,
+                                 source='/rh_trajectory_controller/joint_trajectory') == [joint]
+    q, _ = sim._desired(np.array([sim.time, stamp + 0.5, stamp + 5.0]))
+    assert start < q[0, k] < q[1, k] < 1.0                 # joined at 0.1 s, rising
+    assert q[2, k] == pytest.approx(1.0)                   # held at its last point
+    run(sim, 1.5)
+    assert sim.positions([joint])[0] == pytest.approx(1.0, abs=0.03)
+    with pytest.raises(TrajectoryError, match='none of the joints'):
+        sim.follow_trajectory(JointTrajectory(['shoulder_pan_joint'], [1.0], [[0.2]]))

@@ -1,0 +1,178 @@
+"""Shadow mode: the sim follows the setpoints the real robots' own controllers follow, whoever
+drives them (MoveIt, a teach pendant, a navigation stack), so that what differs between sim and
+robot is model error, not a motion the sim never saw.
+
+Sources, by preference (each a list of topics; a component uses the first it has):
+
+* **arm and hand:** the real controllers' ``~/controller_state``
+  (``control_msgs/msg/JointTrajectoryControllerState``): the ``reference`` (positions, velocities)
+  is followed from its stamp (:meth:`LiveSimulation.follow`); where a controller publishes no
+  state, the trajectory it is sent on its ``~/joint_trajectory`` topic (``trajectory_msgs/
+  JointTrajectory``), run on its own clock from its stamp (:meth:`LiveSimulation.follow_trajectory`);
+  as a last resort, the real ``joint_states``, tracked by the sim's own servo;
+* **base:** the ``geometry_msgs/TwistStamped`` the MiR receives on ``/cmd_vel``, through the sim's
+  wheel law (the same as for the sim's own commands); where no command is observable, the twist of
+  the robot's odometry (``nav_msgs/Odometry``).
+
+**Timing**, one rule for every source: a setpoint applies at its stamp. A state is moved on from its
+stamp to the sim's now at its velocity (for at most ``FOLLOW_EXTRAPOLATION``; then the joints
+hold, so a source that goes silent leaves the sim standing); a trajectory runs on its stamped clock;
+a base command acts as the MiR's does, on arrival (plus the model's command latency from its stamp).
+
+**Bad input** never moves anything: a message with NaN or inf, a malformed one, or one whose stamp
+goes back in time (from its source) is dropped, with one warning line per source (the callback
+guard's, at most one per 5 s with the count); joints the sim does not know are left out, with one
+warning per source naming them.
+"""
+
+from __future__ import annotations
+
+from control_msgs.msg import JointTrajectoryControllerState
+from geometry_msgs.msg import TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+
+from shadow_twin.common.errors import BadMessage, ShadowTwinError
+from shadow_twin.control import jtc
+from shadow_twin.ros.guard import guarded_subscription
+from shadow_twin.ros.message_checks import check_finite, check_joint_state, check_odometry, check_stamp, \
+    check_twist_stamped
+from shadow_twin.simulation.live import LiveSimulation
+
+#: ROS parameters of shadow mode (all read-only; empty = that kind of source is not used).
+SOURCE_PARAMETERS = ('shadow.controller_state_topics', 'shadow.joint_trajectory_topics',
+                     'shadow.joint_states_topics', 'shadow.cmd_vel_topic', 'shadow.odom_topic')
+
+
+def check_controller_state(msg) -> None:
+    """A ``JointTrajectoryControllerState`` whose reference can be followed: stamp, unique joint
+    names, ``reference.positions`` one per joint, ``reference.velocities`` empty or one per joint,
+    all finite. Raises BadMessage."""
+    check_stamp(msg.header.stamp)
+    names = list(msg.joint_names)
+    if len(set(names)) != len(names):
+        raise BadMessage(f'joint_names lists {sorted({n for n in names if names.count(n) > 1})} more than once')
+    ref = msg.reference
+    if len(ref.positions) != len(names):
+        raise BadMessage(f'reference.positions has {len(ref.positions)} values for {len(names)} joint_names')
+    if len(ref.velocities) not in (0, len(names)):
+        raise BadMessage(f'reference.velocities has {len(ref.velocities)} values for {len(names)} joint_names')
+    check_finite(ref.positions, 'reference.positions')
+    check_finite(ref.velocities, 'reference.velocities')
+
+
+class ShadowSources:
+    """The subscriptions of shadow mode (see module doc) on the bridge's input node.
+
+    Args:
+        node: the bridge node (its logger); ``inputs``: the node that takes the messages.
+        sim: the live simulation.
+        settings: {parameter of :data:`SOURCE_PARAMETERS`: value}.
+        to_sim_time: ``builtin_interfaces/Time`` -> sim time (s), None for an unset stamp.
+        now_s: now on the clock of the stamps, s (for the JTC rules of a trajectory's checks).
+    """
+
+    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: dict, to_sim_time, now_s) -> None:
+        settings = {key: ([str(t).strip() for t in value if str(t).strip()] if isinstance(value, (list, tuple))
+                          else str(value).strip()) for key, value in settings.items()}
+        self.node, self.sim, self.to_sim_time, self.now_s = node, sim, to_sim_time, now_s
+        self._last_stamp: dict[str, float] = {}
+        self._warned_unknown: set[str] = set()
+        #: Topics followed, by kind (for the log and the diagnostics).
+        self.topics: dict[str, list[str]] = {}
+        qos = QoSProfile(depth=10)
+        kinds = (('controller_state', JointTrajectoryControllerState, check_controller_state, self._on_controller_state,
+                  settings['shadow.controller_state_topics']),
+                 ('joint_trajectory', JointTrajectoryMsg, None, self._on_trajectory,
+                  settings['shadow.joint_trajectory_topics']),
+                 ('joint_states', JointState, check_joint_state, self._on_joint_state,
+                  settings['shadow.joint_states_topics']),
+                 ('cmd_vel', TwistStamped, check_twist_stamped, self._on_twist,
+                  [settings['shadow.cmd_vel_topic']] if settings['shadow.cmd_vel_topic'] else []),
+                 ('odom', Odometry, check_odometry, self._on_odometry,
+                  [settings['shadow.odom_topic']] if settings['shadow.odom_topic'] else []))
+        for kind, msg_type, check, callback, topics in kinds:
+            for topic in topics:
+                guarded_subscription(inputs, msg_type, topic, self._bind(topic, callback), qos, check=check)
+                self.topics.setdefault(kind, []).append(topic)
+        if self.topics:
+            node.get_logger().info('shadow mode: the sim follows ' + '; '.join(
+                f'{kind} {", ".join(topics)}' for kind, topics in self.topics.items()))
+
+    @property
+    def active(self) -> bool:
+        """True when any shadow source is configured."""
+        return bool(self.topics)
+
+    @staticmethod
+    def _bind(topic: str, callback):
+        return lambda msg: callback(topic, msg)
+
+    # -- checks shared by the sources ---------------------------------------------------------------
+    def _stamp(self, topic: str, msg) -> float | None:
+        """Sim time of ``msg``'s stamp (None: unset, taken as now). Raises BadMessage when it goes
+        back from the source's previous one."""
+        stamp = self.to_sim_time(msg.header.stamp)
+        if stamp is None:
+            return None
+        last = self._last_stamp.get(topic)
+        if last is not None and stamp < last:
+            raise BadMessage(f'header.stamp goes back {last - stamp:.3f} s from the previous message: dropped')
+        self._last_stamp[topic] = stamp
+        return stamp
+
+    def _known(self, topic: str, names) -> list[str]:
+        """The names the sim drives; the others are warned about once per source."""
+        known = [n for n in names if n in self.sim.controlled_joints]
+        unknown = [n for n in names if n not in self.sim.controlled_joints]
+        if unknown and topic not in self._warned_unknown:
+            self._warned_unknown.add(topic)
+            self.node.get_logger().warning(f'shadow source {topic}: joints {unknown} are not driven by the sim '
+                                           f'model: left out (reported once)')
+        return known
+
+    # -- arm and hand -------------------------------------------------------------------------------
+    def _on_controller_state(self, topic: str, msg) -> None:
+        at = self._stamp(topic, msg)
+        names = list(msg.joint_names)
+        known = set(self._known(topic, names))
+        ref = msg.reference
+        positions = {n: float(q) for n, q in zip(names, ref.positions) if n in known}
+        velocities = {n: float(v) for n, v in zip(names, ref.velocities) if n in known} if len(ref.velocities) else None
+        if positions:
+            self.sim.follow(positions, velocities, at, source=topic)
+
+    def _on_trajectory(self, topic: str, msg) -> None:
+        at = self._stamp(topic, msg)
+        names = self._known(topic, list(msg.joint_names))
+        if not names:
+            return
+        try:
+            trajectory = jtc.validate_goal_msg(msg, list(msg.joint_names), {}, self.now_s(), True)
+        except (jtc.GoalRejected, ShadowTwinError) as exc:
+            raise BadMessage(str(exc)) from None
+        self.sim.follow_trajectory(trajectory, at, source=topic)
+
+    def _on_joint_state(self, topic: str, msg) -> None:
+        at = self._stamp(topic, msg)
+        names = list(msg.name)
+        known = set(self._known(topic, names))
+        positions = {n: float(q) for n, q in zip(names, msg.position) if n in known}
+        velocities = {n: float(v) for n, v in zip(names, msg.velocity) if n in known} if len(msg.velocity) else None
+        if positions:
+            self.sim.follow(positions, velocities, at, source=topic)
+
+    # -- base ---------------------------------------------------------------------------------------
+    def _on_twist(self, topic: str, msg) -> None:
+        at = self._stamp(topic, msg)
+        if self.sim.base is not None:
+            self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z, at)
+
+    def _on_odometry(self, topic: str, msg) -> None:
+        at = self._stamp(topic, msg)
+        if self.sim.base is not None:
+            twist = msg.twist.twist
+            self.sim.command_base(twist.linear.x, twist.angular.z, at)
