@@ -3,7 +3,7 @@ the sim bridge on the cell model, optional mock hardware for the three robots, t
 and the twin monitor, and optionally the rqt monitoring view.
 
     source .venv/bin/activate        (or a ROS 2 install with this package built by colcon)
-    ros2 launch shadow_twin cell.launch.py [use_mock_hardware:=true] [mode:=sim|real|both]
+    ros2 launch shadow_twin cell.launch.py [use_mock_hardware:=true] [mode:=sim|real|both|shadow]
                                            [cell_config:=/path/cell.yaml] [config:=/path/twin_cell.yaml]
                                            [rqt:=true]
 
@@ -14,7 +14,9 @@ Arguments:
                         (the hand, its joint states on /rh/joint_states) and ``mock_mir``
                         (config/mock_mir.yaml: TwistStamped on /cmd_vel, Odometry on /odom);
                         default false (the real robots' drivers run)
-    mode                where twin goals go: sim, real or both (default both)
+    mode                where twin goals go: sim, real or both (default both); shadow: the robots
+                        are driven by other tools, the sim follows their controllers
+                        (config/mujoco_bridge_shadow_cell.yaml) and the twin refuses goals
     cell_config         the cell's parts and mounts (default config/cell.yaml); the cell MJCF is
                         written from it into a temporary directory when the launch runs (removed
                         at shutdown) and given to the sim bridge with config/controllers/cell.yaml
@@ -41,6 +43,7 @@ from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 HAND_JOINT_STATES = '/rh/joint_states'
@@ -57,13 +60,15 @@ def _cell_nodes(context: LaunchContext) -> list:
     model, _ = write_cell_mjcf(config, folder / 'cell.xml')
     mode = ParameterValue(LaunchConfiguration('mode'), value_type=str)
     gains = config_file('controllers/cell.yaml').perform(context)
+    # mode shadow: the sim bridge follows the robots' own controllers (a second params file)
+    shadow = [config_file(SHADOW_CONFIG[True])] if LaunchConfiguration('mode').perform(context) == 'shadow' else []
 
     def bridge(name: str, params: list, condition=None) -> Node:
         return Node(package=PACKAGE, executable='mujoco_bridge', name=name, output='screen', parameters=params,
                     condition=condition, on_exit=stop_all)
     return [
         RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: shutil.rmtree(folder, ignore_errors=True))),
-        bridge('mujoco_bridge', [config_file('mujoco_bridge.yaml'), {'model_path': str(model), 'gains_file': gains}]),
+        bridge('mujoco_bridge', [config_file('mujoco_bridge.yaml'), *shadow, {'model_path': str(model), 'gains_file': gains}]),
         bridge('mock_ur', [config_file('mock_ur.yaml')], mock),
         bridge('mock_hardware', [config_file('mock_hardware.yaml'), {'joint_states_topic': HAND_JOINT_STATES}], mock),
         bridge('mock_mir', [config_file('mock_mir.yaml')], mock),
@@ -80,8 +85,9 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument('use_mock_hardware', default_value='false',
                               description='start mock hardware for the UR5, the hand and the MiR250'),
-        DeclareLaunchArgument('mode', default_value='both', choices=['sim', 'real', 'both'],
-                              description='where twin goals go'),
+        DeclareLaunchArgument('mode', default_value='both', choices=list(MODES),
+                              description='where twin goals go; shadow: the sim follows the robots\' own '
+                                          'controllers (config/mujoco_bridge_shadow_cell.yaml) and the twin refuses goals'),
         DeclareLaunchArgument('cell_config', default_value=config_file('cell.yaml'),
                               description='the cell YAML the sim model is built from'),
         DeclareLaunchArgument('config', default_value=config_file('twin_cell.yaml'),

@@ -2,12 +2,14 @@
 server, the twin monitor, and optionally diagnostic_aggregator and the rqt monitoring view.
 
     source .venv/bin/activate        (or a ROS 2 install with this package built by colcon)
-    ros2 launch shadow_twin twin.launch.py [mode:=sim|real|both] [use_mock_hardware:=true]
+    ros2 launch shadow_twin twin.launch.py [mode:=sim|real|both|shadow] [use_mock_hardware:=true]
                                            [model:=/path/hand.xml] [config:=/path/twin.yaml]
                                            [diagnostics_aggregator:=true] [rqt:=true]
 
 Arguments:
-    mode                    where twin goals go: sim, real or both (default both)
+    mode                    where twin goals go: sim, real or both (default both); shadow: the
+                            sim follows the robots' own controllers (config/mujoco_bridge_shadow.yaml)
+                            and the twin refuses goals
     use_mock_hardware       true: a second bridge with other physics stands in for the robot
                             (/joint_states, /rh_trajectory_controller/...); default false
     model                   MJCF given to the bridges and the twin server as model_path;
@@ -36,9 +38,10 @@ from launch_ros.substitutions import ExecutableInPackage
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
-from launch.conditions import IfCondition
+from launch.conditions import IfCondition, LaunchConfigurationEquals, LaunchConfigurationNotEquals
 from launch.substitutions import LaunchConfiguration, NotSubstitution
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -51,7 +54,11 @@ def generate_launch_description() -> LaunchDescription:
     rqt = IfCondition(LaunchConfiguration('rqt'))
     nodes = [
         Node(package=PACKAGE, executable='mujoco_bridge', name='mujoco_bridge', output='screen',
-             parameters=[config_file('mujoco_bridge.yaml'), {'model_path': model}], on_exit=stop_all),
+             parameters=[config_file('mujoco_bridge.yaml'), {'model_path': model}], on_exit=stop_all,
+             condition=LaunchConfigurationNotEquals('mode', 'shadow')),
+        Node(package=PACKAGE, executable='mujoco_bridge', name='mujoco_bridge', output='screen',
+             parameters=[config_file('mujoco_bridge.yaml'), config_file(SHADOW_CONFIG[False]), {'model_path': model}],
+             on_exit=stop_all, condition=LaunchConfigurationEquals('mode', 'shadow')),
         Node(package=PACKAGE, executable='mujoco_bridge', name='mock_hardware', output='screen',
              parameters=[config_file('mock_hardware.yaml'), {'model_path': model}], condition=mock,
              on_exit=stop_all),
@@ -68,8 +75,9 @@ def generate_launch_description() -> LaunchDescription:
     processes = [(n.node_package, n.node_executable, n.condition) for n in nodes]
     processes.append((PACKAGE, 'shadow-twin', rqt))
     return LaunchDescription([
-        DeclareLaunchArgument('mode', default_value='both', choices=['sim', 'real', 'both'],
-                              description='where twin goals go'),
+        DeclareLaunchArgument('mode', default_value='both', choices=list(MODES),
+                              description='where twin goals go; shadow: the sim follows the robots\' own '
+                                          'controllers (config/mujoco_bridge_shadow.yaml) and the twin refuses goals'),
         DeclareLaunchArgument('use_mock_hardware', default_value='false',
                               description='start a second bridge as the robot\'s mock hardware'),
         DeclareLaunchArgument('model', default_value='', description="MJCF model; '' = built-in hand"),

@@ -19,6 +19,12 @@ by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 ``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
 the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
 
+With ``--mode shadow`` the sim follows the robots however they are driven (MoveIt, the hand's
+tools, the MiR's navigation): the sim bridge also takes ``config/mujoco_bridge_shadow.yaml`` (with
+``--cell``: ``mujoco_bridge_shadow_cell.yaml``; ``--shadow-config``), naming the real controllers'
+``controller_state`` topics and the MiR's ``/cmd_vel`` (``mujoco_bridge.shadow``), and the twin
+server refuses goals (they go to the robots' own controllers).
+
 A node that dies does not take the others down: ``up`` reports it and starts it again after
 2 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
 it, and rejects new ones, and the respawned node restores service (``up`` starts no real
@@ -30,7 +36,7 @@ controller goals while the bridges still run), then the monitor and the bridges.
 Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
-                   [--mode sim|real|both] [--bridge-config FILE] [--mock-config FILE]
+                   [--mode sim|real|both|shadow [--shadow-config FILE]] [--bridge-config FILE] [--mock-config FILE]
                    [--mock-ur-config FILE] [--mock-mir-config FILE]
                    [--monitor-config FILE | --no-monitor] [--no-respawn] [--ros-args ...]
 
@@ -53,6 +59,7 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 CELL_HAND_JOINT_STATES = '/rh/joint_states'
@@ -67,8 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge(s)')
     parser.add_argument('--config', type=Path, default=None,
                         help="the twin server's ROS parameters (default config/twin.yaml)")
-    parser.add_argument('--mode', choices=('sim', 'real', 'both'), default=None,
-                        help='override the ROS parameter mode of the twin server')
+    parser.add_argument('--mode', choices=MODES, default=None,
+                        help='override the ROS parameter mode of the twin server; shadow: the sim follows the '
+                             "robots' own controllers (the sim bridge also takes --shadow-config)")
+    parser.add_argument('--shadow-config', type=Path, default=None,
+                        help="with --mode shadow: the sim bridge's shadow sources (default "
+                             'config/mujoco_bridge_shadow.yaml, with --cell config/mujoco_bridge_shadow_cell.yaml)')
     parser.add_argument('--bridge-config', type=Path, default=None,
                         help="the sim bridge's ROS parameters (default config/mujoco_bridge.yaml)")
     parser.add_argument('--mock-config', type=Path, default=None,
@@ -101,6 +112,11 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
         return [python, '-m', module, '--ros-args', '--params-file', str(params), *ros_args, *extra]
     sim = () if cell_model is None else (
         '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
+    if args.mode == 'shadow':       # a second params file: its shadow.* sources override the first's
+        shadow = args.shadow_config or config_path(SHADOW_CONFIG[cell_model is not None])
+        if not Path(shadow).is_file():
+            raise FileNotFoundError(f'parameter file {shadow} does not exist')
+        sim = ('--params-file', str(shadow), *sim)
     out = {'mujoco_bridge': command('mujoco_bridge.main', args.bridge_config or config_path('mujoco_bridge.yaml'),
                                     *sim)}
     if args.mock_hardware:

@@ -60,6 +60,22 @@ def test_command_line_overrides_come_after_the_params_file():
         assert command.index('--params-file') < min(k for k, arg in enumerate(command) if arg == '-p'), name
 
 
+def test_shadow_mode_gives_the_sim_bridge_its_shadow_sources_after_its_own_params(tmp_path):
+    hand = commands('--mode', 'shadow')
+    files = [hand['mujoco_bridge'][k + 1] for k, arg in enumerate(hand['mujoco_bridge']) if arg == '--params-file']
+    assert files == [str(config_path('mujoco_bridge.yaml')), str(config_path('mujoco_bridge_shadow.yaml'))]
+    assert 'mode:=shadow' in hand['shadow_twin']
+    cell = commands('--cell', '--mode', 'shadow', cell_model=config_path('cell.yaml'))['mujoco_bridge']
+    assert str(config_path('mujoco_bridge_shadow_cell.yaml')) in cell
+    assert cell.index(str(config_path('mujoco_bridge_shadow_cell.yaml'))) < cell.index('-p')
+    mine = tmp_path / 'shadow.yaml'
+    mine.write_text('{}')
+    assert str(mine) in commands('--mode', 'shadow', '--shadow-config', str(mine))['mujoco_bridge']
+    with pytest.raises(FileNotFoundError, match='missing.yaml'):
+        commands('--mode', 'shadow', '--shadow-config', str(tmp_path / 'missing.yaml'))
+    assert 'shadow' not in ' '.join(commands('--mode', 'both')['mujoco_bridge'])
+
+
 def test_no_monitor_leaves_the_monitor_out(capsys):
     nodes = commands('--cell', '--mock-hardware', '--no-monitor', cell_model=config_path('cell.yaml'))
     assert list(nodes) == ['mujoco_bridge', 'mock_ur', 'mock_hardware', 'mock_mir', 'shadow_twin']
