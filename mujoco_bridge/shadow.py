@@ -79,7 +79,7 @@ class ShadowSources:
         settings = {key: ([str(t).strip() for t in value if str(t).strip()] if isinstance(value, (list, tuple))
                           else str(value).strip()) for key, value in settings.items()}
         self.node, self.sim, self.to_sim_time, self.now_s = node, sim, to_sim_time, now_s
-        self._last_stamp: dict[str, float] = {}
+        self._last_stamp: dict[str, int] = {}        # ns, the latest stamp of each source
         self._warned_unknown: set[str] = set()
         #: Topics followed, by kind (for the log and the diagnostics).
         self.topics: dict[str, list[str]] = {}
@@ -113,16 +113,17 @@ class ShadowSources:
 
     # -- checks shared by the sources ---------------------------------------------------------------
     def _stamp(self, topic: str, msg) -> float | None:
-        """Sim time of ``msg``'s stamp (None: unset, taken as now). Raises BadMessage when it goes
-        back from the source's previous one."""
-        stamp = self.to_sim_time(msg.header.stamp)
-        if stamp is None:
+        """Sim time of ``msg``'s stamp (None: unset, taken as now). Raises BadMessage when the stamp
+        goes back from the source's previous one (compared as stamped, before any mapping to sim time)."""
+        stamp = msg.header.stamp
+        ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+        if not ns:
             return None
         last = self._last_stamp.get(topic)
-        if last is not None and stamp < last:
-            raise BadMessage(f'header.stamp goes back {last - stamp:.3f} s from the previous message: dropped')
-        self._last_stamp[topic] = stamp
-        return stamp
+        if last is not None and ns < last:
+            raise BadMessage(f'header.stamp goes back {(last - ns) * 1e-9:.3f} s from the previous message: dropped')
+        self._last_stamp[topic] = ns
+        return self.to_sim_time(stamp)
 
     def _known(self, topic: str, names) -> list[str]:
         """The names the sim drives; the others are warned about once per source."""

@@ -21,6 +21,8 @@ from cell_scenarios import HAND_ACTION, START_TIMEOUT
 
 JOINT_RMSE = 0.01          # rad, sim vs mock over the motion (the issue's target)
 TEST_SOURCE = '/test_controller/controller_state'
+TEST_TRAJECTORY = '/test_controller/joint_trajectory'
+TEST_STATES = '/test_robot/joint_states'
 GOAL = {'rh_FFJ3': 1.2, 'rh_MFJ3': 0.8, 'rh_RFJ3': 0.9, 'rh_THJ4': 0.6, 'rh_WRJ1': 0.3}
 
 
@@ -47,7 +49,8 @@ def hand(ros, tmp_path_factory):
              'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', '--params-file',
                                         str(cell_helpers.CONFIG / 'mujoco_bridge_shadow.yaml'), '-p',
                                         'shadow.controller_state_topics:=[/rh_trajectory_controller/controller_state,'
-                                        f' {TEST_SOURCE}]')}
+                                        f' {TEST_SOURCE}]', '-p', f'shadow.joint_trajectory_topics:=[{TEST_TRAJECTORY}]',
+                                        '-p', f'shadow.joint_states_topics:=[{TEST_STATES}]')}
     cell_helpers.wait_started(procs, [real, sim], START_TIMEOUT, 'the shadowed hand')
     yield {'procs': procs, 'real': real, 'sim': sim}
     for proc in procs.values():
@@ -150,3 +153,28 @@ def test_a_source_that_goes_silent_leaves_the_sim_holding(ros, hand):
     quiet = helpers.ros_now()
     assert positions_at(hand['sim'], ['rh_FFJ3'], quiet)[0] == pytest.approx(0.4, abs=0.03)
     assert positions_at(hand['sim'], ['rh_FFJ3'], quiet + 1.0)[0] == pytest.approx(0.4, abs=0.03)
+
+
+def test_a_controllers_trajectory_topic_and_a_robots_joint_states_are_followed(ros, hand):
+    """The other two sources (the mock is stopped by now): a trajectory sent on a controller's
+    ~/joint_trajectory runs on its own clock; a robot's joint states are tracked."""
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg
+    helpers, client = ros
+    trajectories = client.node.create_publisher(JointTrajectory, TEST_TRAJECTORY, 10)
+    states = client.node.create_publisher(JointState, TEST_STATES, 10)
+    assert cell_helpers.wait_matched(client.node, 10.0, subscribers={TEST_TRAJECTORY: 1, TEST_STATES: 1})
+    sent = JointTrajectory(joint_names=['rh_MFJ3'], points=[
+        JointTrajectoryPoint(positions=[0.7], velocities=[0.0], time_from_start=duration_msg(0.6))])
+    sent.header.stamp = client.node.get_clock().now().to_msg()
+    start = helpers.ros_now()
+    trajectories.publish(sent)
+    for _ in range(80):
+        msg = JointState(name=['rh_RFJ3'], position=[0.5])
+        msg.header.stamp = client.node.get_clock().now().to_msg()
+        states.publish(msg)
+        time.sleep(0.01)
+    q = positions_at(hand['sim'], ['rh_MFJ3', 'rh_RFJ3'], start + 1.2)
+    assert q == pytest.approx([0.7, 0.5], abs=0.03)

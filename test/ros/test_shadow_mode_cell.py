@@ -28,7 +28,6 @@ JOINT_RMSE = 0.01          # rad, sim vs mock over the motion (the issue's targe
 BASE_ERROR = 0.01          # m after 5 m of driving
 UNPERTURBED = "overrides:=''"
 CELL_GAINS_ARG = cell_helpers.CELL_GAINS
-COMMAND_LATENCY = 0.05     # s, the drives' dead time from a command's stamp (cell.base.command_latency)
 
 
 @pytest.fixture(scope='module')
@@ -58,12 +57,8 @@ def topics(ros):
 def cell(ros, topics, tmp_path_factory):
     """The cell's sim bridge in shadow mode and the three unperturbed mocks."""
     from shadow_twin.model.cell import write_cell_mjcf
-    from shadow_twin.model.cell_config import CellConfig
     folder = tmp_path_factory.mktemp('shadow_cell')
-    # both drives act COMMAND_LATENCY after a command's stamp, whenever it arrives (SimMobileBase):
-    # the shadow's rule, a setpoint applies at its stamp, for a base that cannot be moved on afterwards
-    config = CellConfig.from_dict({'cell': {'base': {'command_latency': COMMAND_LATENCY}}})
-    model, _ = write_cell_mjcf(config, folder / 'cell.xml')
+    model, _ = write_cell_mjcf(None, folder / 'cell.xml')
     procs = {'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', '--params-file',
                                         str(cell_helpers.CONFIG / 'mujoco_bridge_shadow_cell.yaml'),
                                         '-p', f'model_path:={model}', '-p', cell_helpers.CELL_GAINS),
@@ -140,6 +135,6 @@ def test_the_sim_follows_the_arm_driven_through_its_own_controller(ros, cell, to
         helpers.stamped_at(topics[name], end)
     arm = rmse_against_sim(topics, 'arm', list(ARM), start, end)
     moved = series(topics['sim'], list(ARM) + list(HAND), end - 0.2, end)[1][-1]
-    assert moved == pytest.approx(list(ARM.values()) + list(HAND.values()), abs=0.05)   # arm and hand followed
+    assert moved == pytest.approx(list(ARM.values()) + list(HAND.values()), abs=0.05), cell_helpers.logs(cell)
     print(f"arm RMSE {arm} rad")
     assert arm.max() < JOINT_RMSE, arm
