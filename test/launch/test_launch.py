@@ -109,8 +109,11 @@ def test_launch_descriptions(ros2_launch):
     arguments = {a.name for a in twin.entities if isinstance(a, DeclareLaunchArgument)}
     assert arguments == {'mode', 'use_mock_hardware', 'model', 'config', 'diagnostics_aggregator', 'rqt'}
     nodes = [e for e in twin.entities if isinstance(e, Node)]
-    assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'twin_server', 'twin_monitor',
-                                                  'aggregator_node']
+    # the sim bridge twice: with config/mujoco_bridge_shadow.yaml in mode shadow, without it otherwise
+    assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'mujoco_bridge', 'twin_server',
+                                                  'twin_monitor', 'aggregator_node']
+    sims = nodes[:2]                 # the sim bridge's two entries; the third is mock_hardware
+    assert [type(n.condition).__name__ for n in sims] == ['LaunchConfigurationNotEquals', 'LaunchConfigurationEquals']
     [view] = [e for e in twin.entities if isinstance(e, ExecuteProcess) and not isinstance(e, Node)]
     assert "exec='shadow-twin'" in view.cmd[0][0].describe() and view.cmd[1][0].describe() == "'rqt'"
     cell = load_launch_file('cell.launch.py').generate_launch_description()
