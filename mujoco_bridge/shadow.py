@@ -137,14 +137,16 @@ class ShadowSources:
 
     # -- arm and hand -------------------------------------------------------------------------------
     def _on_controller_state(self, topic: str, msg) -> None:
+        self._follow_state(topic, msg, list(msg.joint_names), msg.reference.positions, msg.reference.velocities)
+
+    def _follow_state(self, topic: str, msg, names: list[str], positions, velocities) -> None:
+        """Follow the state (rad, rad/s: ``velocities`` empty for none) of ``names`` from ``msg``'s stamp."""
         at = self._stamp(topic, msg)
-        names = list(msg.joint_names)
         known = set(self._known(topic, names))
-        ref = msg.reference
-        positions = {n: float(q) for n, q in zip(names, ref.positions) if n in known}
-        velocities = {n: float(v) for n, v in zip(names, ref.velocities) if n in known} if len(ref.velocities) else None
-        if positions:
-            self.sim.follow(positions, velocities, at, source=topic)
+        wanted = {n: float(q) for n, q in zip(names, positions) if n in known}
+        rates = {n: float(v) for n, v in zip(names, velocities) if n in known} if len(velocities) else None
+        if wanted:
+            self.sim.follow(wanted, rates, at, source=topic)
 
     def _on_trajectory(self, topic: str, msg) -> None:
         at = self._stamp(topic, msg)
@@ -158,13 +160,7 @@ class ShadowSources:
         self.sim.follow_trajectory(trajectory, at, source=topic)
 
     def _on_joint_state(self, topic: str, msg) -> None:
-        at = self._stamp(topic, msg)
-        names = list(msg.name)
-        known = set(self._known(topic, names))
-        positions = {n: float(q) for n, q in zip(names, msg.position) if n in known}
-        velocities = {n: float(v) for n, v in zip(names, msg.velocity) if n in known} if len(msg.velocity) else None
-        if positions:
-            self.sim.follow(positions, velocities, at, source=topic)
+        self._follow_state(topic, msg, list(msg.name), msg.position, msg.velocity)
 
     # -- base ---------------------------------------------------------------------------------------
     def _on_twist(self, topic: str, msg) -> None:

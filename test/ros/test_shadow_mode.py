@@ -27,17 +27,6 @@ GOAL = {'rh_FFJ3': 1.2, 'rh_MFJ3': 0.8, 'rh_RFJ3': 0.9, 'rh_THJ4': 0.6, 'rh_WRJ1
 
 
 @pytest.fixture(scope='module')
-def ros():
-    pytest.importorskip('rclpy')
-    pytest.importorskip('control_msgs.msg')
-    import ros_helpers
-    ros_helpers.isolate_domain()
-    client = ros_helpers.RosClient('shadow_mode_hand_test')
-    yield ros_helpers, client
-    client.close()
-
-
-@pytest.fixture(scope='module')
 def hand(ros, tmp_path_factory):
     """{'procs': {mock, sim}, 'real': /joint_states recorder, 'sim': /sim/joint_states recorder}."""
     from sensor_msgs.msg import JointState

@@ -31,17 +31,6 @@ CELL_GAINS_ARG = cell_helpers.CELL_GAINS
 
 
 @pytest.fixture(scope='module')
-def ros():
-    pytest.importorskip('rclpy')
-    pytest.importorskip('control_msgs.msg')
-    import ros_helpers
-    ros_helpers.isolate_domain()
-    client = ros_helpers.RosClient('shadow_mode_test')
-    yield ros_helpers, client
-    client.close()
-
-
-@pytest.fixture(scope='module')
 def topics(ros):
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
