@@ -167,3 +167,37 @@ def test_a_controllers_trajectory_topic_and_a_robots_joint_states_are_followed(r
         time.sleep(0.01)
     q = positions_at(hand['sim'], ['rh_MFJ3', 'rh_RFJ3'], start + 1.2)
     assert q == pytest.approx([0.7, 0.5], abs=0.03)
+
+
+def test_where_no_command_is_seen_the_base_follows_the_odometrys_twist(ros, tmp_path):
+    """A MiR250 sim bridge shadowing /test_mir/odom only: published at 20 Hz with a twist of 0.5 m/s
+    for 2 s, then standing, it drives the sim base about 1 m ahead; nothing more once it goes silent."""
+    from nav_msgs.msg import Odometry
+
+    from cell_scenarios import pose_of
+    helpers, client = ros
+    odom = client.record(Odometry, '/test_mir_sim/odom', depth=500)
+    proc = cell_helpers.bridge(tmp_path, 'test_mir_sim', 'mujoco_bridge.yaml',
+                               '-p', 'model_path:=package://shadow_twin/models/mir250.xml',
+                               '-p', 'joint_states_topic:=/test_mir_sim/joint_states',
+                               '-p', 'action_name:=/test_mir_sim/follow_joint_trajectory',
+                               '-p', 'cmd_vel_topic:=/test_mir_sim/cmd_vel', '-p', 'odom_topic:=/test_mir_sim/odom',
+                               '-p', 'publish_tf:=false', '-p', 'shadow.odom_topic:=/test_mir/odom')
+    try:
+        cell_helpers.wait_started({'test_mir_sim': proc}, [odom], START_TIMEOUT, 'the shadowing MiR250 bridge')
+        publisher = client.node.create_publisher(Odometry, '/test_mir/odom', 10)
+        assert cell_helpers.wait_matched(client.node, 10.0, subscribers={'/test_mir/odom': 1})
+        start = pose_of(helpers.current(odom))
+        for k in range(50):
+            msg = Odometry()
+            msg.header.stamp = client.node.get_clock().now().to_msg()
+            msg.pose.pose.orientation.w = 1.0
+            msg.twist.twist.linear.x = 0.5 if k < 40 else 0.0
+            publisher.publish(msg)
+            time.sleep(0.05)
+        stopped = helpers.ros_now()
+        end = pose_of(helpers.stamped_at(odom, stopped + 1.5))
+        assert end[0] - start[0] == pytest.approx(1.0, abs=0.1) and abs(end[1] - start[1]) < 0.02
+        assert pose_of(helpers.stamped_at(odom, stopped + 2.5))[0] == pytest.approx(end[0], abs=0.005)
+    finally:
+        assert proc.stop() == 0
