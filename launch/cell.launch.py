@@ -43,7 +43,7 @@ from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
-from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 HAND_JOINT_STATES = '/rh/joint_states'
@@ -61,7 +61,9 @@ def _cell_nodes(context: LaunchContext) -> list:
     mode = ParameterValue(LaunchConfiguration('mode'), value_type=str)
     gains = config_file('controllers/cell.yaml').perform(context)
     # mode shadow: the sim bridge follows the robots' own controllers (a second params file)
-    shadow = [config_file(SHADOW_CONFIG[True])] if LaunchConfiguration('mode').perform(context) == 'shadow' else []
+    shadowing = LaunchConfiguration('mode').perform(context) == 'shadow'
+    shadow = [config_file(SHADOW_CONFIG[True])] if shadowing else []
+    watch = [config_file(SHADOW_MONITOR_CONFIG[True])] if shadowing else []     # the monitor watches them
 
     def bridge(name: str, params: list, condition=None) -> Node:
         return Node(package=PACKAGE, executable='mujoco_bridge', name=name, output='screen', parameters=params,
@@ -75,7 +77,7 @@ def _cell_nodes(context: LaunchContext) -> list:
         Node(package=PACKAGE, executable='twin_server', name='shadow_twin', output='screen',
              parameters=[LaunchConfiguration('config'), {'mode': mode}], on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
-             parameters=[config_file('twin_monitor_cell.yaml')], on_exit=stop_all),
+             parameters=[config_file('twin_monitor_cell.yaml'), *watch], on_exit=stop_all),
         ExecuteProcess(cmd=[ExecutableInPackage('shadow-twin', PACKAGE), 'rqt', '--cell'], name='rqt',
                        output='screen', condition=rqt),
     ]

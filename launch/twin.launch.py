@@ -41,7 +41,7 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition, LaunchConfigurationEquals, LaunchConfigurationNotEquals
 from launch.substitutions import LaunchConfiguration, NotSubstitution
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
-from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -66,7 +66,12 @@ def generate_launch_description() -> LaunchDescription:
              parameters=[LaunchConfiguration('config'), {'mode': mode, 'model_path': model}],
              on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
-             parameters=[config_file('twin_monitor.yaml'), {'publish_aggregated': own_aggregate}], on_exit=stop_all),
+             parameters=[config_file('twin_monitor.yaml'), {'publish_aggregated': own_aggregate}], on_exit=stop_all,
+             condition=LaunchConfigurationNotEquals('mode', 'shadow')),
+        Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
+             parameters=[config_file('twin_monitor.yaml'), config_file(SHADOW_MONITOR_CONFIG[False]),
+                         {'publish_aggregated': own_aggregate}], on_exit=stop_all,
+             condition=LaunchConfigurationEquals('mode', 'shadow')),
         Node(package='diagnostic_aggregator', executable='aggregator_node', name='analyzers', output='screen',
              parameters=[config_file('diagnostic_aggregator.yaml')], condition=aggregator, on_exit=stop_all),
     ]

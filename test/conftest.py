@@ -35,6 +35,21 @@ README_JOINTS = ('rh_FFJ1 rh_FFJ2 rh_FFJ3 rh_FFJ4 rh_LFJ1 rh_LFJ2 rh_LFJ3 rh_LFJ
 CALIBRATION_BUDGET = 12
 
 
+@pytest.fixture(scope='session', autouse=True)
+def ros_home(tmp_path_factory):
+    """``ROS_HOME`` (which the nodes started by the tests inherit) in a tmp folder: what nodes keep
+    there (the twin monitor's drift state, ROS logs) never reaches the user's ~/.ros."""
+    import os
+    folder = tmp_path_factory.mktemp('ros_home')
+    before = os.environ.get('ROS_HOME')
+    os.environ['ROS_HOME'] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop('ROS_HOME', None)
+    else:
+        os.environ['ROS_HOME'] = before
+
+
 def _need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f'{path} is not available (needs ../shared beside the repository)')

@@ -23,7 +23,8 @@ With ``--mode shadow`` the sim follows the robots however they are driven (MoveI
 tools, the MiR's navigation): the sim bridge also takes ``config/mujoco_bridge_shadow.yaml`` (with
 ``--cell``: ``mujoco_bridge_shadow_cell.yaml``; ``--shadow-config``), naming the real controllers'
 ``controller_state`` topics and the MiR's ``/cmd_vel`` (``mujoco_bridge.shadow``), and the twin
-server refuses goals (they go to the robots' own controllers).
+server refuses goals (they go to the robots' own controllers); the monitor watches the same sources
+(``config/twin_monitor_shadow*.yaml``) and reports the joints of a silent one STALE.
 
 A node that dies does not take the others down: ``up`` reports it and starts it again after
 2 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
@@ -59,7 +60,7 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
-from shadow_twin.ros.modes import MODES, SHADOW_CONFIG
+from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 CELL_HAND_JOINT_STATES = '/rh/joint_states'
@@ -133,7 +134,10 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
     out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path(twin), *mode)
     if not args.no_monitor:
-        out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor))
+        watch = () if args.mode != 'shadow' else (
+            '--params-file', str(config_path(SHADOW_MONITOR_CONFIG[cell_model is not None])))
+        out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor),
+                                      *watch)
     return out
 
 

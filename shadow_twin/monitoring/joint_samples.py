@@ -5,6 +5,8 @@ Part of the twin monitor's core; :mod:`shadow_twin.monitoring.joint_error` has t
 
 from __future__ import annotations
 
+import functools
+
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -141,3 +143,18 @@ class JointStateHistory:
             return a if w < 0.5 else b
         return JointSample(t, a.names, a.position + w * (b.position - a.position),
                            a.velocity + w * (b.velocity - a.velocity))
+
+
+@functools.lru_cache(maxsize=64)
+def _indices(names: tuple, subset: tuple) -> np.ndarray:
+    where = {n: k for k, n in enumerate(names)}
+    return np.array([where[n] for n in subset], dtype=int)
+
+
+def positions_of(sample: JointSample, names: tuple[str, ...]) -> np.ndarray:
+    """(K,) positions (rad) of ``names`` (a tuple, each in ``sample``) in ``sample``. Raises
+    KeyError for a name it does not have."""
+    if names is sample.names or names == sample.names:
+        return sample.position
+    return sample.position[_indices(sample.names, names)]
+

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from shadow_twin.monitoring.joint_comparison import (ErrorWindow, JointError, JointStats, aligned, joint_error,
                                                      merge_errors)
@@ -123,6 +123,9 @@ class SimRealMonitor:
         self._sim_arrival: float | None = None
         self._window = float(window)
         self._published_t: float | None = None
+        #: Called with (stream index, real sample, sim state at its stamp, error) after each
+        #: comparison (the drift watch and the lag share of the twin monitor); None: nobody.
+        self.on_compare: Callable[[int, JointSample, JointSample, JointError], None] | None = None
 
     @property
     def window(self) -> float:
@@ -158,7 +161,7 @@ class SimRealMonitor:
         self.sim.add(sample)
         self._sim_arrival = arrival
 
-    def _compare(self, stream: RealStream, excluded: frozenset) -> JointError | None:
+    def _compare(self, k: int, stream: RealStream, excluded: frozenset) -> JointError | None:
         pair = aligned(stream.history, self.sim, stream.last_t, self.max_gap)
         if pair is None:
             return None
@@ -167,6 +170,8 @@ class SimRealMonitor:
         stream.last_t = real.t
         stream.latest_error = error
         stream.errors.add(error)
+        if self.on_compare is not None:
+            self.on_compare(k, real, sim, error)
         return error
 
     def update(self) -> JointError | None:
@@ -181,8 +186,8 @@ class SimRealMonitor:
         """
         new = False
         owners: list[tuple[str, ...]] = []
-        for stream in self.streams:
-            if self._compare(stream, _union(tuple(owners))) is not None:
+        for k, stream in enumerate(self.streams):
+            if self._compare(k, stream, _union(tuple(owners))) is not None:
                 new = True
             latest = stream.history.latest()
             if latest is not None:

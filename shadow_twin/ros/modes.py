@@ -12,3 +12,5 @@ from __future__ import annotations
 MODES = ('sim', 'real', 'both', 'shadow')
 #: The sim bridge's second params file in mode shadow: {cell: file name under config/}.
 SHADOW_CONFIG = {False: 'mujoco_bridge_shadow.yaml', True: 'mujoco_bridge_shadow_cell.yaml'}
+#: The twin monitor's second params file in mode shadow (the same sources, watched for silence).
+SHADOW_MONITOR_CONFIG = {False: 'twin_monitor_shadow.yaml', True: 'twin_monitor_shadow_cell.yaml'}

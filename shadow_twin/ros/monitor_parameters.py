@@ -1,12 +1,15 @@
 """The ``twin_monitor`` node's ROS parameters: :data:`SPECS` (the shared groups of
-:mod:`shadow_twin.ros.parameters` it declares, then its own), and the check of ``aggregated_path``
-that the node also uses.
+:mod:`shadow_twin.ros.parameters` it declares, then its own), the check of ``aggregated_path``
+that the node also uses, and what the node builds from several parameters together (thresholds,
+odometry topics) with the check of a runtime change of them (:func:`invalid_change`).
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.monitoring import base_error
+from shadow_twin.monitoring import base_error, drift, lag
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 
@@ -60,4 +63,103 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
     ParameterSpec('aggregated_path', '/shadow_twin/sim vs real', "Where the statuses sit in the aggregated tree: "
                   "diagnostic_aggregator's base path and GenericAnalyzer path, '/'-separated.", read_only=True,
                   check=_path_parts),
+    # -- drift watch (shadow_twin.monitoring.drift, shadow_twin.ros.monitor_drift) --
+    ParameterSpec('drift.enabled', True, 'Keep the long-window error trend per joint and report drift from its '
+                  'baseline.', read_only=True),
+    ParameterSpec('drift.window', drift.DEFAULT_WINDOW, 'Trend window, s (minutes to days; >= drift.bucket); the '
+                  'baseline is the first full window after a calibration (or after the first start).', read_only=True,
+                  bounds=(0.1, 1e8)),
+    ParameterSpec('drift.bucket', drift.DEFAULT_BUCKET, 'Trend bucket, s: the RMS error is summed per bucket, and '
+                  'a bucket counts for a joint only when it moved.', read_only=True, bounds=(0.05, 1e6)),
+    ParameterSpec('drift.ratio', drift.DEFAULT_RATIO, 'A joint has drifted when its trend is this many times its '
+                  'baseline (> 1) ...', bounds=(1.0, 1e6)),
+    ParameterSpec('drift.min_error', drift.DEFAULT_MIN_ERROR, '... and at least this much, rad (noise on a near-zero '
+                  'baseline does not alarm).', bounds=(0.0, 1e6)),
+    ParameterSpec('drift.min_motion', drift.DEFAULT_MIN_MOTION, 'A joint moved in a bucket when its real position '
+                  'spans this much there, rad.', bounds=(0.0, 1e6)),
+    ParameterSpec('drift.state_file', '', 'JSON file of the trend and baseline, reloaded at start, written '
+                  'atomically; empty = $ROS_HOME/shadow_twin/drift/<node name>.json ($ROS_HOME: ~/.ros).',
+                  read_only=True),
+    ParameterSpec('drift.save_period', 60.0, 'Most often the state file is written (on a closed bucket), s; '
+                  'also at shutdown and on a baseline change.', read_only=True, bounds=(0.0, 1e6)),
+    ParameterSpec('drift.topic', '/twin/drift', 'diagnostic_msgs/DiagnosticArray of the drift status, latched '
+                  '(transient_local), on each closed bucket and baseline change.', read_only=True),
+    ParameterSpec('drift.bridge_status', 'mujoco_bridge: physics', "Name of the sim bridge's /diagnostics status "
+                  'whose model_path value changes when a calibration is installed (a new baseline); empty = not '
+                  'watched.', read_only=True),
+    ParameterSpec('drift.auto_calibrate', False, 'On drift, ask the calibration node to calibrate (its '
+                  'std_srvs/Trigger drift.calibrate_service) in the next idle window: robot and sim still for '
+                  'drift.idle_time. A live calibration moves the robot: off by default.', read_only=True),
+    ParameterSpec('drift.idle_time', 10.0, 'Stillness (no real or sim joint moving 0.01 rad) that makes an idle '
+                  'window for drift.auto_calibrate, s.', read_only=True, bounds=(0.1, 86400.0)),
+    ParameterSpec('drift.calibrate_service', '/calibration_node/calibrate', 'std_srvs/Trigger that starts a '
+                  'calibration (drift.auto_calibrate).', read_only=True),
+    # -- lag share (shadow_twin.monitoring.lag) --
+    ParameterSpec('lag.max_lag', lag.DEFAULT_MAX_LAG, 'Largest time shift of the lag share (the part of the '
+                  'error a shift of the sim removes), s; 0 = no lag share.', bounds=(0.0, 10.0)),
+    # -- shadow sources (shadow_twin.monitoring.shadow_sources, shadow_twin.ros.monitor_shadow) --
+    ParameterSpec('shadow_sources', [''], 'Topics the sim follows in shadow mode (controller_state, '
+                  'joint_trajectory, joint states, cmd_vel, odom); each one silent for shadow_source_timeout makes its '
+                  "joints STALE. Types from the ROS graph. [''] = none.", read_only=True),
+    ParameterSpec('shadow_source_timeout', 0.5, 'A shadow source silent this long (header stamps vs now) is '
+                  'stale, s.', bounds=(0.01, 3600.0)),
 )
+
+THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
+BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.position.error',
+                         'base_thresholds.yaw.warn', 'base_thresholds.yaw.error')
+#: The drift watch's parameters that may change at runtime, in DriftWatch.set_ratio's order.
+DRIFT_PARAMS = ('drift.ratio', 'drift.min_error', 'drift.min_motion')
+#: ``param(name)``: a parameter's current value.
+Getter = Callable[[str], Any]
+
+
+def odom_topics(param: Getter) -> tuple[str, str] | None:
+    """(real, sim) odometry topics, or None when both are empty (no base). Raises ConfigError
+    when only one is set, or both are the same."""
+    real, sim = (str(param(n) or '').strip() for n in ('real_odom_topic', 'sim_odom_topic'))
+    if not real and not sim:
+        return None
+    if not real or not sim:
+        raise ConfigError(f'real_odom_topic ({real!r}) and sim_odom_topic ({sim!r}): set both to compare the '
+                          'bases, or neither')
+    if real == sim:
+        raise ConfigError(f'real_odom_topic and sim_odom_topic are both {real}')
+    return real, sim
+
+
+def thresholds(param: Getter, changed: dict) -> monitor.Thresholds:
+    """Joint thresholds from the current parameters with ``changed`` {name: value} applied.
+    Raises ConfigError."""
+    values = {name: changed.get(name, param(name)) for name in THRESHOLD_PARAMS}
+    return monitor.Thresholds.from_config(values['thresholds.warn'], values['thresholds.error'],
+                                          values['threshold_overrides'])
+
+
+def base_thresholds(param: Getter, changed: dict) -> base_error.BaseThresholds:
+    """Base thresholds from the current parameters with ``changed`` {name: value} applied.
+    Raises ConfigError."""
+    return base_error.BaseThresholds.from_config(*(changed.get(name, param(name)) for name in BASE_THRESHOLD_PARAMS))
+
+
+def drift_settings(param: Getter, changed: dict | None = None) -> drift.DriftSettings:
+    """The drift watch's settings from the current parameters with ``changed`` applied. Raises
+    ConfigError (window < bucket, ratio <= 1, ...)."""
+    changed = changed or {}
+    return drift.DriftSettings(*(float(changed.get(f'drift.{k}', param(f'drift.{k}')))
+                                 for k in ('window', 'bucket', 'ratio', 'min_error', 'min_motion')))
+
+
+def invalid_change(param: Getter, changed: dict) -> str | None:
+    """Why the parameter values ``changed`` {name: value} are invalid together with the others
+    (thresholds error < warn, ...), or None."""
+    try:
+        if any(name in changed for name in THRESHOLD_PARAMS):
+            thresholds(param, changed)
+        if any(name in changed for name in BASE_THRESHOLD_PARAMS):
+            base_thresholds(param, changed)
+        if any(name in changed for name in DRIFT_PARAMS):
+            drift_settings(param, changed)
+    except ConfigError as exc:
+        return str(exc)
+    return None

@@ -61,6 +61,17 @@ hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
   position (``base_thresholds.position.*``, m) and yaw (``base_thresholds.yaw.*``,
   rad) levels; STALE while a stream it depends on has been silent for
   ``stale_after`` s or has sent nothing yet (the summary: any stream).
+* per joint in ``/diagnostics`` also the *lag share* of its error over ``window``
+  (``lag_share``, ``lag_s``, ``rms_position_error_lag_removed_rad``; maths in
+  ``shadow_twin.monitoring.lag``, shifts up to ``lag.max_lag`` s): near 1, the sim does what the
+  robot does but late; near 0, the model differs.
+* the *drift watch* (``drift.*``; ``shadow_twin.ros.monitor_drift``): a long-window trend of each
+  joint's error over moving time against its baseline after the last calibration, persisted in
+  ``drift.state_file``, as the status ``twin_monitor: drift`` (WARN naming drifted joints) in
+  ``/diagnostics`` and latched on ``drift.topic`` (``/twin/drift``); ``~/reset_drift_baseline``.
+* *shadow sources* (``shadow_sources``; ``shadow_twin.ros.monitor_shadow``): the topics the sim
+  follows in shadow mode; one silent for ``shadow_source_timeout`` s makes the joints it carries
+  (or the base) STALE, and the summary; the status ``twin_monitor: shadow sources`` lists them.
 * with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
   (``/diagnostics_agg``, the topic rqt_robot_monitor shows) the same statuses as
   diagnostic_aggregator's ``aggregator_node`` would publish them with a GenericAnalyzer
@@ -75,7 +86,8 @@ hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
 All callbacks of the node run on one single-threaded executor (the joint-state and
 odometry subscriptions and the timers). Parameters: ``config/twin_monitor.yaml`` (the
 hand), ``config/twin_monitor_cell.yaml`` (the cell); thresholds, base thresholds,
-window, stale_after, max_stamp_gap and base_max_stamp_gap may be changed at runtime.
+window, stale_after, max_stamp_gap, base_max_stamp_gap, lag.max_lag, drift.ratio, drift.min_error,
+drift.min_motion and shadow_source_timeout may be changed at runtime.
 
 Run: ``twin_monitor --ros-args --params-file config/twin_monitor.yaml`` (or
 ``python -m shadow_twin.ros.twin_monitor ...``). Exit status 0 after Ctrl-C / SIGTERM,
@@ -96,90 +108,31 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.monitoring import base_error
 from shadow_twin.monitoring import joint_error as monitor
+from shadow_twin.monitoring.joint_samples import positions_of
+from shadow_twin.monitoring.lag import LagWindow
+from shadow_twin.monitoring.shadow_sources import BASE
 from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.conversions import doubles
 from shadow_twin.ros.guard import guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_odometry
-from shadow_twin.ros.monitor_parameters import SPECS, _path_parts
+from shadow_twin.ros.monitor_aggregated import aggregated, level_byte
+from shadow_twin.ros.monitor_drift import DriftWatch
+from shadow_twin.ros.monitor_parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, SPECS, THRESHOLD_PARAMS,
+                                                 base_thresholds, invalid_change, odom_topics, thresholds)
+from shadow_twin.ros.monitor_shadow import ShadowWatch
+from shadow_twin.ros.monitor_values import base_values, joint_values
 from shadow_twin.ros.spinning import events_executor, run_node
 
 NODE_NAME = 'twin_monitor'
 HARDWARE_ID = 'shadow_twin'
 DIAGNOSTICS_TOPIC = '/diagnostics'
-#: diagnostic_aggregator's header messages by level (``valToMsg`` of its status_item.hpp).
-AGGREGATED_MESSAGES = {monitor.OK: 'OK', monitor.WARN: 'Warning', monitor.ERROR: 'Error', monitor.STALE: 'Stale'}
 #: Seconds of each stream kept for the time alignment.
 HISTORY_AGE = 1.0
-_THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
-_BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.position.error',
-                          'base_thresholds.yaw.warn', 'base_thresholds.yaw.error')
 #: Name of the base's status after the node's name (``twin_monitor: base``).
 BASE_STATUS = 'base'
-
-
-def level_byte(level: int) -> bytes:
-    """``DiagnosticStatus.level`` (a byte) of a ``shadow_twin.monitoring.joint_error`` level."""
-    return bytes([int(level)])
-
-
-def _chaff_removed(name: str, prefix: str) -> str:
-    """diagnostic_aggregator's ``removeLeadingNameChaff`` on a status name: ``prefix``, then one
-    ':', then spaces off its start (``twin_monitor: rh_FFJ3`` -> ``rh_FFJ3``)."""
-    if prefix and name.startswith(prefix):
-        name = name[len(prefix):]
-    if name.startswith(':'):
-        name = name[1:]
-    return name.lstrip(' ')
-
-
-def aggregated(statuses: list[DiagnosticStatus], path: str, prefix: str) -> list[DiagnosticStatus]:
-    """``statuses`` as diagnostic_aggregator's ``aggregator_node`` publishes them on
-    ``/diagnostics_agg`` when its base path and one GenericAnalyzer (``startswith`` and
-    ``remove_prefix: [prefix]``) make ``path``, and the analyzer's items do not time out
-    (they are all new). Sources: ros/diagnostics, diagnostic_aggregator
-    ``generic_analyzer_base.hpp`` (``report``), ``generic_analyzer.cpp``, ``status_item.hpp``,
-    ``analyzer_group.cpp``.
-
-    In publishing order:
-
-    * the analyzer's header, named ``path`` (``/shadow_twin/sim vs real``): the worst level of
-      its items (STALE only when all are or there are none, else ERROR), message ``OK``,
-      ``Warning``, ``Error`` or ``Stale``, one value per item (original name: message);
-    * the items, sorted by original name, named ``path/<name>`` with ``prefix``, a ':' and spaces
-      taken off the name's start and '/' in it replaced by ' ' (``/shadow_twin/sim vs
-      real/rh_FFJ3``), level, message, hardware id and values as they are;
-    * one group header per enclosing path, innermost first (``/shadow_twin``): level and message
-      as above from the one group below, one value (that group's last name: its message).
-
-    rqt_robot_monitor builds its tree from these names: it splits them at '/'.
-    Raises ConfigError for a path without names.
-    """
-    parts = _path_parts(path)
-    items = sorted(statuses, key=lambda st: st.name)
-    levels = [st.level[0] for st in items]
-    level = max(levels, default=monitor.OK)
-    if all(lv == monitor.STALE for lv in levels):          # also without items, as the aggregator
-        level = monitor.STALE
-    elif level == monitor.STALE:
-        level = monitor.ERROR
-    header = DiagnosticStatus(level=level_byte(level), name='/' + '/'.join(parts),
-                              message=AGGREGATED_MESSAGES[level],
-                              values=[KeyValue(key=st.name, value=st.message) for st in items])
-    out = [header]
-    for st in items:
-        name = _chaff_removed(st.name.replace('/', ' '), prefix.replace('/', ' '))
-        out.append(DiagnosticStatus(level=st.level, name=f'{header.name}/{name}', message=st.message,
-                                    hardware_id=st.hardware_id, values=list(st.values)))
-    child = header
-    for depth in range(len(parts) - 1, 0, -1):
-        child = DiagnosticStatus(level=child.level, name='/' + '/'.join(parts[:depth]), message=child.message,
-                                 values=[KeyValue(key=parts[depth], value=child.message)])
-        out.append(child)
-    return out
 
 
 class TwinMonitor(Node):
@@ -209,6 +162,11 @@ class TwinMonitor(Node):
             base_thresholds, window=float(p('window')), stale_after=float(p('stale_after')),
             max_gap=float(p('base_max_stamp_gap')), history_age=HISTORY_AGE, real_label=self.odom_topics[0],
             sim_label=self.odom_topics[1])
+        self.lag_windows = [LagWindow(self.monitor.window) for _ in self.real_topics]
+        self.max_lag = float(p('lag.max_lag'))
+        self.drift = DriftWatch(self, self._status) if p('drift.enabled') else None
+        self.shadow = ShadowWatch(self, self._status)
+        self.monitor.on_compare = self._on_compare
         self.add_on_set_parameters_callback(self._validate_change)
         self.add_post_set_parameters_callback(self._after_set)
         self._names_cache: dict = {}
@@ -253,54 +211,41 @@ class TwinMonitor(Node):
         return self.get_parameter(name).value
 
     def _odom_topics(self) -> tuple[str, str] | None:
-        """(real, sim) odometry topics, or None when both are empty (no base). Raises ConfigError
-        when only one is set, or both are the same."""
-        real, sim = (str(self._param(n) or '').strip() for n in ('real_odom_topic', 'sim_odom_topic'))
-        if not real and not sim:
-            return None
-        if not real or not sim:
-            raise ConfigError(f'real_odom_topic ({real!r}) and sim_odom_topic ({sim!r}): set both to compare the '
-                              'bases, or neither')
-        if real == sim:
-            raise ConfigError(f'real_odom_topic and sim_odom_topic are both {real}')
-        return real, sim
+        return odom_topics(self._param)
 
     def _thresholds(self, changed: dict) -> monitor.Thresholds:
-        """Thresholds from the current parameters with ``changed`` {name: value} applied."""
-        values = {name: changed.get(name, self._param(name)) for name in _THRESHOLD_PARAMS}
-        return monitor.Thresholds.from_config(values['thresholds.warn'], values['thresholds.error'],
-                                              values['threshold_overrides'])
+        return thresholds(self._param, changed)
 
     def _base_thresholds(self, changed: dict) -> base_error.BaseThresholds:
-        """Base thresholds from the current parameters with ``changed`` {name: value} applied."""
-        return base_error.BaseThresholds.from_config(
-            *(changed.get(name, self._param(name)) for name in _BASE_THRESHOLD_PARAMS))
+        return base_thresholds(self._param, changed)
 
     def _validate_change(self, params) -> SetParametersResult:
-        """Refuse thresholds that are invalid together (``parameters.declare`` checks each value alone)."""
-        changed = {param.name: param.value for param in params}
-        try:
-            if any(name in changed for name in _THRESHOLD_PARAMS):
-                self._thresholds(changed)
-            if any(name in changed for name in _BASE_THRESHOLD_PARAMS):
-                self._base_thresholds(changed)
-        except ConfigError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+        """Refuse values that are invalid together (``parameters.declare`` checks each value alone)."""
+        problem = invalid_change(self._param, {param.name: param.value for param in params})
+        return SetParametersResult(successful=problem is None, reason=problem or '')
 
     def _after_set(self, params) -> None:
         names = {param.name for param in params}
-        if names & set(_THRESHOLD_PARAMS):
+        if names & set(THRESHOLD_PARAMS):
             self.monitor.thresholds = self._thresholds({})
             self._warned_globs = False
         parts = [self.monitor] + ([self.base] if self.base is not None else [])
-        if self.base is not None and names & set(_BASE_THRESHOLD_PARAMS):
+        if self.base is not None and names & set(BASE_THRESHOLD_PARAMS):
             self.base.thresholds = self._base_thresholds({})
         for part in parts:
             if 'window' in names:
                 part.window = float(self._param('window'))
             if 'stale_after' in names:
                 part.stale_after = float(self._param('stale_after'))
+        if 'window' in names:
+            for lag in self.lag_windows:
+                lag.window = self.monitor.window
+        if 'lag.max_lag' in names:
+            self.max_lag = float(self._param('lag.max_lag'))
+        if 'shadow_source_timeout' in names:
+            self.shadow.sources.timeout = float(self._param('shadow_source_timeout'))
+        if self.drift is not None and names & set(DRIFT_PARAMS):
+            self.drift.set_ratio(*(self._param(n) for n in DRIFT_PARAMS))
         if 'max_stamp_gap' in names:
             self.monitor.max_gap = float(self._param('max_stamp_gap'))
         if self.base is not None and 'base_max_stamp_gap' in names:
@@ -333,6 +278,15 @@ class TwinMonitor(Node):
             self.monitor.add_sim(sample, arrival)
         else:
             self.monitor.add_real(sample, arrival, which)
+
+    def _on_compare(self, k: int, real: monitor.JointSample, sim: monitor.JointSample,
+                    error: monitor.JointError) -> None:
+        """Each comparison of real stream ``k``: into its lag window and the drift watch."""
+        if self.max_lag > 0 and error.names:
+            real_pos = positions_of(real, error.names)
+            self.lag_windows[k].add(error.t, error.names, real_pos, real_pos + error.position)
+        if self.drift is not None:
+            self.drift.add(real, error, k)
 
     def _on_odometry(self, which: int, msg: Odometry) -> None:
         """An odometry of the robot (``which`` 0) or of the sim (1)."""
@@ -379,20 +333,25 @@ class TwinMonitor(Node):
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         window = f'{self.monitor.window:g}'
+        shares = {}
+        if self.max_lag > 0:
+            for lag in self.lag_windows:
+                for name, share in lag.shares(self.max_lag).items():
+                    shares.setdefault(name, share)
+        drift = {} if self.drift is None else {j.name: j for j in self.drift.trend.report()}
+        stale = self.shadow.stale_joints()
+        level = report.level
         for joint in report.joints:
-            st = joint.stats
-            values = {
-                'rms_position_error_rad': '' if st is None else f'{st.rms_position:.6f}',
-                'rms_velocity_error_rad_s': '' if st is None else f'{st.rms_velocity:.6f}',
-                'max_abs_position_error_rad': '' if st is None else f'{st.max_abs_position:.6f}',
-                'samples': '0' if st is None else str(st.samples),
-                'window_s': window,
-                'warn_rad': f'{joint.threshold.warn:g}',
-                'error_rad': f'{joint.threshold.error:g}',
-            }
-            msg.status.append(self._status(joint.level, joint.name, joint.message, values))
+            values = joint_values(joint, self.monitor.window, shares.get(joint.name), drift.get(joint.name))
+            joint_level, message = joint.level, joint.message
+            if joint.name in stale:
+                joint_level, message = monitor.STALE, f'{stale[joint.name]} (last: {message})'
+            msg.status.append(self._status(joint_level, joint.name, message, values))
         if self.base is not None:
-            msg.status.append(self._base_status(self.base.report(now)))
+            base = self._base_status(self.base.report(now))
+            if BASE in stale:
+                base.level, base.message = level_byte(monitor.STALE), f'{stale[BASE]} (last: {base.message})'
+            msg.status.append(base)
         summary_values = {
             'worst_joint': report.worst or '',
             'joints': str(len(report.joints)),
@@ -400,7 +359,15 @@ class TwinMonitor(Node):
             'sim_topic': self.sim_topic,
             'window_s': window,
         }
-        msg.status.append(self._status(report.level, 'sim vs real', report.message, summary_values))
+        message = report.message
+        if stale:
+            level = monitor.STALE
+            message = f'shadow source(s) silent: {len(stale)} joints STALE; {message}'
+        msg.status.append(self._status(level, 'sim vs real', message, summary_values))
+        if self.shadow:
+            msg.status.append(self.shadow.status())
+        if self.drift is not None:
+            msg.status.append(self.drift.status(list(drift.values())))
         return msg
 
     def _status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:
@@ -409,24 +376,14 @@ class TwinMonitor(Node):
 
     def _base_status(self, report: base_error.BaseReport) -> DiagnosticStatus:
         """The ``twin_monitor: base`` status of ``report``."""
-        st, th = report.stats, report.thresholds
-        values = {
-            'rms_position_error_m': '' if st is None else f'{st.rms_position:.6f}',
-            'rms_yaw_error_rad': '' if st is None else f'{st.rms_yaw:.6f}',
-            'max_position_error_m': '' if st is None else f'{st.max_position:.6f}',
-            'max_abs_yaw_error_rad': '' if st is None else f'{st.max_abs_yaw:.6f}',
-            'samples': '0' if st is None else str(st.samples),
-            'window_s': f'{self.base.window:g}',
-            'position_warn_m': f'{th.position.warn:g}',
-            'position_error_m': f'{th.position.error:g}',
-            'yaw_warn_rad': f'{th.yaw.warn:g}',
-            'yaw_error_rad': f'{th.yaw.error:g}',
-            'real_odom_topic': self.odom_topics[0],
-            'sim_odom_topic': self.odom_topics[1],
-            'real_odom_frame': self._frames[0],
-            'sim_odom_frame': self._frames[1],
-        }
+        values = base_values(report, self.base.window, self.odom_topics, self._frames)
         return self._status(report.level, BASE_STATUS, report.message, values)
+
+    def destroy_node(self) -> None:
+        """Save the drift state, then destroy the node."""
+        if self.drift is not None and self.drift.dirty:
+            self.drift.save()
+        super().destroy_node()
 
     def _publish_diagnostics(self) -> None:
         msg = self.diagnostics()

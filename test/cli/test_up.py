@@ -65,6 +65,7 @@ def test_shadow_mode_gives_the_sim_bridge_its_shadow_sources_after_its_own_param
     files = [hand['mujoco_bridge'][k + 1] for k, arg in enumerate(hand['mujoco_bridge']) if arg == '--params-file']
     assert files == [str(config_path('mujoco_bridge.yaml')), str(config_path('mujoco_bridge_shadow.yaml'))]
     assert 'mode:=shadow' in hand['shadow_twin']
+    assert str(config_path('twin_monitor_shadow.yaml')) in hand['twin_monitor']    # it watches the sources
     cell = commands('--cell', '--mode', 'shadow', cell_model=config_path('cell.yaml'))['mujoco_bridge']
     assert str(config_path('mujoco_bridge_shadow_cell.yaml')) in cell
     assert cell.index(str(config_path('mujoco_bridge_shadow_cell.yaml'))) < cell.index('-p')

@@ -111,7 +111,7 @@ def test_launch_descriptions(ros2_launch):
     nodes = [e for e in twin.entities if isinstance(e, Node)]
     # the sim bridge twice: with config/mujoco_bridge_shadow.yaml in mode shadow, without it otherwise
     assert [n.node_executable for n in nodes] == ['mujoco_bridge', 'mujoco_bridge', 'mujoco_bridge', 'twin_server',
-                                                  'twin_monitor', 'aggregator_node']
+                                                  'twin_monitor', 'twin_monitor', 'aggregator_node']
     sims = nodes[:2]                 # the sim bridge's two entries; the third is mock_hardware
     assert [type(n.condition).__name__ for n in sims] == ['LaunchConfigurationNotEquals', 'LaunchConfigurationEquals']
     [view] = [e for e in twin.entities if isinstance(e, ExecuteProcess) and not isinstance(e, Node)]

@@ -122,6 +122,7 @@ def aggregated_pair(topics, since: float):
     (['-p', 'base_thresholds.yaw.warn:=0.5'], 'thresholds of the base yaw (base_thresholds.yaw.warn, .error): '
                                               'error (0.3 rad) must be >= warn (0.5 rad)'),
     (['-p', 'real_joint_states_topics:=[" "]'], 'real_joint_states_topics is empty'),
+    (['-p', 'drift.window:=10.0', '-p', 'drift.bucket:=60.0'], 'drift.window (10 s) must be >= drift.bucket (60 s)'),
 ])
 def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
     helpers, _ = ros
@@ -237,11 +238,12 @@ def test_known_offset_is_reported_on_joint_error_and_diagnostics(ros, cell, topi
     assert level(diag['twin_monitor: rh_LFJ3']) == 2                 # 0.3 rad >= 0.2 rad, but not the worst
     assert level(summary) == 2 and 'rh_FFJ3' in summary.message and kv(summary)['worst_joint'] == 'rh_FFJ3'
     assert '2 ERROR, 0 WARN of 24 joints' in summary.message
-    assert len(diag) == 25                                           # 24 joints + the summary
+    assert len(diag) == 26                                           # 24 joints, the summary, the drift watch
+    assert level(diag['twin_monitor: drift']) == 0                   # no baseline yet: OK
     # /diagnostics_agg: the same statuses, as diagnostic_aggregator lays them out for rqt_robot_monitor
     assert helpers.wait_until(lambda: aggregated_pair(topics, rest + WINDOW + 0.05), 10.0)
     diag, agg = (statuses(m) for m in aggregated_pair(topics, rest + WINDOW + 0.05))
-    assert list(agg)[0] == '/shadow_twin/sim vs real' and list(agg)[-1] == '/shadow_twin' and len(agg) == 27
+    assert list(agg)[0] == '/shadow_twin/sim vs real' and list(agg)[-1] == '/shadow_twin' and len(agg) == 28
     for name, status in diag.items():
         item = agg['/shadow_twin/sim vs real/' + name.removeprefix('twin_monitor: ')]
         assert (item.level, item.message, item.hardware_id, kv(item)) == \
@@ -356,8 +358,10 @@ def test_real_topics_from_the_list_or_the_deprecated_single_parameter(ros):
         assert cell.monitor.thresholds.for_joint('ra_wrist_2_joint').error == 0.05       # with a tf_prefix
         assert cell.monitor.thresholds.for_joint('rh_WRJ1').warn == 0.05
         statuses = [st.name for st in cell.diagnostics().status]
-        assert statuses == ['twin_monitor_cell: base', 'twin_monitor_cell: sim vs real']    # nothing received yet
-        assert [st.name for st in hand.diagnostics().status] == ['twin_monitor_hand: sim vs real']
+        assert statuses == ['twin_monitor_cell: base', 'twin_monitor_cell: sim vs real',     # nothing received yet
+                            'twin_monitor_cell: drift']
+        assert [st.name for st in hand.diagnostics().status] == ['twin_monitor_hand: sim vs real',
+                                                                  'twin_monitor_hand: drift']
     finally:
         for node in nodes.values():
             node.destroy_node()
