@@ -18,7 +18,9 @@ SPECS = GOAL_HANDLING_SPECS + (
     ParameterSpec('cell_config', '', "Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when "
                   "model_path is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 "
                   "+ hand); empty = model_path's model.", read_only=True),
-    ParameterSpec('mode', 'both', 'sim | real | both: where goals go.', read_only=True),
+    ParameterSpec('mode', 'both', 'sim | real | both: where goals go; shadow: the sim follows the robots\' own '
+                  'controllers (driven by other tools) and every goal is refused (the preview still answers).',
+                  read_only=True),
     ParameterSpec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.',
                   read_only=True),
     ParameterSpec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
@@ -36,4 +38,24 @@ SPECS = GOAL_HANDLING_SPECS + (
                   'this counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
     ParameterSpec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
                   'counts as gone, s.', bounds=(0.05, 60.0)),
-) + BASE_SPECS
+) + BASE_SPECS + (
+    ParameterSpec('preview', 'auto', 'Goal preview (docs/preview.md): enforce = a goal predicted to fail is rejected '
+                  'before any controller is called; warn = it runs and the prediction is logged; off = no prediction; '
+                  'auto = enforce in modes real and both, off in sim and shadow.',
+                  choices=('auto', 'off', 'warn', 'enforce')),
+    ParameterSpec('preview_action_name', '/twin/preview', 'FollowJointTrajectory action that previews a goal '
+                  '(nothing moves).', read_only=True),
+    ParameterSpec('preview_result_topic', '/twin/preview_result', 'std_msgs/String: every prediction as JSON.',
+                  read_only=True),
+    ParameterSpec('preview_config', '', "The preview's checks and limits (YAML; config/preview.yaml); empty = the "
+                  'shipped config/preview.yaml.', read_only=True),
+    ParameterSpec('preview_gains_file', '', "The sim bridge's drive gains the preview simulates with; empty = "
+                  'the shipped config/controllers/<model>.yaml (cell.yaml for the cell, ur5.yaml for ur5.xml), else '
+                  'shadow_hand_e.yaml.',
+                  read_only=True),
+    ParameterSpec('preview_timeout', 5.0, 'Longest wait for a prediction, s; a goal whose prediction takes longer is '
+                  'rejected (enforce) or runs unpredicted (warn).', bounds=(0.1, 60.0)),
+)
+#: The reason every goal gets in mode shadow.
+SHADOW_REJECTION = ('the twin is in shadow mode: the sim follows the robots\' own controllers; send goals to them, '
+                    'or restart the twin with mode sim/real/both')

@@ -61,13 +61,16 @@ class GoalScreening:
         self.now_s = now_s
         self.started = started
 
-    def screen_goal(self, request, settings: dict) -> TwinGoalState:
+    def screen_goal(self, request, settings: dict, preview: bool = False) -> TwinGoalState:
         """Check the goal (joints, base), then the liveness of every part it needs; returns its
         plan (stamp, trajectory, tolerances, split, base goal; nothing sent yet).
 
         Args:
             request: the ``FollowJointTrajectory.Goal``.
             settings: the twin's current settings (see :class:`~shadow_twin.ros.twin_server.TwinTrajectoryServer`).
+            preview: screen for a preview (``/twin/preview``): the same checks of the goal itself,
+                but nothing is done (the sim base is not re-anchored) and no controller needs to
+                be there (their liveness is not checked).
 
         Raises:
             jtc.GoalRejected: with the reason (error code and message).
@@ -85,8 +88,9 @@ class GoalScreening:
         else:
             plan.reached = True
         if with_base:
-            self._screen_base(request, plan, settings)
-        self._check_alive(plan, settings)
+            self._screen_base(request, plan, settings, anchor=not preview)
+        if not preview:
+            self._check_alive(plan, settings)
         return plan
 
     def staleness(self, source: str, joints: list[str], settings: dict) -> str | None:
@@ -129,11 +133,11 @@ class GoalScreening:
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.actual_source} joint state for {missing} yet')
 
-    def _screen_base(self, request, plan: TwinGoalState, settings: dict) -> None:
+    def _screen_base(self, request, plan: TwinGoalState, settings: dict, anchor: bool = True) -> None:
         """The base part: re-anchor the sim base first when the bases stand apart (mode both,
-        :class:`~shadow_twin.ros.base_anchor.BaseAnchor`), then ``base_goal_from_request`` from the
-        actual base's pose."""
-        if self.base.anchor is not None and not self.base.busy():
+        :class:`~shadow_twin.ros.base_anchor.BaseAnchor`; ``anchor`` False: not), then
+        ``base_goal_from_request`` from the actual base's pose."""
+        if anchor and self.base.anchor is not None and not self.base.busy():
             try:
                 self.base.anchor.anchor_if_apart(*settings['base'].anchor_offsets)
             except AnchorError as exc:

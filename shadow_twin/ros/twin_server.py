@@ -4,7 +4,10 @@ Serves ``control_msgs/action/FollowJointTrajectory`` at ``action_name``
 (``/twin/follow_joint_trajectory``) and forwards each goal, split by joint group, to the
 real trajectory controllers named in the config and/or to the simulated controller of the
 ``mujoco_bridge`` (``sim_action``), by ``mode`` (``sim``, ``real``, ``both``), and its base
-part (``multi_dof_trajectory``) to the base followers. Nothing moves unless every part is
+part (``multi_dof_trajectory``) to the base followers. Each goal is previewed first (simulated
+faster than real time; ``preview``: enforce, warn, off) and ``/twin/preview`` previews a goal
+without moving anything (``shadow_twin.ros.twin_preview``); in mode ``shadow`` every goal is
+refused (the sim follows the robots' own controllers). Nothing moves unless every part is
 accepted; the twin checks the goal on the actual state and ends it with the controllers'
 verdicts. What it does, in order, with a sequence diagram: ``docs/goal_lifecycle.md``; what
 each rule is for, with measured figures: ``docs/twin.md``.
@@ -55,7 +58,8 @@ from shadow_twin.ros.spinning import BackgroundSpinner, run_node
 from shadow_twin.ros.twin_dispatch import ANSWER_TIMEOUT, GoalDispatch, cancel_and_wait
 from shadow_twin.ros.twin_goal import TwinGoalState
 from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
-from shadow_twin.ros.twin_parameters import SPECS
+from shadow_twin.ros.twin_parameters import SHADOW_REJECTION, SPECS
+from shadow_twin.ros.twin_preview import PreviewServer, TwinPreview, make_preview, preview_policy
 from shadow_twin.ros.twin_screening import GoalScreening, check_joints
 
 NODE_NAME = 'shadow_twin'
@@ -92,13 +96,20 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         joint_states: the node's :class:`JointStateCache`.
         base: the base driver, None without a base.
         speed_scaling: the node's :class:`SpeedScaling`, None when not followed.
+        preview: the goal preview (``docs/preview.md``; the ``preview`` policy is in ``settings``),
+            None: goals are not previewed.
+        shadow: mode shadow: every goal is rejected (``mode`` is then ``sim``, the sim being what
+            the screening reads).
     """
 
     def __init__(self, node: Node, action_name: str, mode: str, controllers: list[split.ControllerSpec],
                  limits: dict[str, jtc.JointLimits], action_names: dict[str, str],
                  settings: Callable[[], dict], joint_states: 'JointStateCache', base: BaseDriver | None = None,
-                 speed_scaling: 'SpeedScaling | None' = None) -> None:
+                 speed_scaling: 'SpeedScaling | None' = None, preview: TwinPreview | None = None,
+                 shadow: bool = False) -> None:
         self.mode = mode
+        self.preview = preview
+        self.shadow = shadow
         self.controllers = controllers
         self.limits = limits
         self.joints = list(limits)
@@ -128,11 +139,16 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
 
     # -- hooks --------------------------------------------------------------------------------------
     def validate(self, request) -> TwinGoalState:
-        """Screen the goal (pure checks, nothing sent), then dispatch it (every part sent and
-        accepted); returns its plan. Raises ``jtc.GoalRejected`` with the reason."""
+        """Screen the goal (pure checks, nothing sent), preview it (``docs/preview.md``), then
+        dispatch it (every part sent and accepted); returns its plan. Mode shadow rejects every
+        goal. Raises ``jtc.GoalRejected`` with the reason."""
+        if self.shadow:
+            raise jtc.GoalRejected(jtc.INVALID_GOAL, SHADOW_REJECTION)
         settings = self._settings()
         plan = self.screening.screen_goal(request, settings)
-        self.dispatch.dispatch_goal(request, plan, settings)
+        # the preview runs while this goal holds the hand-out (enforce: it raises GoalRejected)
+        preview = None if self.preview is None else (lambda: self.preview.check_goal(plan, settings))
+        self.dispatch.dispatch_goal(request, plan, settings, before=preview)
         return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:
@@ -226,7 +242,10 @@ class TwinServer(Node):
         super().__init__(node_name, **kwargs)
         ros_params.declare(self, SPECS)
         p = self._param
-        self.mode = split.parse_mode(p('mode'))
+        #: Mode shadow: the sim follows the robots' controllers; every goal is rejected (the
+        #: screening and the preview read the sim, as in mode sim).
+        self.shadow = str(p('mode')).strip().lower() == 'shadow'
+        self.mode = 'sim' if self.shadow else split.parse_mode(p('mode'))
         self.controllers = self._read_controllers()
         self.limits = load_limits(p('model_path'), p('cell_config'))
         self.joints = list(self.limits)
@@ -268,21 +287,33 @@ class TwinServer(Node):
                                    anchor_service=anchor, answer_timeout=lambda: self._settings['server_timeout'])
             if self.base.anchor is not None:
                 guarded_service(self, Trigger, '~/anchor_base', self._on_anchor_base)
+        self.preview = make_preview(self, p, self.mode, self.shadow, self.joint_states, self.base,
+                                    self.speed_scaling)
         action_names: dict[str, str] = {}
-        if self.mode in ('sim', 'both'):
+        if self.shadow:
+            pass                                        # nothing is sent anywhere
+        elif self.mode in ('sim', 'both'):
             action_names[split.SIM] = p('sim_action')
         if self.mode in ('real', 'both'):
             action_names.update((c.name, c.action) for c in self.controllers)
         self.trajectories = TwinTrajectoryServer(self, p('action_name'), self.mode, self.controllers, self.limits,
                                                  action_names, settings=lambda: self._settings,
                                                  joint_states=self.joint_states, base=self.base,
-                                                 speed_scaling=self.speed_scaling)
+                                                 speed_scaling=self.speed_scaling, preview=self.preview,
+                                                 shadow=self.shadow)
+        screening = self.trajectories.screening
+        self.preview_server = PreviewServer(
+            self, p('preview_action_name'), lambda request, settings: screening.screen_goal(request, settings, True),
+            self.preview, lambda: self._settings)
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
         base = 'none'
         if self.base is not None:
             base = (f'joint {self._settings["base"].joint_name} in {self._settings["base"].frame}: '
                     + '; '.join(self.base.describe(side) for side in self.base.endpoints))
-        self.get_logger().info(f'serving {p("action_name")}, mode {self.mode}; real controllers: {real or "none"}; '
+        mode = 'shadow (every goal is refused)' if self.shadow else self.mode
+        self.get_logger().info(f'serving {p("action_name")}, mode {mode}; preview {self._settings["preview"]} '
+                               f'({p("preview_action_name")}, {p("preview_result_topic")}); '
+                               f'real controllers: {real or "none"}; '
                                f'sim: {p("sim_action")}; real joint states: '
                                f'{", ".join(self.joint_states.topics["real"])}; base: {base}')
 
@@ -303,6 +334,7 @@ class TwinServer(Node):
         return None if self.speed_scaling is None else self.speed_scaling.value
 
     def destroy_node(self) -> None:
+        self.preview.shutdown()
         if self.base is not None:
             self.base.shutdown()
         self._listener_spinner.shutdown()
@@ -337,6 +369,8 @@ class TwinServer(Node):
             'feedback_timeout': float(p('feedback_timeout')),
             'speed_scaled_joints': list(p('speed_scaled_joints') or []),
             'base': read_base_settings(p) if self.base_enabled else None,
+            'preview': preview_policy(p('preview'), 'shadow' if self.shadow else self.mode),
+            'preview_timeout': float(p('preview_timeout')),
         }
 
     def _refresh(self) -> None:
