@@ -80,8 +80,8 @@ class GoalDispatch:
 
     def dispatch_goal(self, request, plan: TwinGoalState, settings: dict,
                       before: Callable[[], None] | None = None) -> None:
-        """Run ``before`` (the goal's preview: it may raise ``jtc.GoalRejected``), then send each controller its part, stamped with one start time, and wait until all have
-        accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
+        """Run ``before`` (the goal's preview: it may raise ``jtc.GoalRejected``), then send each
+        controller its part, stamped with one start time, and wait until all have accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
         then start the base followers at that time. Fills ``plan`` (subs, start_s, sampler,
         base_runs, order).
 
