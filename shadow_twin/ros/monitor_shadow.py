@@ -2,8 +2,8 @@
 (a part of ``shadow_twin.ros.twin_monitor``).
 
 The topics of ``shadow_sources`` are subscribed once the ROS graph knows their type (as
-``ros2 topic echo`` finds it: the first type a publisher offers, loaded with
-``rosidl_runtime_py.utilities.get_message``; looked up every second until found), with the
+``ros2 topic echo`` finds it: the first type a publisher offers, ``pkg/msg/Name`` imported as
+``pkg.msg.Name`` (:func:`message_class`); looked up every second until found), with the
 sensor-data QoS (best effort: it matches reliable and best-effort publishers). Any type with
 ``joint_names`` (``control_msgs/JointTrajectoryControllerState``,
 ``trajectory_msgs/JointTrajectory``) or ``name`` (``sensor_msgs/JointState``) carries those
@@ -16,13 +16,24 @@ header: the node clock on arrival), compared with the node clock: silent longer 
 
 from __future__ import annotations
 
+import importlib
+
 from diagnostic_msgs.msg import DiagnosticStatus
 from rclpy.qos import qos_profile_sensor_data
-from rosidl_runtime_py.utilities import get_message
 
 from shadow_twin.monitoring.shadow_sources import BASE, ShadowSources
 from shadow_twin.monitoring.thresholds import OK, STALE
 from shadow_twin.ros.guard import guarded_subscription, guarded_timer
+
+def message_class(type_name: str):
+    """The Python class of a ROS message type named as the graph names it (``pkg/msg/Name``), as
+    ``ros2 topic echo`` loads it. Raises ValueError for another form, ModuleNotFoundError or
+    AttributeError when the package or the type is not installed."""
+    parts = type_name.split('/')
+    if len(parts) != 3 or parts[1] != 'msg' or not all(parts):
+        raise ValueError(f'{type_name!r} is not a message type name pkg/msg/Name')
+    return getattr(importlib.import_module(f'{parts[0]}.msg'), parts[2])
+
 
 #: Name of the shadow sources' status after the node's name.
 SHADOW_STATUS = 'shadow sources'
@@ -77,7 +88,7 @@ class ShadowWatch:
                 continue
             name = types[topic][0]
             try:
-                msg_type = get_message(name)
+                msg_type = message_class(name)
             except (AttributeError, ModuleNotFoundError, ValueError) as exc:
                 self.node.get_logger().error(f'shadow source {topic}: type {name} cannot be loaded: {exc}',
                                              throttle_duration_sec=60.0)
