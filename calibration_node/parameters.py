@@ -37,7 +37,7 @@ SPECS = (
                   '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
     ParameterSpec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
                   bounds=(0.0, 5.0)),
-    ParameterSpec('start_lead', 0.5, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it '
+    ParameterSpec('start_lead', 1.0, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it '
                   'to the controllers by then; a goal that reaches them later is joined mid-way).',
                   bounds=(0.05, 10.0)),
     ParameterSpec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '

@@ -263,7 +263,7 @@ def _base(run: PredictedRun, goal: PreviewGoal, config: PreviewConfig, predictio
     prediction.base['peak_reference_speed'] = float(np.max(speed, initial=0.0))
     prediction.base['peak_reference_acceleration'] = float(np.max(accel, initial=0.0))
     checks = [('base_speed', speed, limits.max_speed, 'speed', 'm/s'),
-              ('base_acceleration', accel, limits.max_acceleration, 'acceleration', 'm/s^2'),
+              ('base_acceleration', accel, limits.max_acceleration or np.inf, 'acceleration', 'm/s^2'),
               ('base_yaw_rate', np.abs(ref.yaw_rate), limits.max_yaw_rate, 'yaw rate', 'rad/s')]
     found = []
     for kind, values, limit, what, unit in checks:

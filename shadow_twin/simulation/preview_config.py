@@ -46,7 +46,7 @@ from shadow_twin.control.diff_drive import MIR250_TOP_SPEED
 UR5_EFFORT_LIMITS = {'*shoulder_pan_joint': 150.0, '*shoulder_lift_joint': 150.0, '*elbow_joint': 150.0,
                      '*wrist_1_joint': 28.0, '*wrist_2_joint': 28.0, '*wrist_3_joint': 28.0}
 #: MiR250 acceleration used when none is configured, m/s^2 (see config/preview.yaml).
-DEFAULT_MAX_ACCELERATION = 1.5
+DEFAULT_MAX_ACCELERATION = 0.0
 #: Contact pairs allowed when none are configured: wheels and casters on the floor, the hand's
 #: own links on each other (a grasp closes fingers onto the thumb).
 DEFAULT_ALLOWED = (('world', '*wheel*'), ('world', '*caster*'), ('rh_*', 'rh_*'))
@@ -65,15 +65,17 @@ def _positive(value, what: str, allow_zero: bool = False) -> float:
 @dataclass(frozen=True)
 class BasePreviewLimits:
     """Limits of the base's predicted and commanded motion: ``max_speed`` m/s, ``max_acceleration``
-    m/s^2, ``max_yaw_rate`` rad/s (each > 0). Raises ConfigError."""
+    m/s^2 (0: not checked, the default), ``max_yaw_rate`` rad/s (the others > 0). Raises ConfigError."""
 
     max_speed: float = MIR250_TOP_SPEED
     max_acceleration: float = DEFAULT_MAX_ACCELERATION
     max_yaw_rate: float = DEFAULT_MAX_YAW_RATE
 
     def __post_init__(self) -> None:
-        for name in ('max_speed', 'max_acceleration', 'max_yaw_rate'):
+        for name in ('max_speed', 'max_yaw_rate'):
             object.__setattr__(self, name, _positive(getattr(self, name), f'base.{name}'))
+        if self.max_acceleration:
+            object.__setattr__(self, 'max_acceleration', _positive(self.max_acceleration, 'base.max_acceleration'))
 
 
 @dataclass(frozen=True)

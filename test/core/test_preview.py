@@ -166,6 +166,19 @@ def test_cell_base_above_the_mir_speed(cell):
     assert prediction.base['peak_reference_speed'] == pytest.approx(2.85, abs=0.01)
 
 
+def test_a_configured_base_acceleration_limit_is_checked(cell):
+    """Off by default (no published MiR250 figure; the calibration protocol steps the speed): with
+    a lab's figure, a base goal accelerating harder is refused; the default passes it."""
+    from dataclasses import replace
+    steep = base_goal(1.0, 1.5)                     # cubic profile: 2.67 m/s^2 at its start
+    assert CONFIG.base.max_acceleration == 0 and preview_goal(cell, steep).ok
+    strict = replace(CONFIG, base=replace(CONFIG.base, max_acceleration=1.0))
+    predictor = GoalPredictor(build_cell_spec(), ControllerGains.from_yaml(config_path('controllers', 'cell.yaml')),
+                              strict)
+    first = preview_goal(predictor, steep).first
+    assert first.kind == 'base_acceleration' and 'acceleration reaches' in first.message and first.amount > 1.0
+
+
 def test_preview_model_keeps_the_live_dynamics(cell):
     """The effort sensors and the contact copy leave the dynamics as the live model's."""
     live = build_cell_spec().compile()

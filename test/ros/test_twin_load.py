@@ -31,7 +31,11 @@ def up(ros, states, tmp_path_factory):
     _, client = ros
     # the monitor, started last, publishes sim - real once it has both streams: every node runs
     joint_error = client.record(JointState, '/twin/joint_error', depth=10)
-    proc = cell_helpers.up(tmp_path_factory.mktemp('load') / 'up.log', '--mock-hardware')
+    # preview warn: every goal is still previewed (the load includes it), but the 10,000-point goal
+    # starts from the storm's motion, a finger still swinging into its lower stop, which the preview
+    # predicts 31 mrad past it (enforce would refuse it; a known false positive, docs/preview.md)
+    proc = cell_helpers.up(tmp_path_factory.mktemp('load') / 'up.log', '--mock-hardware',
+                           '--ros-args', '-p', 'preview:=warn')
     cell_helpers.wait_started([proc], [*states.values(), joint_error], START_TIMEOUT, 'shadow-twin up')
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     yield proc
