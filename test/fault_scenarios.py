@@ -197,8 +197,8 @@ def kill_mid_goal(client, robot_pid: int, states: dict, sig: int = signal.SIGKIL
 
 @dataclass
 class StormOutcome:
-    """A preemption storm: every goal's (status, error_code, error_string), in sending order,
-    and the monotonic window (s) it ran in."""
+    """A preemption storm: every goal's (status, error_code, error_string), in the order the server
+    accepted them, and the monotonic window (s) it ran in."""
 
     results: list[tuple[int, int, str]] = field(default_factory=list)
     rejected: int = 0
@@ -206,9 +206,15 @@ class StormOutcome:
     t1: float = 0.0
 
 
-def preemption_storm(client, action: str = SIM_ACTION, seconds: float = 5.0, period: float = 0.05) -> StormOutcome:
-    """Send a new 1 s goal every ``period`` s for ``seconds`` s on ``action`` (alternating
-    targets), then wait for every result.
+def preemption_storm(client, action: str = SIM_ACTION, seconds: float = 5.0, period: float = 0.05,
+                     duration: float = 3.0) -> StormOutcome:
+    """Send a new ``duration`` s goal every ``period`` s for ``seconds`` s on ``action`` (alternating
+    targets), then wait for every result; the results are in the order the server accepted the
+    goals (the stamps of its goal responses), which is the order they preempt each other in.
+
+    A goal only succeeds if no newer goal was accepted within its ``duration``: 3 s, so that a
+    server (or this process) busy for a second on a loaded machine does not turn a goal that
+    should be preempted into one that ran out (the 1 s goals of the first version did, once).
 
     Each result is requested as soon as its goal is accepted: rclpy's action client keeps
     the last 10 responses of a kind (services QoS, KEEP_LAST 10), so a hundred result
@@ -216,17 +222,18 @@ def preemption_storm(client, action: str = SIM_ACTION, seconds: float = 5.0, per
     from control_msgs.action import FollowJointTrajectory
     act = client.action_client(FollowJointTrajectory, action)
     out = StormOutcome(t0=time.monotonic())
-    sent, results = [], {}
+    sent, results, accepted_at = [], {}, {}
 
     def collect() -> None:
         for k, future in enumerate(sent):
             if k not in results and future.done():
                 handle = future.result()
                 results[k] = handle.get_result_async() if handle.accepted else None
+                accepted_at[k] = (handle.stamp.sec, handle.stamp.nanosec, k)
     k = 0
     next_send = out.t0
     while time.monotonic() < out.t0 + seconds:
-        goal = one_point_goal({MOVED: 0.3 + 0.4 * (k % 2), 'rh_MFJ3': 0.2 + 0.3 * (k % 3)}, 1.0)
+        goal = one_point_goal({MOVED: 0.3 + 0.4 * (k % 2), 'rh_MFJ3': 0.2 + 0.3 * (k % 3)}, duration)
         sent.append(act.send_goal_async(goal))
         k += 1
         next_send += period
@@ -241,8 +248,8 @@ def preemption_storm(client, action: str = SIM_ACTION, seconds: float = 5.0, per
     if not wait_until(all_answered, 10.0, interval=0.005):
         raise TimeoutError(f'{len(sent) - len(results)} of {len(sent)} goals got no answer within 10 s')
     out.rejected = sum(1 for r in results.values() if r is None)
-    for k in sorted(results):
+    for k in sorted(results, key=lambda k: accepted_at[k]):
         if results[k] is not None:
-            response = client.wait_future(results[k], 15.0)
+            response = client.wait_future(results[k], 15.0 + duration)
             out.results.append((response.status, int(response.result.error_code), response.result.error_string))
     return out
