@@ -1,0 +1,105 @@
+"""The effort model (shadow_twin/simulation/effort.py): inverse dynamics against a forward
+simulation of the built-in UR5, the joint dynamics as separate terms, and the drive parameters'
+file (parameters.yaml) with its bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from shadow_twin.common.errors import ConfigError, ModelError
+from shadow_twin.simulation.effort import DriveParameters, InverseDynamics, smooth_sign
+
+UR5 = Path(__file__).resolve().parents[2] / 'shadow_twin' / 'model' / 'builtin' / 'ur5.xml'
+
+
+@pytest.fixture(scope='module')
+def ur5():
+    model = mujoco.MjModel.from_xml_path(str(UR5))
+    return model, [model.joint(i).name for i in range(model.njnt)]
+
+
+def forward_run(model, torque_of_time, steps: int = 1500):
+    """Positions, velocities, accelerations (N, 6) and applied torques (N, 6) of a forward run."""
+    data = mujoco.MjData(model)
+    rows = []
+    for k in range(steps):
+        tau = torque_of_time(k * model.opt.timestep)
+        data.ctrl[:] = tau
+        mujoco.mj_forward(model, data)
+        rows.append((data.qpos.copy(), data.qvel.copy(), data.qacc.copy(), tau))
+        mujoco.mj_step(model, data)
+    return (np.array(x) for x in zip(*rows))
+
+
+def swing(t: float) -> np.ndarray:
+    return np.array([20 * np.sin(3 * t + i) for i in range(6)]) + np.array([0, -60, -15, -1, 0, 0])
+
+
+def test_inverse_dynamics_gives_the_torques_that_made_the_motion(ur5):
+    model, joints = ur5
+    q, qd, qdd, tau = forward_run(model, swing)
+    predicted = InverseDynamics(model, joints).torques(q, qd, qdd)
+    rmse = np.sqrt(((predicted - tau) ** 2).mean(axis=0))
+    # the only approximation: MuJoCo's frictionloss (0.1 N m, a soft constraint) against tanh
+    assert rmse.max() < 0.1, rmse
+    # and the joint dynamics matter: without them the error is larger than the frictionloss alone
+    rigid = InverseDynamics(model, joints).rigid_torques(q, qd, qdd)
+    assert np.sqrt(((rigid - tau) ** 2).mean(axis=0)).max() > 0.1
+
+
+def test_joint_dynamics_are_the_linear_terms(ur5):
+    model, joints = ur5
+    inverse = InverseDynamics(model, joints)
+    assert np.allclose(inverse.joint_dynamics.armature, model.dof_armature)
+    qd = np.array([[0.5, -0.5, 0.0, 1.0, -1.0, 0.2]])
+    qdd = np.array([[1.0, 2.0, -1.0, 0.0, 0.5, 0.0]])
+    expected = model.dof_armature * qdd + model.dof_damping * qd + model.dof_frictionloss * np.tanh(qd / 0.005)
+    assert np.allclose(inverse.joint_dynamics.torques(qd, qdd), expected)
+    # the copy used for the rigid part has none; the caller's model is untouched
+    assert not inverse.model.dof_damping.any() and model.dof_damping.all()
+    assert smooth_sign(np.array([1.0, -1.0, 0.0])).tolist() == pytest.approx([1.0, -1.0, 0.0])
+
+
+def test_unknown_joint_is_a_model_error(ur5):
+    model, _ = ur5
+    with pytest.raises(ModelError, match="'nope' is not in the model"):
+        InverseDynamics(model, ['nope'])
+
+
+def test_drive_parameters_round_trip_and_convert(tmp_path):
+    params = DriveParameters('A', {'elbow_joint': 13.0}, {'elbow_joint': 0.1}, {'elbow_joint': 0.05})
+    path = params.write_yaml(tmp_path / 'parameters.yaml', header='written by a test')
+    assert path.read_text().startswith('# written by a test\n')
+    again = DriveParameters.from_yaml(path)
+    assert again == params
+    joints = ['elbow_joint', 'wrist_1_joint']
+    torque = np.array([[26.0, 3.0]])
+    effort = again.to_effort(torque, joints)
+    assert effort.tolist() == [[2.1, 3.0]]           # 26/13 + 0.1; a joint not given: gain 1, offset 0
+    assert np.allclose(again.to_torque(effort, joints), torque)
+
+
+@pytest.mark.parametrize('text, problem', [
+    ('effort_unit: mA\n', "effort_unit 'mA'"),
+    ('joints: {elbow_joint: {drive_gain: -1}}\n', 'must be > 0'),
+    ('joints: {elbow_joint: {drive_gain: .nan}}\n', 'not a finite number'),
+    ("joints: {elbow_joint: {drive_gain: '13'}}\n", 'not a finite number'),
+    ('joints: {elbow_joint: {gain: 1}}\n', "unknown key(s) gain"),
+    ('joints: [1, 2]\n', "expected a mapping with 'effort_unit' and 'joints'"),
+    ('joints: {elbow_joint: {drive_gain: [1\n', 'malformed YAML (line 2)'),
+])
+def test_bad_drive_parameters_are_one_line_errors(tmp_path, text, problem):
+    path = tmp_path / 'parameters.yaml'
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        DriveParameters.from_yaml(path)
+    assert problem in str(info.value) and '\n' not in str(info.value)
+
+
+def test_missing_drive_parameters_file(tmp_path):
+    with pytest.raises(ConfigError, match='no such file'):
+        DriveParameters.from_yaml(tmp_path / 'none.yaml')
