@@ -8,7 +8,8 @@ its defaults, assets, tendons, actuators, sensors and contact exclusions):
   wheel friction, wheel velocity gain);
 * cabinet: a uniform box (default 15 kg, the figure of the MiR250+UR5 twin study,
   IMECE 2023, table 1) on the base's ``payload`` site;
-* arm: the built-in UR5 (``builtin/ur5.xml``) on the cabinet's top, its names
+* arm: the built-in UR5 (``builtin/ur5.xml``), or another UR type generated from UR's
+  description (``ArmConfig.type``, :mod:`shadow_twin.model.ur_arm`), on the cabinet's top, its names
   prefixed with the arm prefix (default ``''``, ur_robot_driver's default
   ``tf_prefix``; Shadow's combined arm+hand systems use ``ra_``);
 * hand: the built-in Shadow Hand E or any hand MJCF whose root body is
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import threading
 import warnings
@@ -53,11 +53,12 @@ import numpy as np
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.model.cell_config import (BASE_ZERO_ALLOWED, CONES, PI, ArmConfig, BaseConfig, CabinetConfig,
-                                           CellConfig, HandConfig, Mount, _check_prefix)
+                                           CellConfig, HandConfig, Mount, _check_prefix, rpy_to_quat)
 from shadow_twin.model.cell_names import (ARM_ROOT, ARM_ROOT_UNPREFIXED, BASE_CASTER_JOINTS, BASE_FREE_JOINT,
                                           BASE_WHEEL_JOINTS, HAND_ROOT, LATENCY_NUMERIC, UR5_JOINTS, arm_joint_names,
                                           arm_root_name, base_free_joint_name)
 from shadow_twin.model.mjcf import builtin_model_path, load_spec
+from shadow_twin.model.ur_arm import BUILTIN_TYPE, arm_spec
 
 __all__ = [
     # assembly and writer (this module)
@@ -71,14 +72,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-def rpy_to_quat(rpy) -> np.ndarray:
-    """Quaternion (w x y z) of URDF roll-pitch-yaw (rad): R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    r, p, y = (float(v) / 2 for v in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy,
-                     cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy])
 
 
 def _absolute_files(spec: mujoco.MjSpec, source: Path) -> None:
@@ -110,11 +103,12 @@ def _set_pose(element, mount: Mount) -> None:
     element.alt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
 
 
-def _part(path: Path, root: str, what: str, parent: mujoco.MjSpec,
-          free: bool = False) -> tuple[mujoco.MjSpec, Any]:
-    """Load part ``path`` and return it with its root body, ready to attach to ``parent``
-    (a free joint on the root is refused unless ``free``: the base is the one free part)."""
-    spec = load_spec(path)
+def _part(path: Path, root: str, what: str, parent: mujoco.MjSpec, free: bool = False,
+          spec: mujoco.MjSpec | None = None) -> tuple[mujoco.MjSpec, Any]:
+    """Load part ``path`` (or take ``spec``, generated, named ``path``) and return it with its root
+    body, ready to attach to ``parent`` (a free joint on the root is refused unless ``free``: the base
+    is the one free part)."""
+    spec = load_spec(path) if spec is None else spec
     body = spec.body(root)
     if body is None:
         raise ModelError(f'{path}: the {what} model has no body named {root!r}')
@@ -123,6 +117,16 @@ def _part(path: Path, root: str, what: str, parent: mujoco.MjSpec,
     _absolute_files(spec, path)
     _take_globals(spec, parent)
     return spec, body
+
+
+def _arm_part(arm: ArmConfig, parent: mujoco.MjSpec) -> tuple[mujoco.MjSpec, Any, str]:
+    """The arm part: the built-in ur5.xml for the UR5 without a description, else the type generated
+    from UR's description (:func:`shadow_twin.model.ur_arm.arm_spec`); returns (spec, root, its name)."""
+    if arm.type == BUILTIN_TYPE and arm.ur_description is None:
+        return (*_part(builtin_model_path(BUILTIN_TYPE), ARM_ROOT, 'arm', parent), 'ur5.xml')
+    name = f'{arm.type}, generated'
+    spec = arm_spec(arm.type, arm.ur_description)
+    return (*_part(Path(f'{arm.type}.xml'), ARM_ROOT, 'arm', parent, spec=spec), name)
 
 
 def _copy_fields(dst, src) -> None:
@@ -328,11 +332,11 @@ def _assemble(config: CellConfig, hand_file: Path, prefix: str) -> mujoco.MjSpec
     _set_pose(cab_root, config.cabinet.mount)
     _attach(cell.site('payload'), cab_root, '', 'cabinet')
 
-    arm_spec, arm_root = _part(builtin_model_path('ur5'), ARM_ROOT, 'arm', cell)
+    _arm_spec, arm_root, arm_name = _arm_part(config.arm, cell)
     _set_pose(arm_root, config.arm.mount)
     if not prefix:
         arm_root.name = ARM_ROOT_UNPREFIXED
-    _attach(cell.site('cabinet_top'), arm_root, prefix, 'arm (ur5.xml)')
+    _attach(cell.site('cabinet_top'), arm_root, prefix, f'arm ({arm_name})')
 
     hand_spec, hand_root = _part(hand_file, config.hand.root, 'hand', cell)
     _set_pose(hand_root, config.hand.mount)
@@ -384,8 +388,8 @@ def write_cell_mjcf(config: CellConfig | None, out_path: str | os.PathLike,
     except Exception as exc:
         raise ModelError(f'the cell cannot be written as MJCF: {_one_line(exc)}') from None
     prefix = config.arm.prefix if arm_prefix is None else arm_prefix
-    header = (f'<!-- shadow_twin cell (shadow-twin model --cell): MiR250 + cabinet + UR5 (arm prefix '
-              f'{prefix!r}) + hand {hand_file}. {summary(model)}. -->\n')
+    header = (f'<!-- shadow_twin cell (shadow-twin model, option cell): MiR250 + cabinet + '
+              f'{config.arm.type.upper()} (arm prefix {prefix!r}) + hand {hand_file}. {summary(model)}. -->\n')
     try:
         written = write_text_atomic(out, header + xml)
     except OSError as exc:

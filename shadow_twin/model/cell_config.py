@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
+import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell_names import HAND_ROOT
+from shadow_twin.model.ur_description import check_arm_type
 
 #: Base settings whose 0 means "none" (the others must be positive).
 BASE_ZERO_ALLOWED = ('wheel_ki', 'wheel_torque_limit', 'command_latency')
@@ -25,6 +27,14 @@ _PREFIX = re.compile(r'^[A-Za-z0-9_/]*$')
 #: Friction cones by their MJCF names.
 CONES = {'elliptic': mujoco.mjtCone.mjCONE_ELLIPTIC, 'pyramidal': mujoco.mjtCone.mjCONE_PYRAMIDAL}
 PI = math.pi
+
+
+def rpy_to_quat(rpy) -> np.ndarray:
+    """Quaternion (w x y z) of URDF roll-pitch-yaw (rad): R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    r, p, y = (float(v) / 2 for v in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy,
+                     cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy])
 
 
 @dataclass(frozen=True)
@@ -85,10 +95,16 @@ class CabinetConfig:
 
 @dataclass(frozen=True)
 class ArmConfig:
-    """The UR5: joint/actuator/site ``prefix`` and ``mount`` (its base_link) on the cabinet's top centre."""
+    """The arm: its UR ``type`` (one of ``ur_description.UR_TYPES``; 'ur5', the default, is the built-in
+    ur5.xml), joint/actuator/site ``prefix``, ``mount`` (its base_link) on the cabinet's top centre, and
+    ``ur_description``: UR's ROS 2 description (a checkout or its config folder) the arm is built from
+    (None: the built-in UR5, else ``SHADOW_TWIN_UR_DESCRIPTION`` or the ``ur_description`` ROS package;
+    see :func:`shadow_twin.model.ur_arm.arm_xml`)."""
 
     prefix: str = ''
     mount: Mount = field(default_factory=Mount)
+    type: str = 'ur5'
+    ur_description: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +141,8 @@ class CellConfig:
     def from_yaml(cls, path: str | os.PathLike) -> 'CellConfig':
         """Read a cell YAML (top-level key ``cell``; every key optional, see config/cell.yaml).
 
-        A relative ``hand.model`` is relative to the YAML file's directory.
+        A relative ``hand.model`` or ``arm.ur_description`` is relative to the YAML file's directory;
+        ``arm`` may be a plain type (``arm: ur10e``).
         Raises ConfigError naming a missing file, an unknown key or a bad value.
         """
         path = Path(path)
@@ -159,25 +176,36 @@ class CellConfig:
             size=_vector(cab['size'], f'{where}.cabinet.size', positive=True) if 'size' in cab else CabinetConfig.size,
             mass=_positive(cab.get('mass', CabinetConfig.mass), f'{where}.cabinet.mass'),
             mount=_mount(cab, f'{where}.cabinet', Mount()))
-        arm = _mapping(cell.get('arm', {}), f'{where}.arm', ('prefix', 'xyz', 'rpy'))
+        arm = cell.get('arm', {})
+        arm = {'type': arm} if isinstance(arm, str) else arm      # ``arm: ur10e`` = ``arm: {type: ur10e}``
+        arm = _mapping(arm, f'{where}.arm', ('type', 'ur_description', 'prefix', 'xyz', 'rpy'))
         prefix = arm.get('prefix', '')
         prefix = '' if prefix is None else prefix
         _check_prefix(prefix, f'{where}.arm.prefix')
-        arm_cfg = ArmConfig(prefix, _mount(arm, f'{where}.arm', Mount()))
+        try:
+            arm_type = check_arm_type(arm.get('type') or ArmConfig.type)
+        except ConfigError as exc:
+            raise ConfigError(f'{where}.arm.type: {exc}') from None
+        arm_cfg = ArmConfig(prefix, _mount(arm, f'{where}.arm', Mount()), arm_type,
+                            _path(arm.get('ur_description'), f'{where}.arm.ur_description', root))
         hand = _mapping(cell.get('hand', {}), f'{where}.hand', ('model', 'root', 'xyz', 'rpy'))
-        model = hand.get('model') or None
-        if model is not None:
-            if not isinstance(model, str):
-                raise ConfigError(f'{where}.hand.model: expected a file path, got {model!r}')
-            model = Path(model).expanduser()
-            if not model.is_absolute() and root is not None:
-                model = root / model
+        model = _path(hand.get('model'), f'{where}.hand.model', root)
         hand_root = hand.get('root', HAND_ROOT)
         if not isinstance(hand_root, str) or not hand_root:
             raise ConfigError(f'{where}.hand.root: expected a body name, got {hand_root!r}')
         hand_cfg = HandConfig(model, hand_root, _mount(hand, f'{where}.hand', HandConfig().mount))
         timestep = _positive(cell.get('timestep', cls.timestep), f'{where}.timestep')
         return cls(timestep, cone, impratio, base_cfg, cab_cfg, arm_cfg, hand_cfg)
+
+
+def _path(value: Any, where: str, root: Path | None) -> Path | None:
+    """A path from the YAML: None or '' = None; relative = relative to ``root`` (the YAML's folder)."""
+    if value is None or value == '':
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f'{where}: expected a path, got {value!r}')
+    path = Path(value).expanduser()
+    return root / path if not path.is_absolute() and root is not None else path
 
 
 def _mapping(value: Any, where: str, known) -> dict:

@@ -30,6 +30,7 @@ from scipy.ndimage import uniform_filter1d
 
 from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.ur_arm import model_effort_limits
 from shadow_twin.simulation.preview import GoalPredictor, PredictedRun, PreviewGoal
 from shadow_twin.simulation.preview_config import PreviewConfig
 from shadow_twin.simulation.preview_contacts import ContactChecker, ContactHit
@@ -171,12 +172,21 @@ def averaged_efforts(run: PredictedRun, window: float) -> np.ndarray:
     return uniform_filter1d(run.efforts, size, axis=0, mode='constant')   # zero outside the run
 
 
-def _efforts(run: PredictedRun, config: PreviewConfig) -> PreviewFailure | None:
+def effort_limit_of(joint: str, mjcf_joint: str, recorded: dict[str, float], config: PreviewConfig) -> float | None:
+    """N m: the smaller of the arm's published limit recorded in the model (``recorded``, by MJCF
+    joint name: :func:`shadow_twin.model.ur_arm.model_effort_limits`, from the arm type's
+    joint_limits.yaml) and a lab's own limit in the preview config (by joint name); None: neither."""
+    limits = [v for v in (recorded.get(mjcf_joint), config.effort_limit(joint)) if v is not None]
+    return min(limits) if limits else None
+
+
+def _efforts(run: PredictedRun, model, controller, config: PreviewConfig) -> PreviewFailure | None:
     """The first joint whose |effort| (averaged over ``effort_window``) exceeds its effort limit."""
     first = None
     efforts = averaged_efforts(run, config.effort_window)
+    recorded = model_effort_limits(model)
     for j, joint in enumerate(run.joint_names):
-        limit = config.effort_limit(joint)
+        limit = effort_limit_of(joint, model.joint(int(controller.joint_ids[j])).name, recorded, config)
         if limit is None:
             continue
         n = _first(np.abs(efforts[:, j]) > limit)
@@ -295,7 +305,7 @@ def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: Con
     prediction = Prediction(simulated=float(run.times[-1]) if len(run.times) else 0.0)
     efforts = np.abs(averaged_efforts(run, config.effort_window))
     prediction.peak_efforts = dict(zip(run.joint_names, np.max(efforts, axis=0, initial=0.0).tolist()))
-    found = [_limits(run, model, controller, config), _efforts(run, config)]
+    found = [_limits(run, model, controller, config), _efforts(run, model, controller, config)]
     if goal.trajectory is not None:
         found.append(_tolerances(run, goal.trajectory, goal.tolerances or jtc.Tolerances(), prediction))
     else:

@@ -5,10 +5,11 @@ moves and checks the predicted run as the joint trajectory controller and the ro
 would (:mod:`shadow_twin.simulation.preview_checks`). The figures come from ``config/preview.yaml``
 (:meth:`PreviewConfig.from_yaml`; its comments give the sources):
 
-* ``effort_limits``: {joint glob: N m}, each joint's published effort limit. The UR5's:
-  150 N m shoulder pan, shoulder lift, elbow; 28 N m wrists (Universal Robots' ROS 2
-  description, ``config/ur5/joint_limits.yaml`` ``max_effort``). The sim's UR5 servo is not
-  clamped (``shadow_twin/model/builtin/ur5.xml``), so the predicted effort is compared, not capped.
+* ``effort_limits``: {joint glob: N m}, a lab's own effort limits. The arm's published limits
+  (Universal Robots' ROS 2 description, ``config/<type>/joint_limits.yaml`` ``max_effort``; UR5:
+  150 N m shoulder pan, shoulder lift, elbow, 28 N m wrists) are recorded in its MJCF and always
+  checked (:func:`shadow_twin.simulation.preview_checks.effort_limit_of`: the smaller counts). The
+  sim's UR servo is not clamped, so the predicted effort is compared, not capped.
 * ``effort_window``: s over which the predicted effort is averaged before it is compared (the
   sim's stiff servo answers the velocity step of a linearly interpolated goal with a
   millisecond-long impulse of hundreds of N m that no drive delivers or needs; a limit holds for
@@ -42,9 +43,6 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.base_trajectory import DEFAULT_MAX_YAW_RATE
 from shadow_twin.control.diff_drive import MIR250_TOP_SPEED
 
-#: UR5 effort limits, N m (ur_description config/ur5/joint_limits.yaml, max_effort).
-UR5_EFFORT_LIMITS = {'*shoulder_pan_joint': 150.0, '*shoulder_lift_joint': 150.0, '*elbow_joint': 150.0,
-                     '*wrist_1_joint': 28.0, '*wrist_2_joint': 28.0, '*wrist_3_joint': 28.0}
 #: MiR250 acceleration used when none is configured, m/s^2 (see config/preview.yaml).
 DEFAULT_MAX_ACCELERATION = 0.0
 #: Contact pairs allowed when none are configured: wheels and casters on the floor, the hand's
@@ -96,7 +94,7 @@ class PreviewConfig:
         ConfigError: a negative or non-finite figure, a malformed pair.
     """
 
-    effort_limits: Mapping[str, float] = field(default_factory=lambda: dict(UR5_EFFORT_LIMITS))
+    effort_limits: Mapping[str, float] = field(default_factory=dict)
     effort_window: float = 0.1
     position_limit_margin: float = 0.03
     contact_min_depth: float = 0.002

@@ -19,7 +19,7 @@ from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
 from shadow_twin.model.cell import build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.preview import BasePart, GoalPredictor, PreviewGoal, StartState
-from shadow_twin.simulation.preview_checks import preview_goal
+from shadow_twin.simulation.preview_checks import effort_limit_of, preview_goal
 from shadow_twin.simulation.preview_config import PreviewConfig
 
 CONFIG = PreviewConfig.from_yaml(config_path('preview.yaml'))
@@ -192,8 +192,15 @@ def test_preview_model_keeps_the_live_dynamics(cell):
 
 # -- configuration ------------------------------------------------------------------------------
 def test_config():
-    assert CONFIG.effort_limit('shoulder_lift_joint') == 150.0 and CONFIG.effort_limit('ra_wrist_2_joint') == 28.0
-    assert CONFIG.effort_limit('rh_FFJ3') is None
+    # the arm's published limits come from its model (forcerange recorded, not applied); a lab's own,
+    # lower limit in the config wins where it is smaller
+    assert CONFIG.effort_limit('shoulder_lift_joint') is None and CONFIG.effort_limit('rh_FFJ3') is None
+    recorded = {'ra_elbow_joint': 150.0}
+    assert effort_limit_of('elbow_joint', 'ra_elbow_joint', recorded, CONFIG) == 150.0
+    lab = PreviewConfig.from_mapping({'effort_limits': {'*elbow_joint': 90.0, '*wrist_1_joint': 300.0}})
+    assert effort_limit_of('elbow_joint', 'ra_elbow_joint', recorded, lab) == 90.0
+    assert effort_limit_of('wrist_1_joint', 'ra_wrist_1_joint', {'ra_wrist_1_joint': 28.0}, lab) == 28.0
+    assert effort_limit_of('rh_FFJ3', 'rh_FFJ3', recorded, lab) is None
     assert CONFIG.contact_allowed('left_wheel_link', 'world') and not CONFIG.contact_allowed('rh_palm', 'cabinet')
     with pytest.raises(ConfigError, match='unknown'):
         PreviewConfig.from_mapping({'effort_limit': {}})
