@@ -28,6 +28,9 @@
   ``controller_state``, their ``joint_trajectory`` topics or the real joint states, and the real
   base's ``cmd_vel`` or odometry; with ``controller_state_rate`` > 0 the bridge publishes its own
   JTC's ``controller_state`` (mock hardware, see ``controller_state``).
+* Joint ``effort``: actuator torque (N m), or with ``effort_unit`` A the joint current as
+  ``ur_robot_driver`` publishes it (the mock UR); ``external_wrench`` pushes a body at run time
+  (see ``effort_output``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes
   on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
@@ -62,6 +65,7 @@ from std_srvs.srv import SetBool, Trigger
 from mujoco_bridge.base_interface import BaseInterface
 from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
+from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, ExternalWrench
 from mujoco_bridge.parameters import BASE_PARAMETERS, SPECS
 from mujoco_bridge.services import BridgeServices
 from mujoco_bridge.shadow import SOURCE_PARAMETERS, ShadowSources
@@ -171,6 +175,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self._msg = JointState(name=list(self.sim.joint_names))
         self._msg_names = self.sim.joint_names
         self._published_sim_time = math.nan     # sim time of the latest published state, s
+        self.effort_output = EffortOutput(p('effort_unit'), p('drive_gains'), p('effort_noise'), p('effort_noise_seed'))
+        self.wrench = ExternalWrench(self)      # external_wrench: a push for tests (see effort_output)
         self._following = False                 # a followed joint state has arrived
         self.get_logger().info(
             f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
@@ -240,6 +246,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             if param.name in ('speed_scaling', 'speed_scaled_joints'):
                 self.sim.set_speed_scaling(float(self._param('speed_scaling')) / 100.0,
                                            list(self._param('speed_scaled_joints')))
+            if param.name == WRENCH_PARAMETER:
+                self.wrench.set(param.value)
             if param.name == 'real_time_factor':
                 self._anchor(real_time_factor=float(param.value))
                 self.get_logger().info(f'real-time factor set to {param.value:g}')
@@ -344,6 +352,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         states repeat by design.
         """
         sim = self.sim
+        self.wrench.tick()                          # a new (or reset) external wrench, before stepping
         dropped = self._step_to(scheduled)          # 0 steps unless the sim is behind
         state = sim.joint_state()
         self.meter.tick(scheduled, state.sim_time, lateness, dropped, process_cpu)
@@ -383,7 +392,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         msg.header.stamp = self.stamp_of(state.sim_time)
         msg.position = doubles(state.position)
         msg.velocity = doubles(state.velocity)
-        msg.effort = doubles(state.effort)
+        msg.effort = doubles(self.effort_output(self.sim, state.names))
         self.joint_state_pub.publish(msg)
         self._published_sim_time = state.sim_time
         if self.clock_pub is not None:

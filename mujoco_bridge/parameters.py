@@ -7,6 +7,7 @@ Its ``constraints.*`` parameters depend on the model's joints:
 
 from __future__ import annotations
 
+from mujoco_bridge.effort_output import parse_gains, parse_wrench
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
 from shadow_twin.simulation.overrides import ParameterOverrides
 
@@ -62,6 +63,20 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   'empty = not published.', read_only=True),
     ParameterSpec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
                   'speed_scaling_input_topic is given (the mock UR: its speed slider).', bounds=(0.0, 100.0)),
+    # joint efforts as published (mujoco_bridge.effort_output): torque, or current as ur_robot_driver's
+    ParameterSpec('effort_unit', 'Nm', 'Unit of the published joint effort: Nm = actuator torque; A = joint current '
+                  'as ur_robot_driver publishes it (torque / drive_gains).', read_only=True, choices=('Nm', 'A')),
+    ParameterSpec('drive_gains', '', 'effort_unit A: YAML {joint glob: N m/A}, the first matching glob wins, 1.0 '
+                  'where none does; empty = the nominal UR5 figures (shadow_twin.monitoring.effort_watch.'
+                  'NOMINAL_UR_DRIVE_GAINS: 13.6, 13.7, 13.7, 9.7, 8.7, 9.0 base to wrist 3).', read_only=True,
+                  check=parse_gains),
+    ParameterSpec('effort_noise', 0.0, 'Standard deviation of white Gaussian noise added to the published effort, '
+                  'in effort_unit; 0 = none.', read_only=True, bounds=(0.0, 1e6)),
+    ParameterSpec('effort_noise_seed', 0, 'Seed of the effort noise.', read_only=True, bounds=(0, 2**31 - 1)),
+    ParameterSpec('external_wrench', '', 'A push for tests, settable at run time: YAML {body: NAME, force: [x, y, z], '
+                  'torque: [x, y, z]} in N and N m, world frame, at the body\'s centre of mass (MuJoCo xfrc_applied); '
+                  "'' = none. Applied before the next physics step, logged and published with the stamp it acts from "
+                  'on ~/external_wrench (geometry_msgs/WrenchStamped, transient_local).', check=parse_wrench),
     # the simulated JTC's state (mock hardware: what a twin in shadow mode follows)
     ParameterSpec('controller_state_rate', 0.0, 'Rate of control_msgs/JointTrajectoryControllerState on '
                   'controller_state_topic, Hz, as ros2_controllers\' JTC publishes it (reference, feedback, error, '

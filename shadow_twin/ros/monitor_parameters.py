@@ -6,10 +6,15 @@ odometry topics) with the check of a runtime change of them (:func:`invalid_chan
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
+import yaml
+
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.model.cell_names import UR5_JOINTS
 from shadow_twin.monitoring import base_error, drift, lag
+from shadow_twin.monitoring.effort_watch import EffortSettings
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 
@@ -103,6 +108,41 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   "joints STALE. Types from the ROS graph. [''] = none.", read_only=True),
     ParameterSpec('shadow_source_timeout', 0.5, 'A shadow source silent this long (header stamps vs now) is '
                   'stale, s.', bounds=(0.01, 3600.0)),
+    # -- external-force watch (shadow_twin.monitoring.effort_watch, shadow_twin.ros.monitor_effort) --
+    ParameterSpec('effort.enabled', 'auto', 'Watch the arm joints\' efforts for external forces: auto = when the '
+                  'model has effort.joints and the real joint states carry effort; on (also say once when they do '
+                  'not); off.', read_only=True, choices=('auto', 'on', 'off')),
+    ParameterSpec('effort.joints', list(UR5_JOINTS), 'The arm joints watched (ROS names = MJCF names).',
+                  read_only=True),
+    ParameterSpec('effort.model_path', '', "MJCF whose inverse dynamics predicts the efforts; '' = the sim bridge's "
+                  'model (model_path of its drift.bridge_status in /diagnostics, followed on a calibration install).',
+                  read_only=True),
+    ParameterSpec('effort.parameters_file', '', "parameters.yaml of shadow-twin identify (effort unit, drive gains, "
+                  "offsets, residual sigma); '' = effort.effort_unit and effort.drive_gains.", read_only=True),
+    ParameterSpec('effort.effort_unit', 'A', 'Unit of the real efforts without parameters_file: A (ur_robot_driver\'s '
+                  'joint currents) or Nm.', read_only=True, choices=('A', 'Nm')),
+    ParameterSpec('effort.drive_gains', '', "Without parameters_file: YAML {joint glob: N m/A}; '' = the nominal UR5 "
+                  'figures (shadow_twin.monitoring.effort_watch.NOMINAL_UR_DRIVE_GAINS).', read_only=True,
+                  check=lambda text: drive_gains(text)),
+    ParameterSpec('effort.k_warn', 3.0, 'A joint is WARN from |residual| >= k_warn sigma (> 0).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.k_error', 5.0, 'ERROR from k_error sigma (>= k_warn).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.fallback_sigma', 0.2, 'Residual sigma of a joint parameters_file gives none for, effort '
+                  'unit (> 0).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.sigma_overrides', '', "YAML {joint glob: sigma} before fallback_sigma; '' = none.",
+                  check=lambda text: parse_sigmas(text)),
+    ParameterSpec('effort.debounce_samples', 3, 'Consecutive samples over a level to enter it (>= 1).',
+                  bounds=(1, 100000)),
+    ParameterSpec('effort.debounce_time', 0.0, '... or this long over it, s of stamps; 0 = samples only.',
+                  bounds=(0.0, 60.0)),
+    ParameterSpec('effort.hold_time', 0.5, 'Under a level this long (stamps) to leave it, s.', bounds=(0.0, 3600.0)),
+    ParameterSpec('effort.window', 3, 'Samples of the centred acceleration fit (odd, >= 3); the residual is known '
+                  '(window - 1) / 2 samples late.', read_only=True, bounds=(3, 101)),
+    ParameterSpec('effort.max_gap', 0.1, 'A larger gap between real stamps restarts the fit window, s.', read_only=True,
+                  bounds=(0.001, 10.0)),
+    ParameterSpec('effort.topic', '/twin/effort_error', 'sensor_msgs/JointState: effort = measured - predicted '
+                  '(effort unit) of the arm joints, stamped with the sample it is of.', read_only=True),
+    ParameterSpec('effort.predicted_topic', '/twin/effort_predicted', "The same with effort = predicted; '' = not "
+                  'published.', read_only=True),
 )
 
 THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
@@ -110,6 +150,9 @@ BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.posit
                          'base_thresholds.yaw.warn', 'base_thresholds.yaw.error')
 #: The drift watch's parameters that may change at runtime, in DriftWatch.set_ratio's order.
 DRIFT_PARAMS = ('drift.ratio', 'drift.min_error', 'drift.min_motion')
+#: ``effort.*`` parameters that may change at run time (the watch's EffortSettings).
+EFFORT_PARAMS = ('effort.k_warn', 'effort.k_error', 'effort.fallback_sigma', 'effort.sigma_overrides',
+                 'effort.debounce_samples', 'effort.debounce_time', 'effort.hold_time')
 #: ``param(name)``: a parameter's current value.
 Getter = Callable[[str], Any]
 
@@ -150,6 +193,47 @@ def drift_settings(param: Getter, changed: dict | None = None) -> drift.DriftSet
                                  for k in ('window', 'bucket', 'ratio', 'min_error', 'min_motion')))
 
 
+def parse_sigmas(text: str) -> dict[str, float]:
+    """``effort.sigma_overrides`` YAML {joint glob: sigma} ('' = none). Raises ConfigError."""
+    if not str(text or '').strip():
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'effort.sigma_overrides: malformed YAML: {" ".join(str(exc).split())}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'effort.sigma_overrides: expected {{joint glob: sigma}}, got {text!r}')
+    return {str(k): v for k, v in data.items()}
+
+
+def effort_settings(param: Getter, changed: dict | None = None) -> EffortSettings:
+    """The watch's settings from the parameters with ``changed`` {name: value} applied. Raises ConfigError."""
+    changed = changed or {}
+
+    def v(name):
+        return changed.get(f'effort.{name}', param(f'effort.{name}'))
+    return EffortSettings(float(v('k_warn')), float(v('k_error')), float(v('fallback_sigma')),
+                          parse_sigmas(v('sigma_overrides')), int(v('debounce_samples')), float(v('debounce_time')),
+                          float(v('hold_time')), int(v('window')), float(v('max_gap')))
+
+
+def drive_gains(text: str, name: str = 'effort.drive_gains') -> dict[str, float] | None:
+    """Parameter ``name``: YAML {joint glob: N m/A}, '' -> None (the nominal UR5 figures). Raises
+    ConfigError (malformed, not a mapping, a gain not a number > 0). Also the sim bridge's ``drive_gains``."""
+    if not str(text or '').strip():
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{name}: malformed YAML: {" ".join(str(exc).split())}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'{name}: expected {{joint glob: N m/A}}, got {text!r}')
+    for glob, gain in data.items():
+        if not isinstance(gain, (int, float)) or isinstance(gain, bool) or not math.isfinite(gain) or gain <= 0:
+            raise ConfigError(f'{name}: gain of {glob!r} = {gain!r} must be a number > 0 (N m/A)')
+    return {str(k): float(v) for k, v in data.items()}
+
+
 def invalid_change(param: Getter, changed: dict) -> str | None:
     """Why the parameter values ``changed`` {name: value} are invalid together with the others
     (thresholds error < warn, ...), or None."""
@@ -160,6 +244,8 @@ def invalid_change(param: Getter, changed: dict) -> str | None:
             base_thresholds(param, changed)
         if any(name in changed for name in DRIFT_PARAMS):
             drift_settings(param, changed)
+        if any(name in changed for name in EFFORT_PARAMS):
+            effort_settings(param, changed)
     except ConfigError as exc:
         return str(exc)
     return None

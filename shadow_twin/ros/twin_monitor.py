@@ -72,16 +72,13 @@ hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
 * *shadow sources* (``shadow_sources``; ``shadow_twin.ros.monitor_shadow``): the topics the sim
   follows in shadow mode; one silent for ``shadow_source_timeout`` s makes the joints it carries
   (or the base) STALE, and the summary; the status ``twin_monitor: shadow sources`` lists them.
+* the *external-force watch* (``effort.*``; ``shadow_twin.ros.monitor_effort``): each arm joint's
+  real effort against the inverse dynamics of its real motion, ``/twin/effort_error`` and the
+  statuses ``twin_monitor: external force: <joint>`` (published at once on a change).
 * with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
-  (``/diagnostics_agg``, the topic rqt_robot_monitor shows) the same statuses as
-  diagnostic_aggregator's ``aggregator_node`` would publish them with a GenericAnalyzer
-  at ``aggregated_path`` (``/shadow_twin/sim vs real``) and ``remove_prefix:
-  [twin_monitor]`` (``config/diagnostic_aggregator.yaml``): ``/shadow_twin/sim vs
-  real/rh_FFJ3`` per joint, ``/shadow_twin/sim vs real/base``, ``/shadow_twin/sim vs
-  real/sim vs real`` (the summary), the analyzer's header ``/shadow_twin/sim vs real``
-  and the group header ``/shadow_twin`` (see :func:`aggregated`). This stands in for the
-  C++ aggregator where it is not installed; set it false where diagnostic_aggregator
-  runs (one publisher per topic).
+  (``/diagnostics_agg``, what rqt_robot_monitor shows) the same statuses as diagnostic_aggregator
+  would publish them under ``aggregated_path`` (``config/diagnostic_aggregator.yaml``; layout in
+  :func:`aggregated`), where the C++ aggregator is not installed; false where it runs.
 
 All callbacks of the node run on one single-threaded executor (the joint-state and
 odometry subscriptions and the timers). Parameters: ``config/twin_monitor.yaml`` (the
@@ -120,8 +117,10 @@ from shadow_twin.ros.guard import guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_odometry
 from shadow_twin.ros.monitor_aggregated import aggregated, level_byte
 from shadow_twin.ros.monitor_drift import DriftWatch
-from shadow_twin.ros.monitor_parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, SPECS, THRESHOLD_PARAMS,
-                                                 base_thresholds, invalid_change, odom_topics, thresholds)
+from shadow_twin.ros.monitor_effort import EffortMonitor
+from shadow_twin.ros.monitor_parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, EFFORT_PARAMS, SPECS,
+                                                 THRESHOLD_PARAMS, base_thresholds, invalid_change, odom_topics,
+                                                 thresholds)
 from shadow_twin.ros.monitor_shadow import ShadowWatch
 from shadow_twin.ros.monitor_values import base_values, joint_values
 from shadow_twin.ros.spinning import events_executor, run_node
@@ -156,7 +155,7 @@ class TwinMonitor(Node):
             self._thresholds({}), window=float(p('window')), stale_after=float(p('stale_after')),
             max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_labels=self.real_topics,
             sim_label=self.sim_topic)
-        self.odom_topics = self._odom_topics()
+        self.odom_topics = odom_topics(self._param)
         base_thresholds = self._base_thresholds({})          # checked also without a base
         self.base = None if self.odom_topics is None else base_error.BaseMonitor(
             base_thresholds, window=float(p('window')), stale_after=float(p('stale_after')),
@@ -177,6 +176,7 @@ class TwinMonitor(Node):
         self.base_error_pub = (None if self.base is None else
                                self.create_publisher(Vector3Stamped, p('base_error_topic'), 10))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.effort = EffortMonitor(self, self._status, self.diagnostics_pub.publish)
         self.aggregated_path = p('aggregated_path')
         self.aggregated_pub = (self.create_publisher(DiagnosticArray, p('aggregated_topic'), 10)
                                if p('publish_aggregated') else None)
@@ -209,9 +209,6 @@ class TwinMonitor(Node):
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
-
-    def _odom_topics(self) -> tuple[str, str] | None:
-        return odom_topics(self._param)
 
     def _thresholds(self, changed: dict) -> monitor.Thresholds:
         return thresholds(self._param, changed)
@@ -246,6 +243,8 @@ class TwinMonitor(Node):
             self.shadow.sources.timeout = float(self._param('shadow_source_timeout'))
         if self.drift is not None and names & set(DRIFT_PARAMS):
             self.drift.set_ratio(*(self._param(n) for n in DRIFT_PARAMS))
+        if names & set(EFFORT_PARAMS):
+            self.effort.set_settings(self._param)
         if 'max_stamp_gap' in names:
             self.monitor.max_gap = float(self._param('max_stamp_gap'))
         if self.base is not None and 'base_max_stamp_gap' in names:
@@ -264,6 +263,8 @@ class TwinMonitor(Node):
 
     def _on_state(self, which, msg: JointState) -> None:
         """A JointState of the sim (``which`` 'sim') or of real topic number ``which``."""
+        if which != 'sim':
+            self.effort.on_state(msg)
         names = self._names(which, msg.name)
         try:
             sample = monitor.JointSample.make(to_seconds(msg.header.stamp), names,
@@ -348,7 +349,9 @@ class TwinMonitor(Node):
                 joint_level, message = monitor.STALE, f'{stale[joint.name]} (last: {message})'
             msg.status.append(self._status(joint_level, joint.name, message, values))
         if self.base is not None:
-            base = self._base_status(self.base.report(now))
+            base_report = self.base.report(now)
+            base = self._status(base_report.level, BASE_STATUS, base_report.message,
+                                base_values(base_report, self.base.window, self.odom_topics, self._frames))
             if BASE in stale:
                 base.level, base.message = level_byte(monitor.STALE), f'{stale[BASE]} (last: {base.message})'
             msg.status.append(base)
@@ -368,16 +371,12 @@ class TwinMonitor(Node):
             msg.status.append(self.shadow.status())
         if self.drift is not None:
             msg.status.append(self.drift.status(list(drift.values())))
+        msg.status.extend(self.effort.statuses(now))
         return msg
 
     def _status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:
         return DiagnosticStatus(level=level_byte(level), name=f'{self.get_name()}: {name}', message=message,
                                 hardware_id=HARDWARE_ID, values=[KeyValue(key=k, value=v) for k, v in values.items()])
-
-    def _base_status(self, report: base_error.BaseReport) -> DiagnosticStatus:
-        """The ``twin_monitor: base`` status of ``report``."""
-        values = base_values(report, self.base.window, self.odom_topics, self._frames)
-        return self._status(report.level, BASE_STATUS, report.message, values)
 
     def destroy_node(self) -> None:
         """Save the drift state, then destroy the node."""
