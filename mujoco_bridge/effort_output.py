@@ -34,7 +34,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.monitoring.effort_watch import nominal_drive
+from shadow_twin.monitoring.effort_settings import nominal_drive
 from shadow_twin.ros.monitor_parameters import drive_gains
 
 WRENCH_PARAMETER = 'external_wrench'

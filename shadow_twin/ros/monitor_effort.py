@@ -36,7 +36,8 @@ from sensor_msgs.msg import JointState
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.monitoring.effort_watch import EffortWatch, nominal_drive
+from shadow_twin.monitoring.effort_settings import nominal_drive
+from shadow_twin.monitoring.effort_watch import EffortWatch
 from shadow_twin.monitoring.thresholds import STALE
 from shadow_twin.ros.conversions import doubles
 from shadow_twin.ros.guard import guarded_subscription

@@ -14,7 +14,7 @@ import yaml
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell_names import UR5_JOINTS
 from shadow_twin.monitoring import base_error, drift, lag
-from shadow_twin.monitoring.effort_watch import EffortSettings
+from shadow_twin.monitoring.effort_settings import EffortSettings
 from shadow_twin.monitoring import joint_error as monitor
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 

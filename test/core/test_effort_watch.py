@@ -13,8 +13,8 @@ import pytest
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell_names import UR5_JOINTS
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.monitoring.effort_watch import (NOMINAL_UR_DRIVE_GAINS, EffortSettings, EffortWatch,
-                                                 detection_delay, nominal_drive)
+from shadow_twin.monitoring.effort_settings import NOMINAL_UR_DRIVE_GAINS, EffortSettings, nominal_drive
+from shadow_twin.monitoring.effort_watch import EffortWatch, detection_delay
 from shadow_twin.monitoring.thresholds import ERROR, OK, WARN
 from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
 
