@@ -13,10 +13,26 @@ from shadow_twin.calibration.frame import FrameCalibration
 from shadow_twin.calibration.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
 from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.calibration.run import CalibrationSettings
-from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.model.mjcf import resolve_model_path
+from shadow_twin.model.mjcf import PACKAGE_MODELS_URL, resolve_model_path
+
+
+def model_file(text: str) -> Path:
+    """The MJCF file a ``model_path`` names, resolved as the bridge resolves it: '' = the built-in
+    Shadow Hand E, ``package://shadow_twin/models/<file>`` = that built-in model
+    (:func:`~shadow_twin.model.mjcf.resolve_model_path`, as ``TwinModel`` does), any other
+    ``package://shadow_twin/<path>`` = that file of the share directory, else the path (``~`` expanded).
+    The URL is never passed through ``Path`` first (which folds ``//`` and loses the scheme).
+    Raises ConfigError for a ``package://`` URL naming no built-in model."""
+    text = str(text or '').strip()
+    try:
+        if not text or text.startswith(PACKAGE_MODELS_URL):
+            return resolve_model_path(text)
+    except ModelError as exc:
+        raise ConfigError(f'model_path {exc}') from None
+    return resolve_share_url(text).expanduser()
 
 
 class PlanSetup:
@@ -149,7 +165,7 @@ class PlanSetup:
                      f'no bridge {self.bridge.bridge} answered and model_path is empty')
             raise ConfigError(f'a protocol calibrates the cell, which has no built-in MJCF: {where}; set model_path '
                               'to a cell MJCF (shadow-twin model --cell --out cell.xml)')
-        model = resolve_share_url(str(resolve_model_path(model)))       # '' = the built-in hand
+        model = model_file(model)       # '' = the built-in hand
         gains = resolve_share_url(gains) if gains else config_path('controllers',
                                                                     'cell.yaml' if cell else 'shadow_hand_e.yaml')
         for what, path in (('model', model), ('gains file', gains)):

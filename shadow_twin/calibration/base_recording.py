@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.recording import open_bag_reader, typestore, write_serialized_bag
+from shadow_twin.calibration.recording import bag_errors, open_bag_reader, typestore, write_serialized_bag
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_sec_nanosec, to_seconds
 from shadow_twin.control.base_trajectory import yaw_from_quaternion
@@ -169,20 +169,21 @@ def read_base_recording(path: str | Path, cmd_vel_topic: str | None = None, odom
                                  f'(geometry_msgs/PoseStamped); topics: {listing}')
         series: dict[str, tuple[list[float], list]] = {commands_topic: ([], []), poses_topic: ([], [])}
         connections = [c for c in reader.connections if c.topic in series]
-        for connection, bag_time, raw in reader.messages(connections=connections):
-            msg = reader.deserialize(raw, connection.msgtype)
-            header = getattr(msg, 'header', None)
-            stamp = to_seconds(header.stamp) if header is not None else 0.0
-            times, values = series[connection.topic]
-            times.append(stamp if stamp > 0 else from_nanoseconds(bag_time))
-            if connection.topic == commands_topic:
-                twist = msg.twist if connection.msgtype == TWIST_STAMPED else msg
-                values.append((float(twist.linear.x), float(twist.angular.z)))
-            elif frame is not None and connection.msgtype == POSE_STAMPED:
-                p, q = msg.pose.position, msg.pose.orientation
-                values.append(((p.x, p.y, p.z), (q.x, q.y, q.z, q.w)))
-            else:
-                values.append(_pose_of(msg, connection.msgtype))
+        with bag_errors(path, 'reading the base topics'):
+            for connection, bag_time, raw in reader.messages(connections=connections):
+                msg = reader.deserialize(raw, connection.msgtype)
+                header = getattr(msg, 'header', None)
+                stamp = to_seconds(header.stamp) if header is not None else 0.0
+                times, values = series[connection.topic]
+                times.append(stamp if stamp > 0 else from_nanoseconds(bag_time))
+                if connection.topic == commands_topic:
+                    twist = msg.twist if connection.msgtype == TWIST_STAMPED else msg
+                    values.append((float(twist.linear.x), float(twist.angular.z)))
+                elif frame is not None and connection.msgtype == POSE_STAMPED:
+                    p, q = msg.pose.position, msg.pose.orientation
+                    values.append(((p.x, p.y, p.z), (q.x, q.y, q.z, q.w)))
+                else:
+                    values.append(_pose_of(msg, connection.msgtype))
     finally:
         reader.close()
     for topic, (times, _) in series.items():

@@ -86,6 +86,18 @@ class Score:
     positions: np.ndarray | None = field(default=None, repr=False)
 
 
+def held_joints(recording: JointStateRecording, simulated: Sequence[str],
+                named: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Joints of ``simulated`` that ``named`` (the trajectory's) leaves out and ``recording`` holds in
+    every message with finite positions, and their (N, H) positions (rad); ((), (N, 0)) when none."""
+    candidates = [j for j in simulated if j not in named and j in recording.joint_names and j not in recording.absent]
+    if not candidates:
+        return [], np.empty((len(recording.frame), 0))
+    data = recording.frame['position'][candidates].to_numpy(dtype=float)
+    keep = np.isfinite(data).all(axis=0)
+    return [j for j, k in zip(candidates, keep) if k], data[:, keep]
+
+
 def list_occurrences(recording: JointStateRecording, trajectory: JointTrajectory,
                      settings: AlignmentSettings | None = None,
                      joints: Sequence[str] | None = None) -> list[alignment.Occurrence]:
@@ -128,7 +140,9 @@ class Evaluator:
     trajectory start is its motion onset minus the trajectory's motion start with
     the rest state before the onset (:meth:`JointTrajectory.motion_start`: 0 when
     that state is away from point 0, as the JTC moves to point 0 from t = 0), then
-    refined by the delay fit. The window compared is the trajectory plus
+    refined by the delay fit (the simulation then starts from the state recorded at the refined
+    start). Simulated joints the trajectory does not name start, and hold, at their recorded state
+    (``held_joints``), not at the model's ``qpos0``. The window compared is the trajectory plus
     ``settle_time``, cut at the end of the recording and before the next execution.
 
     A recording that begins after the trajectory start (trimmed at the motion onset,
@@ -200,6 +214,9 @@ class Evaluator:
         real_times = recording.times
         real = recording.values(self.joints)
         self._real_times, self._real = real_times, real
+        #: Simulated joints the trajectory does not name but the recording holds (in every message,
+        #: finite): they start, and hold, at their recorded state, not at the model's ``qpos0``.
+        self.held_joints, self._held = held_joints(recording, controller.joint_names, trajectory.joint_names)
         self.occurrences: list[alignment.Occurrence] = []
         self.occurrence: int | None = None
         if trajectory_start is None:
@@ -214,8 +231,8 @@ class Evaluator:
         self.simulator = self._simulator(start)
         if s.max_delay > 0:
             self._fit_delay()
-            if self.simulator.time_offset > 0 or self.start < real_times[0]:
-                self.simulator = self._simulator(self.start)  # the offset moved with the start
+            if self.delay != 0.0:  # the initial state (and any offset) is read where the start now is
+                self.simulator = self._simulator(self.start)
         #: ``time_from_start`` of the first compared instant, s (> 0 when the recording begins later).
         self.time_offset = self.simulator.time_offset
         self._set_time_base()
@@ -276,6 +293,8 @@ class Evaluator:
         else:
             at = start
         initial = dict(zip(self.joints, alignment.resample(times, self._real, [at])[0]))
+        if self.held_joints:
+            initial.update(zip(self.held_joints, alignment.resample(times, self._held, [at])[0]))
         return TrajectorySimulator(self.twin.model, self.controller, self.trajectory,
                                    self.window + s.max_delay + 0.01 - offset, initial, s.interpolation,
                                    velocities, offset)

@@ -176,19 +176,21 @@ class _Jacobian:
         return ((self.f(shifted) - r[None]) / h[:, None]).T
 
 
-def _mujoco_least_squares(f: _Budgeted, jac: _Jacobian, start: np.ndarray, max_iter: int) -> str:
+def _mujoco_least_squares(f: _Budgeted, jac: _Jacobian, start: np.ndarray, max_iter: int,
+                          scale: float = 1.0) -> str:
     """``mujoco.minimize.least_squares`` (Levenberg-Marquardt with box bounds) in the unit cube,
     with its own finite-difference Jacobian (``mujoco.minimize.jacobian_fd``: D points in one
-    residual call, backward steps in the upper half of a range), recorded in ``jac``."""
+    residual call, backward steps in the upper half of a range), recorded in ``jac``; the method
+    sees the residuals divided by ``scale``."""
     d = start.size
     bounds = [np.zeros((d, 1)), np.ones((d, 1))]
 
     def residual(z: np.ndarray) -> np.ndarray:  # (D, k) -> (R, k)
-        return f(np.clip(np.asarray(z, dtype=float).reshape(d, -1).T, 0.0, 1.0)).T
+        return f(np.clip(np.asarray(z, dtype=float).reshape(d, -1).T, 0.0, 1.0)).T / scale
 
     def jacobian(z: np.ndarray, r: np.ndarray) -> np.ndarray:
         J = mujoco.minimize.jacobian_fd(residual, z, r, jac.step, 0, bounds)[0]
-        jac.fd_J, jac.fd_u, jac.fd_r = J, np.clip(z.ravel(), 0.0, 1.0), r.ravel()
+        jac.fd_J, jac.fd_u, jac.fd_r = J * scale, np.clip(z.ravel(), 0.0, 1.0), r.ravel() * scale
         return J
     mujoco.minimize.least_squares(start, residual, bounds=[b.ravel() for b in bounds], jacobian=jacobian,
                                   eps=jac.step, max_iter=max_iter, verbose=0, output=io.StringIO())
@@ -213,6 +215,9 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
                       jacobian_refresh: int = JACOBIAN_REFRESH, x_scale: str | float = 1.0,
                       restarts: bool = True) -> LeastSquaresResult:
     """Minimise ``sum(residuals(x)**2)`` over ``space`` from ``x0`` within ``budget`` rollouts.
+
+    The methods see the residuals scaled to a unit objective at the start, so their absolute
+    tolerances do not stop a fit that starts close (a tiny objective) at once.
 
     Args:
         residuals: batched residual function, (M, D) parameter values -> (M, R) (see
@@ -250,17 +255,23 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
     u0 = np.clip(u0, 0.0, 1.0)
     status, start, level = 'budget spent', u0, 0
     try:
-        if not np.all(np.isfinite(f.at(u0))):
+        r0 = f.at(u0)
+        if not np.all(np.isfinite(r0)):
             raise _BudgetSpent('the residuals are not finite at the start')
+        # Both methods see the residuals over their norm at the start (objective 1 there): their
+        # gradient tolerance (gtol, 1e-8) is absolute and the gradient J^T r scales with the objective,
+        # so a start already close (objective ~1e-8 rad^2) stopped at once.
+        scale = float(np.sqrt(r0 @ r0)) or 1.0
         while True:
             before = f.best_cost
             jac.reset()  # a fresh finite-difference Jacobian at each (re)start
             jac.step = steps[level]
             if method == 'scipy':
-                status = scipy.optimize.least_squares(f.at, start, jac=jac, bounds=(0.0, 1.0), method='trf',
-                                                      x_scale=x_scale, max_nfev=10 * budget + 10).message
+                status = scipy.optimize.least_squares(lambda u: f.at(u) / scale, start, jac=lambda u: jac(u) / scale,
+                                                      bounds=(0.0, 1.0), method='trf', x_scale=x_scale,
+                                                      max_nfev=10 * budget + 10).message
             else:
-                status = _mujoco_least_squares(f, jac, start, 10 * budget + 10)
+                status = _mujoco_least_squares(f, jac, start, 10 * budget + 10, scale)
             if not f.best_cost < before:
                 level += 1
             if not restarts or f.left <= 0 or level >= len(steps):

@@ -11,15 +11,19 @@ stamps; the bag's receive time where a stamp is zero) with one column per
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import struct
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PosixPath
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from rosbags.highlevel import AnyReader
+from rosbags.highlevel import AnyReader, AnyReaderError
+from rosbags.rosbag1 import ReaderError as Reader1Error
+from rosbags.rosbag2 import ReaderError as Reader2Error
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
@@ -111,13 +115,51 @@ class JointStateRecording:
         return cls(frame, topic, source)
 
 
+class _Ros2BagDirectory(PosixPath):
+    """A ROS 2 bag directory whatever its name: rosbags' ``AnyReader`` takes any path ending in
+    ``.bag`` for a ROS 1 bag, so a ROS 2 bag directory named ``run.bag`` gets an empty suffix."""
+
+    @property
+    def suffix(self) -> str:
+        return '' if self.is_dir() else super().suffix
+
+
+def is_ros2_bag_directory(path: Path) -> bool:
+    """A directory holding ``metadata.yaml``: a ROS 2 bag, whatever its name."""
+    return path.is_dir() and (path / 'metadata.yaml').is_file()
+
+
+#: What reading a damaged bag raises inside rosbags and its storage libraries (a corrupt chunk,
+#: record or CDR message): turned into a RecordingError naming the bag by :func:`bag_errors`.
+BAG_READ_ERRORS = (AnyReaderError, Reader1Error, Reader2Error, OverflowError, struct.error, ValueError,
+                   KeyError, IndexError, UnicodeDecodeError, EOFError, MemoryError, OSError, sqlite3.Error,
+                   TypeError)
+
+
+@contextmanager
+def bag_errors(path: Path, doing: str = 'reading'):
+    """Turn any error of ``BAG_READ_ERRORS`` raised while reading ``path`` into one RecordingError:
+    ``<bag>: unreadable bag (damaged?): <what rosbags said>`` (one line). A RecordingError passes."""
+    try:
+        yield
+    except RecordingError:
+        raise
+    except BAG_READ_ERRORS as exc:
+        detail = ' '.join(str(exc).split()) or type(exc).__name__
+        raise RecordingError(f'{path}: unreadable bag, damaged while {doing} '
+                             f'({type(exc).__name__}: {detail})') from None
+
+
 def open_bag_reader(path: Path):
     """An opened rosbags ``AnyReader`` of a ROS 1 or ROS 2 bag (Jazzy typestore); the caller closes it.
-    Raises RecordingError for a missing or unreadable bag."""
+    A directory with ``metadata.yaml`` is read as a ROS 2 bag whatever its name (``run.bag/``).
+    Raises RecordingError for a missing or unreadable bag. Iterating its messages can still
+    meet damage: wrap it in :func:`bag_errors`."""
     if not path.exists():
         raise RecordingError(f'bag not found: {path}')
+    source = _Ros2BagDirectory(path) if is_ros2_bag_directory(path) else path
     try:
-        reader = AnyReader([path], default_typestore=typestore())
+        reader = AnyReader([source], default_typestore=typestore())
         reader.open()
     except Exception as exc:
         raise RecordingError(f'{path}: not a readable ROS 1 or ROS 2 bag ({" ".join(str(exc).split())})') from None
@@ -169,20 +211,8 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
             raise RecordingError(f'{path}: no JointState topic {topic!r}; JointState topics: {topics}')
         connections = [c for c in reader.connections if c.topic == topic]
         stamps, rows = [], []
-        for connection, bag_time, raw in reader.messages(connections=connections):
-            msg = reader.deserialize(raw, connection.msgtype)
-            stamp = to_seconds(msg.header.stamp)
-            stamps.append(stamp if stamp > 0 else from_nanoseconds(bag_time))
-            names = list(msg.name)
-            if len(msg.position) != len(names):
-                raise RecordingError(f'{path}: message {len(rows)} on {topic} has {len(names)} names '
-                                     f'but {len(msg.position)} positions')
-            row = {}
-            for quantity in QUANTITIES:
-                values = getattr(msg, quantity)
-                if len(values) == len(names):
-                    row.update({(quantity, n): float(v) for n, v in zip(names, values)})
-            rows.append(row)
+        with bag_errors(path, f'reading {topic}'):
+            _read_rows(reader, connections, path, topic, stamps, rows)
     finally:
         reader.close()
     if not rows:
@@ -201,6 +231,24 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
                                         names=['quantity', 'joint'])
     frame = frame.reindex(columns=columns)
     return JointStateRecording(frame, topic, str(path), absent=_absent_joints(rows, joints, times))
+
+
+def _read_rows(reader, connections, path: Path, topic: str, stamps: list, rows: list) -> None:
+    """Append each JointState message's stamp (s) and {(quantity, joint): value} row."""
+    for connection, bag_time, raw in reader.messages(connections=connections):
+        msg = reader.deserialize(raw, connection.msgtype)
+        stamp = to_seconds(msg.header.stamp)
+        stamps.append(stamp if stamp > 0 else from_nanoseconds(bag_time))
+        names = list(msg.name)
+        if len(msg.position) != len(names):
+            raise RecordingError(f'{path}: message {len(rows)} on {topic} has {len(names)} names '
+                                 f'but {len(msg.position)} positions')
+        row = {}
+        for quantity in QUANTITIES:
+            values = getattr(msg, quantity)
+            if len(values) == len(names):
+                row.update({(quantity, n): float(v) for n, v in zip(names, values)})
+        rows.append(row)
 
 
 def _absent_joints(rows: list[dict], joints: list[str], times: np.ndarray) -> dict[str, tuple[int, float]]:
@@ -367,9 +415,10 @@ def read_commanded_trajectory(path: str | Path, topic: str | None = None) -> tup
         if not connections:
             raise RecordingError(f'{path}: no {TRAJECTORY} topic {topic!r}; found {topics or "none"}')
         msg = None
-        for connection, _, raw in reader.messages(connections=connections):
-            msg = reader.deserialize(raw, connection.msgtype)
-            break
+        with bag_errors(path, f'reading {topic}'):
+            for connection, _, raw in reader.messages(connections=connections):
+                msg = reader.deserialize(raw, connection.msgtype)
+                break
     finally:
         reader.close()
     if msg is None:

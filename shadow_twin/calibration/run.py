@@ -190,7 +190,13 @@ class Calibration:
     def _load(self) -> list[Evaluation]:
         if not self.checkpoint.exists():
             return []
-        lines = self.checkpoint.read_text().splitlines()
+        try:
+            lines = self.checkpoint.read_bytes().decode('utf-8').splitlines()
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f'{self.checkpoint}: not a calibration checkpoint (byte {exc.start} is not '
+                              f'UTF-8 text); use another --out') from None
+        except OSError as exc:
+            raise ConfigError(f'{self.checkpoint}: cannot read it ({exc.strerror or exc})') from None
         try:
             header = json.loads(lines[0])
         except (IndexError, json.JSONDecodeError):

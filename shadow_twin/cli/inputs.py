@@ -8,6 +8,10 @@ the problem; the command line prints it on one line and exits 2).
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import logging
+import math
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,16 +20,25 @@ import yaml
 from tqdm import tqdm
 
 from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
-from shadow_twin.calibration.recording import read_joint_states
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.calibration.recording import TRAJECTORY, bag_topics, read_commanded_trajectory, read_joint_states
+from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError, TrajectoryError
 from shadow_twin.common.files import sha256_of
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.control.trajectory import parse_trajectory_arg
+from shadow_twin.control.trajectory import START_TOLERANCE, JointTrajectory, parse_trajectory_arg
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, ModelError, TwinModel
 
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
+log = logging.getLogger('shadow_twin')
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line, ``<prog>: error: <message>`` (exit 2),
+    like every other input error of the offline commands (argparse prints the usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {" ".join(message.split())}\n')
 
 
 def positive_int(text: str) -> int:
@@ -37,6 +50,20 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
     return value
+
+
+def bounded_float(low: float = 0.0, inclusive: bool = True):
+    """argparse type: a finite number >= ``low`` (> ``low`` when not ``inclusive``); NaN and inf refused."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
+        if not math.isfinite(value) or value < low or (value == low and not inclusive):
+            raise argparse.ArgumentTypeError(f'must be a finite number {">=" if inclusive else ">"} {low:g}, '
+                                             f'got {text!r}')
+        return value
+    return parse
 
 
 def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) -> None:
@@ -55,17 +82,22 @@ def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) 
         g.add_argument('--weight', type=float, action='append', metavar='W',
                        help='weight of each --bag/--trajectory pair in the objective (one per pair, > 0; '
                             'default: equal): the objective is the weighted mean of the recordings\' objectives')
-    g.add_argument('--joints', default=DEFAULT_JOINTS,
-                   help=f'joints in the objective, comma-separated (default: {DEFAULT_JOINTS})')
+    g.add_argument('--joints', default=DEFAULT_JOINTS, metavar='GLOB,GLOB',
+                   help=f'joints in the objective, comma-separated names or fnmatch globs, e.g. \'rh_FF*\' '
+                        f'(each must match a joint of every trajectory; default: {DEFAULT_JOINTS})')
     g.add_argument('--gains', type=Path, help='controller gains YAML (default: config/controllers/shadow_hand_e.yaml)')
     g.add_argument('--joint-map', type=Path, help='ROS -> MJCF joint-name map YAML (default: identity)')
     a = parser.add_argument_group('alignment')
-    a.add_argument('--settle-time', type=float, default=3.0,
-                   help='seconds compared after the trajectory ends (default: 3.0)')
-    a.add_argument('--onset-threshold', type=float, default=0.1,
-                   help='joint speed marking the motion onset, rad/s (default: 0.1)')
-    a.add_argument('--max-delay', type=float, default=0.3,
+    a.add_argument('--settle-time', type=bounded_float(0.0), default=3.0, metavar='S',
+                   help='seconds compared after the trajectory ends, >= 0 (default: 3.0)')
+    a.add_argument('--onset-threshold', type=bounded_float(0.0, inclusive=False), default=0.1, metavar='RAD/S',
+                   help='joint speed marking the motion onset, rad/s, > 0 (default: 0.1)')
+    a.add_argument('--max-delay', type=bounded_float(0.0), default=0.3, metavar='S',
                    help='largest fitted sim-to-real delay, s; 0 disables the fit (default: 0.3)')
+    a.add_argument('--start-tolerance', type=bounded_float(0.0), default=START_TOLERANCE, metavar='RAD',
+                   help='difference between the rest state before the onset and the trajectory\'s first point '
+                        'above which the motion is taken to start at t = 0 (the JTC moves to the first point '
+                        f'first), rad, >= 0 (default: {START_TOLERANCE})')
     a.add_argument('--matching', choices=('interpolate', 'nearest'), default='interpolate',
                    help='interpolate both streams onto one time base, or nearest-timestamp '
                         'matching of 250 Hz sim samples as in the published study (default: interpolate)')
@@ -80,17 +112,38 @@ def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--space', type=Path, required=True, help='search-space YAML (see config/calibration/)')
-    parser.add_argument('--workers', type=int, default=2, help='parallel simulations (default: 2)')
+    parser.add_argument('--workers', type=positive_int, default=2,
+                        help='parallel simulations, at most the CPU cores (more are capped, with a warning; '
+                             'default: 2)')
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     parser.add_argument('--out', type=Path, required=True, help='output directory')
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def capped_workers(args, command: str) -> int:
+    """``--workers``, capped at the CPU cores (one warning line on stderr when capped)."""
+    cores = available_cores()
+    if args.workers > cores and not getattr(args, 'workers_warned', False):
+        args.workers_warned = True
+        print(f'shadow-twin {command}: warning: --workers {args.workers} capped at {cores} (the CPU cores '
+              f'this process may use)', file=sys.stderr)
+    return min(args.workers, cores)
 
 
 def alignment_settings(args) -> AlignmentSettings:
     """AlignmentSettings from the alignment options (every command builds them here)."""
     return AlignmentSettings(onset_threshold=args.onset_threshold, max_delay=args.max_delay,
                              settle_time=args.settle_time, matching=args.matching,
-                             interpolation=args.interpolation, occurrence=args.occurrence)
+                             interpolation=args.interpolation, occurrence=args.occurrence,
+                             start_tolerance=getattr(args, 'start_tolerance', START_TOLERANCE))
 
 
 @dataclass
@@ -101,6 +154,8 @@ class Recording:
     trajectory: str
     name: str
     evaluator: Evaluator
+    #: how the trajectory was placed: 'stamp' (the commanded trajectory stamped in the bag) or 'onset'.
+    aligned_by: str = 'onset'
 
 
 @dataclass
@@ -146,9 +201,13 @@ def parse_holdout(spec: str) -> tuple[Path, str]:
 
 def load_setup(args) -> Setup:
     """Load model, controller, recordings and trajectories (fitted pairs and hold-outs); build the
-    evaluators. Every input is read and checked here (ShadowTwinError naming the problem)."""
-    joints = [j.strip() for j in args.joints.split(',') if j.strip()]
-    if not joints:
+    evaluators. Every input is read and checked here (ShadowTwinError naming the problem).
+
+    A bag that holds the commanded trajectory (one ``trajectory_msgs/JointTrajectory`` topic, as the
+    calibration node records) is aligned by its stamp, the trajectory's start, instead of by the
+    motion onset (see :func:`stamped_start`)."""
+    patterns = [j.strip() for j in args.joints.split(',') if j.strip()]
+    if not patterns:
         raise ConfigError('--joints is empty')
     pairs, weights = recording_pairs(args)
     holdouts = [parse_holdout(spec) for spec in getattr(args, 'holdout', None) or []]
@@ -163,9 +222,13 @@ def load_setup(args) -> Setup:
         key = str(Path(bag).resolve())
         if key not in recordings:
             recordings[key] = read_joint_states(bag, args.topic)
-        evaluator = Evaluator(twin, controller, recordings[key], parse_trajectory_arg(trajectory), joints,
-                              settings=settings, label=name)
-        return Recording(Path(bag), trajectory, name or evaluator.label, evaluator)
+        commanded = load_trajectory(trajectory)
+        joints = match_joints(patterns, commanded)
+        start = stamped_start(Path(bag), commanded, settings)
+        evaluator = Evaluator(twin, controller, recordings[key], commanded, joints,
+                              settings=settings, label=name, trajectory_start=start)
+        return Recording(Path(bag), trajectory, name or evaluator.label, evaluator,
+                         'onset' if start is None else 'stamp')
 
     fit = []
     for bag, trajectory in pairs:  # one pair keeps the recording's own label (as before); several get bag:NAME
@@ -186,24 +249,146 @@ def load_setup(args) -> Setup:
     return Setup(twin, controller, evaluator, Path(gains_file), fit, holdout, weights if len(fit) > 1 else None)
 
 
-def load_params(path: Path, twin) -> dict:
-    """Read a parameters YAML ({values: {joint.attribute: value}}) into targets."""
+def match_joints(patterns: list[str], trajectory: JointTrajectory) -> list[str]:
+    """The objective joints: the joints of ``trajectory`` matching ``patterns`` (names or fnmatch
+    globs, case-sensitive), in the order the patterns name them. Raises ConfigError naming a pattern
+    that matches none of the trajectory's joints."""
+    joints: list[str] = []
+    for pattern in patterns:
+        found = [j for j in trajectory.joint_names if fnmatch.fnmatchcase(j, pattern)]
+        if not found:
+            raise ConfigError(f'--joints {pattern!r} matches none of the joints of trajectory {trajectory.name!r}: '
+                              f'{", ".join(trajectory.joint_names)}')
+        joints += [j for j in found if j not in joints]
+    return joints
+
+
+def stamped_start(bag: Path, trajectory: JointTrajectory, settings: AlignmentSettings) -> float | None:
+    """The trajectory's start time (s, the joint states' clock) when ``bag`` holds it: one
+    ``trajectory_msgs/JointTrajectory`` topic whose first message (stamped with its start, as the
+    calibration node records it) has ``trajectory``'s joints and duration. None (align by the motion
+    onset) otherwise, or when an ``occurrence`` is chosen; a bag whose trajectory differs is logged.
+    Raises RecordingError for a damaged bag."""
+    if settings.occurrence is not None:
+        return None
+    if sum(1 for msgtype in bag_topics(bag).values() if msgtype == TRAJECTORY) != 1:
+        return None
+    try:
+        commanded, start = read_commanded_trajectory(bag)
+    except RecordingError as exc:
+        log.warning('%s; aligning by the motion onset', exc)
+        return None
+    if sorted(commanded.joint_names) != sorted(trajectory.joint_names) or not math.isclose(
+            commanded.duration, trajectory.duration, abs_tol=1e-3):
+        log.warning('%s: the commanded trajectory in the bag (%d joints, %.3f s) is not --trajectory %s '
+                    '(%d joints, %.3f s): aligning by the motion onset', bag, len(commanded.joint_names),
+                    commanded.duration, trajectory.name, len(trajectory.joint_names), trajectory.duration)
+        return None
+    log.info('%s: aligned by the commanded trajectory\'s stamp (start %.3f s)', bag, start)
+    return start
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of ``path``. Raises ConfigError (one line) for a missing, unreadable or
+    binary file."""
     if not path.is_file():
-        raise ConfigError(f'parameters file not found: {path}')
-    data = yaml.safe_load(path.read_text()) or {}
-    values = data.get('values', data)
+        raise ConfigError(f'{what} not found: {path}')
+    try:
+        return path.read_bytes().decode('utf-8')
+    except OSError as exc:
+        raise ConfigError(f'{what} {path}: cannot read it ({exc.strerror or exc})') from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f'{what} {path} is not a text file (byte {exc.start} is not UTF-8)') from None
+
+
+def read_yaml_file(path: Path, what: str):
+    """The YAML document of ``path``. Raises ConfigError, one line: the file, the line and column
+    and the problem for malformed YAML; missing, unreadable or binary files as :func:`read_text_file`."""
+    text = read_text_file(path, what)
+    try:
+        return yaml.load(text, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f'line {mark.line + 1}, column {mark.column + 1}: ' if mark is not None else ''
+        problem = ' '.join(str(exc.problem or exc.context or 'malformed').split())
+        raise ConfigError(f'{what} {path}: {where}not valid YAML: {problem}') from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{what} {path}: not valid YAML: {" ".join(str(exc).split())}') from None
+
+
+def load_trajectory(spec: str) -> JointTrajectory:
+    """The trajectory of ``--trajectory FILE.yaml:NAME`` (``parse_trajectory_arg``), every error one
+    line naming the file: a binary file, malformed YAML (line and column), and a waypoint whose
+    ``joint_angles`` holds a string, NaN or inf (the trajectory and waypoint named).
+    Raises ConfigError or TrajectoryError."""
+    if ':' in spec:
+        file, name = spec.rsplit(':', 1)
+        data = read_yaml_file(Path(file), 'trajectory file')
+        _check_waypoints(Path(file), name, data)
+    try:
+        return parse_trajectory_arg(spec)
+    except TrajectoryError as exc:
+        raise TrajectoryError(' '.join(str(exc).split())) from None
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise TrajectoryError(f'trajectory {spec}: malformed ({" ".join(str(exc).split())})') from None
+
+
+def _check_waypoints(path: Path, name: str, data) -> None:
+    """ConfigError naming the waypoint (0-based) and joint index whose angle or interpolate_time is
+    not a finite number, in trajectory ``name`` of the waypoint YAML ``data`` (other problems are
+    left to ``load_waypoint_yaml``)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f'trajectory file {path}: expected a mapping of *_trajectories sections')
+    for section, trajectories in data.items():
+        if not (str(section).endswith('_trajectories') and isinstance(trajectories, dict)):
+            continue
+        waypoints = trajectories.get(name)
+        if not isinstance(waypoints, list):
+            continue
+        for k, waypoint in enumerate(waypoints):
+            if not isinstance(waypoint, dict):
+                raise ConfigError(f'{path}: {name} waypoint {k} is not a mapping with joint_angles and '
+                                  f'interpolate_time')
+            angles = waypoint.get('joint_angles')
+            values = angles if isinstance(angles, list) else []
+            for i, value in enumerate(values):
+                if not _finite(value):
+                    raise ConfigError(f'{path}: {name} waypoint {k}: joint_angles[{i}] is {value!r}, not a finite '
+                                      f'number (rad)')
+            step = waypoint.get('interpolate_time')
+            if step is not None and not _finite(step):
+                raise ConfigError(f'{path}: {name} waypoint {k}: interpolate_time is {step!r}, not a finite '
+                                  f'number (s)')
+
+
+def _finite(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def load_params(path: Path, twin) -> dict:
+    """Read a parameters YAML ({values: {joint.attribute: value}}) into targets.
+
+    Raises ConfigError, one line: missing, binary or malformed file (line and problem), a value
+    that is not a finite number, a name the model does not have."""
+    data = read_yaml_file(path, 'parameters file') or {}
+    values = data.get('values', data) if isinstance(data, dict) else data
     if not isinstance(values, dict):
         raise ConfigError(f'{path}: expected "values: {{name.attribute: number}}"')
     out = {}
     for key, value in values.items():
         name, _, attribute = str(key).rpartition('.')
         kind = 'actuator' if attribute in ACTUATOR_ATTRIBUTES else 'geom' if attribute in GEOM_ATTRIBUTES else 'joint'
+        if not _finite(value):
+            raise ConfigError(f'{path}: {key} must be a finite number, got {value!r}')
         try:
             out[twin.target(kind, name, attribute)] = float(value)
         except ModelError as exc:
             raise ConfigError(f'{path}: {exc}') from None
-        except (TypeError, ValueError):
-            raise ConfigError(f'{path}: {key} must be a number') from None
     return out
 
 

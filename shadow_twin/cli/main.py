@@ -14,7 +14,8 @@ Subcommands:
   model           write the cell's MJCF (MiR250, cabinet, UR5, hand) assembled from its parts
   frame-calibration  the motion-capture floor frame from three recorded points A, B, C
 
-Errors in the input print one line ``shadow-twin: error: ...`` and exit 2.
+Errors in the input print one line ``shadow-twin <command>: error: ...`` and exit 2; Ctrl-C and
+SIGTERM end a calibration with one line that says how to resume it (exit 130).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import importlib
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -33,14 +35,14 @@ from shadow_twin.calibration.optimisers import OPTIMISERS
 from shadow_twin.calibration.report import write_outputs
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
-from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON
-from shadow_twin.cli.inputs import (Setup, add_input_arguments, add_run_options, fingerprints, input_files, load_params,
-                                    load_setup, positive_int, progress_bar)
+from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
+from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, add_run_options, capped_workers,
+                                    fingerprints, input_files, load_params, load_setup, positive_int, progress_bar)
 from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
 from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import check_writable_directory, exclusive_directory
+from shadow_twin.common.files import LOCK_FILE, check_writable_directory, exclusive_directory
 
 log = logging.getLogger('shadow_twin')
 #: Subcommands with their own parser: name -> (module with main(argv), help).
@@ -63,7 +65,7 @@ DELEGATED = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='shadow-twin', description=__doc__.split('\n\n')[0])
+    parser = OneLineParser(prog='shadow-twin', description=__doc__.split('\n\n')[0])
     sub = parser.add_subparsers(dest='command', required=True)
 
     ev = sub.add_parser('evaluate', help='score a model against a real recording')
@@ -101,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f'screening samples, taken from --budget (default: a third of --budget, at least '
                           f'{MIN_SAMPLES})')
     cal.add_argument('--resume', action='store_true', help='continue the run checkpointed in --out')
+    cal.add_argument('--force', action='store_true',
+                     help='write into an --out that holds files of its own (they may be replaced)')
     add_run_options(cal)
 
     sen = sub.add_parser('sensitivity', help='which parameters of a search space move the objective: Pearson '
@@ -123,21 +127,24 @@ def cmd_evaluate(args) -> int:
         'joints': evaluator.objective_joints, 'mean_mse': score.objective,
         'per_joint_mse': objective_mse, 'per_joint_rmse': metrics.rmse(objective_mse),
         'all_joints_mse': score.per_joint_mse,
-        'motion_onset_s': evaluator.onset, 'fitted_delay_s': evaluator.delay,
+        'motion_onset_s': evaluator.onset, 'fitted_delay_s': evaluator.delay, 'trajectory_start_s': evaluator.start,
         'window_s': evaluator.window, 'matching': evaluator.settings.matching,
     }
+    result['aligned_by'] = setup.fit[0].aligned_by
     if args.json:
         print(json.dumps(result))
     else:
-        print(f'mean MSE over {", ".join(evaluator.objective_joints)}: {score.objective:.6f} rad^2')
+        print(f'mean MSE over {", ".join(evaluator.objective_joints)}: {score.objective:.4g} rad^2'
+              f'{" (aligned by the stamped commanded trajectory)" if setup.fit[0].aligned_by == "stamp" else ""}')
         for joint, value in objective_mse.items():
-            print(f'  {joint:10s} MSE {value:.6f} rad^2   RMSE {value ** 0.5:.4f} rad')
+            print(f'  {joint:10s} MSE {value:10.4g} rad^2   RMSE {value ** 0.5:10.4g} rad')
     return ExitCode.OK
 
 
-def _check_out_dir(out: Path, resume: bool) -> None:
+def _check_out_dir(out: Path, resume: bool, force: bool = False) -> None:
     """Check ``--out`` of calibrate without creating anything (it is created and locked only once
-    every input has been read and checked)."""
+    every input has been read and checked): an earlier calibration needs ``resume``; files that no
+    calibration wrote (a user's own parameters.yaml, history.csv...) need ``force``."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f'--out {out} exists and is not a directory')
     check_writable_directory(out, '--out')
@@ -146,17 +153,26 @@ def _check_out_dir(out: Path, resume: bool) -> None:
                           f'or choose another directory')
     if resume and not (out / CHECKPOINT).exists():
         raise ConfigError(f'--resume: no checkpoint in {out}')
+    if not resume and not force and out.is_dir():
+        ours = {LOCK_FILE, SENSITIVITY_JSON, TORNADO_PNG}   # a screening is checked by earlier_screening
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
+        if foreign:
+            raise ConfigError(f'--out {out} holds files no calibration wrote ({", ".join(foreign[:3])}'
+                              f'{", ..." if len(foreign) > 3 else ""}); choose another directory or pass '
+                              f'--force to write over them')
 
 
 def cmd_calibrate(args) -> int:
     # Order: check --out (nothing created), then read and check every input, and only then
     # create and lock --out: bad input leaves no directory behind.
-    _check_out_dir(args.out, args.resume)
+    _check_out_dir(args.out, args.resume, args.force)
     samples = screen_samples(args) if args.screen else 0
     if args.screen_samples and not args.screen:
         raise ConfigError('--screen-samples needs --screen K')
-    settings = CalibrationSettings(args.optimizer, args.budget - samples, args.workers, args.batch_size, args.seed,
-                                   args.initial_points, args.acq_func, args.log_objective, args.global_budget)
+    workers = capped_workers(args, 'calibrate')   # the batch stays --workers: the run does not depend on the cores
+    settings = CalibrationSettings(args.optimizer, args.budget - samples, workers, args.batch_size or args.workers,
+                                   args.seed, args.initial_points, args.acq_func, args.log_objective,
+                                   args.global_budget)
     setup = load_setup(args)
     space = SearchSpace.from_yaml(args.space, setup.twin)
     if args.screen and args.screen > len(space.dimensions):
@@ -217,21 +233,24 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening)
     report = write_outputs(args.out, setup.twin, setup.controller, setup.evaluator, space, result, inputs,
                            holdout=holdout)
     obj = report['objective']
-    print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.6f} -> '
-          f'{obj["best"]:.6f} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '
+    print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.4g} -> '
+          f'{obj["best"]:.4g} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '
           f'{report["evaluations"]} rollouts in {report["wall_time_s"]:.1f} s')
     for finger, before in report['finger_mean_mse']['before'].items():
         after = report['finger_mean_mse']['after'][finger]
-        print(f'  {finger}: mean MSE {before:.6f} -> {after:.6f} rad^2')
+        print(f'  {finger}: mean MSE {before:.4g} -> {after:.4g} rad^2')
     for entry in report.get('recordings', []):
         print(f'  recording {entry["recording"]} (weight {entry.get("weight", 1.0):g}): objective '
-              f'{entry["objective_before"]:.6f} -> {entry["objective_after"]:.6f} rad^2')
+              f'{entry["objective_before"]:.4g} -> {entry["objective_after"]:.4g} rad^2')
+    stamped = [r.name for r in setup.fit + setup.holdout if r.aligned_by == 'stamp']
+    if stamped:
+        print(f'aligned by the stamped commanded trajectory in the bag: {", ".join(stamped)}')
     if screening is not None:
         print(f'screening ({screening["run"]["samples"]} rollouts of --budget {args.budget}): calibrated '
               f'{len(space.dimensions)} parameter(s): {", ".join(space.names)} ({args.out / SENSITIVITY_JSON})')
     if holdout:
         for name, entry in holdout['recordings'].items():
-            print(f'hold-out {name}: objective {entry["before"]:.6f} -> {entry["after"]:.6f} rad^2 '
+            print(f'hold-out {name}: objective {entry["before"]:.4g} -> {entry["after"]:.4g} rad^2 '
                   f'({entry["reduction_percent"]:.1f} % lower)')
         print(f'hold-out check: {"accept" if holdout["accept"] else "refuse"}: {holdout["reason"]}')
     if report.get('identifiability'):
@@ -254,14 +273,30 @@ def main(argv: list[str] | None = None) -> int:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')
     commands = {'evaluate': cmd_evaluate, 'calibrate': cmd_calibrate, 'sensitivity': cmd_sensitivity}
+    previous = _terminate_as_interrupt()
     try:
         return commands[args.command](args)
     except ShadowTwinError as exc:
-        print(f'shadow-twin: error: {exc}', file=sys.stderr)
+        print(f'shadow-twin {args.command}: error: {" ".join(str(exc).split())}', file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
-        print('shadow-twin: interrupted; a calibration continues with --resume', file=sys.stderr)
+        print(f'shadow-twin {args.command}: interrupted; a calibration continues with --resume', file=sys.stderr)
         return ExitCode.INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt():
+    """Make SIGTERM end the command as Ctrl-C does (KeyboardInterrupt: the checkpoint is kept and
+    the same one-line message says how to resume); returns the previous handler (None when this
+    is not the main thread, where handlers cannot be set)."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        return None
 
 
 if __name__ == '__main__':

@@ -10,7 +10,7 @@ from pathlib import Path
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.calibration.sensitivity import (MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG, most_influential,
                                                  ranking_lines, screen, write_sensitivity)
-from shadow_twin.cli.inputs import Setup, fingerprints, input_files, load_setup, progress_bar
+from shadow_twin.cli.inputs import Setup, capped_workers, fingerprints, input_files, load_setup, progress_bar
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import check_writable_directory, exclusive_directory
@@ -42,7 +42,8 @@ def run_screening(args, setup: Setup, space: SearchSpace, samples: int, out: Pat
     """Screen ``space`` and write sensitivity.json + tornado.png into ``out``; returns the JSON document."""
     bar, progress = progress_bar(args, samples, 'screen', 'rollout')
     try:
-        result = screen(setup.evaluator, space, samples, args.workers, args.seed, progress=progress)
+        result = screen(setup.evaluator, space, samples, capped_workers(args, args.command), args.seed,
+                        batch_size=args.workers, progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -65,7 +66,7 @@ def cmd_sensitivity(args) -> int:
         doc = run_screening(args, setup, space, args.samples, args.out, run, inputs)
     obj = doc['objective']
     print(f'influence on the objective (Pearson r over {doc["samples"]} samples; objective '
-          f'{obj.get("min", float("nan")):.6f} .. {obj.get("max", float("nan")):.6f} rad^2):')
+          f'{obj.get("min", float("nan")):.4g} .. {obj.get("max", float("nan")):.4g} rad^2):')
     for line in ranking_lines(doc['influence']):
         print(f'  {line}')
     print(f'tornado chart: {args.out / TORNADO_PNG}')

@@ -5,6 +5,7 @@ an existing output directory exactly as it was.
 """
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -27,7 +28,7 @@ def one_error_line(capsys):
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert len(lines) == 1, captured.err
-    assert lines[0].startswith('shadow-twin: error: ')
+    assert re.match(r'shadow-twin (evaluate|calibrate|sensitivity): error: ', lines[0]), lines[0]
     return lines[0], captured.out
 
 
@@ -69,7 +70,7 @@ def test_calibrate_reports_the_result(calibration_run):
     assert code == 0
     first = stdout.splitlines()[0]
     report = json.loads((out / 'report.json').read_text())
-    assert f'{report["objective"]["initial"]:.6f} -> {report["objective"]["best"]:.6f} rad^2' in first
+    assert f'{report["objective"]["initial"]:.4g} -> {report["objective"]["best"]:.4g} rad^2' in first
     assert f'after {report["evaluations"]} rollouts' in first
     assert [line.split(':')[0].strip() for line in stdout.splitlines()[1:5]] == ['FF', 'MF', 'RF', 'LF']
 
@@ -126,7 +127,7 @@ BAD = [
     ('duplicate stamps', '--bag', 'duplicate', 'duplicate stamp'),
     ('unsorted stamps', '--bag', 'unsorted', 'unsorted stamps'),
     ('recording too short', '--bag', 'short', 'into the 6.10 s trajectory: the last'),
-    ('joints absent', '--joints', 'literal:rh_FFJ1,rh_XXJ9', "['rh_XXJ9']"),
+    ('joints absent', '--joints', 'literal:rh_FFJ1,rh_XXJ9', "--joints 'rh_XXJ9' matches none of the joints"),
     ('model does not compile', '--model', 'mjcf', "does not compile: Error: mesh 'hand_mesh' not found"),
     ('missing model', '--model', 'literal:/nonexistent/hand.xml', 'model file not found'),
     ('unknown joint in space', '--space', 'space_joint', "parameter 'J1_damping': shadow_hand_e.xml: no joint matches 'rh_ZZJ1'"),
