@@ -36,8 +36,9 @@ from shadow_twin.calibration.report import write_outputs
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
+from shadow_twin.cli.input_files import load_params
 from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, add_run_options, capped_workers,
-                                    fingerprints, input_files, load_params, load_setup, positive_int, progress_bar)
+                                    fingerprints, input_files, load_setup, positive_int, progress_bar)
 from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
 from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
