@@ -212,6 +212,8 @@ def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         raise AssertionError(f'{module.__name__} has neither build_parser() nor add_parser()')
     if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):
         return importlib.import_module(main.CELL_CALIBRATION).build_parser(), list(argv[1:])
+    if argv and argv[0] == 'evaluate' and '--effort' in argv:
+        return importlib.import_module(main.EFFORT_EVALUATION).build_parser(), [a for a in argv[1:] if a != '--effort']
     return main.build_parser(), list(argv)
 
 

@@ -1,7 +1,9 @@
 """``shadow-twin``: command line of the shadow_twin digital twin.
 
 Subcommands:
-  evaluate        score a model (optionally with parameters) against a recording
+  evaluate        score a model (optionally with parameters) against a recording; with --effort,
+                  the arm's effort error and the intervals the external-force watch would flag
+  identify        an arm's drive gains, friction, armature and payload from its joint efforts
   calibrate       fit MJCF parameters to one or more recordings with an optimiser;
                   with --protocol, the cell (UR5 + MiR250) from the bags of its calibration protocol
   sensitivity     screen a search space: which parameters move the objective (tornado chart)
@@ -11,7 +13,7 @@ Subcommands:
   plot            PNGs of real vs sim per joint from a bag
   perspective     write an rqt perspective (real vs sim plots, diagnostics) for chosen joints
   rqt             open the monitoring view in rqt once the twin's topics are up
-  model           write the cell's MJCF (MiR250, cabinet, UR5, hand) assembled from its parts
+  model           write a UR arm's MJCF (--arm TYPE) or the cell's (MiR250, cabinet, arm, hand)
   frame-calibration  the motion-capture floor frame from three recorded points A, B, C
 
 Errors in the input print one line ``shadow-twin <command>: error: ...`` and exit 2; Ctrl-C and
@@ -49,6 +51,8 @@ log = logging.getLogger('shadow_twin')
 #: Subcommands with their own parser: name -> (module with main(argv), help).
 #: ``calibrate --protocol``: the cell's protocol calibration from bags (its own parser).
 CELL_CALIBRATION = 'shadow_twin.cli.calibrate_cell'
+#: ``evaluate --effort``: the arm's effort error (its own parser).
+EFFORT_EVALUATION = 'shadow_twin.cli.evaluate_effort'
 DELEGATED = {
     'up': ('shadow_twin.cli.up', 'start the live twin: shadow-twin up [--mock-hardware] [--config FILE] '
                              '[--mode sim|real|both]'),
@@ -58,8 +62,10 @@ DELEGATED = {
     'perspective': ('shadow_twin.cli.perspective', 'write an rqt perspective for chosen joints'),
     'rqt': ('shadow_twin.cli.rqt', 'open the monitoring view in rqt (real vs sim plots, Robot Monitor) once the '
                                    'twin is up'),
-    'model': ('shadow_twin.cli.model', 'write the cell MJCF (MiR250 + cabinet + UR5 + hand): '
-                                       'shadow-twin model --cell [--hand MJCF] [--arm-prefix P] --out FILE.xml'),
+    'model': ('shadow_twin.cli.model', 'write a UR arm or the cell MJCF (MiR250 + cabinet + arm + hand): '
+                                       'shadow-twin model [--cell] [--arm TYPE] --out FILE.xml'),
+    'identify': ('shadow_twin.cli.identify', "identify an arm's drive gains, friction, armature and payload from "
+                                             'its joint efforts: shadow-twin identify --arm TYPE --bag B --out DIR'),
     'frame-calibration': ('shadow_twin.cli.frame_calibration', 'the motion-capture floor frame from three points: '
                           'shadow-twin frame-calibration --a X Y Z --b X Y Z --c X Y Z [--out FILE.yaml] [--json]'),
 }
@@ -73,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_input_arguments(ev)
     ev.add_argument('--params', type=Path, help='parameters YAML (as written by calibrate) to apply first')
     ev.add_argument('--json', action='store_true', help='print one JSON object instead of a table')
+    ev.add_argument('--effort', action='store_true',
+                    help="the arm's effort error instead (its own flags: shadow-twin evaluate --effort --help)")
 
     for name, (_, text) in DELEGATED.items():
         sub.add_parser(name, add_help=False, help=text)
@@ -270,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
     if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):
         return importlib.import_module(CELL_CALIBRATION).main(list(argv[1:]))
+    if argv and argv[0] == 'evaluate' and '--effort' in argv:
+        return importlib.import_module(EFFORT_EVALUATION).main(list(argv[1:]))
     args = build_parser().parse_args(argv)
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format='[%(levelname)s] %(name)s: %(message)s')

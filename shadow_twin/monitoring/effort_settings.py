@@ -55,8 +55,8 @@ class EffortSettings:
         ConfigError: a value out of range.
     """
 
-    k_warn: float = 3.0
-    k_error: float = 5.0
+    k_warn: float = 4.0
+    k_error: float = 6.0
     fallback_sigma: float = 0.1
     sigma_overrides: Mapping[str, float] = field(default_factory=dict)
     debounce_samples: int = 3

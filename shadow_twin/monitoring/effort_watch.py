@@ -314,7 +314,8 @@ class EffortWatch:
             qdd = _centre_derivatives(t, np.asarray(self._qd))[0]
         else:
             qd, qdd = _centre_derivatives(t, np.asarray(self._q))
-        torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None])
+        torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None],
+                                      friction_velocity=self.drive.friction_velocities(self.joints))
         predicted = self.drive.to_effort(torque, self.joints)[0]
         measured = self._effort[c]
         residual = measured - predicted

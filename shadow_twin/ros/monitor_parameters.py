@@ -124,8 +124,8 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
     ParameterSpec('effort.drive_gains', '', "Without parameters_file: YAML {joint glob: N m/A}; '' = the nominal UR5 "
                   'figures (shadow_twin.monitoring.effort_watch.NOMINAL_UR_DRIVE_GAINS).', read_only=True,
                   check=lambda text: drive_gains(text)),
-    ParameterSpec('effort.k_warn', 3.0, 'A joint is WARN from |residual| >= k_warn sigma (> 0).', bounds=(0.0, 1e6)),
-    ParameterSpec('effort.k_error', 5.0, 'ERROR from k_error sigma (>= k_warn).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.k_warn', 4.0, 'A joint is WARN from |residual| >= k_warn sigma (> 0).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.k_error', 6.0, 'ERROR from k_error sigma (>= k_warn).', bounds=(0.0, 1e6)),
     ParameterSpec('effort.fallback_sigma', 0.2, 'Residual sigma of a joint parameters_file gives none for, effort '
                   'unit (> 0).', bounds=(0.0, 1e6)),
     ParameterSpec('effort.sigma_overrides', '', "YAML {joint glob: sigma} before fallback_sigma; '' = none.",

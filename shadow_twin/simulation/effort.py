@@ -8,7 +8,7 @@ and the monitor's live external-force watch:
     effort = tau / drive_gain + offset                                                [A or N m]
 
 ``ID_rigid`` is MuJoCo's inverse dynamics (``mj_inverse``) of the model with the named joints'
-armature, damping and frictionloss set to zero, so that the joint dynamics appear as separate,
+armature, damping and frictionloss set to zero and no constraint forces, so that the joint dynamics appear as separate,
 linear terms (the classic rigid-body + friction model of arm identification: Khalil & Dombre,
 *Modeling, Identification and Control of Robots*, 2002, ch. 12; Swevers et al., IEEE TRA 1997).
 ``s(qd) = tanh(qd / friction_velocity)`` is a smooth sign (MuJoCo's frictionloss is a soft
@@ -123,11 +123,14 @@ class InverseDynamics:
 
 
 def rigid_copy(model: mujoco.MjModel, dof_adr: np.ndarray) -> mujoco.MjModel:
-    """A copy of ``model`` whose dofs ``dof_adr`` have no armature, damping or frictionloss."""
+    """A copy of ``model`` whose dofs ``dof_adr`` have no armature, damping or frictionloss, and
+    without constraint forces (contacts, joint limits: a measured posture may touch the model's
+    floor plane, which would add thousands of N m that no drive delivered)."""
     rigid = copy_model(model)
     rigid.dof_armature[dof_adr] = 0.0
     rigid.dof_damping[dof_adr] = 0.0
     rigid.dof_frictionloss[dof_adr] = 0.0
+    rigid.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
     return rigid
 
 
@@ -147,24 +150,31 @@ class DriveParameters:
         offsets: {joint: effort offset, in ``effort_unit``}.
         residual_sigma: {joint: standard deviation of the validation residual, in
             ``effort_unit``} (empty until identified).
+        friction_velocity: {joint: rad/s, the band of the Coulomb friction's smooth sign}
+            (identified; :data:`FRICTION_VELOCITY` where not given).
     """
 
     effort_unit: str = 'A'
     drive_gains: dict[str, float] = field(default_factory=dict)
     offsets: dict[str, float] = field(default_factory=dict)
     residual_sigma: dict[str, float] = field(default_factory=dict)
+    friction_velocity: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.effort_unit not in EFFORT_UNITS:
             raise ConfigError(f'effort_unit {self.effort_unit!r}: expected one of {", ".join(EFFORT_UNITS)}')
-        for name, table in (('drive_gain', self.drive_gains), ('offset', self.offsets),
-                            ('residual_sigma', self.residual_sigma)):
+        for name, table in self._tables():
             for joint, value in table.items():
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                     raise ConfigError(f'{name} of {joint}: {value!r} is not a finite number')
-        for joint, gain in self.drive_gains.items():
-            if gain <= 0.0:
-                raise ConfigError(f'drive_gain of {joint}: {gain!r} must be > 0 (N m/{self.effort_unit})')
+        for name, table in (('drive_gain', self.drive_gains), ('friction_velocity', self.friction_velocity)):
+            for joint, value in table.items():
+                if value <= 0.0:
+                    raise ConfigError(f'{name} of {joint}: {value!r} must be > 0')
+
+    def _tables(self) -> tuple[tuple[str, dict[str, float]], ...]:
+        return (('drive_gain', self.drive_gains), ('offset', self.offsets),
+                ('residual_sigma', self.residual_sigma), ('friction_velocity', self.friction_velocity))
 
     def gains(self, joints: Sequence[str]) -> np.ndarray:
         """(J,) drive gains of ``joints`` (1.0 where not given)."""
@@ -173,6 +183,10 @@ class DriveParameters:
     def offset(self, joints: Sequence[str]) -> np.ndarray:
         """(J,) offsets of ``joints`` in ``effort_unit`` (0.0 where not given)."""
         return np.array([float(self.offsets.get(j, 0.0)) for j in joints])
+
+    def friction_velocities(self, joints: Sequence[str]) -> np.ndarray:
+        """(J,) rad/s: the smooth sign's band of ``joints`` (:data:`FRICTION_VELOCITY` where not given)."""
+        return np.array([float(self.friction_velocity.get(j, FRICTION_VELOCITY)) for j in joints])
 
     def to_torque(self, effort: np.ndarray, joints: Sequence[str]) -> np.ndarray:
         """(N, J) N m from (N, J) measured efforts in ``effort_unit``: (effort - offset) * gain."""
@@ -184,14 +198,16 @@ class DriveParameters:
 
     @classmethod
     def from_mapping(cls, data: Mapping) -> DriveParameters:
-        """From ``{'effort_unit': 'A', 'joints': {name: {drive_gain, offset, residual_sigma}}}``.
+        """From ``{'effort_unit': 'A', 'joints': {name: {drive_gain, offset, residual_sigma,
+        friction_velocity}}}``.
 
         Raises:
             ConfigError: not that layout, or a value that is not a finite number.
         """
         if not isinstance(data, Mapping) or not isinstance(data.get('joints', {}), Mapping):
             raise ConfigError("drive parameters: expected a mapping with 'effort_unit' and 'joints'")
-        tables: dict[str, dict[str, float]] = {'drive_gain': {}, 'offset': {}, 'residual_sigma': {}}
+        tables: dict[str, dict[str, float]] = {'drive_gain': {}, 'offset': {}, 'residual_sigma': {},
+                                               'friction_velocity': {}}
         for joint, entry in (data.get('joints') or {}).items():
             if not isinstance(entry, Mapping):
                 raise ConfigError(f'drive parameters of {joint}: expected a mapping, got {entry!r}')
@@ -200,7 +216,8 @@ class DriveParameters:
                 raise ConfigError(f'drive parameters of {joint}: unknown key(s) {", ".join(sorted(map(str, unknown)))}')
             for key, value in entry.items():
                 tables[key][str(joint)] = value
-        return cls(str(data.get('effort_unit', 'A')), tables['drive_gain'], tables['offset'], tables['residual_sigma'])
+        return cls(str(data.get('effort_unit', 'A')), tables['drive_gain'], tables['offset'], tables['residual_sigma'],
+                   tables['friction_velocity'])
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DriveParameters:
@@ -224,12 +241,11 @@ class DriveParameters:
 
     def to_mapping(self) -> dict:
         """The YAML layout of :meth:`from_mapping`."""
-        joints = sorted(set(self.drive_gains) | set(self.offsets) | set(self.residual_sigma))
+        joints = sorted(set().union(*(table for _, table in self._tables())))
         table = {}
         for j in joints:
             entry = {}
-            for key, source in (('drive_gain', self.drive_gains), ('offset', self.offsets),
-                                ('residual_sigma', self.residual_sigma)):
+            for key, source in self._tables():
                 if j in source:
                     entry[key] = float(source[j])
             table[j] = entry

@@ -22,12 +22,13 @@ def ur5():
     return model, [model.joint(i).name for i in range(model.njnt)]
 
 
-def forward_run(model, torque_of_time, steps: int = 1500):
-    """Positions, velocities, accelerations (N, 6) and applied torques (N, 6) of a forward run."""
+def forward_run(model, torque_of, steps: int = 1500):
+    """Positions, velocities, accelerations (N, 6) and applied torques (N, 6) of a forward run whose
+    torque ``torque_of(t, q, qd)`` (N m) is applied as the motors' controls."""
     data = mujoco.MjData(model)
     rows = []
     for k in range(steps):
-        tau = torque_of_time(k * model.opt.timestep)
+        tau = torque_of(k * model.opt.timestep, data.qpos.copy(), data.qvel.copy())
         data.ctrl[:] = tau
         mujoco.mj_forward(model, data)
         rows.append((data.qpos.copy(), data.qvel.copy(), data.qacc.copy(), tau))
@@ -35,13 +36,19 @@ def forward_run(model, torque_of_time, steps: int = 1500):
     return (np.array(x) for x in zip(*rows))
 
 
-def swing(t: float) -> np.ndarray:
-    return np.array([20 * np.sin(3 * t + i) for i in range(6)]) + np.array([0, -60, -15, -1, 0, 0])
+def swing(t: float, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """N m: a PD swing of every joint about 0 (+-0.5 rad), inside the joint ranges (a joint
+    limit's force is no drive torque)."""
+    reference = 0.5 * np.sin(2.0 * t + np.arange(6))
+    return np.array([300.0, 300.0, 150.0, 20.0, 20.0, 5.0]) * (reference - q) - np.array([30, 30, 15, 2, 2, 0.5]) * qd
 
 
 def test_inverse_dynamics_gives_the_torques_that_made_the_motion(ur5):
     model, joints = ur5
-    q, qd, qdd, tau = forward_run(model, swing)
+    free = mujoco.MjModel.from_xml_path(str(UR5))
+    free.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)    # the swing in free space
+    q, qd, qdd, tau = forward_run(free, swing)
+    assert np.all(np.abs(q) < free.jnt_range[:, 1]) and np.ptp(q, axis=0).min() > 0.1
     predicted = InverseDynamics(model, joints).torques(q, qd, qdd)
     rmse = np.sqrt(((predicted - tau) ** 2).mean(axis=0))
     # the only approximation: MuJoCo's frictionloss (0.1 N m, a soft constraint) against tanh
@@ -49,6 +56,20 @@ def test_inverse_dynamics_gives_the_torques_that_made_the_motion(ur5):
     # and the joint dynamics matter: without them the error is larger than the frictionloss alone
     rigid = InverseDynamics(model, joints).rigid_torques(q, qd, qdd)
     assert np.sqrt(((rigid - tau) ** 2).mean(axis=0)).max() > 0.1
+
+
+def test_constraint_forces_are_not_drive_torques(ur5):
+    """A posture through the floor: MuJoCo's contact forces would be thousands of N m; the
+    drives deliver only the rigid-body torque."""
+    model, joints = ur5
+    inverse = InverseDynamics(model, joints)
+    q = np.array([[0.0, 1.57, 0.0, 0.0, 0.0, 0.0]])         # the stretched arm swung down into the floor
+    data = mujoco.MjData(model)
+    data.qpos[:] = q[0]
+    mujoco.mj_forward(model, data)
+    assert data.ncon > 0
+    torque = inverse.rigid_torques(q, np.zeros_like(q), np.zeros_like(q))
+    assert np.abs(torque).max() < 150.0
 
 
 def test_joint_dynamics_are_the_linear_terms(ur5):
@@ -71,7 +92,8 @@ def test_unknown_joint_is_a_model_error(ur5):
 
 
 def test_drive_parameters_round_trip_and_convert(tmp_path):
-    params = DriveParameters('A', {'elbow_joint': 13.0}, {'elbow_joint': 0.1}, {'elbow_joint': 0.05})
+    params = DriveParameters('A', {'elbow_joint': 13.0}, {'elbow_joint': 0.1}, {'elbow_joint': 0.05},
+                             {'elbow_joint': 0.01})
     path = params.write_yaml(tmp_path / 'parameters.yaml', header='written by a test')
     assert path.read_text().startswith('# written by a test\n')
     again = DriveParameters.from_yaml(path)
@@ -81,11 +103,13 @@ def test_drive_parameters_round_trip_and_convert(tmp_path):
     effort = again.to_effort(torque, joints)
     assert effort.tolist() == [[2.1, 3.0]]           # 26/13 + 0.1; a joint not given: gain 1, offset 0
     assert np.allclose(again.to_torque(effort, joints), torque)
+    assert again.friction_velocities(joints).tolist() == [0.01, 0.005]
 
 
 @pytest.mark.parametrize('text, problem', [
     ('effort_unit: mA\n', "effort_unit 'mA'"),
     ('joints: {elbow_joint: {drive_gain: -1}}\n', 'must be > 0'),
+    ('joints: {elbow_joint: {friction_velocity: 0}}\n', 'friction_velocity of elbow_joint: 0 must be > 0'),
     ('joints: {elbow_joint: {drive_gain: .nan}}\n', 'not a finite number'),
     ("joints: {elbow_joint: {drive_gain: '13'}}\n", 'not a finite number'),
     ('joints: {elbow_joint: {gain: 1}}\n', "unknown key(s) gain"),

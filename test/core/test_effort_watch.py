@@ -39,7 +39,7 @@ def recording(inverse, seconds: float = 4.0, drive: DriveParameters | None = Non
 
 
 def watch(inverse, warnings=None, **settings) -> EffortWatch:
-    base = dict(fallback_sigma=SIGMA, debounce_samples=3, hold_time=0.2)
+    base = dict(fallback_sigma=SIGMA, debounce_samples=3, hold_time=0.2, k_warn=3.0, k_error=5.0)
     base.update(settings)
     return EffortWatch(inverse, nominal_drive(UR5_JOINTS), EffortSettings(**base),
                        on_warning=None if warnings is None else warnings.append)
@@ -106,7 +106,8 @@ def test_noise_at_one_sigma_is_never_flagged(inverse):
 
 def test_identified_sigma_wins_over_the_globs_and_the_fallback(inverse):
     drive = DriveParameters('A', {j: 10.0 for j in UR5_JOINTS}, residual_sigma={'elbow_joint': 0.2})
-    w = EffortWatch(inverse, drive, EffortSettings(fallback_sigma=0.1, sigma_overrides={'wrist_*': 0.03}))
+    w = EffortWatch(inverse, drive, EffortSettings(k_warn=3.0, k_error=5.0, fallback_sigma=0.1,
+                                                   sigma_overrides={'wrist_*': 0.03}))
     assert w.sigma.tolist() == [0.1, 0.1, 0.2, 0.03, 0.03, 0.03]
     warn, error = w.thresholds
     assert warn.tolist() == pytest.approx([0.3, 0.3, 0.6, 0.09, 0.09, 0.09])

@@ -99,6 +99,7 @@ def run_options(folder, out):
 
 
 # -- commands that read bags: argv builders (folder, bag, out) -> argv ----------------------------
+UR5_MODEL = Path(__file__).resolve().parents[2] / 'shadow_twin' / 'model' / 'builtin' / 'ur5.xml'
 BAG_COMMANDS = {
     'evaluate': lambda folder, bag, out: ['evaluate', *inputs(folder, bag)],
     'calibrate': lambda folder, bag, out: ['calibrate', *inputs(folder, bag), *run_options(folder, out),
@@ -110,6 +111,12 @@ BAG_COMMANDS = {
                                              '--samples', '3'],
     'plot': lambda folder, bag, out: ['plot', '--bag', str(bag if Path(bag).is_absolute() else folder / bag),
                                       '--out', str(out)],
+    'identify': lambda folder, bag, out: ['identify', '--arm', 'ur5', '--effort-unit', 'Nm',
+                                          '--bag', str(bag if Path(bag).is_absolute() else folder / bag),
+                                          '--out', str(out)],
+    'evaluate --effort': lambda folder, bag, out: [
+        'evaluate', '--effort', '--model', str(UR5_MODEL),
+        '--bag', str(bag if Path(bag).is_absolute() else folder / bag)],
 }
 
 

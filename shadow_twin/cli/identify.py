@@ -1,0 +1,192 @@
+"""``shadow-twin identify``: an arm's joint dynamics, drive gains and payload from its joint efforts.
+
+    shadow-twin identify --arm TYPE | --model MJCF --bag B [--bag B ...] [--csv F --columns MAP]
+                         [--holdout B ...] --out DIR [--force] [--effort-unit A|Nm] [--joints ...]
+
+Writes calibrated.xml, parameters.yaml and report.json into --out (docs/identify.md); the last
+line printed is the summary as one JSON object. Bad input (an unknown --arm, a bag without
+effort, a CSV without the mapped columns, no usable motion, an --out holding files of another
+run without --force) prints one line ``shadow-twin identify: error: ...``, exits 2 and writes
+nothing.
+
+Registered in ``shadow_twin.cli.main`` through :func:`add_parser` and :func:`run`; :func:`main`
+runs it on its own (``python -m shadow_twin.cli.identify``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from shadow_twin.cli.inputs import OneLineParser
+from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.files import check_writable_directory, exclusive_directory, write_text_atomic
+from shadow_twin.identification import recordings, report
+from shadow_twin.identification.fit import DynamicsParameters, solve
+from shadow_twin.identification.links import solve_links
+from shadow_twin.identification.regressor import EffortRegressor, Regressors
+from shadow_twin.identification.samples import prepare
+from shadow_twin.identification.signals import FilterSettings
+from shadow_twin.model.mjcf import load_spec
+from shadow_twin.model.ur_arm import arm_xml
+from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
+from shadow_twin.monitoring.effort_settings import nominal_drive
+
+PROG = 'shadow-twin identify'
+HELP = "identify an arm's friction, armature, drive gains and payload from its joint efforts"
+OUTPUTS = ('calibrated.xml', 'parameters.yaml', 'report.json')
+
+
+def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument('--arm', help='UR type (ur3 ... ur30): the model built from the UR description')
+    source.add_argument('--model', type=Path, help='MJCF of the arm')
+    parser.add_argument('--ur-description', default=None, help='UR description (config dir) for --arm')
+    parser.add_argument('--bag', type=Path, action='append', default=[], help='effort recording (bag)')
+    parser.add_argument('--csv', type=Path, action='append', default=[], help='effort recording (CSV log)')
+    parser.add_argument('--columns', default='rtde', help="CSV column map: 'rtde' or a YAML file")
+    parser.add_argument('--holdout', type=Path, action='append', default=[], help='hold-out bag or CSV')
+    parser.add_argument('--out', type=Path, required=True, help='output directory')
+    parser.add_argument('--force', action='store_true', help='write into an --out that holds other files')
+    parser.add_argument('--effort-unit', choices=('A', 'Nm'), default='A', help='unit of effort (A: current)')
+    parser.add_argument('--joints', nargs='+', default=None, help='arm joints (default: the six UR joints)')
+    parser.add_argument('--cutoff', type=float, default=FilterSettings.cutoff_hz, help='filter cut-off, Hz')
+    parser.add_argument('--no-payload', action='store_true', help='do not identify a payload')
+    parser.add_argument('--max-samples', type=int, default=20000, help='decimate the fit to this many samples')
+    parser.add_argument('--links', action='store_true',
+                        help="also the links' inertial parameters, as base parameters (report.json 'links')")
+    return parser
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``identify`` subcommand to ``shadow-twin``'s subparsers; returns its parser."""
+    return _configure(subparsers.add_parser('identify', help=HELP, description=__doc__.split('\n\n')[0]))
+
+
+def _model_text(args) -> tuple[str, mujoco.MjSpec]:
+    if args.arm is not None:
+        xml = arm_xml(args.arm, args.ur_description)
+        return xml, mujoco.MjSpec.from_string(xml)
+    spec = load_spec(args.model)
+    return args.model.read_text(), spec
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f'--out {out} exists and is not a directory')
+    check_writable_directory(out, '--out')
+    if out.is_dir() and not force:
+        others = [p.name for p in out.iterdir() if p.name != '.lock']
+        if others:
+            raise ConfigError(f'--out {out} is not empty ({", ".join(sorted(others)[:4])}); '
+                              'pass --force to write into it')
+
+
+def _read(path: Path, joints, args, columns):
+    options = {}
+    if path.suffix.lower() == '.csv':
+        return recordings.from_csv(path, columns, joints, args.effort_unit, **options)
+    return recordings.from_bag(path, joints, args.effort_unit, **options)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``shadow-twin identify`` with parsed ``args``; returns ExitCode.OK.
+
+    Raises:
+        ShadowTwinError: bad input (one line), nothing written.
+    """
+    started = time.perf_counter()
+    if args.max_samples < 100:
+        raise ConfigError(f'--max-samples {args.max_samples}: use at least 100')
+    if not args.bag and not args.csv:
+        raise ConfigError('no recording: pass --bag and/or --csv')
+    _check_out(args.out, args.force)
+    _, spec = _model_text(args)
+    try:
+        model = spec.compile()
+    except Exception as exc:
+        raise ModelError(f'the model does not compile: {" ".join(str(exc).split())}') from None
+    joints = list(args.joints or UR_JOINTS)
+    settings = FilterSettings(cutoff_hz=args.cutoff)
+    regressor = EffortRegressor(model, joints)
+    csv_used = args.csv or [p for p in args.holdout if p.suffix.lower() == '.csv']
+    columns = recordings.ColumnMap.load(args.columns, len(joints)) if csv_used else None
+    fit_recs = [_read(p, joints, args, columns) for p in [*args.bag, *args.csv]]
+    hold_recs = [_read(p, joints, args, columns) for p in args.holdout]
+    for kind, recs in (('fit', fit_recs), ('hold-out', hold_recs)):
+        for rec in recs:
+            dropped = ', '.join(f'{k} {v}' for k, v in rec.dropped.items() if v) or 'none'
+            print(f'{kind} {rec.source}: {rec.times.size} samples, {rec.duration:.1f} s, '
+                  f'{len(rec.segments)} segment(s), dropped: {dropped}', flush=True)
+    fit_samples = [prepare(r, regressor, settings, args.links) for r in fit_recs]
+    hold_samples = [prepare(r, regressor, settings) for r in hold_recs]
+    if sum(s.index.size for s in fit_samples) == 0:
+        raise ConfigError('no usable samples after filtering (segments too short)')
+    prepared = time.perf_counter()
+    reg = Regressors.concatenate([s.regressors for s in fit_samples])
+    effort = np.concatenate([s.effort for s in fit_samples])
+    result = solve(reg, effort, joints, args.effort_unit, payload=not args.no_payload, max_samples=args.max_samples)
+    fitted = time.perf_counter()
+    print(f'fitted {result.samples} samples (every {result.decimation}th) in {fitted - prepared:.2f} s; '
+          f'{len(result.unidentified)} unidentified direction(s)', flush=True)
+    links = None
+    if args.links:
+        links = solve_links(reg, effort, result.parameters, regressor.link_bodies, regressor.link_parameters(),
+                            args.max_samples)
+        print(f'links: {links["rank"]} base parameters of {links["columns"]}', flush=True)
+    dofs = [model.jnt_dofadr[model.joint(j).id] for j in joints]
+    gains = nominal_drive(joints, args.effort_unit).gains(joints)
+    nominal = DynamicsParameters(joints, args.effort_unit, gains, model.dof_armature[dofs].copy(),
+                                 model.dof_damping[dofs].copy(), model.dof_frictionloss[dofs].copy(),
+                                 np.zeros(len(joints)))
+    params = result.parameters
+    fits = {s.recording.source: report.metrics(s, nominal, params) for s in fit_samples}
+    holds = {s.recording.source: report.metrics(s, nominal, params) for s in hold_samples}
+    source = holds or fits
+    calibrated = report.calibrated_spec(spec, params)
+    xml = calibrated.to_xml()
+    sigma = report.watch_sigma(calibrated.compile(), report.drive_parameters(params, np.zeros(len(joints))),
+                               [s.recording for s in (hold_samples or fit_samples)])
+    rate = fit_samples[0].rate_hz
+    data = {'model': str(args.model) if args.model else f'--arm {args.arm}', 'joints': joints,
+            'effort_unit': args.effort_unit, 'filter': settings.to_dict(rate),
+            'nominal_drive_gains': gains.tolist(), 'recordings': fits, 'holdout': holds,
+            'parameters': report.parameters_section(result),
+            'timing_s': {'prepare': prepared - started, 'fit': fitted - prepared}}
+    if links is not None:
+        data['links'] = links
+    with exclusive_directory(args.out, '--out'):
+        write_text_atomic(args.out / 'calibrated.xml', xml)
+        report.write_parameters(args.out / 'parameters.yaml', report.drive_parameters(params, sigma))
+        report.write_json(args.out / 'report.json', data)
+    summary = {'out': str(args.out), 'fit_s': round(fitted - prepared, 3),
+               'rmse_before': {k: v['rmse_before'] for k, v in source.items()},
+               'rmse_after': {k: v['rmse_after'] for k, v in source.items()},
+               'reduction_percent': {k: v['reduction_percent'] for k, v in source.items()},
+               'explained_variance': {k: {j: m['explained_variance'] for j, m in v['joints'].items()}
+                                      for k, v in source.items()},
+               'unidentified': len(result.unidentified)}
+    print(json.dumps(summary))
+    return ExitCode.OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point on its own; returns the exit status (argparse exits 2 itself on unknown options)."""
+    args = _configure(OneLineParser(prog=PROG, description=__doc__.split('\n\n')[0])).parse_args(
+        sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args)
+    except ShadowTwinError as exc:
+        print(f'{PROG}: error: {" ".join(str(exc).split())}', file=sys.stderr)
+        return ExitCode.BAD_INPUT
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,367 @@
+"""Solve the effort model (:mod:`~shadow_twin.identification.regressor`) for its parameters.
+
+Unknowns per joint j: drive gain k_j (N m per effort unit; 1 for N m), armature Ia_j (kg m^2),
+damping b_j (N m s/rad), frictionloss fc_j (N m), offset o_j (effort unit); a payload at the
+flange: mass m (kg) and centre of mass c (m, flange frame), its inertia that of a point mass.
+The residual is the error of the predicted effort (the measurement's noise is on the effort)::
+
+    r_j = (tau_links_j + Y_j pi(m, c) + Ia_j qdd_j + b_j qd_j + fc_j s(qd_j)) / k_j + o_j - e_j
+
+each joint's rows weighted by 1 / the RMS of its residual. For a fixed payload, r_j is linear in
+(1/k_j, Ia_j/k_j, b_j/k_j, fc_j/k_j, o_j), and for fixed gains it is linear in everything else:
+
+1. per joint, no payload: bounded linear least squares (``scipy.optimize.lsq_linear``, ``bvls``;
+   1/k > 0, Ia, b, fc >= 0), columns scaled to unit norm;
+2. gains fixed: all joints and the payload's (m, m c) together, linear; repeated with the
+   payload's inertia and the weights refreshed;
+3. the nonlinear polish: the payload (m, c) by ``scipy.optimize.least_squares`` (trf, m >= 0)
+   with every joint's unknowns solved exactly (bounded, linear) for each payload tried, i.e.
+   variable projection (Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973).
+
+The band of the friction's smooth sign, s(qd) = tanh(qd / v), is chosen per joint from
+:data:`FRICTION_VELOCITIES` (the v whose joint fit is best, payload fixed) after stages 2 and 3.
+With the links' inertial parameters fixed to the model's, the gains are identifiable: the
+links' gravity and inertia torques set the scale.
+
+Identifiability (same formulas and thresholds as ``shadow-twin calibrate``,
+:mod:`shadow_twin.calibration.identifiability`): covariance s^2 (J^T J)^-1 of the weighted
+residual's Jacobian J in the unknowns above (s^2 = SSR / (R - D)), 95 % t intervals of the
+physical parameters by the delta method; directions with a collinearity index over 15 (Brun et
+al. 2001) in the column-normalised J are reported as not identifiable. Samples are correlated
+in time, so the intervals are lower bounds of the uncertainty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.stats
+
+from shadow_twin.calibration.identifiability import Direction, _covariance, _normalised_svd, combination
+from shadow_twin.common.errors import RecordingError
+from shadow_twin.identification.regressor import Regressors, point_mass_inertia
+from shadow_twin.simulation.effort import smooth_sign
+
+#: Per-joint parameters, in the order of the unknown vector.
+JOINT_PARAMETERS = ('drive_gain', 'armature', 'damping', 'frictionloss', 'offset')
+#: Payload parameters of the unknown vector (mass, first moment m c in the flange frame).
+PAYLOAD_UNKNOWNS = ('mass', 'mx', 'my', 'mz')
+#: rad/s: the friction velocities tried per joint (the band of the smooth sign; the one that
+#: fits the joint's efforts best is kept).
+FRICTION_VELOCITIES = tuple(np.geomspace(1e-3, 0.1, 11))
+
+
+@dataclass
+class DynamicsParameters:
+    """Values of the effort model, (J,) arrays in the order of ``joints``.
+
+    Attributes:
+        joints: J joint names.
+        effort_unit: 'A' or 'Nm'.
+        drive_gain: N m per effort unit; armature kg m^2; damping N m s/rad; frictionloss N m;
+        offset: effort unit.
+        payload_mass: kg; payload_com: (3,) m in the flange frame (zeros without a payload).
+        friction_velocity: (J,) rad/s, the band of each joint's smooth sign, or None (the
+            regressors' own, :data:`~shadow_twin.simulation.effort.FRICTION_VELOCITY`).
+    """
+
+    joints: list[str]
+    effort_unit: str
+    drive_gain: np.ndarray
+    armature: np.ndarray
+    damping: np.ndarray
+    frictionloss: np.ndarray
+    offset: np.ndarray
+    payload_mass: float = 0.0
+    payload_com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    friction_velocity: np.ndarray | None = None
+
+    def sign(self, reg: Regressors) -> np.ndarray:
+        """(N, J) smooth sign of the velocities with :attr:`friction_velocity` (rad/s, per joint;
+        None: the regressors' own)."""
+        return reg.sign if self.friction_velocity is None else smooth_sign(reg.qd, self.friction_velocity)
+
+    def payload_vector(self) -> np.ndarray:
+        """(10,) the payload's inertial parameters (point mass) of :data:`PAYLOAD_PARAMETERS`."""
+        h = self.payload_mass * np.asarray(self.payload_com, dtype=float)
+        return np.concatenate([[self.payload_mass], h, point_mass_inertia(self.payload_mass, h)])
+
+    def torque(self, reg: Regressors) -> np.ndarray:
+        """(N, J) N m the joints need along ``reg``."""
+        return (reg.tau_links + reg.payload @ self.payload_vector() + self.armature * reg.qdd
+                + self.damping * reg.qd + self.frictionloss * self.sign(reg))
+
+    def predict(self, reg: Regressors) -> np.ndarray:
+        """(N, J) efforts in ``effort_unit``: torque / drive_gain + offset."""
+        return self.torque(reg) / self.drive_gain + self.offset
+
+
+@dataclass
+class FitResult:
+    """Parameters and what the data say about them.
+
+    Attributes:
+        parameters: the estimate.
+        intervals: {name: {'value', 'sd', 'low', 'high'}} (95 %; names 'joint.parameter' and
+            'payload.mass', 'payload.com_x'...).
+        unidentified: directions the data cannot identify.
+        singular_values: of the column-normalised weighted system, descending.
+        rows: equations used; samples: samples used (after decimation); decimation: every
+            how many samples were used; evaluations: residual evaluations of the polish.
+        fit_sigma: (J,) RMS residual on the fit's samples, effort unit.
+    """
+
+    parameters: DynamicsParameters
+    intervals: dict[str, dict]
+    unidentified: list[Direction]
+    singular_values: list[float]
+    rows: int
+    samples: int
+    decimation: int
+    evaluations: int
+    fit_sigma: np.ndarray
+
+
+def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_unit: str, payload: bool = True,
+          max_samples: int = 20000, iterations: int = 3,
+          friction_velocities: Sequence[float] | None = FRICTION_VELOCITIES) -> FitResult:
+    """Fit the effort model to (N, J) measured efforts along ``reg`` (stages: module doc).
+
+    Args:
+        max_samples: the fit uses every ``ceil(N / max_samples)``-th sample (decimation).
+        iterations: rounds of stage 2 (reweighting, payload inertia).
+        friction_velocities: rad/s, the bands of the smooth sign tried per joint (None or
+            empty: the regressors' own, ``reg.sign``).
+    Raises:
+        RecordingError: fewer equations than unknowns.
+    """
+    effort = np.asarray(effort, dtype=float)
+    n, nj = effort.shape
+    step = max(1, int(np.ceil(n / max_samples)))
+    reg, effort = reg.take(slice(None, None, step)), effort[::step]
+    n = effort.shape[0]
+    has_gain = effort_unit == 'A'
+    per_joint = [p for p in JOINT_PARAMETERS if has_gain or p != 'drive_gain']
+    npj = len(per_joint)
+    nx = npj * nj + (len(PAYLOAD_UNKNOWNS) if payload else 0)
+    if n * nj <= nx:
+        raise RecordingError(f'{n} samples of {nj} joints cannot identify {nx} parameters')
+    g = 1 if has_gain else 0        # index of armature/k in a joint's block
+    p0 = npj * nj
+    lower = np.full(nx, -np.inf)
+    for j in range(nj):
+        if has_gain:
+            lower[j * npj] = 1e-9
+        lower[j * npj + g:j * npj + g + 3] = 0.0
+    if payload:
+        lower[p0] = 0.0
+    x = np.zeros(nx)
+    inertia = np.zeros(6)
+    signs = np.array(reg.sign)
+
+    def joint_columns(j, known):
+        cols = [known] if has_gain else []
+        return np.column_stack(cols + [reg.qdd[:, j], reg.qd[:, j], signs[:, j], np.ones(n)])
+
+    def payload_torque(xv):
+        if not payload:
+            return np.zeros((n, nj))
+        return reg.payload[:, :, :4] @ xv[p0:p0 + 4] + reg.payload[:, :, 4:] @ inertia
+
+    def inner(pv, xv):
+        """Per joint, the best (bounded) joint unknowns for payload ``pv``: writes them into ``xv``,
+        returns the (n, J) residual."""
+        if payload:
+            tp = reg.payload[:, :, :4] @ pv + reg.payload[:, :, 4:] @ point_mass_inertia(max(pv[0], 0.0), pv[1:4])
+        else:
+            tp = np.zeros((n, nj))
+        out = np.empty((n, nj))
+        for j in range(nj):
+            known = reg.tau_links[:, j] + tp[:, j]
+            cols = joint_columns(j, known)
+            target = effort[:, j] - (0.0 if has_gain else known)
+            norms = np.maximum(np.linalg.norm(cols, axis=0), 1e-12)
+            lo = lower[j * npj:(j + 1) * npj]
+            sol = scipy.optimize.lsq_linear(cols / norms, target, bounds=(lo * norms, np.inf), method='bvls')
+            xv[j * npj:(j + 1) * npj] = sol.x / norms
+            out[:, j] = cols @ xv[j * npj:(j + 1) * npj] - target
+        return out
+
+    friction_velocity = np.full(nj, np.nan)
+
+    def choose_friction_velocity(pv):
+        """Per joint, the friction velocity whose (linear) fit is best, payload ``pv`` fixed."""
+        best = np.full(nj, np.inf)
+        for v in friction_velocities:
+            signs[:] = smooth_sign(reg.qd, v)
+            rms = _rms(inner(pv, x))
+            better = rms < best
+            best[better], friction_velocity[better] = rms[better], v
+        signs[:] = smooth_sign(reg.qd, friction_velocity)
+
+    # stage 1: per joint, no payload (linear)
+    sigma = _rms(inner(np.zeros(4), x))
+    # stage 2: gains fixed, the payload and the rest together (linear), reweighted
+    for _ in range(max(1, iterations) if payload else 0):
+        a = x[[j * npj for j in range(nj)]] if has_gain else np.ones(nj)
+        free = [i for i in range(nx) if not (has_gain and i < p0 and i % npj == 0)]
+        A = np.zeros((n, nj, nx))
+        for j in range(nj):
+            A[:, j, j * npj + g:(j + 1) * npj] = joint_columns(j, reg.tau_links[:, j])[:, g:]
+        A[:, :, p0:] = a[None, :, None] * reg.payload[:, :, :4]
+        y = effort - a * (reg.tau_links + reg.payload[:, :, 4:] @ inertia)
+        Aw = (A / sigma[None, :, None]).reshape(n * nj, nx)[:, free]
+        norms = np.maximum(np.linalg.norm(Aw, axis=0), 1e-12)
+        sol = scipy.optimize.lsq_linear(Aw / norms, (y / sigma).reshape(-1),
+                                        bounds=(lower[free] * norms, np.inf), method='bvls')
+        x[free] = sol.x / norms
+        if x[p0] > 0:
+            inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
+        sigma = _rms(inner(x[p0:p0 + 4], x))
+    if friction_velocities:
+        choose_friction_velocity(x[p0:p0 + 4] if payload else np.zeros(4))
+        sigma = _rms(inner(x[p0:p0 + 4] if payload else np.zeros(4), x))
+    # stage 3 (polish, variable projection: Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973):
+    # the payload (which multiplies the gains) by nonlinear least squares, every joint's
+    # unknowns solved exactly (bounded, linear) for each payload tried.
+    evaluations = 0
+    if payload:
+        scratch = x.copy()
+
+        def payload_of(mc):   # (m, c) -> (m, m c): the point-mass inertia stays bounded as m -> 0
+            return np.concatenate([[mc[0]], mc[0] * mc[1:]])
+
+        def projected(mc):
+            return (inner(payload_of(mc), scratch) / sigma).reshape(-1)
+
+        mass0 = max(x[p0], 1e-3)
+        start = np.concatenate([[mass0], x[p0 + 1:p0 + 4] / mass0 if x[p0] > 0 else np.zeros(3)])
+        result = scipy.optimize.least_squares(projected, start, bounds=([0.0, -np.inf, -np.inf, -np.inf], np.inf),
+                                              method='trf', x_scale=np.array([1.0, 0.05, 0.05, 0.05]),
+                                              diff_step=1e-4)
+        x[p0:p0 + 4] = payload_of(result.x)
+        evaluations = int(result.nfev)
+        if friction_velocities:
+            choose_friction_velocity(x[p0:p0 + 4])
+        inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
+    inner(x[p0:p0 + 4] if payload else np.zeros(4), x)
+
+    def fun(xv):
+        return (_residual(xv, reg, effort, payload_torque, joint_columns, npj, nj, has_gain) / sigma).reshape(-1)
+
+    def jac(xv):
+        J = np.zeros((n, nj, nx))
+        tp = payload_torque(xv)
+        for j in range(nj):
+            J[:, j, j * npj:(j + 1) * npj] = joint_columns(j, reg.tau_links[:, j] + tp[:, j])
+            if payload:
+                J[:, j, p0:] = (xv[j * npj] if has_gain else 1.0) * reg.payload[:, j, :4]
+        return (J / sigma[None, :, None]).reshape(n * nj, nx)
+
+    Jw, rw = jac(x), fun(x)
+    names = []
+    for joint in joints:
+        names += ([f'{joint}.1/drive_gain'] if has_gain else []) + [
+            f'{joint}.armature/drive_gain', f'{joint}.damping/drive_gain', f'{joint}.frictionloss/drive_gain',
+            f'{joint}.offset']
+    names += [f'payload.{p}' for p in PAYLOAD_UNKNOWNS] if payload else []
+    params = _parameters(x, joints, effort_unit, per_joint, payload)
+    if friction_velocities:
+        params.friction_velocity = friction_velocity
+    intervals, unidentified, singular = _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
+    fit_sigma = _rms(params.predict(reg) - effort)
+    return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma)
+
+
+def _rms(r: np.ndarray) -> np.ndarray:
+    return np.maximum(np.sqrt(np.mean(r ** 2, axis=0)), 1e-12)
+
+
+def _residual(x, reg, effort, payload_torque, joint_columns, npj, nj, has_gain):
+    """(n, J) predicted - measured effort."""
+    tp = payload_torque(x)
+    out = np.empty_like(effort)
+    for j in range(nj):
+        known = reg.tau_links[:, j] + tp[:, j]
+        pred = joint_columns(j, known) @ x[j * npj:(j + 1) * npj] + (0.0 if has_gain else known)
+        out[:, j] = pred - effort[:, j]
+    return out
+
+
+def _parameters(x, joints, effort_unit, per_joint, payload) -> DynamicsParameters:
+    """Physical parameters from the unknowns (1/k, Ia/k, b/k, fc/k, o; m, m c)."""
+    nj, npj = len(joints), len(per_joint)
+    block = x[:npj * nj].reshape(nj, npj)
+    has_gain = 'drive_gain' in per_joint
+    inv = block[:, 0] if has_gain else np.ones(nj)
+    rest = block[:, 1:] if has_gain else block
+    gain = 1.0 / inv
+    mass, com = 0.0, np.zeros(3)
+    if payload:
+        mass = float(x[npj * nj])
+        com = x[npj * nj + 1:npj * nj + 4] / mass if mass > 0 else np.zeros(3)
+    return DynamicsParameters(list(joints), effort_unit, gain, rest[:, 0] * gain, rest[:, 1] * gain,
+                              rest[:, 2] * gain, rest[:, 3].copy(), mass, com)
+
+
+def _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload):
+    """Intervals of the reported parameters (delta method from the unknowns) and the
+    unidentifiable directions of the weighted Jacobian ``Jw`` (R, D) at ``x``."""
+    rows, nx = Jw.shape
+    dof = rows - nx
+    s2 = float(rw @ rw) / dof
+    # J = Q R: R (D, D) has J's singular values and right singular vectors and its column norms
+    r_factor = np.linalg.qr(Jw, mode='r')
+    cov, infinite = _covariance(r_factor, s2)
+    t = float(scipy.stats.t.ppf(0.975, dof))
+    intervals = {}
+
+    def add(name, value, gradient):
+        idx = np.flatnonzero(gradient)
+        if infinite[idx].any():
+            sd = np.inf
+        else:
+            sd = float(np.sqrt(max(gradient[idx] @ cov[np.ix_(idx, idx)] @ gradient[idx], 0.0)))
+        intervals[name] = {'value': float(value), 'sd': sd, 'low': float(value - t * sd), 'high': float(value + t * sd)}
+
+    for j, joint in enumerate(joints):
+        base = j * npj
+        a = x[base] if has_gain else 1.0
+        off = 1 if has_gain else 0
+        if has_gain:
+            grad = np.zeros(nx)
+            grad[base] = -1.0 / a ** 2
+            add(f'{joint}.drive_gain', 1.0 / a, grad)
+        for p, name in enumerate(('armature', 'damping', 'frictionloss')):
+            grad = np.zeros(nx)
+            grad[base + off + p] = 1.0 / a
+            if has_gain:
+                grad[base] = -x[base + off + p] / a ** 2
+            add(f'{joint}.{name}', x[base + off + p] / a, grad)
+        grad = np.zeros(nx)
+        grad[base + off + 3] = 1.0
+        add(f'{joint}.offset', x[base + off + 3], grad)
+    if payload:
+        m0 = npj * len(joints)
+        mass = x[m0]
+        grad = np.zeros(nx)
+        grad[m0] = 1.0
+        add('payload.mass', mass, grad)
+        for i, axis in enumerate('xyz'):
+            grad = np.zeros(nx)
+            if mass > 0:
+                grad[m0 + 1 + i] = 1.0 / mass
+                grad[m0] = -x[m0 + 1 + i] / mass ** 2
+                add(f'payload.com_{axis}', x[m0 + 1 + i] / mass, grad)
+            else:
+                intervals[f'payload.com_{axis}'] = {'value': 0.0, 'sd': np.inf, 'low': -np.inf, 'high': np.inf}
+    singular, directions = _normalised_svd(r_factor, np.linalg.norm(r_factor, axis=0))
+    unidentified = []
+    for value, vector, kind in directions:
+        coefficients = {name: float(c) for name, c in zip(names, vector) if abs(c) >= 0.01}
+        index = float(1.0 / value) if kind == 'collinear' and value > 0 else float('inf')
+        unidentified.append(Direction(combination(coefficients), coefficients, float(value), index, kind))
+    return intervals, unidentified, [float(v) for v in singular]

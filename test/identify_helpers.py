@@ -1,0 +1,195 @@
+"""A mock UR for the identification tests and benchmark: effort recordings of excitation runs.
+
+The "true" arm is the nominal model with its joints' armature, damping and frictionloss scaled
+by known factors and a payload fixed at ``tool0``. It tracks a Fourier excitation trajectory
+(shadow_twin/identification/excitation.py) with the project's position servo (SimController and
+config/controllers/ur5.yaml gains) in MuJoCo (2 ms steps), and its drives report, at 100 Hz, the
+current ``tau / drive_gain + offset + noise`` (A), ``tau`` the servo's torque averaged over the
+5 steps (10 ms) centred on the sample (a drive's current is an average too).
+
+The recorded torque is the one the step actually applied: MuJoCo's ``implicitfast`` integrates
+the servo's velocity term implicitly, so a step applies ``qfrc_actuator - h d qacc`` (h the
+step, d the servo's damping, qacc the realised (v' - v) / h), not ``qfrc_actuator``; without
+this correction the recording would carry an apparent extra armature of h d (3.3 kg m^2 on the
+shoulder lift). The drives' Coulomb friction is ``fc tanh(qd / FRICTION_VELOCITY)``, applied as
+a joint force (MuJoCo's own frictionloss is a soft constraint whose passage through zero
+velocity depends on the joint's inertia).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.identification.excitation import FourierTrajectory, random_coefficients
+from shadow_twin.model.ur_arm import arm_xml
+
+REPO = Path(__file__).resolve().parents[1]
+DESCRIPTION = REPO.parent / 'shared' / 'reference' / 'ur_description'
+GAINS_YAML = REPO / 'config' / 'controllers' / 'ur5.yaml'
+JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
+          'wrist_3_joint']
+#: rad/s: the mock drives' Coulomb friction is fc tanh(qd / FRICTION_VELOCITY) (a drive's friction,
+#: Swevers et al. 1997), applied as a joint force; MuJoCo's own frictionloss, a soft constraint,
+#: passes through zero velocity along a law that depends on the joint's inertia.
+FRICTION_VELOCITY = 0.01
+#: UR's home-like posture, elbow up, well clear of the floor.
+HOME = np.array([0.0, -1.57, 1.57, -1.57, -1.57, 0.0])
+
+
+@dataclass
+class MockTruth:
+    """How the mock arm differs from the nominal model (factors on the model's values)."""
+
+    armature: np.ndarray = field(default_factory=lambda: np.array([1.5, 1.4, 1.3, 1.6, 1.2, 1.5]))
+    damping: np.ndarray = field(default_factory=lambda: np.array([30.0, 40.0, 25.0, 12.0, 10.0, 8.0]))
+    frictionloss: np.ndarray = field(default_factory=lambda: np.array([25.0, 30.0, 20.0, 10.0, 9.0, 8.0]))
+    drive_gain: np.ndarray = field(default_factory=lambda: np.array([12.0, 14.5, 12.5, 8.5, 9.5, 9.0]))
+    offset: np.ndarray = field(default_factory=lambda: np.array([0.10, -0.15, 0.08, 0.05, -0.04, 0.03]))
+    payload_mass: float = 2.0
+    payload_com: np.ndarray = field(default_factory=lambda: np.array([0.03, -0.02, 0.06]))
+    noise: float = 0.02   # A, standard deviation of the current's noise
+
+
+def nominal_xml(arm_type: str = 'ur10e') -> str:
+    """The nominal MJCF of ``arm_type`` (the shared UR description; the UR5 built in)."""
+    return arm_xml(arm_type, None if arm_type == 'ur5' else DESCRIPTION)
+
+
+def true_model(xml: str, truth: MockTruth) -> mujoco.MjModel:
+    """The mock arm: ``xml`` with scaled joint dynamics and the payload, contacts off."""
+    spec = mujoco.MjSpec.from_string(xml)
+    model = spec.compile()
+    for k, name in enumerate(JOINTS):
+        joint = spec.joint(name)
+        dof = model.jnt_dofadr[model.joint(name).id]
+        joint.armature = float(model.dof_armature[dof] * truth.armature[k])
+        joint.damping = [float(model.dof_damping[dof] * truth.damping[k]), 0.0, 0.0]
+        joint.frictionloss = 0.0   # applied as an explicit Coulomb law by simulate()
+    site = spec.site('tool0')
+    body = spec.body('wrist_3_link').add_body(name='mock_payload', pos=site.pos, quat=site.quat)
+    body.mass = truth.payload_mass
+    body.ipos = truth.payload_com
+    r = 0.02   # a small solid sphere: nearly a point mass
+    body.fullinertia = [0.4 * truth.payload_mass * r * r] * 3 + [0.0] * 3
+    body.explicitinertial = True
+    model = spec.compile()
+    model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    return model
+
+
+def true_values(xml: str, truth: MockTruth) -> dict[str, np.ndarray]:
+    """{'armature', 'damping', 'frictionloss', 'drive_gain', 'offset'}: (6,) true values;
+    'payload_mass', 'payload_com'."""
+    model = mujoco.MjModel.from_xml_string(xml)
+    dofs = [model.jnt_dofadr[model.joint(j).id] for j in JOINTS]
+    return {'armature': model.dof_armature[dofs] * truth.armature, 'damping': model.dof_damping[dofs] * truth.damping,
+            'frictionloss': model.dof_frictionloss[dofs] * truth.frictionloss, 'drive_gain': truth.drive_gain,
+            'offset': truth.offset, 'payload_mass': truth.payload_mass, 'payload_com': truth.payload_com}
+
+
+def excitation(seed: int, amplitude: float = 1.0, velocity: float = 2.5, harmonics: int = 5,
+               base_hz: float = 0.15) -> FourierTrajectory:
+    """A random Fourier excitation around :data:`HOME`: each joint within ``amplitude`` rad of it
+    and ``velocity`` rad/s, harmonics of ``base_hz`` (a 20 s run holds three periods)."""
+    return random_coefficients(np.random.default_rng(seed), HOME, amplitude, velocity, harmonics, base_hz)
+
+
+def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: float, truth: MockTruth,
+             friction: np.ndarray, seed: int = 0, rate_hz: float = 100.0, push: tuple | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Track ``trajectory`` for ``duration`` s with Coulomb friction ``friction`` (6,) N m;
+    ``push``: (body name, (3,) world force N, start s): an external force from ``start`` on.
+    Returns (N,) times (s), (N, 6) positions (rad), velocities (rad/s) and currents (A) at
+    ``rate_hz``."""
+    model = copy_model(model)
+    controller = SimController(model, ControllerGains.from_yaml(GAINS_YAML))
+    order = [controller.joint_names.index(j) for j in JOINTS]
+    data = mujoco.MjData(model)
+    h = model.opt.timestep
+    steps = int(round(duration / h))
+    t = np.arange(steps + 1) * h
+    q_des, qd_des, _ = trajectory.sample(t)
+    qadr = controller.qpos_adr[order]
+    dadr = controller.dof_adr[order]
+    data.qpos[qadr] = q_des[0]
+    data.qvel[dadr] = qd_des[0]
+    servo_d = np.zeros(len(JOINTS))
+    for drive in controller.drives:
+        for local in drive.joints:
+            servo_d[order.index(int(local))] = -model.actuator_biasprm[drive.actuator, 2]
+    ctrl = np.zeros((steps, model.nu))
+    ctrl[:, :] = controller.ctrl(model, q_des[:steps][:, np.argsort(order)], qd_des[:steps][:, np.argsort(order)])
+    q = np.empty((steps + 1, len(JOINTS)))
+    qd = np.empty_like(q)
+    tau = np.empty((steps, len(JOINTS)))
+    q[0], qd[0] = data.qpos[qadr], data.qvel[dadr]
+    pushed = None if push is None else (model.body(push[0]).id, np.asarray(push[1], dtype=float), float(push[2]))
+    for k in range(steps):
+        data.ctrl[:] = ctrl[k]
+        if pushed is not None and t[k] >= pushed[2]:
+            data.xfrc_applied[pushed[0], :3] = pushed[1]
+        data.qfrc_applied[dadr] = -friction * np.tanh(data.qvel[dadr] / FRICTION_VELOCITY)
+        mujoco.mj_step(model, data)
+        q[k + 1], qd[k + 1] = data.qpos[qadr], data.qvel[dadr]
+        tau[k] = data.qfrc_actuator[dadr] - servo_d * (qd[k + 1] - qd[k])   # h d (realised acceleration)
+    every = int(round(1.0 / (rate_hz * h)))
+    # the 5 steps centred on a sample: step k's torque is exactly the inverse dynamics at (q_k,
+    # v_k, a_k = (v_k+1 - v_k) / h), checked to 1e-12 N m, and a_k is the central second
+    # difference of the positions at t_k (semi-implicit Euler: q_k+1 = q_k + h v_k+1)
+    half = 2
+    samples = np.arange(every, steps - half, every)
+    current = np.stack([tau[s - half:s + half + 1].mean(axis=0) for s in samples]) / truth.drive_gain + truth.offset
+    current += np.random.default_rng(seed).normal(0.0, truth.noise, current.shape)
+    return t[samples], q[samples], qd[samples], current
+
+
+def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:
+    """An independent copy (SimController converts the motors of the model it is given)."""
+    return copy.deepcopy(model)
+
+
+def write_bag(path: Path, times, q, qd, current, storage: str = 'mcap') -> Path:
+    """The run as a ROS 2 bag of ``/joint_states`` (effort = current, A)."""
+    rec = JointStateRecording.from_arrays(np.asarray(times) + 1000.0, JOINTS, q, qd, current)
+    return write_joint_states(path, [rec], storage)
+
+
+def write_rtde_csv(path: Path, times, q, qd, current) -> Path:
+    """The run as a UR RTDE recorder CSV (``timestamp``, ``actual_q_0..5``, ``actual_qd_0..5``,
+    ``actual_current_0..5``, comma separated)."""
+    header = ['timestamp'] + [f'actual_q_{i}' for i in range(6)] + [f'actual_qd_{i}' for i in range(6)] + \
+             [f'actual_current_{i}' for i in range(6)]
+    rows = np.column_stack([times, q, qd, current])
+    lines = [','.join(header)] + [','.join(f'{v:.9g}' for v in row) for row in rows]
+    path.write_text('\n'.join(lines) + '\n')
+    return path
+
+
+def mock_runs(directory: Path, arm_type: str = 'ur10e', seeds=(1, 2), holdout_seed: int = 9,
+              duration: float = 20.0, truth: MockTruth | None = None) -> dict:
+    """Write fit runs (bags) and a hold-out run (bag and RTDE CSV) of the mock arm into
+    ``directory``. Returns {'xml': nominal MJCF path, 'bags': [...], 'holdout': bag, 'csv': csv,
+    'truth': true values}."""
+    truth = truth or MockTruth()
+    xml = nominal_xml(arm_type)
+    model = true_model(xml, truth)
+    directory.mkdir(parents=True, exist_ok=True)
+    nominal = directory / f'{arm_type}.xml'
+    nominal.write_text(xml)
+    out = {'xml': nominal, 'bags': [], 'truth': true_values(xml, truth)}
+    for seed in (*seeds, holdout_seed):
+        run = simulate(model, excitation(seed), duration, truth, out['truth']['frictionloss'], seed)
+        bag = write_bag(directory / f'run{seed}', *run)
+        if seed == holdout_seed:
+            out['holdout'] = bag
+            out['csv'] = write_rtde_csv(directory / f'run{seed}.csv', *run)
+        else:
+            out['bags'].append(bag)
+    return out
