@@ -185,12 +185,15 @@ def bag_topics(path: str | Path) -> dict[str, str]:
         reader.close()
 
 
-def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateRecording:
+def read_joint_states(path: str | Path, topic: str | None = None, strict: bool = True) -> JointStateRecording:
     """Read one ``sensor_msgs/JointState`` topic of a ROS 1 or ROS 2 bag.
 
     Args:
         path: ``.bag`` file (ROS 1) or ROS 2 bag directory / ``.mcap`` / ``.db3``.
         topic: topic to read; default: the only JointState topic, or ``/joint_states``.
+        strict: refuse duplicate or unsorted stamps; False: keep the messages in the bag's order,
+            stamps as recorded (a clock that jumps back; the caller drops and counts them, as
+            ``shadow-twin identify`` does: the frame's index is then not increasing).
     Returns:
         JointStateRecording; joints missing from some messages are NaN there.
     Raises:
@@ -218,7 +221,7 @@ def read_joint_states(path: str | Path, topic: str | None = None) -> JointStateR
     if not rows:
         raise RecordingError(f'{path}: topic {topic} has no messages (empty bag)')
     times = np.array(stamps)
-    steps = np.diff(times)
+    steps = np.diff(times) if strict else np.ones(max(times.size - 1, 0))
     if np.any(steps == 0):
         k = int(np.argmax(steps == 0)) + 1
         raise RecordingError(f'{path}: duplicate stamp {times[k]:.9f} s at message {k} on {topic}')

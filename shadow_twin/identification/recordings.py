@@ -146,7 +146,7 @@ def from_bag(path: str | Path, joints: Sequence[str], effort_unit: str = 'A', to
         and the cases of :func:`clean`.
     """
     try:
-        rec = read_joint_states(path, topic)
+        rec = read_joint_states(path, topic, strict=False)     # a clock going back: dropped, counted
     except RecordingError:
         raise
     except Exception as exc:  # a bag corrupted past its header: the reader's own exception, as one line

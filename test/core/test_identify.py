@@ -176,3 +176,21 @@ def test_links_base_parameters_agree_with_the_true_links(runs, tmp_path):
         assert abs(p['value'] - p['nominal']) < 4 * p['sd'] + 1e-6, name
     for k, joint in enumerate(H.JOINTS):
         assert links['joints'][joint]['damping'] == pytest.approx(runs['truth']['damping'][k], rel=0.1)
+
+
+def test_a_bag_whose_clock_jumps_back_is_read_with_those_samples_dropped_and_counted(runs, tmp_path):
+    """A ROS clock stepped back mid-recording (NTP): identify drops the samples stamped before the
+    latest one already read, and counts them; the strict reader of the calibration refuses it."""
+    from shadow_twin.calibration.recording import read_joint_states
+    from shadow_twin.common.errors import RecordingError
+    from shadow_twin.identification.recordings import from_bag
+    good = from_bag(runs['holdout'], H.JOINTS)
+    t = good.times.copy()
+    t[300:] -= 0.25                                  # 25 samples at 100 Hz now lie before the latest one
+    n = t.size
+    bag = H.write_bag(tmp_path / 'jump', t, good.positions, good.positions * 0.0, good.efforts)
+    with pytest.raises(RecordingError, match='duplicate stamp|unsorted stamps'):
+        read_joint_states(bag)
+    rec = from_bag(bag, H.JOINTS)
+    assert rec.dropped['clock_back_rows'] == 25 and rec.times.size == n - 25
+    assert np.all(np.diff(rec.times) > 0)
