@@ -137,7 +137,7 @@ def analyse(jacobian: np.ndarray, residuals: np.ndarray, space: SearchSpace, x: 
     # dx/du of each parameter at x: linear dims (high - low), log dims x * ln(high / low)
     gain = np.array([v * np.log(dim.high / dim.low) if dim.log else dim.high - dim.low
                      for v, dim in zip(x, space.dimensions)])
-    cov_u, infinite = _covariance(J, s2)
+    cov_u, infinite = covariance(J, s2)
     sd_u = np.sqrt(np.clip(np.diag(cov_u), 0.0, None))
     sd_u[infinite] = np.inf
     t = float(scipy.stats.t.ppf(0.975, dof))
@@ -151,7 +151,7 @@ def analyse(jacobian: np.ndarray, residuals: np.ndarray, space: SearchSpace, x: 
         parameters[dim.name] = {'value': float(x[k]), 'sd': float(sd_u[k] * gain[k]),
                                 'low': low, 'high': high, 'on_bound': bound}
     norms = np.linalg.norm(J, axis=0)
-    singular, directions = _normalised_svd(J, norms)
+    singular, directions = normalised_svd(J, norms)
     unidentifiable = []
     for value, vector, kind in directions:
         coefficients = {name: float(c) for name, c in zip(names, vector)}
@@ -161,9 +161,11 @@ def analyse(jacobian: np.ndarray, residuals: np.ndarray, space: SearchSpace, x: 
                            jacobian_rollouts)
 
 
-def _covariance(J: np.ndarray, s2: float) -> tuple[np.ndarray, np.ndarray]:
+def covariance(J: np.ndarray, s2: float) -> tuple[np.ndarray, np.ndarray]:
     """s^2 (J^T J)^+ in the unit cube and a (D,) mask of parameters with infinite variance
-    (loading on a direction whose singular value is below numerical precision)."""
+    (loading on a direction whose singular value is below numerical precision). ``J``: (N, D)
+    Jacobian of the residuals (or regressor of a linear fit), ``s2``: residual variance. Shared
+    by ``calibrate`` and ``identify`` (shadow_twin.identification.fit)."""
     _, sv, vt = np.linalg.svd(J, full_matrices=False)
     tol = (sv[0] if sv.size and sv[0] > 0 else 1.0) * max(J.shape) * np.finfo(float).eps
     keep = sv > tol
@@ -173,8 +175,9 @@ def _covariance(J: np.ndarray, s2: float) -> tuple[np.ndarray, np.ndarray]:
     return s2 * inv, infinite
 
 
-def _normalised_svd(J: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, list[tuple[float, np.ndarray, str]]]:
-    """Singular values of the column-normalised Jacobian of the parameters with an effect
+def normalised_svd(J: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, list[tuple[float, np.ndarray, str]]]:
+    """``J``: (N, D), ``norms``: (D,) its column norms. Singular values of the column-normalised
+    Jacobian of the parameters with an effect
     (descending, zeros for the others) and the unidentifiable directions: parameters without
     effect (least effect first), then directions below 1 / COLLINEARITY_LIMIT (smallest first)."""
     d = J.shape[1]

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.optimize
 import scipy.stats
 
-from shadow_twin.calibration.identifiability import Direction, _covariance, _normalised_svd, combination
+from shadow_twin.calibration.identifiability import Direction, covariance, normalised_svd, combination
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.identification.regressor import Regressors, point_mass_inertia
 from shadow_twin.simulation.effort import smooth_sign
@@ -315,7 +315,7 @@ def _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload):
     s2 = float(rw @ rw) / dof
     # J = Q R: R (D, D) has J's singular values and right singular vectors and its column norms
     r_factor = np.linalg.qr(Jw, mode='r')
-    cov, infinite = _covariance(r_factor, s2)
+    cov, infinite = covariance(r_factor, s2)
     t = float(scipy.stats.t.ppf(0.975, dof))
     intervals = {}
 
@@ -358,7 +358,7 @@ def _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload):
                 add(f'payload.com_{axis}', x[m0 + 1 + i] / mass, grad)
             else:
                 intervals[f'payload.com_{axis}'] = {'value': 0.0, 'sd': np.inf, 'low': -np.inf, 'high': np.inf}
-    singular, directions = _normalised_svd(r_factor, np.linalg.norm(r_factor, axis=0))
+    singular, directions = normalised_svd(r_factor, np.linalg.norm(r_factor, axis=0))
     unidentified = []
     for value, vector, kind in directions:
         coefficients = {name: float(c) for name, c in zip(names, vector) if abs(c) >= 0.01}
