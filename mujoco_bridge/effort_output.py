@@ -28,7 +28,6 @@ import threading
 
 import mujoco
 import numpy as np
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -36,6 +35,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.effort_settings import nominal_drive
 from shadow_twin.ros.monitor_parameters import drive_gains
+from shadow_twin.ros.parameters import yaml_mapping
 
 WRENCH_PARAMETER = 'external_wrench'
 
@@ -49,14 +49,12 @@ def parse_gains(text: str) -> dict[str, float] | None:
 def parse_wrench(text: str) -> tuple[str, np.ndarray] | None:
     """``external_wrench`` YAML -> (body, (6,) force N then torque N m), or None for ''.
     Raises ConfigError naming the problem."""
-    if not str(text or '').strip():
+    layout = '{body: NAME, force: [x, y, z], torque: [x, y, z]}'
+    data = yaml_mapping(text, 'external_wrench', layout)
+    if data is None:
         return None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'external_wrench: malformed YAML: {" ".join(str(exc).split())}') from None
-    if not isinstance(data, dict) or not isinstance(data.get('body'), str) or set(data) - {'body', 'force', 'torque'}:
-        raise ConfigError(f'external_wrench: expected {{body: NAME, force: [x, y, z], torque: [x, y, z]}}, got {text!r}')
+    if not isinstance(data.get('body'), str) or set(data) - {'body', 'force', 'torque'}:
+        raise ConfigError(f'external_wrench: expected {layout}, got {text!r}')
     out = []
     for key in ('force', 'torque'):
         value = data.get(key, [0.0, 0.0, 0.0])

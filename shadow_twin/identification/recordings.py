@@ -145,12 +145,7 @@ def from_bag(path: str | Path, joints: Sequence[str], effort_unit: str = 'A', to
         RecordingError: unreadable bag (one line), a joint not recorded, no effort in the topic,
         and the cases of :func:`clean`.
     """
-    try:
-        rec = read_joint_states(path, topic, strict=False)     # a clock going back: dropped, counted
-    except RecordingError:
-        raise
-    except Exception as exc:  # a bag corrupted past its header: the reader's own exception, as one line
-        raise RecordingError(f'{path}: unreadable bag ({type(exc).__name__}: {" ".join(str(exc).split())})') from None
+    rec = read_joint_states(path, topic, strict=False)     # a clock going back: dropped, counted
     missing = [j for j in joints if j not in rec.joint_names]
     if missing:
         raise RecordingError(f'{path}: joint(s) {", ".join(missing)} not in {rec.topic}; '

@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import yaml
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell_names import UR5_JOINTS
 from shadow_twin.monitoring import base_error, drift, lag
 from shadow_twin.monitoring.effort_settings import EffortSettings
 from shadow_twin.monitoring import joint_error as monitor
-from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
+from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec, yaml_mapping
 
 
 def _path_parts(path: str) -> list[str]:
@@ -195,14 +194,7 @@ def drift_settings(param: Getter, changed: dict | None = None) -> drift.DriftSet
 
 def parse_sigmas(text: str) -> dict[str, float]:
     """``effort.sigma_overrides`` YAML {joint glob: sigma} ('' = none). Raises ConfigError."""
-    if not str(text or '').strip():
-        return {}
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'effort.sigma_overrides: malformed YAML: {" ".join(str(exc).split())}') from None
-    if not isinstance(data, dict):
-        raise ConfigError(f'effort.sigma_overrides: expected {{joint glob: sigma}}, got {text!r}')
+    data = yaml_mapping(text, 'effort.sigma_overrides', '{joint glob: sigma}') or {}
     return {str(k): v for k, v in data.items()}
 
 
@@ -220,14 +212,9 @@ def effort_settings(param: Getter, changed: dict | None = None) -> EffortSetting
 def drive_gains(text: str, name: str = 'effort.drive_gains') -> dict[str, float] | None:
     """Parameter ``name``: YAML {joint glob: N m/A}, '' -> None (the nominal UR5 figures). Raises
     ConfigError (malformed, not a mapping, a gain not a number > 0). Also the sim bridge's ``drive_gains``."""
-    if not str(text or '').strip():
+    data = yaml_mapping(text, name, '{joint glob: N m/A}')
+    if data is None:
         return None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'{name}: malformed YAML: {" ".join(str(exc).split())}') from None
-    if not isinstance(data, dict):
-        raise ConfigError(f'{name}: expected {{joint glob: N m/A}}, got {text!r}')
     for glob, gain in data.items():
         if not isinstance(gain, (int, float)) or isinstance(gain, bool) or not math.isfinite(gain) or gain <= 0:
             raise ConfigError(f'{name}: gain of {glob!r} = {gain!r} must be a number > 0 (N m/A)')

@@ -157,6 +157,21 @@ def _check_change(node: Node, params: list[Parameter]) -> SetParametersResult:
     return SetParametersResult(successful=True)
 
 
+def yaml_mapping(text: str, name: str, expected: str) -> dict | None:
+    """A string parameter holding a YAML mapping (e.g. ``{joint glob: value}``): the mapping, or
+    None for ''. Raises ConfigError (one line naming ``name``): malformed YAML, or not a mapping
+    (``expected`` describes the layout in the message)."""
+    if not str(text or '').strip():
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'{name}: malformed YAML: {" ".join(str(exc).split())}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'{name}: expected {expected}, got {text!r}')
+    return data
+
+
 def parse_velocity_limits(text: str) -> dict[str, float]:
     """``velocity_limits`` YAML -> {joint: rad/s}. Raises ConfigError."""
     if not text or not text.strip():
