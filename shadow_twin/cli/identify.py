@@ -18,26 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import mujoco
-import numpy as np
 
 from shadow_twin.cli.inputs import OneLineParser
 from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import check_writable_directory, exclusive_directory, write_text_atomic
 from shadow_twin.identification import recordings, report
-from shadow_twin.identification.fit import DynamicsParameters, solve
-from shadow_twin.identification.links import solve_links
-from shadow_twin.identification.regressor import EffortRegressor, Regressors
-from shadow_twin.identification.samples import prepare
+from shadow_twin.identification.job import IdentifyOptions, identify
+from shadow_twin.identification.regressor import EffortRegressor
 from shadow_twin.identification.signals import FilterSettings
 from shadow_twin.model.mjcf import load_spec
 from shadow_twin.model.ur_arm import arm_xml
 from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
-from shadow_twin.monitoring.effort_settings import nominal_drive
 
 PROG = 'shadow-twin identify'
 HELP = "identify an arm's friction, armature, drive gains and payload from its joint efforts"
@@ -102,7 +97,6 @@ def run(args: argparse.Namespace) -> int:
     Raises:
         ShadowTwinError: bad input (one line), nothing written.
     """
-    started = time.perf_counter()
     if args.max_samples < 100:
         raise ConfigError(f'--max-samples {args.max_samples}: use at least 100')
     if not args.bag and not args.csv:
@@ -125,55 +119,16 @@ def run(args: argparse.Namespace) -> int:
             dropped = ', '.join(f'{k} {v}' for k, v in rec.dropped.items() if v) or 'none'
             print(f'{kind} {rec.source}: {rec.times.size} samples, {rec.duration:.1f} s, '
                   f'{len(rec.segments)} segment(s), dropped: {dropped}', flush=True)
-    fit_samples = [prepare(r, regressor, settings, args.links) for r in fit_recs]
-    hold_samples = [prepare(r, regressor, settings) for r in hold_recs]
-    if sum(s.index.size for s in fit_samples) == 0:
-        raise ConfigError('no usable samples after filtering (segments too short)')
-    prepared = time.perf_counter()
-    reg = Regressors.concatenate([s.regressors for s in fit_samples])
-    effort = np.concatenate([s.effort for s in fit_samples])
-    result = solve(reg, effort, joints, args.effort_unit, payload=not args.no_payload, max_samples=args.max_samples)
-    fitted = time.perf_counter()
-    print(f'fitted {result.samples} samples (every {result.decimation}th) in {fitted - prepared:.2f} s; '
-          f'{len(result.unidentified)} unidentified direction(s)', flush=True)
-    links = None
-    if args.links:
-        links = solve_links(reg, effort, result.parameters, regressor.link_bodies, regressor.link_parameters(),
-                            args.max_samples)
-        print(f'links: {links["rank"]} base parameters of {links["columns"]}', flush=True)
-    dofs = [model.jnt_dofadr[model.joint(j).id] for j in joints]
-    gains = nominal_drive(joints, args.effort_unit).gains(joints)
-    nominal = DynamicsParameters(joints, args.effort_unit, gains, model.dof_armature[dofs].copy(),
-                                 model.dof_damping[dofs].copy(), model.dof_frictionloss[dofs].copy(),
-                                 np.zeros(len(joints)))
-    params = result.parameters
-    fits = {s.recording.source: report.metrics(s, nominal, params) for s in fit_samples}
-    holds = {s.recording.source: report.metrics(s, nominal, params) for s in hold_samples}
-    source = holds or fits
-    calibrated = report.calibrated_spec(spec, params)
-    xml = calibrated.to_xml()
-    sigma = report.watch_sigma(calibrated.compile(), report.drive_parameters(params, np.zeros(len(joints))),
-                               [s.recording for s in (hold_samples or fit_samples)])
-    rate = fit_samples[0].rate_hz
-    data = {'model': str(args.model) if args.model else f'--arm {args.arm}', 'joints': joints,
-            'effort_unit': args.effort_unit, 'filter': settings.to_dict(rate),
-            'nominal_drive_gains': gains.tolist(), 'recordings': fits, 'holdout': holds,
-            'parameters': report.parameters_section(result),
-            'timing_s': {'prepare': prepared - started, 'fit': fitted - prepared}}
-    if links is not None:
-        data['links'] = links
+    options = IdentifyOptions(args.effort_unit, settings, payload=not args.no_payload, links=args.links,
+                              max_samples=args.max_samples)
+    label = str(args.model) if args.model else f'--arm {args.arm}'
+    found = identify(spec, joints, fit_recs, hold_recs, options, label, regressor,
+                     log=lambda line: print(line, flush=True))
     with exclusive_directory(args.out, '--out'):
-        write_text_atomic(args.out / 'calibrated.xml', xml)
-        report.write_parameters(args.out / 'parameters.yaml', report.drive_parameters(params, sigma))
-        report.write_json(args.out / 'report.json', data)
-    summary = {'out': str(args.out), 'fit_s': round(fitted - prepared, 3),
-               'rmse_before': {k: v['rmse_before'] for k, v in source.items()},
-               'rmse_after': {k: v['rmse_after'] for k, v in source.items()},
-               'reduction_percent': {k: v['reduction_percent'] for k, v in source.items()},
-               'explained_variance': {k: {j: m['explained_variance'] for j, m in v['joints'].items()}
-                                      for k, v in source.items()},
-               'unidentified': len(result.unidentified)}
-    print(json.dumps(summary))
+        write_text_atomic(args.out / 'calibrated.xml', found.xml)
+        report.write_parameters(args.out / 'parameters.yaml', found.drive)
+        report.write_json(args.out / 'report.json', found.report)
+    print(json.dumps({'out': str(args.out), **found.summary}))
     return ExitCode.OK
 
 
