@@ -69,10 +69,10 @@ from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, External
 from mujoco_bridge.parameters import BASE_PARAMETERS, SPECS
 from mujoco_bridge.services import BridgeServices
 from mujoco_bridge.shadow import SOURCE_PARAMETERS, ShadowSources
-from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority, stall_cause
+from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.paths import config_path, resolve_share_url
-from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
+from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
@@ -398,30 +398,6 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         if self.clock_pub is not None:
             self._clock_msg.clock = time_msg(state.sim_time)
             self.clock_pub.publish(self._clock_msg)
-
-    def _warn_stall(self, lateness: float, waited: float, process_cpu: float) -> None:
-        """A tick started ``lateness`` s late (above ``STALL_WARNING``): say so and who held it
-        (at most every 5 s; every stall also shows in /diagnostics)."""
-        now = time.monotonic()
-        if now - self._last_stall_log > 5.0:
-            self._last_stall_log = now
-            self.get_logger().warning(f'the stepping thread started a tick {lateness * 1e3:.0f} ms late: '
-                                      f'{stall_cause(lateness, waited, process_cpu)}')
-
-    def _drop_lag(self, lag_s: float, dropped_s: float, scheduled: float) -> None:
-        """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
-        of it was stepped, ``dropped_s`` is given up: the clock is re-anchored so that the sim
-        time reached belongs to that tick (the rate meter is not reset: the loss shows in its
-        real-time factor, see :class:`RateMeter`)."""
-        self._dropped_s += dropped_s
-        now = time.monotonic()
-        self.clock.anchor(scheduled, self._ros_now_ns() - to_nanoseconds(now - scheduled), self.sim.time)
-        if now - self._last_drop_log > 5.0:
-            self._last_drop_log = now
-            self.get_logger().warning(
-                f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (a stall or CPU starved); '
-                f'caught up max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
-                f'({self._dropped_s:.3f} s dropped since start)')
 
     # -- shutdown ----------------------------------------------------------------------------------
     def shutdown(self) -> None:

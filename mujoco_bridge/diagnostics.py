@@ -1,10 +1,15 @@
-"""The ``mujoco_bridge`` node's rates and diagnostics: the real-time factor log line and the
-physics status on ``/diagnostics`` (:class:`BridgeDiagnostics`, a part of
-:class:`mujoco_bridge.bridge_node.MujocoBridge`)."""
+"""The ``mujoco_bridge`` node's rates and diagnostics: the real-time factor log line, the
+physics status on ``/diagnostics``, and what the node says of stalls and of sim time dropped
+(:class:`BridgeDiagnostics`, a part of :class:`mujoco_bridge.bridge_node.MujocoBridge`)."""
 
 from __future__ import annotations
 
+import time
+
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from mujoco_bridge.timing import stall_cause
+from shadow_twin.common.stamps import to_nanoseconds
 
 #: Achieved/target real-time factor below which /diagnostics reports WARN, and ERROR.
 RTF_WARN, RTF_ERROR = 0.95, 0.5
@@ -68,3 +73,27 @@ class BridgeDiagnostics:
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [self.diagnostic_status()]
         self.diagnostics_pub.publish(msg)
+
+    def _warn_stall(self, lateness: float, waited: float, process_cpu: float) -> None:
+        """A tick started ``lateness`` s late (above ``STALL_WARNING``): say so and who held it
+        (at most every 5 s; every stall also shows in /diagnostics)."""
+        now = time.monotonic()
+        if now - self._last_stall_log > 5.0:
+            self._last_stall_log = now
+            self.get_logger().warning(f'the stepping thread started a tick {lateness * 1e3:.0f} ms late: '
+                                      f'{stall_cause(lateness, waited, process_cpu)}')
+
+    def _drop_lag(self, lag_s: float, dropped_s: float, scheduled: float) -> None:
+        """Sim time fell ``lag_s`` behind at the tick ``scheduled`` (monotonic s); ``max_catch_up``
+        of it was stepped, ``dropped_s`` is given up: the clock is re-anchored so that the sim
+        time reached belongs to that tick (the rate meter is not reset: the loss shows in its
+        real-time factor, see :class:`RateMeter`)."""
+        self._dropped_s += dropped_s
+        now = time.monotonic()
+        self.clock.anchor(scheduled, self._ros_now_ns() - to_nanoseconds(now - scheduled), self.sim.time)
+        if now - self._last_drop_log > 5.0:
+            self._last_drop_log = now
+            self.get_logger().warning(
+                f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (a stall or CPU starved); '
+                f'caught up max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
+                f'({self._dropped_s:.3f} s dropped since start)')
