@@ -150,7 +150,7 @@ def speed(misses: list) -> None:
     result = solve(samples.regressors, samples.effort, H.JOINTS, 'A')
     done = time.perf_counter()
     print(f'filter + regressors: {prepared - started:.2f} s; fit: {done - prepared:.2f} s '
-          f'({result.samples} of {samples.index.size} samples, every {result.decimation}th)')
+          f'({result.samples} of {samples.index.size} samples, one in {result.decimation})')
     check(f'20 min at 100 Hz identified in {done - started:.2f} s (target < {LONG_FIT_TARGET_S:.0f} s)',
           done - started < LONG_FIT_TARGET_S, misses)
 

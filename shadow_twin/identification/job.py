@@ -85,7 +85,8 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
     effort = np.concatenate([s.effort for s in fit_samples])
     result = solve(reg, effort, joints, options.effort_unit, payload=options.payload, max_samples=options.max_samples)
     fitted = time.perf_counter()
-    log(f'fitted {result.samples} samples (every {result.decimation}th) in {fitted - prepared:.2f} s; '
+    every = 'all of them' if result.decimation == 1 else f'one in {result.decimation}'
+    log(f'fitted {result.samples} samples ({every}) in {fitted - prepared:.2f} s; '
         f'{len(result.unidentified)} unidentified direction(s)')
     links = None
     if options.links:
