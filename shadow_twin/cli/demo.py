@@ -53,6 +53,10 @@ from shadow_twin.ros.dds import isolate_domain
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
 SETTLE = 3.0
+#: s from sending a goal to its stamped start: the twin previews it (enforce, in mode both) and then
+#: dispatches it before that start (the calibration node's start_lead, 1.0 s; 0.3 s was overrun by a
+#: preview on a loaded machine, and the controllers refused the parts whose start had passed)
+START_LEAD = 1.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +113,7 @@ class DemoClient:
     def record(self, name: str, trajectory, bag: Path) -> dict:
         """Run ``trajectory`` through the twin, record it into ``bag``; returns its live error."""
         print(f'  running {name} ({trajectory.duration:.1f} s) ...', flush=True)
-        self.runner.record(self.recorder, trajectory, bag, 0.3, SETTLE + 0.3)
+        self.runner.record(self.recorder, trajectory, bag, START_LEAD, SETTLE + 0.3)
         return live_error(bag)
 
     def calibrate(self, timeout: float) -> tuple[int, dict]:
