@@ -183,7 +183,7 @@ class Calibration:
             self._ask_tell(s.budget, f'a budget of {s.budget} rollouts is too small for one least-squares '
                                      f'iteration ({d + 2}): the global phase alone')
             return None
-        start, seen, stalled = self._initial, [], []   # start: the model as given's objective
+        start, seen = self._initial, []   # the model as given's objective: what a fit is measured against
 
         def watch(used: int, best: float) -> str | None:
             """Stop least squares when it has converged for auto's purpose, or stalled at half the budget."""
@@ -193,7 +193,6 @@ class Calibration:
                 return (f'converged: the last {d + 1} rollouts lowered the objective by less than '
                         f'{100 * CONVERGED_GAIN:g} %')
             if used >= s.budget // 2 and not best <= STALL_FRACTION * start:
-                stalled.append(used)
                 return (f'stalled: {_percent(best, start)} of the model as given\'s objective after {used} '
                         f'rollouts (above {100 * STALL_FRACTION:g} % at half the budget)')
             return None
@@ -213,10 +212,6 @@ class Calibration:
         if n_global < 1 or left < n_global + 2 * (d + 1):   # least squares again needs two iterations after it
             self._skip(f'{"; ".join(reasons)}; but the {left} rollouts left are too few for a global phase of '
                        f'{n_global} and two least-squares iterations after it ({n_global + 2 * (d + 1)})')
-            if stalled and left >= d + 1:       # stopped for a global phase that cannot run: go on instead
-                more = self._least_squares(left, 'least squares on from where it stalled (no room for a global '
-                                           'phase)', np.array(first.x), method=AUTO_LEAST_SQUARES[0])
-                return more if more.cost <= first.cost else first
             return first
         began = len(self._evaluations)
         self._ask_tell(n_global, '; '.join(reasons))
