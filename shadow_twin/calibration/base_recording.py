@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.recording import bag_errors, open_bag_reader, typestore, write_serialized_bag
+from shadow_twin.calibration.bag_reader import bag_errors, open_bag_reader, typestore
+from shadow_twin.calibration.recording import write_serialized_bag
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_sec_nanosec, to_seconds
 from shadow_twin.control.base_trajectory import yaw_from_quaternion

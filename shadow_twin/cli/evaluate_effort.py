@@ -18,8 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from shadow_twin.cli.errors import run_reporting_errors
 from shadow_twin.cli.inputs import OneLineParser, bounded_float
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.identification.evaluate import evaluate_effort
 from shadow_twin.monitoring.effort_settings import EffortSettings
@@ -63,11 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point (``argv`` without ``--effort``); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args([a for a in argv if a != '--effort'])
-    try:
-        return run(args)
-    except ShadowTwinError as exc:
-        print(f'{PROG}: error: {" ".join(str(exc).split())}', file=sys.stderr)
-        return ExitCode.BAD_INPUT
+    return run_reporting_errors(PROG, run, args)
 
 
 if __name__ == '__main__':

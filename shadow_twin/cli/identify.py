@@ -22,8 +22,9 @@ from pathlib import Path
 
 import mujoco
 
+from shadow_twin.cli.errors import run_reporting_errors
 from shadow_twin.cli.inputs import OneLineParser
-from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError
+from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import check_writable_directory, exclusive_directory, write_text_atomic
 from shadow_twin.identification import recordings, report
@@ -136,11 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point on its own; returns the exit status (argparse exits 2 itself on unknown options)."""
     args = _configure(OneLineParser(prog=PROG, description=__doc__.split('\n\n')[0])).parse_args(
         sys.argv[1:] if argv is None else argv)
-    try:
-        return run(args)
-    except ShadowTwinError as exc:
-        print(f'{PROG}: error: {" ".join(str(exc).split())}', file=sys.stderr)
-        return ExitCode.BAD_INPUT
+    return run_reporting_errors(PROG, run, args)
 
 
 if __name__ == '__main__':

@@ -27,7 +27,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.cli.errors import run_reporting_errors
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.model.cell import CellConfig, summary, write_cell_mjcf
 from shadow_twin.model.ur_arm import UR_TYPES, write_arm_mjcf
@@ -102,11 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point on its own; returns the exit status (argparse exits 2 itself on unknown options)."""
     args = _configure(argparse.ArgumentParser(prog=PROG, description=__doc__.split('\n\n')[0])).parse_args(
         sys.argv[1:] if argv is None else argv)
-    try:
-        return run(args)
-    except ShadowTwinError as exc:
-        print(f'{PROG}: error: {exc}', file=sys.stderr)
-        return ExitCode.BAD_INPUT
+    return run_reporting_errors(PROG, run, args)
 
 
 if __name__ == '__main__':

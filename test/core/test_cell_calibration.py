@@ -19,7 +19,8 @@ from shadow_twin.calibration.cell_job import (ARM_RMSE_RESOLUTION, VALIDATION_TO
                                               CellJobSpec, GroupFit, cell_install_decision, run_metrics)
 from shadow_twin.calibration.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion, BaseMotion,
                                               CellProtocol)
-from shadow_twin.calibration.recording import JointStateRecording, open_bag_reader, typestore, write_serialized_bag
+from shadow_twin.calibration.bag_reader import open_bag_reader, typestore
+from shadow_twin.calibration.recording import JointStateRecording, write_serialized_bag
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.cli import main as cli
 from shadow_twin.common.errors import ConfigError, RecordingError
