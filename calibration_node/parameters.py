@@ -29,6 +29,8 @@ SPECS = (
     ParameterSpec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the model parameters.', choices=tuple(OPTIMISERS)),
     ParameterSpec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
     ParameterSpec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
+    ParameterSpec('cluster', '', "Where the rollout batches run: '' (this node's threads), auto, ray://HOST:PORT or "
+                  'HOST:PORT (a Ray cluster; docs/calibration.md).'),
     ParameterSpec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
     ParameterSpec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
     ParameterSpec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),

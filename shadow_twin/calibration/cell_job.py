@@ -47,6 +47,7 @@ from shadow_twin.calibration.job import write_result
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.protocol import ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, CellProtocol, ProtocolRun
 from shadow_twin.calibration.recording import JointStateRecording, read_commanded_trajectory, read_joint_states
+from shadow_twin.calibration.executor import make_executor
 from shadow_twin.calibration.report import parameters_document
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
@@ -124,6 +125,8 @@ class CellJobSpec:
         seed: random seed of the screenings and fits.
         workers: simulations in parallel (threads).
         frame_file: floor frame (``shadow-twin frame-calibration``) of a motion-capture pose topic.
+        cluster: where the screenings' and fits' rollout batches run ('' = this process's threads;
+            a Ray cluster: :mod:`shadow_twin.calibration.executor`).
         base_objective: how base runs are replayed and compared.
     """
 
@@ -135,6 +138,7 @@ class CellJobSpec:
     seed: int = 0
     workers: int = 2
     frame_file: Path | None = None
+    cluster: str = ''
     base_objective: BaseObjectiveSettings = field(default_factory=BaseObjectiveSettings)
 
 
@@ -352,16 +356,25 @@ class CellCalibrationJob:
         return result
 
     def _group(self, group: str, run_names: list[str], progress, inputs: dict) -> GroupFit:
-        """Screen and fit one group on ``run_names``."""
-        protocol, space = self.spec.protocol, self.spaces[group]
+        """Screen and fit one group on ``run_names`` (its rollout batches on the spec's cluster)."""
         if not run_names:
-            return GroupFit({}, list(space.names), [], {}, {}, float('nan'), float('nan'), 0)
+            return GroupFit({}, list(self.spaces[group].names), [], {}, {}, float('nan'), float('nan'), 0)
         evaluator = EvaluatorSet([self.evaluators[n] for n in run_names])
+        executor = make_executor(self.spec.cluster, self.spec.workers)
+        try:
+            executor.prepare(evaluator)             # shipped once, checked on every node, before any rollout
+            return self._fit_group(group, run_names, evaluator, executor, progress, inputs)
+        finally:
+            executor.close()
+
+    def _fit_group(self, group: str, run_names: list[str], evaluator, executor, progress, inputs: dict) -> GroupFit:
+        """:meth:`_group`'s screening and fit through ``executor``."""
+        protocol, space = self.spec.protocol, self.spaces[group]
         influence, ranking, fitted = {}, list(space.names), list(space.names)
         if protocol.screening_samples:
             screened = screen(evaluator, space, protocol.screening_samples, self.spec.workers, self.spec.seed,
                               progress=lambda done, total: progress and progress(f'{group} screening', done, total,
-                                                                                 float('nan')))
+                                                                                 float('nan')), executor=executor)
             influence, ranking = screened.influence, screened.ranking()
             fitted = screened.most_influential(min(protocol.screened_keep, len(space.names)))
             write_sensitivity(self.run_dir / f'sensitivity_{group}', screened, {'runs': run_names},
@@ -375,7 +388,7 @@ class CellCalibrationJob:
         out = self.run_dir / f'fit_{group}'
         calibration = Calibration(evaluator, subspace, settings, out,
                                   {'inputs': {k: v['sha256'] for k, v in inputs.items()}, 'runs': run_names},
-                                  resume=(out / CHECKPOINT).exists())
+                                  resume=(out / CHECKPOINT).exists(), executor=executor)
         result = calibration.run(lambda done, total, best: progress and progress(f'{group} fit', done, total, best))
         improved = result.best.objective < result.initial.objective
         log.info('%s fit: %.6g -> %.6g (%d rollouts)%s', group, result.initial.objective, result.best.objective,

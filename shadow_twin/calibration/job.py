@@ -46,6 +46,7 @@ from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, Eva
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.recording import (JOINT_STATE, JointStateRecording, bag_topics, read_commanded_trajectory,
                                                read_joint_states)
+from shadow_twin.calibration.executor import make_executor
 from shadow_twin.calibration.report import write_outputs
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
@@ -112,6 +113,8 @@ class JobSpec:
         settings: optimiser settings.
         alignment: alignment settings.
         joint_map_file: ROS -> MJCF joint-name map YAML (None: identity).
+        cluster: where the rollout batches run: '' (this process's threads), ``auto``,
+            ``ray://HOST:PORT`` or ``HOST:PORT`` (a Ray cluster; :mod:`shadow_twin.calibration.executor`).
     """
 
     model_path: Path
@@ -123,6 +126,7 @@ class JobSpec:
     settings: CalibrationSettings = field(default_factory=CalibrationSettings)
     alignment: AlignmentSettings = field(default_factory=AlignmentSettings)
     joint_map_file: Path | None = None
+    cluster: str = ''
 
 
 @dataclass
@@ -259,9 +263,16 @@ class CalibrationJob:
         resume = (self.run_dir / CHECKPOINT).exists()
         if resume:
             log.info('resuming the calibration checkpointed in %s', self.run_dir)
-        calibration = Calibration(self.fit_set, self.space, self.spec.settings, self.run_dir, run_info, resume)
-        result = calibration.run(progress)
-        report = write_outputs(self.run_dir, self.twin, self.controller, self.fit_set, self.space, result, inputs)
+        executor = make_executor(self.spec.cluster, self.spec.settings.workers)
+        try:
+            executor.prepare(self.fit_set)          # shipped once, checked on every node, before any rollout
+            calibration = Calibration(self.fit_set, self.space, self.spec.settings, self.run_dir, run_info, resume,
+                                      executor=executor)
+            result = calibration.run(progress)
+            report = write_outputs(self.run_dir, self.twin, self.controller, self.fit_set, self.space, result, inputs,
+                                   executor=executor)
+        finally:
+            executor.close()
         best = self.space.values(result.best.x)
         holdout = {}
         for source, part in zip(self.holdout, self.holdout_parts):

@@ -26,7 +26,9 @@ is left the fit stops cleanly and returns the best point seen. Two methods:
   of a landscape made rugged by frictionloss), but it raises its regulariser by only a factor
   1.26 per rejected step, one rollout each: from a poor start it spends its budget on
   rejections (test_least_squares.py: Rosenbrock, 20 rollouts without progress where
-  ``scipy`` needs 80 in all; the synthetic hand: damping 40 % off after 24 rollouts).
+  ``scipy`` needs 80 in all; the synthetic hand: damping 40 % off after 24 rollouts). The default
+  optimiser (``auto``) runs it from the model as given and ``scipy`` from its global phase's best
+  (``optimisers.AUTO_LEAST_SQUARES``).
 
 When scipy stops on its tolerances with budget left, the fit restarts from the best point
 with a fresh finite-difference Jacobian (and the next step size when a restart does not help).
@@ -80,6 +82,9 @@ class LeastSquaresResult:
         jacobian_at: (D,) the point (parameter units) where ``jacobian`` was taken.
         residuals_at_jacobian: (R,) the residuals at ``jacobian_at``.
         history: [(rollouts used, best cost)] after each request, for plots and tests.
+        ended: 'converged' (the method stopped on its tolerances and restarts no longer improved),
+            'budget' (the next request did not fit in the rollouts left) or 'stopped' (the
+            ``stop`` callback of :func:`fit_least_squares` ended it; ``status`` says why).
     """
 
     x: np.ndarray
@@ -90,13 +95,19 @@ class LeastSquaresResult:
     jacobian_at: np.ndarray | None = None
     residuals_at_jacobian: np.ndarray | None = None
     history: list[tuple[int, float]] = field(default_factory=list)
+    ended: str = 'converged'
+
+
+class _Stopped(Exception):
+    """Raised inside scipy's callbacks when the ``stop`` callback ends the fit (its reason)."""
 
 
 class _Budgeted:
     """Counts rollouts, remembers every residual vector and the best point (unit cube)."""
 
-    def __init__(self, residuals: ResidualFunction, space: SearchSpace, budget: int) -> None:
-        self.residuals, self.space, self.budget = residuals, space, int(budget)
+    def __init__(self, residuals: ResidualFunction, space: SearchSpace, budget: int,
+                 stop: Callable[[int, float], str | None] | None = None) -> None:
+        self.residuals, self.space, self.budget, self.stop = residuals, space, int(budget), stop
         self.used = 0
         self.best_u: np.ndarray | None = None
         self.best_cost = np.inf
@@ -127,6 +138,9 @@ class _Budgeted:
             if cost < self.best_cost:
                 self.best_u, self.best_cost, self.best_r = u.copy(), cost, row
         self.history.append((self.used, self.best_cost))
+        reason = self.stop(self.used, self.best_cost) if self.stop else None
+        if reason:
+            raise _Stopped(reason)
         return r
 
     def at(self, u: np.ndarray) -> np.ndarray:
@@ -213,7 +227,8 @@ def finite_difference_jacobian(residuals: ResidualFunction, space: SearchSpace, 
 def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.ndarray, budget: int,
                       method: str = DEFAULT_METHOD, diff_step: float | Sequence[float] | None = None,
                       jacobian_refresh: int = JACOBIAN_REFRESH, x_scale: str | float = 1.0,
-                      restarts: bool = True) -> LeastSquaresResult:
+                      restarts: bool = True,
+                      stop: Callable[[int, float], str | None] | None = None) -> LeastSquaresResult:
     """Minimise ``sum(residuals(x)**2)`` over ``space`` from ``x0`` within ``budget`` rollouts.
 
     The methods see the residuals scaled to a unit objective at the start, so their absolute
@@ -237,6 +252,9 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
         restarts: when scipy stops on its tolerances with budget left, start again from the
             best point with a fresh finite-difference Jacobian, as long as that improves it
             (or a finer step is left to try).
+        stop: called after every request with (rollouts used, best objective so far, rad^2);
+            a non-empty string ends the fit there (``ended`` 'stopped', the string its ``status``),
+            e.g. a caller that gives up on a fit that stalls.
     Returns:
         the best point seen and the last Jacobian (:class:`LeastSquaresResult`).
     Raises:
@@ -249,11 +267,11 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
     steps = [float(h) for h in np.atleast_1d(DIFF_STEPS[method] if diff_step is None else diff_step)]
     if not steps or not all(0 < h < 0.5 for h in steps):
         raise ConfigError(f'diff_step must be in (0, 0.5) of the unit range, got {diff_step}')
-    f = _Budgeted(residuals, space, budget)
+    f = _Budgeted(residuals, space, budget, stop)
     jac = _Jacobian(f, steps[0], jacobian_refresh)
     u0 = space.to_unit(np.clip(np.asarray(x0, dtype=float), space.lows, space.highs))[0]
     u0 = np.clip(u0, 0.0, 1.0)
-    status, start, level = 'budget spent', u0, 0
+    status, start, level, ended = 'budget spent', u0, 0, 'converged'
     try:
         r0 = f.at(u0)
         if not np.all(np.isfinite(r0)):
@@ -277,11 +295,15 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
             if not restarts or f.left <= 0 or level >= len(steps):
                 break
             start = f.best_u  # converged: restart from the best point with a fresh Jacobian
-    except _BudgetSpent as stop:
-        status = str(stop) or status
+    except _BudgetSpent as spent:
+        status, ended = str(spent) or 'budget spent', 'budget'
+    except _Stopped as stopped:
+        status, ended = str(stopped), 'stopped'
     if f.best_u is None:  # nothing evaluated (budget too small for anything): the start
-        return LeastSquaresResult(space.from_unit(u0[None])[0], np.inf, f.used, status, history=f.history)
-    out = LeastSquaresResult(space.from_unit(f.best_u[None])[0], f.best_cost, f.used, status, history=f.history)
+        return LeastSquaresResult(space.from_unit(u0[None])[0], np.inf, f.used, status, history=f.history,
+                                  ended=ended)
+    out = LeastSquaresResult(space.from_unit(f.best_u[None])[0], f.best_cost, f.used, status, history=f.history,
+                             ended=ended)
     if jac.fd_J is not None:
         out.jacobian, out.residuals_at_jacobian = jac.fd_J, jac.fd_r
         out.jacobian_at = space.from_unit(jac.fd_u[None])[0]

@@ -15,6 +15,13 @@
 * ``<global>+lsq`` (e.g. ``random+lsq``, ``bo+lsq``): a global phase with one of the
   ask/tell optimisers above, then a least-squares polish from the best point found;
   the budget counts the rollouts of both phases.
+* ``auto`` (the default): least squares from the model as given first (``mujoco.minimize``;
+  converged when an iteration's D + 1 rollouts gain under ``CONVERGED_GAIN``, given up at half the
+  budget when still above ``STALL_FRACTION`` of the model as given's objective); a global phase
+  (``AUTO_GLOBAL``) only when :func:`global_phase_reasons` finds a reason (least squares ended on a
+  bound, stalled, or the model as given lies outside the space) and the budget left holds it and two
+  least-squares iterations, then least squares again (trf) from the global phase's best point; the
+  run stops when least squares has converged, budget left or not (``run.Calibration``).
 
 Every optimiser is seeded, so a fixed seed and the same evaluations reproduce
 a run; :func:`replay` rebuilds an optimiser's state from a checkpoint by
@@ -38,9 +45,30 @@ from shadow_twin.common.errors import ConfigError
 ASK_TELL = ('bo', 'random', 'pso', 'cmaes')
 #: The local least-squares method.
 LEAST_SQUARES = 'lsq'
-#: Every optimiser a calibration accepts: the ask/tell ones, least squares alone,
-#: and each ask/tell optimiser as the global phase before a least-squares polish.
-OPTIMISERS = ASK_TELL + (LEAST_SQUARES,) + tuple(f'{name}+{LEAST_SQUARES}' for name in ASK_TELL)
+#: The default rule: least squares first, a global phase only when needed (module doc).
+AUTO = 'auto'
+#: The global optimiser of ``auto``'s global phase.
+AUTO_GLOBAL = 'bo'
+#: ``auto``'s least-squares engines (``least_squares.fit_least_squares`` methods): from the model as
+#: given ``mujoco.minimize`` (on the real hand recording, 150 rollouts: 0.000429 rad^2 against trf's
+#: 0.000434, and below trf's end after 100 rollouts; benchmarks/calibrate_real_hand.py); from the global
+#: phase's best, a poorer start, scipy's trf (its trust region adapts faster than mujoco.minimize's
+#: regulariser, which spends a rollout per rejected step: test_least_squares.py).
+AUTO_LEAST_SQUARES = ('mujoco', 'scipy')
+#: ``auto``: least squares has stalled when its best objective is still above this fraction of
+#: the objective at its start (10 %: less than 90 % lower), when it converged or has spent half
+#: the budget. On the real hand recording least squares ends at 0.8 % of its start.
+STALL_FRACTION = 0.1
+#: ``auto``: a value within this fraction of its range from a bound is on the bound.
+BOUND_TOLERANCE = 1e-3
+#: ``auto``: least squares from the model as given has converged when the last D + 1 rollouts (an
+#: iteration: a Jacobian and a step) lowered its best objective by less than this fraction. On the
+#: real hand recording (mujoco.minimize, fingers_j123.yaml) it stops after 97 rollouts at 0.0004303
+#: rad^2: the next 53 lowered it by 0.35 % more, where least squares alone with trf ends at 0.000434.
+CONVERGED_GAIN = 1e-3
+#: Every optimiser a calibration accepts: the default rule, the ask/tell ones, least squares
+#: alone, and each ask/tell optimiser as the global phase before a least-squares polish.
+OPTIMISERS = (AUTO,) + ASK_TELL + (LEAST_SQUARES,) + tuple(f'{name}+{LEAST_SQUARES}' for name in ASK_TELL)
 
 
 class Optimiser(Protocol):
@@ -258,16 +286,57 @@ def _quiet_pyswarms():
 
 
 def phases(name: str) -> tuple[str | None, bool]:
-    """(global ask/tell optimiser or None, whether a least-squares phase follows) of ``name``.
+    """(global ask/tell optimiser or None, whether a least-squares phase follows) of ``name``
+    (``auto``: its global optimiser, which runs only when needed, and True).
 
     Raises ConfigError for a name not in OPTIMISERS.
     """
     if name not in OPTIMISERS:
         raise ConfigError(f'unknown optimizer {name!r}; use one of {OPTIMISERS}')
+    if name == AUTO:
+        return AUTO_GLOBAL, True
     if name == LEAST_SQUARES:
         return None, True
     first, _, second = name.partition('+')
     return first, bool(second)
+
+
+def outside_space(space: SearchSpace) -> list[str]:
+    """The dimensions whose model value (``Dimension.default``) lies outside their bounds, each as
+    'name value (bounds low..high)'; empty when the model as given lies inside the space."""
+    return [f'{d.name} {d.default:.4g} (bounds {d.low:.4g}..{d.high:.4g})' for d in space.dimensions
+            if not d.low <= d.default <= d.high]
+
+
+def on_bounds(space: SearchSpace, x: np.ndarray, tolerance: float = BOUND_TOLERANCE) -> list[str]:
+    """The dimensions of point ``x`` ((D,), parameter units) within ``tolerance`` of their range
+    (unit cube) from a bound, each as 'name (lower)' or 'name (upper)'."""
+    u = space.to_unit(np.asarray(x, dtype=float))[0]
+    return [f'{d.name} ({"lower" if v <= tolerance else "upper"})' for d, v in zip(space.dimensions, u)
+            if v <= tolerance or v >= 1.0 - tolerance]
+
+
+def global_phase_reasons(space: SearchSpace, x: np.ndarray, start: float, best: float,
+                         stall_fraction: float = STALL_FRACTION) -> list[str]:
+    """Why ``auto`` runs a global phase after least squares ended at ``x`` ((D,), parameter units)
+    with objective ``best``, where the model as given scores ``start`` (rad^2); empty: it does not.
+
+    Reasons, in this order: least squares ended on a bound (:func:`on_bounds`); it stalled, its
+    best still above ``stall_fraction`` of ``start``; the model as given lies outside the space
+    (:func:`outside_space`: least squares started from it clipped into the bounds).
+    """
+    reasons = []
+    bound = on_bounds(space, x)
+    if bound:
+        reasons.append(f'least squares ended on a bound: {", ".join(bound)}')
+    if not best <= stall_fraction * start:
+        share = 100 * best / start if start > 0 and np.isfinite(best) else float('inf')
+        reasons.append(f'least squares stalled at {share:.3g} % of the model as given\'s objective '
+                       f'(above {100 * stall_fraction:g} %)')
+    outside = outside_space(space)
+    if outside:
+        reasons.append(f'the model as given lies outside the space: {", ".join(outside)}')
+    return reasons
 
 
 def make_optimiser(name: str, space: SearchSpace, seed: int = 0, **options) -> Optimiser:

@@ -30,6 +30,7 @@ import yaml
 
 from shadow_twin.calibration.cell_job import CellJobSpec, CellTopics
 from shadow_twin.calibration.evaluation import AlignmentSettings
+from shadow_twin.calibration.executor import parse_cluster
 from shadow_twin.calibration.job import RESULT, JobSpec, RecordingSource
 from shadow_twin.calibration.protocol import VALIDATION, CellProtocol
 from shadow_twin.calibration.run import CalibrationSettings
@@ -94,6 +95,7 @@ class CalibrationPlan:
     base_pose_topic: str | None = None
     sim_odom_topic: str = '/sim/odom'
     frame_file: str | None = None
+    cluster: str = ''
     created: str = field(default_factory=lambda: time.strftime('%Y-%m-%dT%H:%M:%S%z'))
 
     def __post_init__(self) -> None:
@@ -105,6 +107,7 @@ class CalibrationPlan:
         if len(set(names)) != len(names):
             raise ConfigError(f'recording names must be unique, got {names}')
         CalibrationSettings(**self.settings)     # validates
+        parse_cluster(self.cluster)
         AlignmentSettings(**self.alignment)
         if self.protocol is not None:
             self._check_protocol()
@@ -177,7 +180,7 @@ class CalibrationPlan:
         return JobSpec(Path(self.model_path), Path(self.gains_file), Path(self.space_file),
                        list(self.objective_joints), sources[False], sources[True],
                        CalibrationSettings(**self.settings), AlignmentSettings(**self.alignment),
-                       Path(self.joint_map_file) if self.joint_map_file else None)
+                       Path(self.joint_map_file) if self.joint_map_file else None, self.cluster)
 
 
     def cell_protocol(self) -> CellProtocol:
@@ -212,7 +215,7 @@ class CalibrationPlan:
         return CellJobSpec(protocol=protocol, model_path=Path(self.model_path), gains_file=Path(self.gains_file),
                            bags=bags, topics=topics, seed=int(self.settings['seed']),
                            workers=int(self.settings['workers']),
-                           frame_file=Path(self.frame_file) if self.frame_file else None)
+                           frame_file=Path(self.frame_file) if self.frame_file else None, cluster=self.cluster)
 
 
 def protocol_entries(protocol: CellProtocol, bags: Sequence[str | Path] | None = None) -> list[PlanEntry]:

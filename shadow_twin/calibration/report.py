@@ -104,13 +104,31 @@ def calibration_report(result: CalibrationResult, evaluator: Evaluator | Evaluat
 
 
 def identifiability_section(result: CalibrationResult, evaluator: Evaluator | EvaluatorSet,
-                            space: SearchSpace) -> dict:
+                            space: SearchSpace, executor=None) -> dict:
     """The ``identifiability`` section of report.json at the best point (see
     :mod:`~shadow_twin.calibration.identifiability`; ``identifiability.summary_lines`` prints it).
     Reuses the least-squares phase's Jacobian when it was taken there, else spends D + 1
-    rollouts outside the budget (``jacobian_rollouts``)."""
+    rollouts outside the budget (``jacobian_rollouts``), through ``executor`` (default: local
+    threads, the run's ``workers``)."""
     workers = int(result.settings.get('workers', 1) or 1)
+    if executor is not None:
+        evaluator = executor.bind(evaluator)
     return identifiability.of_result(result, evaluator, space, nthread=workers).to_dict()
+
+
+def phase_lines(report: Mapping) -> list[str]:
+    """Text lines of a report's ``phase_log``: which optimiser phases ran, in order, and why
+    (``CalibrationResult.phase_log``); empty for a report without one."""
+    lines = []
+    for entry in report.get('phase_log') or []:
+        if entry['ran']:
+            best = 'none' if entry['best'] is None else f'best {entry["best"]:.4g} rad^2'
+            ended = entry.get('status') if entry.get('ended') == 'stopped' else entry.get('ended')
+            ended = f'; {ended}' if ended else ''
+            lines.append(f'phase {entry["phase"]}: {entry["evaluations"]} rollouts, {best}{ended} ({entry["why"]})')
+        else:
+            lines.append(f'phase {entry["phase"]}: not run ({entry["why"]})')
+    return lines
 
 
 def _version(dist: str) -> str:
@@ -126,15 +144,17 @@ def _safe(label: str) -> str:
 
 def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
                   space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]],
-                  holdout: Mapping | None = None) -> dict:
+                  holdout: Mapping | None = None, executor=None) -> dict:
     """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
 
     ``holdout``: the ``holdout`` section of report.json (see :func:`calibration_report`).
+    ``executor``: rolls out the identifiability Jacobian when it needs one (default: local threads).
 
     Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
     ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
     (one per recording of an :class:`EvaluatorSet`), ``report.json`` (with ``phases``: evaluations
-    and best objective of each optimiser phase, and ``identifiability``: :func:`identifiability_section`).
+    and best objective of each optimiser phase, ``phase_log``: which phases ran, in order, and why
+    (:func:`phase_lines` prints it), and ``identifiability``: :func:`identifiability_section`).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     best_values = space.values(result.best.x)
@@ -153,7 +173,8 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
         title = (f'{part.label if len(parts) > 1 else "Real vs simulated"}: objective '
                  f'{before.objective:.4g} -> {after.objective:.4g} rad$^2$')
         plot_joints(out_dir / name, part.time_base, part.joints, part.real,
-                    {'sim before': before.positions, 'sim after': after.positions}, title=title)
+                    {'sim before': before.positions, 'sim after': after.positions}, title=title,
+                    keep=part.objective_joints)
         plots.append(name)
         recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
         afters.append(after)
@@ -162,7 +183,8 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
                'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
     report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings, holdout=holdout)
     report['phases'] = result.phase_summary()
+    report['phase_log'] = result.phase_log
     if hasattr(evaluator, 'evaluate_residuals'):
-        report['identifiability'] = identifiability_section(result, evaluator, space)
+        report['identifiability'] = identifiability_section(result, evaluator, space, executor)
     write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
     return report

@@ -1,13 +1,20 @@
 """A calibration run: optimiser phases, checkpoint after every evaluation, resume.
 
-An optimiser (``CalibrationSettings.optimizer``) runs in up to two phases that share one
-budget of rollouts (one rollout = one simulated parameter set = one evaluation):
+An optimiser (``CalibrationSettings.optimizer``) runs in phases that share one budget of
+rollouts (one rollout = one simulated parameter set = one evaluation):
 
 * a global phase with an ask/tell optimiser (``bo``, ``random``, ``pso``, ``cmaes``);
 * a local phase, box-constrained least squares on the residual vector
   (:func:`~shadow_twin.calibration.least_squares.fit_least_squares`), from the model
   defaults (``lsq``) or from the best point of the global phase (``<global>+lsq``).
   When least squares has converged with budget left, the global optimiser gets the rest.
+* ``auto`` (the default): least squares from the model as given first, then the global
+  phase only when :func:`~shadow_twin.calibration.optimisers.global_phase_reasons` gives a
+  reason (on a bound, stalled, the model outside the space) and least squares again from its
+  best point; least squares gives up at half the budget when it has stalled, and the run ends
+  when least squares has converged, with the rest of the budget unspent.
+
+Which phases ran and why is in ``CalibrationResult.phase_log`` (report.json ``phase_log``).
 
 The checkpoint (``checkpoint.jsonl`` in the output directory) holds one JSON
 line per evaluation (global phase and least squares alike, Jacobian columns included),
@@ -25,130 +32,29 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from shadow_twin.calibration.evaluation import Evaluator, Score
-from shadow_twin.calibration.least_squares import LeastSquaresResult, fit_least_squares
-from shadow_twin.calibration.optimisers import OPTIMISERS, make_optimiser, phases
+from shadow_twin.calibration.evaluation import Evaluator
+from shadow_twin.calibration.executor import LocalExecutor
+from shadow_twin.calibration.least_squares import DEFAULT_METHOD, LeastSquaresResult, fit_least_squares
+from shadow_twin.calibration.optimisers import (AUTO, AUTO_LEAST_SQUARES, CONVERGED_GAIN, STALL_FRACTION,
+                                                global_phase_reasons, make_optimiser, phases)
+from shadow_twin.calibration.run_settings import (DEFAULT_OPTIMIZER, CalibrationResult, CalibrationSettings, Evaluation,
+                                                  default_global_budget)
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import write_text_atomic
 
+__all__ = ['CHECKPOINT', 'DEFAULT_OPTIMIZER', 'Calibration', 'CalibrationResult', 'CalibrationSettings', 'Evaluation',
+           'default_global_budget']   # the settings and results live in run_settings.py
 log = logging.getLogger(__name__)
 CHECKPOINT = 'checkpoint.jsonl'
-#: Default optimiser: a global phase (with the default split: BO's Latin-hypercube design),
-#: then a least-squares polish from its best point. Chosen on the real recording
-#: (benchmarks/calibrate_real_hand.py, fingers_j123.yaml, 150 rollouts, seeds 0-7): bo+lsq
-#: ended at 0.000432-0.000450 rad^2; cmaes+lsq lower on half the seeds (0.000429-0.000489) but
-#: at 0.000813 on one (its best global point had lowered J1's upper range limit to 1.51 rad, and
-#: least squares stalled there); random+lsq at 0.000432-0.000467. Least squares alone (from the
-#: model defaults) ends at 0.000433 there: on this recording the defaults are the better start.
-DEFAULT_OPTIMIZER = 'bo+lsq'
-
-
-@dataclass
-class CalibrationSettings:
-    """Optimiser settings.
-
-    Attributes:
-        optimizer: one of ``optimisers.OPTIMISERS``: 'bo', 'random', 'pso', 'cmaes' (ask/tell),
-            'lsq' (least squares from the model defaults) or '<ask/tell>+lsq' (global phase,
-            then least squares from its best point).
-        budget: number of evaluations (rollouts) of all phases together, Jacobian columns
-            included (the default model's is extra).
-        workers: evaluations simulated in parallel (threads in ``mujoco.rollout``).
-        batch_size: points asked per batch of an ask/tell phase (default: ``workers``).
-        seed: random seed.
-        n_initial_points: BO Latin-hypercube design size (default max(10, 2 D)).
-        acq_func: BO acquisition ('gp_hedge' or 'EI', ...).
-        log_objective: BO models log(objective) (see ``optimisers.BayesianOptimiser``).
-        global_budget: evaluations of the global phase of a '<global>+lsq' optimiser
-            (default: :func:`default_global_budget`).
-    """
-
-    optimizer: str = DEFAULT_OPTIMIZER
-    budget: int = 150
-    workers: int = 2
-    batch_size: int | None = None
-    seed: int = 0
-    n_initial_points: int | None = None
-    acq_func: str = 'gp_hedge'
-    log_objective: bool = False
-    global_budget: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMISERS:
-            raise ConfigError(f'unknown optimizer {self.optimizer!r}; use one of {OPTIMISERS}')
-        if self.budget < 1 or self.workers < 1 or (self.batch_size is not None and self.batch_size < 1):
-            raise ConfigError(f'budget, workers and batch size must be at least 1, got budget {self.budget}, '
-                              f'workers {self.workers}, batch size {self.batch_size}')
-        if self.global_budget is not None and self.global_budget < 0:
-            raise ConfigError(f'global budget must be at least 0, got {self.global_budget}')
-
-    @property
-    def batch(self) -> int:
-        return self.batch_size or self.workers
-
-
-def default_global_budget(budget: int, dimensions: int) -> int:
-    """Evaluations of the global phase of a '<global>+lsq' run with ``budget`` in all.
-
-    2 (4 + floor(3 ln D)) (two CMA-ES generations; 24 for D = 15), at most a fifth of the
-    budget: least squares needs D + 1 rollouts per iteration, and on the real recording its
-    iterations, not many global samples, bring the error down (fingers_j123.yaml, 150
-    rollouts: 12, 24 and 36 global evaluations measured; benchmarks/calibrate_real_hand.py).
-    When what is left is too little for one least-squares iteration (D + 2), the global phase
-    gets the whole budget (``Calibration.run``).
-    """
-    return int(min(2 * (4 + np.floor(3 * np.log(max(dimensions, 1)))), budget // 5))
-
-
-@dataclass
-class Evaluation:
-    """One scored point: index, batch, values (D,), objective (rad^2), per-joint MSE,
-    wall time (s), phase (the optimiser that asked for it: e.g. 'random', 'lsq') and the number
-    of points of its batch."""
-
-    index: int
-    batch: int
-    x: list[float]
-    objective: float
-    per_joint_mse: dict[str, float]
-    wall_time: float
-    phase: str = ''
-    batch_size: int = 0
-
-
-@dataclass
-class CalibrationResult:
-    """Outcome: the default model's score, every evaluation, the best one, timings (s).
-
-    ``least_squares``: the local phase's result (its last Jacobian serves the
-    identifiability analysis), None without one or when a finished run was resumed.
-    """
-
-    initial: Score
-    evaluations: list[Evaluation]
-    best: Evaluation
-    wall_time: float
-    optimiser_time: float
-    simulation_time: float
-    resumed_evaluations: int = 0
-    settings: dict = field(default_factory=dict)
-    least_squares: LeastSquaresResult | None = None
-
-    def phase_summary(self) -> dict[str, dict]:
-        """{phase: {'evaluations': n, 'best': lowest objective (rad^2)}} in run order."""
-        out: dict[str, dict] = {}
-        for ev in self.evaluations:
-            entry = out.setdefault(ev.phase or 'unknown', {'evaluations': 0, 'best': float('inf')})
-            entry['evaluations'] += 1
-            entry['best'] = min(entry['best'], ev.objective)
-        return out
+#: The least-squares engines by ``fit_least_squares`` method, as the phase log names them.
+ENGINES = {'mujoco': 'mujoco.minimize', 'scipy': "scipy's trf"}
 
 
 class Calibration:
@@ -163,14 +69,17 @@ class Calibration:
         run_info: JSON-able description of the inputs (hashes, paths); a resumed
             run must match it.
         resume: continue from an existing checkpoint.
+        executor: evaluates the batches (:mod:`~shadow_twin.calibration.executor`; default:
+            ``LocalExecutor(settings.workers)``, this process's threads).
     Raises:
         ConfigError: a checkpoint exists and ``resume`` is False; ``resume`` with
         a checkpoint of a different run; least squares with an evaluator without residuals.
     """
 
     def __init__(self, evaluator: Evaluator, space: SearchSpace, settings: CalibrationSettings,
-                 out_dir: str | Path, run_info: dict | None = None, resume: bool = False) -> None:
+                 out_dir: str | Path, run_info: dict | None = None, resume: bool = False, executor=None) -> None:
         self.evaluator, self.space, self.settings = evaluator, space, settings
+        self.executor = executor if executor is not None else LocalExecutor(settings.workers)
         self.global_name, self.local = phases(settings.optimizer)
         if self.local and not hasattr(evaluator, 'evaluate_scored_residuals'):
             raise ConfigError(f'optimizer {settings.optimizer!r} needs residual vectors, which '
@@ -230,6 +139,7 @@ class Calibration:
         self._started = time.perf_counter()
         self._progress = progress
         initial = self.evaluator.evaluate([{}])[0]  # the model as given
+        self._initial = initial.objective
         self._evaluations: list[Evaluation] = []
         self._optimiser_time = self._simulation_time = 0.0
         self._resumed = 0
@@ -239,9 +149,11 @@ class Calibration:
             self._write_header()
         else:
             self._rewrite(self._replay)
-        lsq, self._optimiser = None, None
+        lsq, self._optimiser, self._phase_log = None, None, []
         if len(self._replay) >= s.budget:  # a finished run: nothing to simulate or optimise
             self._evaluations, self._resumed = self._replay[:s.budget], s.budget
+        elif s.optimizer == AUTO:
+            lsq = self._auto()
         else:
             d = len(self.space.dimensions)
             if self.global_name:
@@ -249,21 +161,93 @@ class Calibration:
                     s.global_budget if s.global_budget is not None else default_global_budget(s.budget, d))
                 if s.budget - n_global < d + 2:  # too little for one least-squares iteration
                     n_global = s.budget
-                self._ask_tell(n_global)
+                self._ask_tell(n_global, f'optimizer {s.optimizer}: the global phase' +
+                               (' first' if self.local else ''))
             if self.local and len(self._evaluations) < s.budget:
-                lsq = self._least_squares(s.budget - len(self._evaluations))
+                lsq = self._least_squares(s.budget - len(self._evaluations),
+                                          f'optimizer {s.optimizer}: least squares from ' +
+                                          ('the global phase\'s best point' if self.global_name else
+                                           'the model as given (clipped into the space)'))
             if self.global_name and len(self._evaluations) < s.budget:
-                # least squares converged early: the global optimiser explores with what is left
-                self._ask_tell(s.budget - len(self._evaluations))
+                self._ask_tell(s.budget - len(self._evaluations), 'least squares converged with budget left')
         best = min(self._evaluations, key=lambda e: e.objective)
         return CalibrationResult(initial, self._evaluations, best, time.perf_counter() - self._started,
-                                 self._optimiser_time, self._simulation_time, self._resumed, asdict(s), lsq)
+                                 self._optimiser_time, self._simulation_time, self._resumed, asdict(s), lsq,
+                                 self._phase_log)
 
     # -- phases ------------------------------------------------------------------------------
-    def _ask_tell(self, budget: int) -> None:
+    def _auto(self) -> LeastSquaresResult | None:
+        """The default rule (module doc); returns the better least-squares result (None without one)."""
+        s, d = self.settings, len(self.space.dimensions)
+        if s.budget < d + 2:
+            self._ask_tell(s.budget, f'a budget of {s.budget} rollouts is too small for one least-squares '
+                                     f'iteration ({d + 2}): the global phase alone')
+            return None
+        start, seen, stalled = self._initial, [], []   # start: the model as given's objective
+
+        def watch(used: int, best: float) -> str | None:
+            """Stop least squares when it has converged for auto's purpose, or stalled at half the budget."""
+            before = [b for u, b in seen if u <= used - (d + 1)]
+            seen.append((used, best))
+            if before and not best < (1 - CONVERGED_GAIN) * before[-1]:
+                return (f'converged: the last {d + 1} rollouts lowered the objective by less than '
+                        f'{100 * CONVERGED_GAIN:g} %')
+            if used >= s.budget // 2 and not best <= STALL_FRACTION * start:
+                stalled.append(used)
+                return (f'stalled: {_percent(best, start)} of the model as given\'s objective after {used} '
+                        f'rollouts (above {100 * STALL_FRACTION:g} % at half the budget)')
+            return None
+        first = self._least_squares(s.budget, 'least squares first, from the model as given (clipped into the space)',
+                                    self.space.defaults, stop=watch, method=AUTO_LEAST_SQUARES[0])
+        left = s.budget - len(self._evaluations)
+        if first.ended == 'budget':
+            self._skip(f'least squares spent the budget ({len(self._evaluations)} of {s.budget} rollouts)')
+            return first
+        reasons = global_phase_reasons(self.space, first.x, start, first.cost)
+        if not reasons:
+            if left > 0:
+                self._skip(f'least squares converged ({first.cost:.4g} rad^2, {_percent(first.cost, start)} of '
+                           f'the model as given\'s, inside the bounds): the {left} rollouts left are not spent')
+            return first
+        n_global = s.global_budget if s.global_budget is not None else default_global_budget(s.budget, d)
+        if n_global < 1 or left < n_global + 2 * (d + 1):   # least squares again needs two iterations after it
+            self._skip(f'{"; ".join(reasons)}; but the {left} rollouts left are too few for a global phase of '
+                       f'{n_global} and two least-squares iterations after it ({n_global + 2 * (d + 1)})')
+            if stalled and left >= d + 1:       # stopped for a global phase that cannot run: go on instead
+                more = self._least_squares(left, 'least squares on from where it stalled (no room for a global '
+                                           'phase)', np.array(first.x), method=AUTO_LEAST_SQUARES[0])
+                return more if more.cost <= first.cost else first
+            return first
+        began = len(self._evaluations)
+        self._ask_tell(n_global, '; '.join(reasons))
+        x0 = np.array(min(self._evaluations[began:], key=lambda e: e.objective).x)
+        second = self._least_squares(s.budget - len(self._evaluations), 'least squares again, from the global '
+                                     'phase\'s best point', x0, method=AUTO_LEAST_SQUARES[1])
+        return second if second.cost <= first.cost else first
+
+    def _skip(self, why: str) -> None:
+        """Log a global phase that does not run."""
+        self._phase_log.append({'phase': self.global_name, 'why': why, 'ran': False, 'evaluations': 0,
+                                'first': len(self._evaluations), 'best': None})
+        log.info('%s phase not run: %s', self.global_name, why)
+
+    def _begin(self, phase: str, why: str) -> dict:
+        entry = {'phase': phase, 'why': why, 'ran': True, 'evaluations': 0, 'first': len(self._evaluations),
+                 'best': None}
+        self._phase_log.append(entry)
+        log.info('%s phase: %s', phase, why)
+        return entry
+
+    def _end(self, entry: dict) -> None:
+        done = self._evaluations[entry['first']:]
+        entry['evaluations'] = len(done)
+        entry['best'] = min(e.objective for e in done) if done else None
+
+    def _ask_tell(self, budget: int, why: str = '') -> None:
         """``budget`` evaluations of the ask/tell optimiser, in batches (it keeps its state
         between calls: the global phase, then what least squares left)."""
         s = self.settings
+        entry = self._begin(self.global_name, why)
         if self._optimiser is None:
             options = {}
             if self.global_name == 'bo':
@@ -280,19 +264,25 @@ class Calibration:
             optimiser.tell(np.array([e.x for e in batch]), [e.objective for e in batch])
             self._optimiser_time += time.perf_counter() - t0
             done += len(batch)
+        self._end(entry)
 
-    def _least_squares(self, budget: int) -> LeastSquaresResult:
-        """The local phase: least squares from the best point so far (the model defaults,
-        clipped into the bounds, when there is none)."""
-        if self._evaluations:
-            x0 = np.array(min(self._evaluations, key=lambda e: e.objective).x)
-        else:
-            x0 = self.space.defaults
+    def _least_squares(self, budget: int, why: str = '', x0: np.ndarray | None = None,
+                       stop: Callable[[int, float], str | None] | None = None,
+                       method: str = DEFAULT_METHOD) -> LeastSquaresResult:
+        """The local phase: least squares from ``x0`` (default: the best point so far; the model
+        defaults, clipped into the bounds, when there is none); ``stop`` and ``method`` (its engine)
+        as in ``fit_least_squares``."""
+        if x0 is None:
+            x0 = np.array(min(self._evaluations, key=lambda e: e.objective).x) if self._evaluations \
+                else self.space.defaults
+        entry = self._begin('lsq', f'{why}; engine {ENGINES[method]}')
         t0 = time.perf_counter()
         simulated = self._simulation_time
         result = fit_least_squares(lambda points: self._evaluate(points, 'lsq', residuals=True)[1],
-                                   self.space, x0, budget)
+                                   self.space, x0, budget, method=method, stop=stop)
         self._optimiser_time += time.perf_counter() - t0 - (self._simulation_time - simulated)
+        self._end(entry)
+        entry.update(ended=result.ended, status=result.status)
         return result
 
     # -- evaluations, checkpoint and replay --------------------------------------------------
@@ -319,10 +309,7 @@ class Calibration:
             self._rewrite(self._evaluations)
         values = [self.space.values(p) for p in points]
         t0 = time.perf_counter()
-        if residuals:
-            scores, res = self.evaluator.evaluate_scored_residuals(values, nthread=self.settings.workers)
-        else:
-            scores, res = self.evaluator.evaluate(values, nthread=self.settings.workers), None
+        scores, res = self.executor.evaluate(self.evaluator, values, residuals)
         self._simulation_time += time.perf_counter() - t0
         now = time.perf_counter() - self._started
         batch = []
@@ -342,8 +329,7 @@ class Calibration:
         res = None
         if residuals:
             t0 = time.perf_counter()
-            scores, res = self.evaluator.evaluate_scored_residuals([self.space.values(e.x) for e in done],
-                                                                   nthread=self.settings.workers)
+            scores, res = self.executor.evaluate(self.evaluator, [self.space.values(e.x) for e in done], True)
             self._simulation_time += time.perf_counter() - t0
             for e, score in zip(done, scores):
                 if not np.isclose(e.objective, score.objective, rtol=1e-9, atol=0.0):
@@ -375,3 +361,8 @@ class Calibration:
             handle.write(json.dumps(asdict(evaluation)) + '\n')
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _percent(value: float, of: float) -> str:
+    """``value`` as a percentage of ``of`` ('inf %' when ``of`` is not positive)."""
+    return f'{100 * value / of:.3g} %' if of > 0 else 'inf %'

@@ -36,6 +36,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from shadow_twin.calibration.executor import LocalExecutor
 from shadow_twin.calibration.optimisers import RandomSearch
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
@@ -157,23 +158,26 @@ def _json_number(value: float) -> float | None:
 
 def screen(evaluator, space: SearchSpace, samples: int, workers: int = 1, seed: int = 0,
            batch_size: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> SensitivityResult:
+           progress: Callable[[int, int], None] | None = None, executor=None) -> SensitivityResult:
     """Draw ``samples`` parameter sets uniformly in ``space`` and score them with ``evaluator``
     (an Evaluator or EvaluatorSet: ``evaluate(list of {target: value}, nthread)``), in batches of
     ``batch_size`` (default ``workers``) simulated on ``workers`` threads.
 
+    ``executor`` evaluates the batches (:mod:`~shadow_twin.calibration.executor`; default:
+    ``LocalExecutor(workers)``, this process's threads).
     ``progress(done, samples)`` is called after each batch. Raises ConfigError for fewer than
     :data:`MIN_SAMPLES` samples or fewer than 1 worker.
     """
     if workers < 1 or (batch_size is not None and batch_size < 1):
         raise ConfigError(f'workers and batch size must be at least 1, got {workers} and {batch_size}')
+    executor = executor if executor is not None else LocalExecutor(workers)
     points = draw_samples(space, samples, seed)
     batch = batch_size or workers
     objectives = np.empty(samples)
     started = time.perf_counter()
     for start in range(0, samples, batch):
         chunk = points[start:start + batch]
-        scores = evaluator.evaluate([space.values(x) for x in chunk], nthread=workers)
+        scores, _ = executor.evaluate(evaluator, [space.values(x) for x in chunk])
         objectives[start:start + len(chunk)] = [s.objective for s in scores]
         if progress:
             progress(start + len(chunk), samples)

@@ -3,7 +3,7 @@
     shadow-twin calibrate --protocol [cell | FILE.yaml] --bags DIR --out DIR
                           [--model CELL.xml | --cell-config FILE.yaml] [--gains FILE.yaml]
                           [--cmd-vel-topic T] [--odom-topic T] [--pose-topic T] [--frame FILE.yaml]
-                          [--arm-topic T] [--seed N] [--workers N]
+                          [--arm-topic T] [--seed N] [--workers N] [--cluster ADDRESS]
 
 The bags are one per protocol run, named after it (``DIR/IN1``, ``DIR/CY``...: what the
 calibration node records into ``<run>/bags``). The job is the calibration node's
@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec, CellTopics, result_lines
+from shadow_twin.calibration.executor import parse_cluster
 from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--arm-topic', default='/joint_states', help='JointState of the real arm')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--workers', type=int, default=2, help='simulations in parallel (threads)')
+    p.add_argument('--cluster', default='', metavar='ADDRESS',
+                   help="where the rollout batches run: '' (these threads), auto, ray://HOST:PORT or HOST:PORT (Ray)")
     return p
 
 
@@ -97,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if model is None:
         cell = CellConfig.from_yaml(args.cell_config) if args.cell_config else None
         model, _ = write_cell_mjcf(cell, scratch / 'cell.xml', force=True)
-    spec = CellJobSpec(protocol, Path(model), Path(gains), bags, topics, args.seed, args.workers, args.frame)
+    parse_cluster(args.cluster)                  # a malformed address: one line before anything runs
+    spec = CellJobSpec(protocol, Path(model), Path(gains), bags, topics, args.seed, args.workers, args.frame,
+                       cluster=args.cluster)
     try:
         job = CellCalibrationJob(spec, args.out)        # reads every bag: bad input fails here
     except ShadowTwinError:

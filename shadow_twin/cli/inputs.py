@@ -19,6 +19,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
+from shadow_twin.calibration.executor import make_executor
 from shadow_twin.calibration.recording import TRAJECTORY, bag_topics, read_commanded_trajectory, read_joint_states
 from shadow_twin.cli.input_files import load_trajectory
 from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
@@ -116,6 +117,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help='parallel simulations, at most the CPU cores (more are capped, with a warning; '
                              'default: 2)')
     parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    parser.add_argument('--cluster', default='', metavar='ADDRESS',
+                        help='roll the batches out on a Ray cluster: ray://HEAD:10001 (its client port), '
+                             'HEAD:6379, or auto (this machine is a node of it); default: this process\'s '
+                             '--workers threads (see docs/calibration.md, "On a cluster (Ray)")')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     parser.add_argument('--out', type=Path, required=True, help='output directory')
 
@@ -126,6 +131,19 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def open_executor(args, evaluator):
+    """The executor of ``--cluster`` (local threads, ``capped_workers``, without it), with
+    ``evaluator`` already shipped to and checked on every Ray node. Raises ClusterError (one line):
+    a bad or unreachable address, a node with another MuJoCo version or model hash."""
+    executor = make_executor(getattr(args, 'cluster', ''), capped_workers(args, args.command))
+    try:
+        executor.prepare(evaluator)
+    except BaseException:
+        executor.close()
+        raise
+    return executor
 
 
 def capped_workers(args, command: str) -> int:

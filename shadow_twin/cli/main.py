@@ -34,13 +34,13 @@ from pathlib import Path
 from shadow_twin.calibration import identifiability, metrics
 from shadow_twin.calibration.job import install_decision
 from shadow_twin.calibration.optimisers import OPTIMISERS
-from shadow_twin.calibration.report import write_outputs
+from shadow_twin.calibration.report import phase_lines, write_outputs
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
 from shadow_twin.cli.input_files import load_params
 from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, add_run_options, capped_workers,
-                                    fingerprints, input_files, load_setup, positive_int, progress_bar)
+                                    fingerprints, input_files, load_setup, open_executor, positive_int, progress_bar)
 from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
 from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
@@ -199,8 +199,12 @@ def cmd_calibrate(args) -> int:
         run_info['screen'] = {'parameters': args.screen, 'samples': samples}
         earlier = earlier_screening(args.out, screening)
         screening = {'run': screening, 'doc': earlier}
-    with exclusive_directory(args.out, '--out'):
-        return _calibrate(args, settings, setup, space, inputs, run_info, screening)
+    executor = open_executor(args, setup.evaluator)   # before --out is created: a bad --cluster leaves nothing
+    try:
+        with exclusive_directory(args.out, '--out'):
+            return _calibrate(args, settings, setup, space, inputs, run_info, screening, executor)
+    finally:
+        executor.close()
 
 
 def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_after: float) -> dict:
@@ -222,13 +226,13 @@ def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_aft
             'accept': accept, 'reason': reason}
 
 
-def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening) -> int:
-    """The calibration itself, while this process holds ``--out``."""
+def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening, executor) -> int:
+    """The calibration itself, while this process holds ``--out``; ``executor`` rolls out the batches."""
     if screening is not None:
-        space = screened_space(args, setup, space, screening, inputs)
-    calibration = Calibration(setup.evaluator, space, settings, args.out, run_info, args.resume)
-    log.info('calibrating %d parameters with %s: %d evaluations, %d workers -> %s',
-             len(space.dimensions), settings.optimizer, settings.budget, settings.workers, args.out)
+        space = screened_space(args, setup, space, screening, inputs, executor)
+    calibration = Calibration(setup.evaluator, space, settings, args.out, run_info, args.resume, executor)
+    log.info('calibrating %d parameters with %s: %d evaluations, %d workers (%s) -> %s',
+             len(space.dimensions), settings.optimizer, settings.budget, settings.workers, executor.name, args.out)
     bar, progress = progress_bar(args, settings.budget, 'calibrate', 'eval')
     try:
         result = calibration.run(progress)
@@ -240,7 +244,7 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening)
         holdout = _holdout_section(setup, space.values(result.best.x), result.initial.objective,
                                    result.best.objective)
     report = write_outputs(args.out, setup.twin, setup.controller, setup.evaluator, space, result, inputs,
-                           holdout=holdout)
+                           holdout=holdout, executor=executor)
     obj = report['objective']
     print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.4g} -> '
           f'{obj["best"]:.4g} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '
@@ -262,6 +266,8 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening)
             print(f'hold-out {name}: objective {entry["before"]:.4g} -> {entry["after"]:.4g} rad^2 '
                   f'({entry["reduction_percent"]:.1f} % lower)')
         print(f'hold-out check: {"accept" if holdout["accept"] else "refuse"}: {holdout["reason"]}')
+    for line in phase_lines(report):             # which phases of the optimiser ran, and why
+        print(line)
     if report.get('identifiability'):
         for line in identifiability.summary_lines(report['identifiability']):
             print(line)

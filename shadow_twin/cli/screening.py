@@ -10,7 +10,8 @@ from pathlib import Path
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.calibration.sensitivity import (MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG, most_influential,
                                                  ranking_lines, screen, write_sensitivity)
-from shadow_twin.cli.inputs import Setup, capped_workers, fingerprints, input_files, load_setup, progress_bar
+from shadow_twin.cli.inputs import (Setup, capped_workers, fingerprints, input_files, load_setup, open_executor,
+                                    progress_bar)
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import check_writable_directory, exclusive_directory
@@ -38,12 +39,14 @@ def screen_run(inputs: dict, setup: Setup, samples: int, seed: int) -> dict:
     return json.loads(json.dumps(run))
 
 
-def run_screening(args, setup: Setup, space: SearchSpace, samples: int, out: Path, run: dict, inputs: dict):
-    """Screen ``space`` and write sensitivity.json + tornado.png into ``out``; returns the JSON document."""
+def run_screening(args, setup: Setup, space: SearchSpace, samples: int, out: Path, run: dict, inputs: dict,
+                  executor=None):
+    """Screen ``space`` and write sensitivity.json + tornado.png into ``out``; returns the JSON document.
+    ``executor`` evaluates the batches (default: local threads, ``--workers``)."""
     bar, progress = progress_bar(args, samples, 'screen', 'rollout')
     try:
         result = screen(setup.evaluator, space, samples, capped_workers(args, args.command), args.seed,
-                        batch_size=args.workers, progress=progress)
+                        batch_size=args.workers, progress=progress, executor=executor)
     finally:
         if bar is not None:
             bar.close()
@@ -59,11 +62,15 @@ def cmd_sensitivity(args) -> int:
     space = SearchSpace.from_yaml(args.space, setup.twin)
     inputs = fingerprints(input_files(args, setup))
     run = screen_run(inputs, setup, args.samples, args.seed)
-    with exclusive_directory(args.out, '--out'):
-        check_sensitivity_out(args.out)  # again, under the lock
-        log.info('screening %d parameters with %d samples, %d workers -> %s', len(space.dimensions),
-                 args.samples, args.workers, args.out)
-        doc = run_screening(args, setup, space, args.samples, args.out, run, inputs)
+    executor = open_executor(args, setup.evaluator)   # before --out is created: a bad --cluster leaves nothing
+    try:
+        with exclusive_directory(args.out, '--out'):
+            check_sensitivity_out(args.out)  # again, under the lock
+            log.info('screening %d parameters with %d samples, %d workers (%s) -> %s', len(space.dimensions),
+                     args.samples, args.workers, executor.name, args.out)
+            doc = run_screening(args, setup, space, args.samples, args.out, run, inputs, executor)
+    finally:
+        executor.close()
     obj = doc['objective']
     print(f'influence on the objective (Pearson r over {doc["samples"]} samples; objective '
           f'{obj.get("min", float("nan")):.4g} .. {obj.get("max", float("nan")):.4g} rad^2):')
@@ -101,14 +108,16 @@ def earlier_screening(out: Path, run: dict) -> dict | None:
     return doc
 
 
-def screened_space(args, setup: Setup, space: SearchSpace, screening: dict, inputs: dict) -> SearchSpace:
-    """Screen (or reuse the screening in --out) and keep the --screen most influential parameters."""
+def screened_space(args, setup: Setup, space: SearchSpace, screening: dict, inputs: dict,
+                   executor=None) -> SearchSpace:
+    """Screen (or reuse the screening in --out) and keep the --screen most influential parameters
+    (``executor``: as :func:`run_screening`)."""
     doc = screening['doc']
     samples = screening['run']['samples']
     if doc is None:
         log.info('screening %d parameters with %d of the %d rollouts of the budget', len(space.dimensions),
                  samples, args.budget)
-        doc = run_screening(args, setup, space, samples, args.out, screening['run'], inputs)
+        doc = run_screening(args, setup, space, samples, args.out, screening['run'], inputs, executor)
     else:
         log.info('reusing the screening in %s', args.out / SENSITIVITY_JSON)
     kept = most_influential(doc['influence'], args.screen, space.names)

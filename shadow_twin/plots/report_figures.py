@@ -35,9 +35,16 @@ def plot_convergence(path: Path, objectives: Sequence[float], initial: float, ti
     write_bytes_atomic(path, figure_png(fig))
 
 
+#: Joints whose real and simulated angles all stay within this span (rad) are not drawn: flat
+#: panels (6 of the 24 joints of the real hand closing) that cost drawing time.
+STILL = 0.01
+
+
 def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: np.ndarray,
-                sims: Mapping[str, np.ndarray], title: str = '') -> None:
-    """Real vs simulated angle per joint (one panel each) for several simulated runs.
+                sims: Mapping[str, np.ndarray], title: str = '', keep: Sequence[str] = ()) -> None:
+    """Real vs simulated angle per joint (one panel each) for several simulated runs; joints that
+    moved less than :data:`STILL` in every run are left out (named in a note; all of them are
+    drawn when none moved), but those in ``keep`` (e.g. the objective's joints) always drawn.
 
     ``time_base``: (N,) s from the trajectory start; ``real``: (N, J) rad;
     ``sims``: {label: (N, J) rad}. Raises OSError if ``path`` cannot be written.
@@ -45,6 +52,11 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
     import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+    spans = np.max([np.ptp(a, axis=0) for a in (real, *sims.values())], axis=0)
+    moved = [k for k in range(len(joints)) if spans[k] > STILL or joints[k] in keep] or list(range(len(joints)))
+    still = [joints[k] for k in range(len(joints)) if k not in moved]
+    joints, real = [joints[k] for k in moved], real[:, moved]
+    sims = {label: sim[:, moved] for label, sim in sims.items()}
     cols = 4 if len(joints) > 4 else len(joints)
     rows = int(np.ceil(len(joints) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows), sharex=True, squeeze=False)
@@ -63,4 +75,7 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
         ax.set_ylabel('angle (rad)')
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title or 'Real vs simulated joint angles')
+    if still:
+        fig.text(0.5, 0.0, f'not drawn (moved less than {STILL:g} rad): {", ".join(still)}', ha='center',
+                 va='top', fontsize=7, wrap=True)
     write_bytes_atomic(path, figure_png(fig))

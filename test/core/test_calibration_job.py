@@ -259,7 +259,11 @@ def test_plan_round_trip_and_pending(tmp_path):
                             PlanEntry('stagger', 'bags/stagger', f'{TRAJECTORIES}:stagger', holdout=True)])
     plan.write(run_dir)
     again = CalibrationPlan.read(run_dir)
-    assert again == plan
+    assert again == plan and again.cluster == ''
+    on_ray = CalibrationPlan(**{**vars(plan), 'cluster': 'ray://head:10001'})   # the node's cluster parameter
+    on_ray.write(run_dir)
+    assert CalibrationPlan.read(run_dir).cluster == 'ray://head:10001'
+    plan.write(run_dir)
     assert [e.name for e in again.pending(run_dir)] == ['curl_all', 'stagger']
     assert unfinished_runs(tmp_path) == [run_dir]
     (run_dir / RESULT).write_text('{}')
@@ -278,6 +282,8 @@ def test_plan_errors(tmp_path):
         CalibrationPlan(**{**base, 'mode': 'sideways'}, entries=[PlanEntry('a', 'a')])
     with pytest.raises(ConfigError, match='budget, workers'):
         CalibrationPlan(**{**base, 'settings': {'budget': 0}}, entries=[PlanEntry('a', 'a')])
+    with pytest.raises(ConfigError, match="--cluster 'nowhere': use ray://HOST:PORT"):
+        CalibrationPlan(**base, entries=[PlanEntry('a', 'a')], cluster='nowhere')
     with pytest.raises(ConfigError, match='does not exist'):
         CalibrationPlan.read(tmp_path)
     (tmp_path / 'plan.yaml').write_text(yaml.safe_dump({'run_id': 'r'}))

@@ -98,6 +98,23 @@ def test_budget_counts_rollouts_and_keeps_the_best(method):
         assert more.rollouts < 100
 
 
+@pytest.mark.parametrize('method', ['mujoco', 'scipy'])
+def test_stop_callback_ends_the_fit_with_its_reason(method):
+    seen = []
+
+    def stop(used, best):
+        seen.append((used, best))
+        return 'enough' if used >= 8 else None
+    result = fit_least_squares(rosenbrock([]), _space(), np.array([-1.5, 1.5, 5.0]), budget=100, method=method,
+                               stop=stop)
+    assert result.ended == 'stopped' and result.status == 'enough'
+    assert 8 <= result.rollouts <= 8 + 3 and seen[-1][0] == result.rollouts
+    assert result.cost == min(best for _, best in seen)
+    spent = fit_least_squares(rosenbrock([]), _space(), np.array([-1.5, 1.5, 5.0]), budget=10, method=method)
+    assert spent.ended == 'budget'
+    assert fit_least_squares(rosenbrock([]), _space(), np.array([0.5, 0.5, 1.0]), budget=400).ended == 'converged'
+
+
 def test_a_budget_too_small_for_a_jacobian_evaluates_the_start_only():
     calls = []
     result = fit_least_squares(rosenbrock(calls), _space(), np.array([0.0, 0.0, 1.0]), budget=3)
@@ -170,7 +187,7 @@ def test_least_squares_needs_an_evaluator_with_residuals(problem, tmp_path):
 def test_optimiser_names():
     assert set(ASK_TELL) | {LEAST_SQUARES} <= set(OPTIMISERS)
     assert phases('lsq') == (None, True) and phases('bo') == ('bo', False)
-    assert phases('cmaes+lsq') == ('cmaes', True)
+    assert phases('cmaes+lsq') == ('cmaes', True) and phases('auto') == ('bo', True)
     default = CalibrationSettings().optimizer
     assert default in OPTIMISERS and phases(default)[1]  # the default ends with least squares
     with pytest.raises(ConfigError, match=r"unknown optimizer 'lsq\+bo'"):
@@ -193,18 +210,18 @@ def crash(checkpoint, complete):
 
 @pytest.fixture(scope='module')
 def global_then_local(problem, tmp_path_factory):
-    """An uninterrupted run of the default optimiser, budget 30 (global 6, least squares, the rest global)."""
+    """An uninterrupted run of bo+lsq, budget 30 (global 6, least squares, the rest global)."""
     evaluator, space, _ = problem
     out = tmp_path_factory.mktemp('default') / 'full'
-    settings = CalibrationSettings(budget=30, workers=2, seed=1)
+    settings = CalibrationSettings('bo+lsq', budget=30, workers=2, seed=1)
     return Calibration(evaluator, space, settings, out, {'test': 'lsq'}).run()
 
 
-def test_default_optimiser_runs_global_then_least_squares(problem, global_then_local):
+def test_global_then_least_squares(problem, global_then_local):
     _, space, truth = problem
     result = global_then_local
     phases_run = [e.phase for e in result.evaluations]
-    first = phases(CalibrationSettings().optimizer)[0]
+    first = phases('bo+lsq')[0]
     n_global = default_global_budget(30, 2)
     assert phases_run[:n_global] == [first] * n_global and phases_run[n_global] == 'lsq'
     assert len(result.evaluations) == 30  # least squares converged: the global optimiser had the rest
@@ -217,7 +234,7 @@ def test_default_optimiser_runs_global_then_least_squares(problem, global_then_l
 @pytest.mark.parametrize('complete', [3, 7, 9, 14])  # global phase, first Jacobian, after it, later
 def test_resume_equals_the_uninterrupted_run(problem, global_then_local, tmp_path, complete):
     evaluator, space, _ = problem
-    settings = CalibrationSettings(budget=30, workers=2, seed=1)
+    settings = CalibrationSettings('bo+lsq', budget=30, workers=2, seed=1)
     Calibration(evaluator, space, settings, tmp_path, {'test': 'lsq'}).run()
     crash(tmp_path / CHECKPOINT, complete)
     progress = []
