@@ -41,7 +41,8 @@ from urllib.parse import urlsplit
 import mujoco
 import numpy as np
 
-from shadow_twin.calibration.evaluation import Score, parts_of
+from shadow_twin.calibration.evaluation import Score
+from shadow_twin.calibration.evaluator_set import parts_of
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.mjcf import ParameterTarget
 

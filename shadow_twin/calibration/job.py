@@ -42,7 +42,8 @@ from typing import Callable, Sequence
 import yaml
 
 from shadow_twin.calibration import metrics
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
+from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.recording import (JOINT_STATE, JointStateRecording, bag_topics, read_commanded_trajectory,
                                                read_joint_states)

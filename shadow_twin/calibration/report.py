@@ -17,7 +17,8 @@ import pandas as pd
 import yaml
 
 from shadow_twin.calibration import identifiability, metrics
-from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet, Score, combine_scores, parts_of
+from shadow_twin.calibration.evaluation import Evaluator, Score
+from shadow_twin.calibration.evaluator_set import EvaluatorSet, combine_scores, parts_of
 from shadow_twin.calibration.run import CalibrationResult
 from shadow_twin.calibration.search_space import SearchSpace
 from shadow_twin.common.files import write_text_atomic

@@ -26,7 +26,8 @@ import logging
 import sys
 from pathlib import Path
 
-from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec, CellTopics, result_lines
+from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec, CellTopics
+from shadow_twin.calibration.cell_result import result_lines
 from shadow_twin.calibration.executor import parse_cluster
 from shadow_twin.calibration.protocol import CellProtocol
 from shadow_twin.common.errors import ConfigError, ShadowTwinError

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, EvaluatorSet
+from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.executor import make_executor
 from shadow_twin.calibration.recording import TRAJECTORY, bag_topics, read_commanded_trajectory, read_joint_states
 from shadow_twin.cli.input_files import load_trajectory

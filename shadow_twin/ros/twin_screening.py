@@ -136,7 +136,10 @@ class GoalScreening:
     def _screen_base(self, request, plan: TwinGoalState, settings: dict, anchor: bool = True) -> None:
         """The base part: re-anchor the sim base first when the bases stand apart (mode both,
         :class:`~shadow_twin.ros.base_anchor.BaseAnchor`; ``anchor`` False: not), then
-        ``base_goal_from_request`` from the actual base's pose."""
+        ``base_goal_from_request`` from the actual base's pose. A goal that moves the bases
+        (``anchor``) is judged only on fresh odometry: a base that is missing is named first."""
+        if anchor:
+            self._check_bases(settings)
         if anchor and self.base.anchor is not None and not self.base.busy():
             try:
                 self.base.anchor.anchor_if_apart(*settings['base'].anchor_offsets)
@@ -175,10 +178,16 @@ class GoalScreening:
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{describe_part(name, self.action_names)}: action server '
                                                          f'is not available (waited {settings["server_timeout"]:g} s)')
         if plan.base_goal is not None:
-            for side in self.base_sides:
-                why = self.base.missing(side)
-                if why is not None:
-                    raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self.base.describe(side)} is missing: {why}')
+            self._check_bases(settings)
+
+    def _check_bases(self, settings: dict) -> None:
+        """Every base the twin drives has fresh odometry and a subscriber to its commands (just
+        after a start, the first odometry is waited for, up to ``server_timeout`` s)."""
+        for side in self.base_sides:
+            self.base.current_pose(side, wait_s=max(0.0, self._first_data_deadline(settings) - time.monotonic()))
+            why = self.base.missing(side)
+            if why is not None:
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self.base.describe(side)} is missing: {why}')
 
 
 def check_joints(plan: TwinGoalState, now: float, t: float, names: list[str], desired: tuple,

@@ -18,7 +18,8 @@ from shadow_twin.calibration.plan import (CalibrationPlan, PlanEntry, holdout_na
                                           unfinished_runs)
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError, RecordingError
-from shadow_twin.calibration.evaluation import Evaluator, EvaluatorSet
+from shadow_twin.calibration.evaluation import Evaluator
+from shadow_twin.calibration.evaluator_set import EvaluatorSet
 from shadow_twin.model.mjcf import TwinModel, apply_parameters, builtin_model_path
 from shadow_twin.common.paths import config_path
 from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording, joint_state_messages,

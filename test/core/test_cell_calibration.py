@@ -15,8 +15,9 @@ from cell_recordings import write_protocol_bags
 
 from shadow_twin.calibration.base_evaluation import BaseEvaluator
 from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED, BaseRecording
-from shadow_twin.calibration.cell_job import (ARM_RMSE_RESOLUTION, VALIDATION_TOLERANCE, CellCalibrationJob,
-                                              CellJobSpec, GroupFit, cell_install_decision, run_metrics)
+from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec
+from shadow_twin.calibration.cell_result import (ARM_RMSE_RESOLUTION, VALIDATION_TOLERANCE, GroupFit,
+                                                 cell_install_decision, run_metrics)
 from shadow_twin.calibration.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion, BaseMotion,
                                               CellProtocol)
 from shadow_twin.calibration.bag_reader import open_bag_reader, typestore

@@ -120,12 +120,14 @@ def test_ray_screening_gives_the_local_answers(cluster, problem):
     assert local.influence == remote.influence
 
 
-def test_a_node_with_another_mujoco_is_refused_before_any_rollout(cluster, monkeypatch):
+@pytest.mark.parametrize('key, value, says', [('mujoco', '0.0.1', r'runs MuJoCo \d.*this machine 0\.0\.1'),
+                                               ('model', 'f' * 64, r'another hash \(\w{12}, here ffffffffffff\)')])
+def test_a_node_with_another_mujoco_or_model_is_refused_before_any_rollout(cluster, monkeypatch, key, value, says):
     _, _, executor = cluster
     evaluator, space, _ = make_problem()          # a new evaluator: shipped and checked again
     real = executor_module.fingerprint
-    monkeypatch.setattr(executor_module, 'fingerprint', lambda ev: {**real(ev), 'mujoco': '0.0.1'})  # this side only
-    with pytest.raises(ClusterError, match=r'runs MuJoCo \d.*this machine 0\.0\.1.*before any rollout') as info:
+    monkeypatch.setattr(executor_module, 'fingerprint', lambda ev: {**real(ev), key: value})  # this side only
+    with pytest.raises(ClusterError, match=says + '.*before any rollout') as info:
         executor.evaluate(evaluator, [space.values(space.defaults)])
     assert '\n' not in str(info.value)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from synthetic_hand import make_problem
 
-from shadow_twin.calibration.evaluation import EvaluatorSet
+from shadow_twin.calibration.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.least_squares import finite_difference_jacobian, fit_least_squares
 from shadow_twin.calibration.optimisers import ASK_TELL, LEAST_SQUARES, OPTIMISERS, phases
 from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings, default_global_budget

@@ -109,7 +109,9 @@ def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(r
     assert outcome.others_alive, outcome
     assert outcome.respawned, cell.up.output()[-3000:]
     start = pose_of(cell.odom.last())
-    status, result = result_of(client, send(client, make_goal(base=base_points(start, straight(0.2), 2.0))))
+    handle = send(client, make_goal(base=base_points(start, straight(0.2), 2.0)))
+    assert handle.accepted, cell.up.output()[-3000:]
+    status, result = result_of(client, handle)
     assert (status, result.error_code) == (4, 0), result.error_string
     assert 're-anchored' in cell.up.output()
 

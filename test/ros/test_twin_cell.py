@@ -278,11 +278,16 @@ def test_mir_bridge_missing_rejects_a_base_goal(ros, cell, topics):
     assert helpers.wait_until(lambda: not topics['odom'].since(time.monotonic() - 0.7), 10.0)
     sim_before = pose_of(topics['sim_odom'].last())
     since = time.monotonic()
-    handle = send(client, make_goal(base=base_points(sim_before, straight(0.5), 3.0)))
+    # point 0 at t = 0 is 0.3 m from the bases: judged on the stale odometry it would be refused for the
+    # start tolerance; the twin names the missing base first
+    aside = (sim_before[0] + 0.3 * math.cos(sim_before[2]), sim_before[1] + 0.3 * math.sin(sim_before[2]), sim_before[2])
+    earlier = len(cell['twin'].output())
+    handle = send(client, make_goal(base=base_points(aside, straight(0.5), 3.0)))
     assert not handle.accepted
-    log = cell['twin'].output()
+    log = cell['twin'].output()[earlier:]
     assert 'real base (TwistStamped on /cmd_vel, odometry on /odom) is missing: no fresh odometry on /odom' in log, \
         log[-3000:]
+    assert 'start tolerance' not in log and 're-anchored' not in log, log[-3000:]
     later = helpers.stamped_at(topics['sim_odom'], helpers.ros_now() + 0.5)     # 0.5 s on: the sim base stayed
     assert pose_error(pose_of(later), sim_before)[0] < 1e-3
     assert not topics['sim_cmd_vel'].since(since)
