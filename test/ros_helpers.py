@@ -309,10 +309,11 @@ def final_feedback(feedback: list, target: dict[str, float], settled: Callable |
     """The feedback (``FollowJointTrajectory.Feedback``) of a goal that ended at ``target``
     {joint: rad}, at its end point: waits (up to ``timeout`` s) until the newest of ``feedback``
     (FeedbackMessages, as an action client's callback appends them) desires the end point and,
-    with ``settled``, ``settled(feedback)`` holds of it, and returns that one. The result can
-    overtake the last feedback messages (rclpy's action client takes one feedback message per
-    wake-up, and a loaded PC wakes it late), so their arrival is waited for, not a quiet time.
-    Raises AssertionError (with the newest feedback's desired positions) when none comes."""
+    with ``settled``, ``settled(feedback)`` holds of it, and returns that one. Call it before
+    asking for the result: rclpy's action client drops a goal's feedback callback once its result
+    has arrived, and the last feedback messages can arrive after the result (one per wake-up of
+    the client, late on a loaded PC). Raises AssertionError (with the newest feedback's desired
+    positions) when none comes."""
     found = []
 
     def ended() -> bool:

@@ -181,12 +181,12 @@ def test_goal_moves_the_sim_to_the_target_and_succeeds(ros, sim):
     feedback = []
     handle = send(ros, make_goal(TARGET, 0.6, goal_tolerance=0.05), feedback=feedback.append)
     assert handle.accepted
+    fb = ros[0].final_feedback(feedback, TARGET)      # before the result is asked for (final_feedback says why)
     status, result = result_of(ros, handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
     reached = positions(ros[0].current(states), list(TARGET))
     np.testing.assert_allclose(reached, list(TARGET.values()), atol=0.05)
-    fb = ros[0].final_feedback(feedback, TARGET)
     assert len(feedback) >= 10                     # ~50 Hz over >= 0.6 s
     assert list(fb.joint_names) == list(TARGET)
     np.testing.assert_allclose(np.array(fb.error.positions),

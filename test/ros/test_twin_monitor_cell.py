@@ -106,10 +106,21 @@ def drive(ros, topics: list[str], seconds: float, until=None, stop: bool = False
     """Publish the TwistStamped command (SPEED, TURN) on ``topics`` at 20 Hz for ``seconds`` s, or
     until ``until()`` is true, then with ``stop`` a zero command three times (as a base controller
     ends, rather than leaving each base to its own command timeout); returns the monotonic time of
-    the first command. The 50 ms sleeps pace the commands, as a base controller's 20 Hz."""
+    the first command. The 50 ms sleeps pace the commands, as a base controller's 20 Hz. New
+    publishers first wait for their subscribers and send zero commands for 0.3 s: a base whose
+    subscription matched them a little later would otherwise miss the first commands the other
+    base got (5 cm apart at the end for 0.1 s of them); the time returned is the first zero command's."""
     from geometry_msgs.msg import TwistStamped
-    _, client = ros
+    helpers, client = ros
     pubs = [client.node.create_publisher(TwistStamped, topic, 10) for topic in topics]
+    assert helpers.wait_until(lambda: all(pub.get_subscription_count() >= 1 for pub in pubs), 10.0), topics
+    first = time.monotonic()
+    for _ in range(6):
+        halt = TwistStamped()
+        halt.header.stamp = client.node.get_clock().now().to_msg()
+        for pub in pubs:
+            pub.publish(halt)
+        time.sleep(0.05)
     command = TwistStamped()
     command.twist.linear.x, command.twist.angular.z = SPEED, TURN
     start = time.monotonic()
@@ -128,7 +139,7 @@ def drive(ros, topics: list[str], seconds: float, until=None, stop: bool = False
     finally:
         for pub in pubs:
             client.node.destroy_publisher(pub)
-    return start
+    return first
 
 
 # --------------------------------------------------------------------------------------- tests
@@ -211,8 +222,8 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
 def test_same_commands_to_both_bases_keep_the_base_error_small(ros, cell, topics):
     helpers, _ = ros
     odom0, sim0 = topics['odom'].last(), topics['sim_odom'].last()
-    began = helpers.ros_now()
-    start = drive(ros, ['/cmd_vel', '/sim/cmd_vel'], DRIVE, stop=True)
+    began, start = helpers.ros_now(), time.monotonic()     # the window's start: on stamps, and received
+    drive(ros, ['/cmd_vel', '/sim/cmd_vel'], DRIVE, stop=True)
     assert helpers.wait_until(lambda: abs(topics['odom'].last().twist.twist.linear.x) < 0.005
                               and abs(topics['sim_odom'].last().twist.twist.linear.x) < 0.005, 10.0)
     stopped = time.monotonic()

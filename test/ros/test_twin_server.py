@@ -147,14 +147,15 @@ def test_goal_moves_robot_and_sim_and_succeeds(ros, rest, states):
     feedback = []
     handle = send(client, make_goal(TARGET, 0.6, goal_tolerance=0.05), feedback=feedback.append)
     assert handle.accepted, rest['twin'].output()[-2000:]
+    # the end point's feedback before the result is asked for (final_feedback says why)
+    fb = helpers.final_feedback(feedback, TARGET, settled=lambda fb: np.allclose(fb.actual.positions,
+                                                                                 list(TARGET.values()), atol=0.05))
     status, result = result_of(client, handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
     assert result.error_code == FollowJointTrajectory.Result.SUCCESSFUL
     for side in ('real', 'sim'):
         np.testing.assert_allclose(positions(helpers.current(states[side]), list(TARGET)), list(TARGET.values()),
                                    atol=0.05)
-    fb = helpers.final_feedback(feedback, TARGET, settled=lambda fb: np.allclose(fb.actual.positions,
-                                                                                 list(TARGET.values()), atol=0.05))
     assert len(feedback) >= 10
     assert list(fb.joint_names) == list(TARGET)
     np.testing.assert_allclose(np.array(fb.error.positions),
@@ -275,12 +276,13 @@ def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
         handle = send(client, make_goal({'rh_FFJ3': 0.7}, 0.4, goal_tolerance=0.05),
                       action='/twin_sim/follow_joint_trajectory', feedback=feedback.append)
         assert handle.accepted, proc.output()[-2000:]
+        # actual is the sim in sim mode (the robot stays where it was); the end point's feedback
+        # before the result is asked for (final_feedback says why)
+        helpers.final_feedback(feedback, {'rh_FFJ3': 0.7}, settled=lambda fb: abs(fb.actual.positions[0] - 0.7) < 0.05)
         status, result = result_of(client, handle)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
         assert positions(helpers.current(states['sim']), ['rh_FFJ3'])[0] == pytest.approx(0.7, abs=0.05)
         assert abs(positions(helpers.current(states['real']), ['rh_FFJ3'])[0] - real_before) < 0.01
-        # actual is the sim in sim mode (the robot stayed where it was)
-        helpers.final_feedback(feedback, {'rh_FFJ3': 0.7}, settled=lambda fb: abs(fb.actual.positions[0] - 0.7) < 0.05)
     finally:
         status = proc.stop()
         assert status == 0, proc.log_path.read_text()[-3000:]
