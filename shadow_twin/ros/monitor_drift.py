@@ -160,8 +160,8 @@ class DriftWatch:
                                         'a calibration was installed; new baseline after one full window')
             self.trend.restart_baseline(f'calibration installed: {model}', model, identity)
             self._calibration = 'idle'
+            self.save()       # saved before it is published: a status never runs ahead of the state file
             self.publish()
-            self.save()
 
     def _on_reset(self, request, response):
         joints = self.trend.set_baseline_now()
@@ -172,8 +172,8 @@ class DriftWatch:
             self.trend.restart_baseline('set by hand (first full window after the reset)')
         self._calibration = 'idle'
         self.node.get_logger().info(f'drift watch: {response.message}')
+        self.save()           # saved before it is published (as above)
         self.publish()
-        self.save()
         return response
 
     # -- outputs ---------------------------------------------------------------------------------
