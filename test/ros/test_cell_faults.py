@@ -69,7 +69,7 @@ def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves
     assert cell.up.alive() and 'exited' not in cell.up.output(), cell.up.output()[-3000:]
     now = time.monotonic()
     assert helpers.wait_until(lambda: all(r.since(now) for r in cell.streams.values()), 10.0), \
-        {t: r.count() for t, r in cell.streams.items()}
+        f'{ {t: r.count() for t, r in cell.streams.items()} }\n{cell.up.output()[-3000:]}'
     for name, recorder in (('real', cell.odom), ('sim', cell.sim_odom)):
         x, y, _ = pose_of(recorder.last())
         assert math.hypot(x - before[name][0], y - before[name][1]) < 0.005, name
