@@ -108,8 +108,18 @@ def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(r
     assert outcome.answer_s < 1.0, outcome
     assert outcome.others_alive, outcome
     assert outcome.respawned, cell.up.output()[-3000:]
-    start = pose_of(cell.odom.last())
-    handle = send(client, make_goal(base=base_points(start, straight(0.2), 2.0)))
+    # the twin matches the respawned bridge's odometry when DDS discovery lets it (up to Fast DDS's
+    # 3 s announcement period on a loaded machine); until then it names the missing base
+    deadline = time.monotonic() + 10.0
+    while True:
+        earlier = len(cell.up.output())
+        start = pose_of(cell.odom.last())
+        handle = send(client, make_goal(base=base_points(start, straight(0.2), 2.0)))
+        said = cell.up.output()[earlier:]
+        if handle.accepted or time.monotonic() > deadline:
+            break
+        assert 'real base (TwistStamped on /cmd_vel, odometry on /odom) is missing' in said, said
+        time.sleep(0.5)
     assert handle.accepted, cell.up.output()[-3000:]
     status, result = result_of(client, handle)
     assert (status, result.error_code) == (4, 0), result.error_string
