@@ -34,6 +34,7 @@ import io
 import logging
 import pickle
 import socket
+import time
 import uuid
 from typing import Mapping, Sequence
 from urllib.parse import urlsplit
@@ -52,6 +53,11 @@ LOCAL = 'local'
 CONNECT_TIMEOUT = 5.0
 #: Ray retries of a task whose worker process or node died.
 MAX_RETRIES = 4
+#: Attempts to join a ray:// cluster: the head's client server starts one server process per client,
+#: and that start now and then fails (the process dies at once; its log is empty): a new attempt succeeds.
+JOIN_ATTEMPTS = 3
+#: s between two attempts to join.
+JOIN_PAUSE = 1.0
 #: Evaluators each Ray worker process keeps unpickled (newest last).
 CACHE_SIZE = 4
 #: Per worker process: {key: evaluator}, filled by :func:`_load`.
@@ -244,6 +250,16 @@ def parse_cluster(cluster: str | None) -> str | None:
     return text
 
 
+def last_line(exc: BaseException, limit: int = 200) -> str:
+    """The last non-empty line of ``exc``'s message, whitespace collapsed, at most ``limit`` characters.
+
+    Ray passes a server's whole traceback in its message; its last line names what failed.
+    """
+    lines = [' '.join(line.split()) for line in str(exc).splitlines()]
+    lines = [line for line in lines if line] or [type(exc).__name__]
+    return lines[-1][:limit]
+
+
 def _reachable(address: str, timeout: float) -> None:
     """Raise ClusterError unless a TCP connection to ``address``'s host and port opens in ``timeout`` s."""
     parts = urlsplit(address if '://' in address else f'ray://{address}')
@@ -277,18 +293,34 @@ class RayExecutor:
             raise ClusterError('--cluster needs Ray: pip install -r requirements.txt') from None
         self._ray = ray
         self._owns = not ray.is_initialized()
-        try:
-            if self._owns:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
-        except Exception as exc:  # ConnectionError, RuntimeError...: all one line
-            raise ClusterError(f'--cluster {self.address}: cannot join the Ray cluster '
-                               f'({" ".join(str(exc).split())[:200]})') from None
+        if self._owns:
+            self._join()
         self._remote_slice = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(_evaluate_slice)
         self._remote_probe = ray.remote(max_retries=MAX_RETRIES, num_cpus=0)(_probe)
         self._shipped: dict[int, tuple[str, list, dict, object]] = {}
         self.nodes = self._nodes()
         log.info('Ray cluster %s: %d node(s), %d CPUs', self.address, len(self.nodes),
                  sum(c for _, c in self.nodes))
+
+    def _join(self) -> None:
+        """ray.init on the address; a ray:// address is tried :data:`JOIN_ATTEMPTS` times, each failure logged.
+
+        Raises:
+            ClusterError: the last attempt failed (its reason: the last line of Ray's message).
+        """
+        attempts = JOIN_ATTEMPTS if self.address.startswith('ray://') else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                self._ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+                return
+            except Exception as exc:  # ConnectionError, RuntimeError...: all one line
+                reason = last_line(exc)
+                if attempt == attempts:
+                    raise ClusterError(f'--cluster {self.address}: cannot join the Ray cluster ({reason})'
+                                       + (f' after {attempts} attempts' if attempts > 1 else '')) from None
+                log.warning('--cluster %s: attempt %d of %d to join failed (%s); trying again',
+                            self.address, attempt, attempts, reason)
+                time.sleep(JOIN_PAUSE)
 
     def _nodes(self) -> list[tuple[str, int]]:
         """[(node id, CPUs)] of the alive nodes that have CPUs."""
@@ -310,7 +342,7 @@ class RayExecutor:
             if isinstance(cause, WorkerMismatch) or isinstance(exc, WorkerMismatch):
                 raise ClusterError(str(cause or exc)) from None
             raise ClusterError(f'the Ray cluster {self.address} stopped answering ({type(exc).__name__}: '
-                               f'{" ".join(str(exc).split())[:160]}); the checkpoint is kept: continue with '
+                               f'{last_line(exc, 160)}); the checkpoint is kept: continue with '
                                f'--resume, on local or another --cluster') from None
 
     def _strategy(self, node_id: str):

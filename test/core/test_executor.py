@@ -85,6 +85,44 @@ def test_cluster_addresses_and_slices():
     assert sum(split_sizes(13, [4, 1, 3])) == 13
 
 
+class FlakyRay:
+    """Stands in for the ``ray`` module in ``RayExecutor._join``: its first ``failures`` inits fail as the
+    head's client server does when the server process it starts for a client dies (a traceback in the message)."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls = failures, []
+
+    def init(self, address, **kwargs):
+        self.calls.append(address)
+        if len(self.calls) <= self.failures:
+            raise ConnectionError('Initialization failure from server:\nTraceback (most recent call last):\n'
+                                  '  File "proxier.py", line 765, in Datapath\n    if not self.proxy_manager...\n'
+                                  'RuntimeError: Starting Ray client server failed. See ray_client_server_23000.err')
+
+
+@pytest.mark.parametrize('address, failures, attempts, joins', [
+    ('ray://head:10001', 2, 3, True),       # two failed starts, the third joins
+    ('ray://head:10001', 5, 3, False),      # three failures: one line naming the last reason
+    ('head:6379', 1, 1, False),             # a GCS address is tried once
+])
+def test_joining_a_cluster_tries_a_ray_client_address_again(monkeypatch, caplog, address, failures, attempts, joins):
+    monkeypatch.setattr(executor_module, 'JOIN_PAUSE', 0.0)
+    executor = RayExecutor.__new__(RayExecutor)
+    executor.address, executor._ray = address, FlakyRay(failures)
+    if joins:
+        executor._join()
+    else:
+        with pytest.raises(ClusterError) as error:
+            executor._join()
+        message = str(error.value)
+        assert '\n' not in message and message.startswith(f'--cluster {address}: cannot join the Ray cluster')
+        assert 'Starting Ray client server failed' in message and 'Traceback' not in message
+        assert ('after 3 attempts' in message) == (attempts == 3)
+    assert len(executor._ray.calls) == attempts
+    retried = [r.getMessage() for r in caplog.records if 'trying again' in r.getMessage()]
+    assert len(retried) == min(failures, attempts - 1)
+
+
 def test_wrong_cluster_address_is_one_line_and_exit_2(real_bag, trajectories_yaml, tmp_path, capsys):
     started = time.perf_counter()
     out = tmp_path / 'run'
@@ -159,13 +197,12 @@ from shadow_twin.calibration.executor import RayExecutor
 from shadow_twin.calibration.run import Calibration, CalibrationSettings
 from shadow_twin.common.errors import ShadowTwinError
 evaluator, space, _ = make_problem()
-executor = RayExecutor(sys.argv[1])
 def progress(done, budget, best):
     print('done', done, flush=True)
     time.sleep(0.3)                                  # time for the test to stop the head
 try:
     Calibration(evaluator, space, CalibrationSettings(**eval(sys.argv[4])), sys.argv[2], {'test': 1},
-                executor=executor).run(progress)
+                executor=RayExecutor(sys.argv[1])).run(progress)
 except ShadowTwinError as exc:
     print('error:', exc, file=sys.stderr)
     sys.exit(2)
