@@ -213,8 +213,9 @@ class CellCalibrationJob:
         """
         started = time.perf_counter()
         inputs = self._inputs()
-        groups = {'arm': self._group('arm', self.runs_of(ARM_IDENTIFICATION), progress, inputs),
-                  'base': self._group('base', self.runs_of(IDENTIFICATION), progress, inputs)}
+        with make_executor(self.spec.cluster, self.spec.workers) as executor:    # one cluster join for both groups
+            groups = {'arm': self._group('arm', self.runs_of(ARM_IDENTIFICATION), executor, progress, inputs),
+                      'base': self._group('base', self.runs_of(IDENTIFICATION), executor, progress, inputs)}
         calibrated = {**groups['arm'].values, **groups['base'].values}
         runs, plots = self._compare(calibrated, progress)
         validation_runs = self.runs_of(VALIDATION)
@@ -239,21 +240,13 @@ class CellCalibrationJob:
         log.info('cell calibration %s: %s', 'accepted' if accept else 'refused', reason)
         return result
 
-    def _group(self, group: str, run_names: list[str], progress, inputs: dict) -> GroupFit:
-        """Screen and fit one group on ``run_names`` (its rollout batches on the spec's cluster)."""
-        if not run_names:
-            return GroupFit({}, list(self.spaces[group].names), [], {}, {}, float('nan'), float('nan'), 0)
-        evaluator = EvaluatorSet([self.evaluators[n] for n in run_names])
-        executor = make_executor(self.spec.cluster, self.spec.workers)
-        try:
-            executor.prepare(evaluator)             # shipped once, checked on every node, before any rollout
-            return self._fit_group(group, run_names, evaluator, executor, progress, inputs)
-        finally:
-            executor.close()
-
-    def _fit_group(self, group: str, run_names: list[str], evaluator, executor, progress, inputs: dict) -> GroupFit:
-        """:meth:`_group`'s screening and fit through ``executor``."""
+    def _group(self, group: str, run_names: list[str], executor, progress, inputs: dict) -> GroupFit:
+        """Screen and fit one group on ``run_names``, its rollout batches through ``executor``."""
         protocol, space = self.spec.protocol, self.spaces[group]
+        if not run_names:
+            return GroupFit({}, list(space.names), [], {}, {}, float('nan'), float('nan'), 0)
+        evaluator = EvaluatorSet([self.evaluators[n] for n in run_names])
+        executor.prepare(evaluator)                 # shipped once, checked on every node, before any rollout
         influence, ranking, fitted = {}, list(space.names), list(space.names)
         if protocol.screening_samples:
             screened = screen(evaluator, space, protocol.screening_samples, self.spec.workers, self.spec.seed,

@@ -71,7 +71,24 @@ class ClusterError(ConfigError):
 Batch = tuple[list[Score], 'np.ndarray | None']
 
 
-class LocalExecutor:
+class _Executor:
+    """What both executors share: :meth:`bind`, and use in a ``with`` block (closed at its end)."""
+
+    def bind(self, evaluator) -> 'BoundEvaluator':
+        """``evaluator`` whose batch methods go through this executor (see :class:`BoundEvaluator`)."""
+        return BoundEvaluator(evaluator, self)
+
+    def close(self) -> None:
+        """Release what the executor holds."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalExecutor(_Executor):
     """Evaluate batches in this process, on ``workers`` threads of ``mujoco.rollout``.
 
     Args:
@@ -96,13 +113,6 @@ class LocalExecutor:
         if residuals:
             return evaluator.evaluate_scored_residuals(list(parameter_sets), nthread=self.workers)
         return evaluator.evaluate(list(parameter_sets), nthread=self.workers), None
-
-    def bind(self, evaluator) -> 'BoundEvaluator':
-        """``evaluator`` whose batch methods go through this executor (see :class:`BoundEvaluator`)."""
-        return BoundEvaluator(evaluator, self)
-
-    def close(self) -> None:
-        """Nothing to release locally."""
 
 
 class BoundEvaluator:
@@ -271,7 +281,7 @@ def _reachable(address: str, timeout: float) -> None:
                            f'one with `ray start --head` or run without --cluster') from None
 
 
-class RayExecutor:
+class RayExecutor(_Executor):
     """Evaluate batches as Ray tasks over the nodes of a cluster (see the module doc).
 
     Args:
@@ -386,10 +396,6 @@ class RayExecutor:
         scores = [s for part in parts for s in part[0]]
         return scores, (np.vstack([part[1] for part in parts]) if residuals else None)
 
-    def bind(self, evaluator) -> BoundEvaluator:
-        """``evaluator`` whose batch methods go through this executor (see :class:`BoundEvaluator`)."""
-        return BoundEvaluator(evaluator, self)
-
     def close(self) -> None:
         """Disconnect from the cluster (when this executor connected)."""
         self._shipped.clear()
@@ -402,6 +408,7 @@ class RayExecutor:
 
 def make_executor(cluster: str | None, workers: int = 1) -> LocalExecutor | RayExecutor:
     """The executor for ``--cluster`` / the node's ``cluster`` parameter ('' or 'local': local
-    threads, ``workers`` of them). Raises ClusterError (see :class:`RayExecutor`)."""
+    threads, ``workers`` of them); use it in a ``with`` block, which closes it. Raises ClusterError
+    (see :class:`RayExecutor`)."""
     address = parse_cluster(cluster)
     return LocalExecutor(workers) if address is None else RayExecutor(address)

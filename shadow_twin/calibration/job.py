@@ -264,16 +264,13 @@ class CalibrationJob:
         resume = (self.run_dir / CHECKPOINT).exists()
         if resume:
             log.info('resuming the calibration checkpointed in %s', self.run_dir)
-        executor = make_executor(self.spec.cluster, self.spec.settings.workers)
-        try:
+        with make_executor(self.spec.cluster, self.spec.settings.workers) as executor:
             executor.prepare(self.fit_set)          # shipped once, checked on every node, before any rollout
             calibration = Calibration(self.fit_set, self.space, self.spec.settings, self.run_dir, run_info, resume,
                                       executor=executor)
             result = calibration.run(progress)
             report = write_outputs(self.run_dir, self.twin, self.controller, self.fit_set, self.space, result, inputs,
                                    executor=executor)
-        finally:
-            executor.close()
         best = self.space.values(result.best.x)
         holdout = {}
         for source, part in zip(self.holdout, self.holdout_parts):

@@ -8,6 +8,7 @@ the problem; the command line prints it on one line and exits 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import logging
 import math
@@ -134,17 +135,15 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+@contextlib.contextmanager
 def open_executor(args, evaluator):
-    """The executor of ``--cluster`` (local threads, ``capped_workers``, without it), with
-    ``evaluator`` already shipped to and checked on every Ray node. Raises ClusterError (one line):
-    a bad or unreachable address, a node with another MuJoCo version or model hash."""
-    executor = make_executor(getattr(args, 'cluster', ''), capped_workers(args, args.command))
-    try:
+    """``with`` block of the executor of ``--cluster`` (local threads, ``capped_workers``, without it),
+    with ``evaluator`` already shipped to and checked on every Ray node; closed at the block's end.
+    Raises ClusterError (one line): a bad or unreachable address, a node with another MuJoCo version
+    or model hash."""
+    with make_executor(getattr(args, 'cluster', ''), capped_workers(args, args.command)) as executor:
         executor.prepare(evaluator)
-    except BaseException:
-        executor.close()
-        raise
-    return executor
+        yield executor
 
 
 def capped_workers(args, command: str) -> int:

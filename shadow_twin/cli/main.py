@@ -199,12 +199,9 @@ def cmd_calibrate(args) -> int:
         run_info['screen'] = {'parameters': args.screen, 'samples': samples}
         earlier = earlier_screening(args.out, screening)
         screening = {'run': screening, 'doc': earlier}
-    executor = open_executor(args, setup.evaluator)   # before --out is created: a bad --cluster leaves nothing
-    try:
-        with exclusive_directory(args.out, '--out'):
-            return _calibrate(args, settings, setup, space, inputs, run_info, screening, executor)
-    finally:
-        executor.close()
+    # the executor before --out is created: a bad --cluster leaves nothing
+    with open_executor(args, setup.evaluator) as executor, exclusive_directory(args.out, '--out'):
+        return _calibrate(args, settings, setup, space, inputs, run_info, screening, executor)
 
 
 def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_after: float) -> dict:

@@ -62,15 +62,12 @@ def cmd_sensitivity(args) -> int:
     space = SearchSpace.from_yaml(args.space, setup.twin)
     inputs = fingerprints(input_files(args, setup))
     run = screen_run(inputs, setup, args.samples, args.seed)
-    executor = open_executor(args, setup.evaluator)   # before --out is created: a bad --cluster leaves nothing
-    try:
-        with exclusive_directory(args.out, '--out'):
-            check_sensitivity_out(args.out)  # again, under the lock
-            log.info('screening %d parameters with %d samples, %d workers (%s) -> %s', len(space.dimensions),
-                     args.samples, args.workers, executor.name, args.out)
-            doc = run_screening(args, setup, space, args.samples, args.out, run, inputs, executor)
-    finally:
-        executor.close()
+    # the executor before --out is created: a bad --cluster leaves nothing
+    with open_executor(args, setup.evaluator) as executor, exclusive_directory(args.out, '--out'):
+        check_sensitivity_out(args.out)  # again, under the lock
+        log.info('screening %d parameters with %d samples, %d workers (%s) -> %s', len(space.dimensions),
+                 args.samples, args.workers, executor.name, args.out)
+        doc = run_screening(args, setup, space, args.samples, args.out, run, inputs, executor)
     obj = doc['objective']
     print(f'influence on the objective (Pearson r over {doc["samples"]} samples; objective '
           f'{obj.get("min", float("nan")):.4g} .. {obj.get("max", float("nan")):.4g} rad^2):')
