@@ -316,6 +316,17 @@ def on_bounds(space: SearchSpace, x: np.ndarray, tolerance: float = BOUND_TOLERA
             if v <= tolerance or v >= 1.0 - tolerance]
 
 
+def share_of(value: float, of: float) -> str:
+    """``value`` as a percentage of ``of`` ('inf %' when ``of`` is not positive or ``value`` not finite)."""
+    return f'{100 * value / of:.3g} %' if of > 0 and np.isfinite(value) else 'inf %'
+
+
+def stalled(best: float, start: float, stall_fraction: float = STALL_FRACTION) -> bool:
+    """Whether least squares has stalled: its best objective ``best`` is still above ``stall_fraction``
+    of ``start``, the model as given's (rad^2; a NaN best counts as stalled)."""
+    return not best <= stall_fraction * start
+
+
 def global_phase_reasons(space: SearchSpace, x: np.ndarray, start: float, best: float,
                          stall_fraction: float = STALL_FRACTION) -> list[str]:
     """Why ``auto`` runs a global phase after least squares ended at ``x`` ((D,), parameter units)
@@ -329,9 +340,8 @@ def global_phase_reasons(space: SearchSpace, x: np.ndarray, start: float, best: 
     bound = on_bounds(space, x)
     if bound:
         reasons.append(f'least squares ended on a bound: {", ".join(bound)}')
-    if not best <= stall_fraction * start:
-        share = 100 * best / start if start > 0 and np.isfinite(best) else float('inf')
-        reasons.append(f'least squares stalled at {share:.3g} % of the model as given\'s objective '
+    if stalled(best, start, stall_fraction):
+        reasons.append(f'least squares stalled at {share_of(best, start)} of the model as given\'s objective '
                        f'(above {100 * stall_fraction:g} %)')
     outside = outside_space(space)
     if outside:

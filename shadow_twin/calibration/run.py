@@ -42,7 +42,7 @@ from shadow_twin.calibration.evaluation import Evaluator
 from shadow_twin.calibration.executor import LocalExecutor
 from shadow_twin.calibration.least_squares import DEFAULT_METHOD, LeastSquaresResult, fit_least_squares
 from shadow_twin.calibration.optimisers import (AUTO, AUTO_LEAST_SQUARES, CONVERGED_GAIN, STALL_FRACTION,
-                                                global_phase_reasons, make_optimiser, phases)
+                                                global_phase_reasons, make_optimiser, phases, share_of, stalled)
 from shadow_twin.calibration.run_settings import (DEFAULT_OPTIMIZER, CalibrationResult, CalibrationSettings, Evaluation,
                                                   default_global_budget)
 from shadow_twin.calibration.search_space import SearchSpace
@@ -183,7 +183,7 @@ class Calibration:
             self._ask_tell(s.budget, f'a budget of {s.budget} rollouts is too small for one least-squares '
                                      f'iteration ({d + 2}): the global phase alone')
             return None
-        start, seen, stalled = self._initial, [], []   # start: the model as given's objective
+        start, seen, stopped_stalled = self._initial, [], []   # start: the model as given's objective
 
         def watch(used: int, best: float) -> str | None:
             """Stop least squares when it has converged for auto's purpose, or stalled at half the budget."""
@@ -192,9 +192,9 @@ class Calibration:
             if before and not best < (1 - CONVERGED_GAIN) * before[-1]:
                 return (f'converged: the last {d + 1} rollouts lowered the objective by less than '
                         f'{100 * CONVERGED_GAIN:g} %')
-            if used >= s.budget // 2 and not best <= STALL_FRACTION * start:
-                stalled.append(used)
-                return (f'stalled: {_percent(best, start)} of the model as given\'s objective after {used} '
+            if used >= s.budget // 2 and stalled(best, start):
+                stopped_stalled.append(used)
+                return (f'stalled: {share_of(best, start)} of the model as given\'s objective after {used} '
                         f'rollouts (above {100 * STALL_FRACTION:g} % at half the budget)')
             return None
         first = self._least_squares(s.budget, 'least squares first, from the model as given (clipped into the space)',
@@ -206,14 +206,14 @@ class Calibration:
         reasons = global_phase_reasons(self.space, first.x, start, first.cost)
         if not reasons:
             if left > 0:
-                self._skip(f'least squares converged ({first.cost:.4g} rad^2, {_percent(first.cost, start)} of '
+                self._skip(f'least squares converged ({first.cost:.4g} rad^2, {share_of(first.cost, start)} of '
                            f'the model as given\'s, inside the bounds): the {left} rollouts left are not spent')
             return first
         n_global = s.global_budget if s.global_budget is not None else default_global_budget(s.budget, d)
         if n_global < 1 or left < n_global + 2 * (d + 1):   # least squares again needs two iterations after it
             self._skip(f'{"; ".join(reasons)}; but the {left} rollouts left are too few for a global phase of '
                        f'{n_global} and two least-squares iterations after it ({n_global + 2 * (d + 1)})')
-            if stalled and left >= d + 1:       # stopped for a global phase that cannot run: go on instead
+            if stopped_stalled and left >= d + 1:       # stopped for a global phase that cannot run: go on instead
                 more = self._least_squares(left, 'least squares on from where it stalled (no room for a global '
                                            'phase)', np.array(first.x), method=AUTO_LEAST_SQUARES[0])
                 return more if more.cost <= first.cost else first
@@ -227,15 +227,14 @@ class Calibration:
 
     def _skip(self, why: str) -> None:
         """Log a global phase that does not run."""
-        self._phase_log.append({'phase': self.global_name, 'why': why, 'ran': False, 'evaluations': 0,
-                                'first': len(self._evaluations), 'best': None})
-        log.info('%s phase not run: %s', self.global_name, why)
+        self._begin(self.global_name, why, ran=False)
 
-    def _begin(self, phase: str, why: str) -> dict:
-        entry = {'phase': phase, 'why': why, 'ran': True, 'evaluations': 0, 'first': len(self._evaluations),
+    def _begin(self, phase: str, why: str, ran: bool = True) -> dict:
+        """Append ``phase``'s entry to the phase log (see ``CalibrationResult.phase_log``) and log it."""
+        entry = {'phase': phase, 'why': why, 'ran': ran, 'evaluations': 0, 'first': len(self._evaluations),
                  'best': None}
         self._phase_log.append(entry)
-        log.info('%s phase: %s', phase, why)
+        log.info('%s phase%s: %s', phase, '' if ran else ' not run', why)
         return entry
 
     def _end(self, entry: dict) -> None:
@@ -361,8 +360,3 @@ class Calibration:
             handle.write(json.dumps(asdict(evaluation)) + '\n')
             handle.flush()
             os.fsync(handle.fileno())
-
-
-def _percent(value: float, of: float) -> str:
-    """``value`` as a percentage of ``of`` ('inf %' when ``of`` is not positive)."""
-    return f'{100 * value / of:.3g} %' if of > 0 else 'inf %'
