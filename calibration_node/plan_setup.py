@@ -9,7 +9,6 @@ from rclpy.exceptions import InvalidTopicNameException
 from rclpy.validate_topic_name import validate_topic_name
 
 from calibration_node.parameters import BASE_TOPICS
-from shadow_twin.calibration.executor import parse_cluster
 from shadow_twin.calibration.frame import FrameCalibration
 from shadow_twin.calibration.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
 from shadow_twin.calibration.protocol import CellProtocol
@@ -55,7 +54,7 @@ class PlanSetup:
             raise ConfigError(f'bag(s) not found: {missing}')
         common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
                       settings=self._settings(), alignment=alignment, real_topic=p('real_joint_states_topic'),
-                      sim_topic=p('sim_joint_states_topic'), cluster=self._cluster())
+                      sim_topic=p('sim_joint_states_topic'), cluster=str(p('cluster')).strip())
         if protocol['protocol'] is not None:
             return {**common, **self._protocol_fields(protocol, bags)}
         space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
@@ -140,12 +139,6 @@ class PlanSetup:
             except ConfigError as exc:
                 raise ConfigError(f'frame_file {frame_file}: {exc}') from None
         return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
-
-    def _cluster(self) -> str:
-        """The ``cluster`` parameter, checked (ConfigError naming the problem; nothing connects yet)."""
-        cluster = str(self._p('cluster')).strip()
-        parse_cluster(cluster)
-        return cluster
 
     def _settings(self) -> dict:
         """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
