@@ -119,22 +119,28 @@ def holdout(per_joint_mse: dict) -> float:
     return float(np.mean([per_joint_mse[j] for j in HOLDOUT_JOINTS]))
 
 
-def engines(budget: int, workers: int = 2) -> list[tuple[str, object, float, float]]:
-    """Least squares from the model as given in this process with each engine: [(name, result,
-    wall s, hold-out MSE rad^2)]."""
+def hand_problem():
+    """(Evaluator, SearchSpace) of the calibrations in this process: the built-in model and gains,
+    the shared recording against its ``hand_closing`` trajectory on :data:`OBJECTIVE_JOINTS`, and
+    ``fingers_j123.yaml`` (what ``shadow-twin calibrate`` builds from the same arguments)."""
     from shadow_twin.calibration.evaluation import Evaluator
-    from shadow_twin.calibration.least_squares import fit_least_squares
     from shadow_twin.calibration.recording import read_joint_states
     from shadow_twin.calibration.search_space import SearchSpace
     from shadow_twin.common.paths import config_path
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.control.trajectory import parse_trajectory_arg
     from shadow_twin.model.mjcf import TwinModel
-
     twin = TwinModel()
     controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
     evaluator = Evaluator(twin, controller, read_joint_states(BAG), parse_trajectory_arg(TRAJ), OBJECTIVE_JOINTS)
-    space = SearchSpace.from_yaml(SPACE, twin)
+    return evaluator, SearchSpace.from_yaml(SPACE, twin)
+
+
+def engines(budget: int, workers: int = 2) -> list[tuple[str, object, float, float]]:
+    """Least squares from the model as given in this process with each engine: [(name, result,
+    wall s, hold-out MSE rad^2)]."""
+    from shadow_twin.calibration.least_squares import fit_least_squares
+    evaluator, space = hand_problem()
 
     def residuals(points):
         return evaluator.evaluate_residuals([space.values(p) for p in points], nthread=workers)
@@ -162,19 +168,8 @@ def sysid(budget: int, workers: int = 2) -> dict | None:
     except (ImportError, AttributeError):
         return None
     absl_logging.set_verbosity(absl_logging.ERROR)  # its warning: 6 of 15 defaults lie on a bound
-    from shadow_twin.calibration.evaluation import Evaluator
-    from shadow_twin.calibration.recording import read_joint_states
-    from shadow_twin.calibration.search_space import SearchSpace
-    from shadow_twin.common.paths import config_path
-    from shadow_twin.control.controller import ControllerGains, SimController
-    from shadow_twin.control.trajectory import parse_trajectory_arg
-    from shadow_twin.model.mjcf import TwinModel
-
     started = time.perf_counter()
-    twin = TwinModel()
-    controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
-    evaluator = Evaluator(twin, controller, read_joint_states(BAG), parse_trajectory_arg(TRAJ), OBJECTIVE_JOINTS)
-    space = SearchSpace.from_yaml(SPACE, twin)
+    evaluator, space = hand_problem()
     initial = evaluator.evaluate([{}])[0].objective
 
     class Spent(Exception):

@@ -34,21 +34,6 @@ DATA = REPO.parent / 'shared' / 'data' / 'shadow_hand_e'
 OVERHEAD_TARGET = 15.0   # % of a batch
 
 
-def build():
-    from shadow_twin.calibration.evaluation import Evaluator
-    from shadow_twin.calibration.recording import read_joint_states
-    from shadow_twin.calibration.search_space import SearchSpace
-    from shadow_twin.control.controller import ControllerGains, SimController
-    from shadow_twin.control.trajectory import load_waypoint_yaml
-    from shadow_twin.model.mjcf import TwinModel
-    twin = TwinModel()
-    controller = SimController(twin.model, ControllerGains.from_yaml(REPO / 'config/controllers/shadow_hand_e.yaml'))
-    evaluator = Evaluator(twin, controller, read_joint_states(DATA / 'hand_closing_real.bag'),
-                          load_waypoint_yaml(DATA / 'trajectories.yaml', 'hand_closing'),
-                          ['rh_FFJ1', 'rh_FFJ2', 'rh_FFJ3', 'rh_FFJ4'])
-    return evaluator, SearchSpace.from_yaml(REPO / 'config/calibration/fingers_j123.yaml', twin)
-
-
 def calibrate(evaluator, space, executor, budget: int, batch: int):
     """(evaluations [(x, objective)], rollouts, simulation s, batches)."""
     from shadow_twin.calibration.run import Calibration, CalibrationSettings
@@ -91,8 +76,9 @@ def main() -> int:
         print(f'needs {DATA}', file=sys.stderr)
         return 1
     from ray.cluster_utils import Cluster
+    from calibrate_real_hand import hand_problem   # the same problem as that benchmark's (this directory)
     from shadow_twin.calibration.executor import LocalExecutor, RayExecutor
-    evaluator, space = build()
+    evaluator, space = hand_problem()
     t0 = time.perf_counter()
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 0})
     for _ in range(2):
