@@ -10,7 +10,7 @@ Jacobian) goes through an executor's :meth:`~LocalExecutor.evaluate`:
   into Ray's object store; every batch is cut into one contiguous slice per cluster node,
   sized by its CPUs, and each slice is one Ray task that rolls it out with as many threads as
   the node has CPUs. A worker process unpickles an evaluator once and keeps it for the
-  next batches (:data:`_CACHE`). The results come back in batch order.
+  next batches (:mod:`~shadow_twin.calibration.shipped`). The results come back in batch order.
 
 Same answers: a rollout depends only on its own model copy, so a slice gives bit for bit the
 objectives and residuals that the whole batch gives locally (``test/core/test_executor.py``),
@@ -29,21 +29,17 @@ Ray is imported only when a cluster is asked for (``import ray`` inside function
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
-import pickle
 import socket
 import time
 import uuid
 from typing import Mapping, Sequence
 from urllib.parse import urlsplit
 
-import mujoco
 import numpy as np
 
 from shadow_twin.calibration.evaluation import Score
-from shadow_twin.calibration.evaluator_set import parts_of
+from shadow_twin.calibration.shipped import WorkerMismatch, fingerprint, load, mismatch, payload, probe
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.mjcf import ParameterTarget
 
@@ -58,10 +54,6 @@ MAX_RETRIES = 4
 JOIN_ATTEMPTS = 3
 #: s between two attempts to join.
 JOIN_PAUSE = 1.0
-#: Evaluators each Ray worker process keeps unpickled (newest last).
-CACHE_SIZE = 4
-#: Per worker process: {key: evaluator}, filled by :func:`_load`.
-_CACHE: dict[str, object] = {}
 
 
 class ClusterError(ConfigError):
@@ -139,95 +131,10 @@ class BoundEvaluator:
         return self._executor.evaluate(self._evaluator, parameter_sets, residuals=True)[1]
 
 
-# -- what is shipped, and how a node proves it runs the same thing ------------------------------
-class _Pickler(pickle.Pickler):
-    """Pickles an evaluator without the MjSpec of its TwinModel (only used to write a calibrated
-    MJCF on the driver; it cannot be pickled)."""
-
-    def reducer_override(self, obj):
-        if isinstance(obj, mujoco.MjSpec):
-            return type(None), ()
-        return NotImplemented
-
-
-def payload(evaluator) -> bytes:
-    """``evaluator`` pickled for the workers (its TwinModel's ``spec`` becomes None there)."""
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(evaluator)
-    return buffer.getvalue()
-
-
-def fingerprint(evaluator) -> dict[str, str]:
-    """{'mujoco': MuJoCo version, 'model': SHA-256 of the MJB of every recording's compiled model}.
-
-    Computed by the MuJoCo of the process that runs it, so a node with another build reports
-    another hash even for the same pickled model.
-    """
-    digest = hashlib.sha256()
-    for part in parts_of(evaluator):
-        model = part.simulator.model
-        buffer = np.empty(mujoco.mj_sizeModel(model), dtype=np.uint8)
-        mujoco.mj_saveModel(model, None, buffer)
-        digest.update(buffer.tobytes())
-    return {'mujoco': mujoco.__version__, 'model': digest.hexdigest()}
-
-
-def mismatch(expected: Mapping[str, str], found: Mapping[str, str], where: str) -> str | None:
-    """One line saying how ``found`` (a node's :func:`fingerprint`) differs from ``expected``
-    (this machine's), or None when they are the same."""
-    if found.get('mujoco') != expected.get('mujoco'):
-        return (f'Ray node {where} runs MuJoCo {found.get("mujoco")}, this machine {expected.get("mujoco")}: '
-                f'install the same version on every node (refused before any rollout)')
-    if found.get('model') != expected.get('model'):
-        return (f'Ray node {where} compiles the model to another hash ({str(found.get("model"))[:12]}, here '
-                f'{str(expected.get("model"))[:12]}): same MuJoCo and model needed (refused before any rollout)')
-    return None
-
-
-class WorkerMismatch(RuntimeError):
-    """Raised in a Ray worker whose MuJoCo or model differs from the driver's."""
-
-
-def _node_name() -> str:
-    return socket.gethostname()
-
-
-def _load(key: str, box: list, expected: Mapping[str, str]):
-    """The evaluator ``key`` in this worker process: from :data:`_CACHE`, else fetched from the
-    object store (``box[0]``), unpickled and checked against ``expected``."""
-    evaluator = _CACHE.get(key)
-    if evaluator is None:
-        import ray   # lazy: only Ray workers run this
-        try:
-            evaluator = pickle.loads(ray.get(box[0]))
-        except Exception as exc:  # another MuJoCo/numpy build may not even unpickle it
-            raise WorkerMismatch(f'Ray node {_node_name()} cannot load the evaluator ({type(exc).__name__}: '
-                                 f'{exc}); the same MuJoCo and shadow_twin are needed on every node') from None
-        problem = mismatch(expected, fingerprint(evaluator), _node_name())
-        if problem:
-            raise WorkerMismatch(problem)
-        while len(_CACHE) >= CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = evaluator
-    return evaluator
-
-
-def _probe(key: str, box: list) -> tuple[str, dict]:
-    """(node name, fingerprint of the evaluator as this node loads it): the check before any rollout."""
-    import ray   # lazy: only Ray workers run this
-    evaluator = _CACHE.get(key)
-    if evaluator is None:
-        try:
-            evaluator = pickle.loads(ray.get(box[0]))
-        except Exception as exc:
-            return _node_name(), {'mujoco': f'{mujoco.__version__} (cannot load the evaluator: {exc})'}
-    return _node_name(), fingerprint(evaluator)
-
-
 def _evaluate_slice(key: str, box: list, expected: Mapping[str, str], parameter_sets: list,
                     residuals: bool, nthread: int) -> Batch:
     """One slice of a batch on a Ray worker: as :meth:`LocalExecutor.evaluate` with ``nthread``."""
-    return LocalExecutor(nthread).evaluate(_load(key, box, expected), parameter_sets, residuals)
+    return LocalExecutor(nthread).evaluate(load(key, box, expected), parameter_sets, residuals)
 
 
 def split_sizes(count: int, cpus: Sequence[int]) -> list[int]:
@@ -306,7 +213,7 @@ class RayExecutor(_Executor):
         if self._owns:
             self._join()
         self._remote_slice = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(_evaluate_slice)
-        self._remote_probe = ray.remote(max_retries=MAX_RETRIES, num_cpus=0)(_probe)
+        self._remote_probe = ray.remote(max_retries=MAX_RETRIES, num_cpus=0)(probe)
         self._shipped: dict[int, tuple[str, list, dict, object]] = {}
         self.nodes = self._nodes()
         log.info('Ray cluster %s: %d node(s), %d CPUs', self.address, len(self.nodes),

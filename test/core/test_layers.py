@@ -38,7 +38,7 @@ PLOTTING = ('matplotlib', 'mpl_toolkits', 'pylab')
 #: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
 LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python', 'mujoco.viewer', 'glfw',
         'mujoco_bridge.viewer',
-        'ray')  # shadow_twin/calibration/executor.py: Ray (about 1 s to import) only with --cluster
+        'ray')  # shadow_twin/calibration/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
 
 
 def python_files(package: str) -> list[Path]:
