@@ -19,7 +19,8 @@ with ``bag:=``, or ``shadow-twin calibrate --protocol``). A job, for each group 
    start, RMSE of the arm joints (rad) over the run, and the run's objective (the path
    objective for base runs, m^2; the arm MSE for arm runs, rad^2);
 4. **decides**: the calibration is installed only if both fits lowered their objective and
-   no validation run got worse, on its path or on its arm (:func:`~shadow_twin.calibration.cell_result.cell_install_decision`);
+   no validation run got worse, on its path or on its arm
+   (:func:`~shadow_twin.calibration.cell_result.cell_install_decision`);
 5. writes ``report.json``, ``parameters.yaml``, the calibrated MJCF, a PNG per run
    (``runs/<RUN>.png``: real and simulated path in the plane, arm joints over time), each
    group's ``sensitivity_<group>/tornado.png`` and checkpoint, and ``result.json`` (last: it
