@@ -10,7 +10,8 @@ and the twin monitor, and optionally the rqt monitoring view.
 Arguments:
     use_mock_hardware   true: mock hardware for the three robots, the same bridge code with other
                         physics: ``mock_ur`` (config/mock_ur.yaml: the UR driver's scaled trajectory
-                        controller, /joint_states at 125 Hz, speed scaling), ``mock_hardware``
+                        controller, /joint_states at 125 Hz, speed scaling; its model the cell
+                        with only the UR5's joints, the hand rigid on the flange), ``mock_hardware``
                         (the hand, its joint states on /rh/joint_states) and ``mock_mir``
                         (config/mock_mir.yaml: TwistStamped on /cmd_vel, Odometry on /odom);
                         default false (the real robots' drivers run)
@@ -42,6 +43,7 @@ from launch.conditions import IfCondition
 from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
@@ -58,6 +60,8 @@ def _cell_nodes(context: LaunchContext) -> list:
     config = CellConfig.from_yaml(LaunchConfiguration('cell_config').perform(context))
     folder = Path(tempfile.mkdtemp(prefix='shadow_twin_cell_'))
     model, _ = write_cell_mjcf(config, folder / 'cell.xml')
+    # the mock UR5 carries the hand, as the real one: the cell with only the UR5's joints, the hand rigid
+    mock_ur = write_arm_stand_in_mjcf(config, folder / 'mock_ur.xml')
     mode = ParameterValue(LaunchConfiguration('mode'), value_type=str)
     gains = config_file('controllers/cell.yaml').perform(context)
     # mode shadow: the sim bridge follows the robots' own controllers (a second params file)
@@ -71,7 +75,7 @@ def _cell_nodes(context: LaunchContext) -> list:
     return [
         RegisterEventHandler(OnShutdown(on_shutdown=lambda *_: shutil.rmtree(folder, ignore_errors=True))),
         bridge('mujoco_bridge', [config_file('mujoco_bridge.yaml'), *shadow, {'model_path': str(model), 'gains_file': gains}]),
-        bridge('mock_ur', [config_file('mock_ur.yaml')], mock),
+        bridge('mock_ur', [config_file('mock_ur.yaml'), {'model_path': str(mock_ur)}], mock),
         bridge('mock_hardware', [config_file('mock_hardware.yaml'), {'joint_states_topic': HAND_JOINT_STATES}], mock),
         bridge('mock_mir', [config_file('mock_mir.yaml')], mock),
         Node(package=PACKAGE, executable='twin_server', name='shadow_twin', output='screen',

@@ -15,7 +15,8 @@ With ``--cell`` the twin is the whole cell (MiR250, cabinet, UR5, hand): the cel
 written from ``config/cell.yaml`` (or ``--cell-config``) into a temporary directory and run
 by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 ``config/twin_cell.yaml``, the monitor ``config/twin_monitor_cell.yaml``; with
-``--mock-hardware`` three mock hardware bridges start: ``mock_ur`` (``config/mock_ur.yaml``),
+``--mock-hardware`` three mock hardware bridges start: ``mock_ur`` (``config/mock_ur.yaml`` on
+the cell reduced to the UR5's joints, the hand rigid on the flange, written beside the cell MJCF),
 ``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
 the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
 
@@ -60,10 +61,13 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 CELL_HAND_JOINT_STATES = '/rh/joint_states'
+#: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
+MOCK_UR_MODEL = 'mock_ur.xml'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,8 +126,9 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
                                     *sim)}
     if args.mock_hardware:
         if cell_model is not None:
+            # the UR carrying the hand, as the real one: the arm stand-in written beside the cell model
             out['mock_ur'] = command('mujoco_bridge.main', args.mock_ur_config or config_path('mock_ur.yaml'),
-                                     '-r', '__node:=mock_ur')
+                                     '-r', '__node:=mock_ur', '-p', f'model_path:={cell_model.parent / MOCK_UR_MODEL}')
         hand = () if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
         out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
                                        '-r', '__node:=mock_hardware', *hand)
@@ -143,10 +148,17 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
 
 def write_cell_model(config: Path | None) -> Path:
     """Write the cell MJCF of ``config`` (None: config/cell.yaml) into a new temporary
-    directory; returns its path. Raises ShadowTwinError (ConfigError, ModelError)."""
+    directory, and beside it (``MOCK_UR_MODEL``) the mock UR5's model, the cell reduced to the
+    UR5's joints with the hand rigid on the flange (:func:`write_arm_stand_in_mjcf`); returns the
+    cell MJCF's path. Raises ShadowTwinError (ConfigError, ModelError)."""
     cell = CellConfig.from_yaml(config or config_path('cell.yaml'))
     folder = Path(tempfile.mkdtemp(prefix='shadow_twin_cell_'))
-    path, model = write_cell_mjcf(cell, folder / 'cell.xml')
+    try:
+        path, model = write_cell_mjcf(cell, folder / 'cell.xml')
+        write_arm_stand_in_mjcf(cell, folder / MOCK_UR_MODEL)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     print(f'[shadow-twin up] cell model {path}: {model.njnt} joints, {model.nu} actuators', flush=True)
     return path
 
