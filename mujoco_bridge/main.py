@@ -32,6 +32,13 @@ EXECUTOR_THREADS = 6
 GIL_SWITCH_INTERVAL = 0.0005
 
 
+def _start(node: MujocoBridge) -> None:
+    """Start stepping, then log the ready line (``ready: stepping ...``: its topics, services and
+    action are served; ``shadow-twin up`` waits for it, ``shadow_twin.cli.up.READY_LINES``)."""
+    node.start()
+    node.get_logger().info(f'ready: stepping, joint states on {node.joint_state_pub.topic_name}')
+
+
 def _stop(node: MujocoBridge) -> None:
     if node.context.ok():
         node.get_logger().info('shutting down')
@@ -42,7 +49,7 @@ def main(args: list[str] | None = None) -> int:
     """Run the bridge until shutdown; returns the exit status."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     return run_node(MujocoBridge, NODE_NAME, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS), args,
-                    on_start=lambda node: node.start(), on_stop=_stop)
+                    on_start=_start, on_stop=_stop)
 
 
 if __name__ == '__main__':

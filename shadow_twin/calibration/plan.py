@@ -36,6 +36,7 @@ from shadow_twin.calibration.protocol import VALIDATION, CellProtocol
 from shadow_twin.calibration.run import CalibrationSettings
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.state_files import check_finite, load_yaml, read_state
 from shadow_twin.control.trajectory import parse_trajectory_arg
 
 PLAN = 'plan.yaml'
@@ -144,16 +145,25 @@ class CalibrationPlan:
 
     @classmethod
     def read(cls, run_dir: str | Path) -> 'CalibrationPlan':
-        """Read ``<run_dir>/plan.yaml``. Raises ConfigError if missing or malformed."""
+        """Read ``<run_dir>/plan.yaml``. Raises ConfigError if missing or not a plan (malformed,
+        random bytes, nested too deeply, too large, NaN, a directory, unreadable): that one is moved
+        aside to ``plan.yaml.corrupt-<UTC time>`` (:func:`shadow_twin.common.state_files.read_state`),
+        so that the run is no longer an unfinished one and the next calibration starts a new run."""
         path = Path(run_dir) / PLAN
-        try:
-            data = yaml.safe_load(path.read_text())
+
+        def parse(text: str) -> 'CalibrationPlan':
+            data = load_yaml(text)
+            if not isinstance(data, dict):
+                raise ValueError('not a mapping')
+            check_finite(data)
             data['entries'] = [PlanEntry(**e) for e in data['entries']]
             return cls(**data)
-        except FileNotFoundError:
-            raise ConfigError(f'{path} does not exist') from None
-        except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f'{path}: not a calibration plan ({exc})') from None
+        problems: list[str] = []
+        plan = read_state(path, parse, 'not a calibration plan:', problems.append,
+                          fresh='the next calibration starts a new run')
+        if plan is None:
+            raise ConfigError(problems[0] if problems else f'{path} does not exist')
+        return plan
 
     # -- use ---------------------------------------------------------------------------------
     def bag_path(self, entry: PlanEntry, run_dir: str | Path) -> Path:

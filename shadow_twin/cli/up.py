@@ -27,11 +27,16 @@ tools, the MiR's navigation): the sim bridge also takes ``config/mujoco_bridge_s
 server refuses goals (they go to the robots' own controllers); the monitor watches the same sources
 (``config/twin_monitor_shadow*.yaml``) and reports the joints of a silent one STALE.
 
-A node that dies does not take the others down: ``up`` reports it and starts it again after
-2 s (``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming
-it, and rejects new ones, and the respawned node restores service (``up`` starts no real
-driver: what it respawns is mock hardware or the twin's own nodes). A node that ends within
-10 s of its start (it cannot start) or dies 3 times within 60 s stops them all, exit status 1
+Each node is *ready* once it logs its ready line (:data:`READY_LINES`: the bridges' ``ready:
+stepping ...``, the twin server's ``serving ...``, the monitor's ``ready: comparing ...``), which
+it logs when it serves its topics and actions; ``up`` copies the nodes' output to its own and
+reports ``ready: <node> after <s> s, ...`` once all are. A node that dies after it was ready does
+not take the others down, whatever its age: ``up`` reports it and starts it again after 2 s
+(``--no-respawn``: leaves it dead); meanwhile the twin aborts a goal that needs it, naming it,
+and rejects new ones, and the respawned node restores service (``up`` starts no real driver:
+what it respawns is mock hardware or the twin's own nodes). A node that ends before it was ever
+ready (it cannot start: a bad parameter, a missing file) or dies 3 times within 60 s stops them
+all, exit status 1; one not ready 10 s after its start is reported in one line and waited for
 (``shadow_twin.cli.processes``). Ctrl-C / SIGTERM stops the twin server first (it cancels its
 controller goals while the bridges still run), then the monitor and the bridges.
 
@@ -66,6 +71,13 @@ from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 CELL_HAND_JOINT_STATES = '/rh/joint_states'
+#: The line (regular expression, searched in each line of its output) each node's module logs once
+#: it serves its topics and actions, after ``]: `` (ROS's console format) or at the start of a line:
+#: the bridge once it steps and publishes (``mujoco_bridge.main``), the twin server at the end of its
+#: start (``TwinServer``), the monitor once its subscriptions and timers exist (``TwinMonitor``).
+READY_LINES = {'mujoco_bridge.main': r'(?:^|\]: )ready: stepping\b',
+               'shadow_twin.ros.twin_server': r'(?:^|\]: )serving ',
+               'shadow_twin.ros.twin_monitor': r'(?:^|\]: )ready: comparing '}
 #: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
 MOCK_UR_MODEL = 'mock_ur.xml'
 
@@ -146,6 +158,13 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     return out
 
 
+def ready_line(command: list[str]) -> str | None:
+    """The ready line (:data:`READY_LINES`) of the module a ``node_commands`` command runs
+    (``python -m <module> ...``); None for another command."""
+    module = command[command.index('-m') + 1] if '-m' in command[:-1] else None
+    return READY_LINES.get(module)
+
+
 def write_cell_model(config: Path | None) -> Path:
     """Write the cell MJCF of ``config`` (None: config/cell.yaml) into a new temporary
     directory, and beside it (``MOCK_UR_MODEL``) the mock UR5's model, the cell reduced to the
@@ -202,7 +221,7 @@ def _run(commands: dict[str, list[str]], respawn: set[str]) -> int:
     children = ChildProcesses()
     try:
         for name, command in commands.items():
-            children.start(name, command)
+            children.start(name, command, ready_line(command))
         print(f'[shadow-twin up] started: {", ".join(f"{n} (pid {p.pid})" for n, p in children.procs.items())}',
               flush=True)
         ended = children.supervise(stop.is_set, respawn, _report)

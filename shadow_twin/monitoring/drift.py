@@ -23,7 +23,7 @@ Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint_error` has t
   automatic calibration may start.
 * Persistence: :meth:`DriftTrend.to_dict` / :meth:`DriftTrend.from_dict` (JSON-able), written
   with :func:`save_state` atomically (``shadow_twin.common.files``) and read with
-  :func:`load_state`.
+  :func:`load_state` (a corrupt or hostile file: one line, moved aside, a fresh trend).
 
 Times are the comparisons' stamps (s, the robot's clock), so a trend persisted across a restart
 goes on where it stopped; buckets older than ``window`` s behind the newest stamp are dropped.
@@ -35,12 +35,13 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import sha256_of, write_text_atomic
+from shadow_twin.common.state_files import read_state
 
 #: Version of the state file's layout.
 STATE_VERSION = 1
@@ -260,28 +261,54 @@ class DriftTrend:
     @classmethod
     def from_dict(cls, data: dict, settings: DriftSettings | None = None) -> 'DriftTrend':
         """The state of :meth:`to_dict` under ``settings`` (buckets of another length are
-        dropped; the baseline is kept). Raises ConfigError for data of another layout."""
+        dropped; the baseline is kept). Raises ConfigError for data of another layout, of the
+        wrong types, or with values that are not finite (NaN, inf) or negative where they cannot be."""
         trend = cls(settings)
+        if not isinstance(data, dict):
+            raise ConfigError('drift state is not a JSON object')
         try:
             if data.get('version') != STATE_VERSION:
                 raise ConfigError(f'drift state version {data.get("version")!r}, expected {STATE_VERSION}')
-            trend.model = data.get('model')
-            trend.model_id = data.get('model_id') or trend.model
-            trend.baseline = {str(k): float(v) for k, v in (data.get('baseline') or {}).items()}
-            trend.first_moved = {str(k): float(v) for k, v in (data.get('first_moved') or {}).items()}
-            trend.baseline_source = str(data.get('baseline_source') or trend.baseline_source)
+            trend.model = _text(data.get('model'), 'model')
+            trend.model_id = _text(data.get('model_id'), 'model_id') or trend.model
+            trend.baseline = {str(k): _number(v, 'baseline', low=0.0) for k, v in _mapping(data, 'baseline').items()}
+            trend.first_moved = {str(k): _number(v, 'first_moved') for k, v in _mapping(data, 'first_moved').items()}
+            trend.baseline_source = _text(data.get('baseline_source'), 'baseline_source') or trend.baseline_source
             set_at = data.get('baseline_set_at')
-            trend.baseline_set_at = None if set_at is None else float(set_at)
-            if math.isclose(float(data.get('bucket_s', -1)), trend.settings.bucket):
+            trend.baseline_set_at = None if set_at is None else _number(set_at, 'baseline_set_at')
+            if math.isclose(_number(data.get('bucket_s', -1), 'bucket_s'), trend.settings.bucket):
                 for start, joints in data.get('buckets') or []:
-                    trend.buckets.append((float(start), {str(k): [float(v[0]), int(v[1])]
-                                                         for k, v in joints.items()}))
+                    trend.buckets.append((_number(start, 'bucket start'), {
+                        str(k): [_number(v[0], 'squared error', low=0.0), int(_number(v[1], 'count', low=0.0))]
+                        for k, v in joints.items()}))
             if trend.buckets:
                 trend.newest = trend.buckets[-1][0] + trend.settings.bucket
                 trend._expire(trend.newest)
         except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
             raise ConfigError(f'drift state is malformed: {exc!r}') from None
         return trend
+
+
+def _number(value, what: str, low: float = -math.inf) -> float:
+    """``value`` as a finite float >= ``low``; ValueError naming ``what`` otherwise (bools and text included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f'{what} {value!r} is not a number')
+    if not (math.isfinite(value) and value >= low):
+        raise ValueError(f'{what} {value!r} is not a finite number >= {low:g}')
+    return float(value)
+
+
+def _text(value, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f'{what} {value!r} is not text')
+    return value
+
+
+def _mapping(data: dict, key: str) -> dict:
+    value = data.get(key) or {}
+    if not isinstance(value, dict):
+        raise ValueError(f'{key} is not a JSON object')
+    return value
 
 
 def model_identity(path: str) -> str:
@@ -300,22 +327,14 @@ def save_state(trend: DriftTrend, path: str | Path) -> Path:
     return write_text_atomic(path, json.dumps(trend.to_dict(), separators=(',', ':')))
 
 
-def load_state(path: str | Path, settings: DriftSettings | None = None) -> DriftTrend | None:
-    """The trend saved at ``path``, or None when there is no file. Raises ConfigError for a
-    file that is not a drift state (the message names it)."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f'drift state {path}: {exc}') from None
-    if not isinstance(data, dict):
-        raise ConfigError(f'drift state {path}: not a JSON object')
-    try:
-        return DriftTrend.from_dict(data, settings)
-    except ConfigError as exc:
-        raise ConfigError(f'{path}: {exc}') from None
+def load_state(path: str | Path, settings: DriftSettings | None, report: Callable[[str], None]
+               ) -> DriftTrend | None:
+    """The trend saved at ``path``, or None: there is no file, or it is not a drift state (random
+    bytes, too deeply nested, too large, the wrong layout or types, NaN, a directory, unreadable):
+    then ``report`` gets one line naming it and the problem, and the file is moved aside to
+    ``<name>.corrupt-<UTC time>`` (:func:`shadow_twin.common.state_files.read_state`), so that the
+    caller starts a fresh trend and its next save does not replace the user's file."""
+    return read_state(path, lambda text: DriftTrend.from_dict(json.loads(text), settings), 'drift state', report)
 
 
 class IdleWatch:

@@ -17,7 +17,9 @@
 * ``drift.state_file`` (JSON, :func:`shadow_twin.monitoring.drift.save_state`): written at most
   every ``drift.save_period`` s on a closed bucket, at once on a baseline change, and at shutdown
   when anything changed;
-  reloaded at start (a malformed file is reported in one line and replaced by a fresh state).
+  reloaded at start; a file that is not a drift state (malformed, random bytes, nested too deeply,
+  too large, NaN, a directory, unreadable) is reported in one error line, moved aside to
+  ``<name>.corrupt-<UTC time>`` and the watch starts fresh (:func:`shadow_twin.monitoring.drift.load_state`).
 * With ``drift.auto_calibrate`` (off by default: a live calibration moves the robot): once joints
   have drifted, the next idle window (robot and sim still for ``drift.idle_time`` s of stamps,
   :class:`~shadow_twin.monitoring.drift.IdleWatch`) calls ``drift.calibrate_service`` (the
@@ -35,7 +37,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring import drift
 from shadow_twin.monitoring.joint_samples import positions_of
 from shadow_twin.monitoring.thresholds import OK, WARN
@@ -86,11 +87,8 @@ class DriftWatch:
             guarded_subscription(node, DiagnosticArray, '/diagnostics', self._on_diagnostics, QoSProfile(depth=50))
 
     def _load(self) -> drift.DriftTrend:
-        try:
-            loaded = drift.load_state(self.path, self.settings)
-        except ConfigError as exc:
-            self.node.get_logger().error(f'drift watch: {exc}; starting a fresh trend')
-            loaded = None
+        loaded = drift.load_state(self.path, self.settings, lambda line: self.node.get_logger().error(
+            f'drift watch: {line}'))
         if loaded is None:
             return drift.DriftTrend(self.settings)
         base = f'baseline of {len(loaded.baseline)} joints ({loaded.baseline_source})' if loaded.baseline else \

@@ -199,8 +199,8 @@ class TwinMonitor(Node):
             base = (f'; base: {self.odom_topics[1]} vs {self.odom_topics[0]}, sim - real on '
                     f'{p("base_error_topic")} (warn {bt.position.warn:g} m / {bt.yaw.warn:g} rad, error '
                     f'{bt.position.error:g} m / {bt.yaw.error:g} rad)')
-        self.get_logger().info(
-            f'comparing {self.sim_topic} with {", ".join(self.real_topics)}: sim - real on '
+        self.get_logger().info(        # its ready line (shadow_twin.cli.up.READY_LINES): it serves from here
+            f'ready: comparing {self.sim_topic} with {", ".join(self.real_topics)}: sim - real on '
             f'{p("joint_error_topic")} at {p("rate"):g} Hz, {DIAGNOSTICS_TOPIC} every {p("diagnostics_period"):g} s '
             f'(RMS over {self.monitor.window:g} s, warn {th.default.warn:g} rad, error {th.default.error:g} rad'
             + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')' + base

@@ -99,51 +99,133 @@ def test_children_stop_in_order_skipping_names_not_started(tmp_path):
 
 @pytest.fixture
 def quick_supervision(monkeypatch):
-    """Supervision constants scaled down so that a test takes a second."""
+    """Supervision constants scaled down so that a test takes a second; STARTUP_WINDOW is left at
+    its 10 s, except where a test sets it."""
     from shadow_twin.cli import processes
-    monkeypatch.setattr(processes, 'STARTUP_WINDOW', 0.3)
     monkeypatch.setattr(processes, 'RESPAWN_DELAY', 0.05)
     monkeypatch.setattr(processes, 'RESPAWN_WINDOW', 60.0)
     monkeypatch.setattr(processes, 'MAX_RESPAWNS', 2)
     return processes
 
 
-def _sleeper(seconds: float) -> list[str]:
+#: The ready line of the test children (as the nodes', after ROS's "]: ").
+READY = r'(?:^|\]: )ready: '
+
+
+def _node(seconds: float, ready_after: float | None = 0.0, code: int = 0) -> list[str]:
+    """A stand-in node: prints a log line, its ready line after ``ready_after`` s (None: never),
+    then lives ``seconds`` s more and exits with ``code``."""
     import sys
-    return [sys.executable, '-c', f'import time; time.sleep({seconds})']
+    ready = '' if ready_after is None else \
+        f'time.sleep({ready_after}); print("[INFO] [1.0] [node]: ready: serving", flush=True); '
+    return [sys.executable, '-c', f'import sys, time; print("[INFO] [0.5] [node]: loading", file=sys.stderr); '
+                                  f'{ready}time.sleep({seconds}); sys.exit({code})']
 
 
-def test_a_dead_child_is_respawned_while_the_others_run_on(tmp_path, quick_supervision):
+def _wait(predicate, timeout: float = 20.0) -> bool:
+    import time
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_a_child_killed_after_it_is_ready_is_respawned_within_the_startup_window(tmp_path, quick_supervision):
+    """The adversary's case: the mock MiR killed (SIGKILL) 7 s after ``up`` started, after it had
+    served for 5 s. It had got ready: it is respawned, the others run on, and its new process gets
+    ready again; its age (below STARTUP_WINDOW, 10 s) does not matter."""
+    import os
+    import signal
+    import time
     children = quick_supervision.ChildProcesses(tmp_path)
-    healthy = children.start('twin', _sleeper(60))
-    children.start('mock_mir', _sleeper(0.6))
+    started = time.monotonic()
+    healthy = children.start('twin', _node(60), READY)
+    mir = children.start('mock_mir', _node(60), READY)
     lines: list[str] = []
     try:
-        ended = children.supervise(lambda: sum('started again' in line for line in lines) >= 1,
+        assert _wait(lambda: children.ready('mock_mir')), (tmp_path / 'mock_mir.log').read_text()
+        os.kill(mir.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        ended = children.supervise(lambda: any('mock_mir is ready again' in line for line in lines),
                                    {'twin', 'mock_mir'}, lines.append, interval=0.02)
-        assert ended is None
+        assert killed - started < quick_supervision.STARTUP_WINDOW      # the old rule stopped the cell here
+        assert ended is None, lines
         assert healthy.poll() is None and children.procs['twin'] is healthy       # never restarted
-        assert any(line.startswith('mock_mir exited with status 0; the other nodes run on') for line in lines)
-        assert children.procs['mock_mir'].poll() is None                          # the respawned one runs
+        assert any(line.startswith('mock_mir exited with status -9; the other nodes run on; starting it again')
+                   for line in lines), lines
+        assert children.procs['mock_mir'] is not mir and children.procs['mock_mir'].poll() is None
+        log = (tmp_path / 'mock_mir.log').read_text()       # both processes' output, stderr included
+        assert log.count('ready: serving') == 2 and log.count('loading') == 2, log
     finally:
         children.stop(timeout=2.0)
 
 
-def test_a_child_that_dies_at_its_start_ends_the_supervision(tmp_path, quick_supervision):
-    import sys
+def test_a_child_that_ends_before_it_is_ready_stops_the_cell_with_the_reason(tmp_path, quick_supervision):
     children = quick_supervision.ChildProcesses(tmp_path)
-    children.start('twin', _sleeper(60))
-    children.start('bad', [sys.executable, '-c', 'raise SystemExit(1)'])
+    children.start('twin', _node(60), READY)
+    children.start('bad', _node(0.0, ready_after=None, code=1), READY)
+    lines: list[str] = []
     try:
-        name, status, why = children.supervise(lambda: False, {'twin', 'bad'}, lambda line: None, interval=0.02)
-        assert (name, status) == ('bad', 1) and 'cannot start' in why
+        name, status, why = children.supervise(lambda: False, {'twin', 'bad'}, lines.append, interval=0.02)
+        assert (name, status) == ('bad', 1), (name, status, why)
+        assert 'before it was ready' in why and 'cannot start' in why and 'ready: ' in why, why
+        assert not any('started again' in line for line in lines), lines
     finally:
         children.stop(timeout=2.0)
+
+
+def test_a_ready_line_written_just_before_the_end_counts(tmp_path, quick_supervision):
+    """A child that writes its ready line and exits at once was ready (its output is read to the
+    end before it is judged): it is respawned, until it crash-loops."""
+    children = quick_supervision.ChildProcesses(tmp_path)
+    children.start('loop', _node(0.0), READY)
+    lines: list[str] = []
+    try:
+        name, status, why = children.supervise(lambda: False, {'loop'}, lines.append, interval=0.02)
+        assert name == 'loop' and 'died 3 times' in why, why
+        assert sum('started again' in line for line in lines) == 2, lines
+    finally:
+        children.stop(timeout=2.0)
+
+
+def test_a_child_not_ready_after_the_window_is_reported_once_and_waited_for(tmp_path, quick_supervision,
+                                                                              monkeypatch):
+    monkeypatch.setattr(quick_supervision, 'STARTUP_WINDOW', 0.3)
+    children = quick_supervision.ChildProcesses(tmp_path)
+    children.start('twin', _node(60), READY)
+    lines: list[str] = []
+    try:
+        assert _wait(lambda: children.ready('twin'))         # only the slow one is late
+        children.start('slow', _node(60, ready_after=1.0), READY)
+        ended = children.supervise(lambda: any(line.startswith('ready: ') for line in lines),
+                                   {'twin', 'slow'}, lines.append, interval=0.02)
+        assert ended is None
+        late = [line for line in lines if 'not ready' in line]
+        assert len(late) == 1 and late[0].startswith('slow is not ready') and 'ready: ' in late[0], lines
+        assert any(line.startswith('slow is ready (pid') for line in lines), lines
+        assert lines[-1].startswith('ready: twin after') and 'slow after' in lines[-1], lines
+        assert children.procs['slow'].poll() is None
+    finally:
+        children.stop(timeout=2.0)
+
+
+def test_without_a_log_directory_the_output_reaches_ours(capfd, quick_supervision):
+    """``up`` (no log directory): the children's stdout and stderr reach up's, copied while watched."""
+    import sys
+    children = quick_supervision.ChildProcesses()
+    children.start('a', [sys.executable, '-c', 'import sys; print("to stderr", file=sys.stderr); '
+                                                'print("ready: out", flush=True)'], READY)
+    try:
+        assert _wait(lambda: children.procs['a'].poll() is not None and children.ready('a'))
+    finally:
+        children.stop(timeout=2.0)
+    out, err = capfd.readouterr()
+    assert 'ready: out' in out and 'to stderr' in err, (out, err)
 
 
 def test_a_crash_looping_child_is_given_up(tmp_path, quick_supervision):
     children = quick_supervision.ChildProcesses(tmp_path)
-    children.start('loop', _sleeper(0.35))
+    children.start('loop', _node(0.35), READY)
     lines: list[str] = []
     try:
         name, status, why = children.supervise(lambda: False, {'loop'}, lines.append, interval=0.02)
@@ -155,12 +237,20 @@ def test_a_crash_looping_child_is_given_up(tmp_path, quick_supervision):
 
 def test_without_respawn_a_dead_child_stays_dead_and_the_others_run_on(tmp_path, quick_supervision):
     children = quick_supervision.ChildProcesses(tmp_path)
-    children.start('twin', _sleeper(60))
-    children.start('mock_mir', _sleeper(0.5))
+    children.start('twin', _node(60), READY)
+    children.start('mock_mir', _node(0.5), READY)
     lines: list[str] = []
     try:
-        ended = children.supervise(lambda: bool(lines), set(), lines.append, interval=0.02)
-        assert ended is None and 'not respawned' in lines[0]
+        ended = children.supervise(lambda: any('exited' in line for line in lines), set(), lines.append,
+                                   interval=0.02)
+        assert ended is None and any('not respawned' in line for line in lines), lines
         assert children.procs['twin'].poll() is None and children.procs['mock_mir'].poll() is not None
     finally:
         children.stop(timeout=2.0)
+
+
+def test_each_node_has_its_ready_line():
+    """Every node ``up`` starts is judged on a ready line its module logs."""
+    nodes = commands('--cell', '--mock-hardware', '--mode', 'shadow', cell_model=config_path('cell.yaml'))
+    assert all(up.ready_line(command) for command in nodes.values()), nodes
+    assert up.ready_line(['sleep', '1']) is None

@@ -116,30 +116,47 @@ def test_the_state_survives_a_restart(tmp_path):
     feed(trend, 1000.0, 1012.0, [0.01, 0.02, 0.03])
     path = save_state(trend, tmp_path / 'sub' / 'drift.json')
     assert not list(path.parent.glob('.*.tmp'))                 # written atomically, nothing left over
-    again = load_state(path, SETTINGS)
+    again = load_state(path, SETTINGS, fail)
     assert again.baseline == pytest.approx(trend.baseline) and again.model == '/models/hand_v1.xml'
     assert again.trend() == pytest.approx(trend.trend())
     assert again.baseline_source == trend.baseline_source
     feed(again, 1012.0, 1030.0, [0.05, 0.02, 0.03])             # goes on where it stopped
     assert [j.name for j in again.report() if j.drifted] == ['rh_FFJ3']
     # other bucket length: the buckets are dropped, the baseline stays
-    other = load_state(path, DriftSettings(window=10.0, bucket=2.0))
+    other = load_state(path, DriftSettings(window=10.0, bucket=2.0), fail)
     assert other.buckets == [] and other.baseline == pytest.approx(trend.baseline)
-    assert load_state(tmp_path / 'none.json') is None
+    assert load_state(tmp_path / 'none.json', None, fail) is None
+
+
+def fail(line: str) -> None:
+    raise AssertionError(f'unexpected report: {line}')
 
 
 @pytest.mark.parametrize('text, message', [
-    ('{not json', 'drift state'),
+    ('{not json', 'Expecting property name'),
     ('[1, 2]', 'not a JSON object'),
     (json.dumps({'version': 99}), 'version 99'),
     (json.dumps({'version': 1, 'bucket_s': 1.0, 'buckets': [[0.0, {'a': 'x'}]]}), 'malformed'),
+    ('{"version": 1, "baseline": {"rh_FFJ3": NaN}}', 'baseline nan'),
+    (json.dumps({'version': 1, 'baseline': {'rh_FFJ3': -1.0}}), 'baseline -1.0'),
+    (json.dumps({'version': 1, 'model': ['a']}), "model ['a'] is not text"),
+    (json.dumps({'version': 1, 'bucket_s': 1.0, 'buckets': [[1e400, {}]]}), 'bucket start inf'),
+    ('[' * 200_000, 'RecursionError'),
 ])
-def test_a_bad_state_file_is_named(tmp_path, text, message):
+def test_a_bad_state_file_is_named_moved_aside_and_the_trend_starts_fresh(tmp_path, text, message):
+    """One line naming the file and the problem; the file kept aside, never overwritten; a fresh
+    trend (None) instead."""
     path = tmp_path / 'drift.json'
     path.write_text(text)
-    with pytest.raises(ConfigError, match=message) as info:
-        load_state(path, SETTINGS)
-    assert str(path) in str(info.value)
+    lines: list[str] = []
+    assert load_state(path, SETTINGS, lines.append) is None
+    assert len(lines) == 1 and str(path) in lines[0] and message in lines[0], lines
+    aside = list(tmp_path.glob('drift.json.corrupt-*'))
+    assert not path.exists() and len(aside) == 1 and aside[0].read_text() == text
+    assert f'moved aside to {aside[0]}' in lines[0]
+    path.write_text(text)                                       # again in the same second: a new name
+    assert load_state(path, SETTINGS, lines.append) is None
+    assert len(list(tmp_path.glob('drift.json.corrupt-*'))) == 2 and aside[0].read_text() == text
 
 
 def test_idle_means_robot_and_sim_still_for_the_idle_time():
@@ -173,5 +190,5 @@ def test_a_model_is_known_by_its_content_and_a_new_one_restarts_the_baseline(tmp
     trend = DriftTrend(SETTINGS)
     feed(trend, 0.0, 12.0, [0.01, 0.01, 0.01])
     trend.restart_baseline(f'calibration installed: {c}', str(c), model_identity(str(c)))
-    again = load_state(save_state(trend, tmp_path / 'drift.json'), SETTINGS)
+    again = load_state(save_state(trend, tmp_path / 'drift.json'), SETTINGS, fail)
     assert (again.model, again.model_id) == (str(c), model_identity(str(c))) and again.baseline == {}
