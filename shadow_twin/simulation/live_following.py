@@ -20,7 +20,7 @@ class FollowingCommands:
     ``_followed`` {source: followed}, ``_hold``, ``_desired`` and ``_stamp_time``)."""
 
     def follow(self, positions: Mapping[str, float], velocities: Mapping[str, float] | None = None,
-               at: float | None = None, source: str = '') -> list[str]:
+               at: float | None = None, source: str = '', measured: Mapping[str, float] | None = None) -> list[str]:
         """Let the controlled joints named in ``positions`` ({ROS joint: rad}) track another robot's
         state from now on: their desired position is the given one, moved on at ``velocities``
         ({joint: rad/s}, default 0; accelerating as they changed since the previous state) for at
@@ -28,8 +28,13 @@ class FollowingCommands:
         see :meth:`_stamp_time`), until the next call: a state that arrives late is extrapolated
         to now, one of a sim time still to come (the sim lagging the stamps' clock) back to it, so
         the joints neither lag nor lead by the delay.
-        The target moves at most :data:`FOLLOW_MAX_SPEED` from where it was (for the first call:
-        where the joints are held), so a state far away is approached, not jumped to.
+        The target starts from where it was (for the first call: where the joints are held) and
+        joins the new state within :data:`FOLLOW_MAX_SPEED` and :data:`FOLLOW_MAX_ACCELERATION`
+        however long the source was silent, so a state far away is approached, not jumped to
+        (:func:`~shadow_twin.simulation.following.follow_target`). ``measured`` ({joint: rad}, the
+        other robot's measured positions at ``at``, e.g. a JTC's ``feedback``) moves the target by
+        a slow, bounded integral of measured minus the sim's positions, so the sim's servo holds the
+        pose the real one holds (its weight on a weak wrist, a controller's own integral term).
         A trajectory on the same joints takes precedence while it runs. E.g. a mock MiR250
         whose arm mirrors the mock UR5's ``joint_states``, so that its base feels the arm
         move as the real cell's does. Each ``source`` (e.g. a topic) is followed on its own, so
@@ -44,7 +49,13 @@ class FollowingCommands:
             at = self._stamp_time(at)
             previous = self._followed.get(source)
             previous = previous if isinstance(previous, _Followed) else None
-            self._follow(source, follow_target(previous, names, columns, positions, velocities, at, self._hold))
+            actual = None
+            if measured is not None:       # the sim's positions at ``at``, moved on (or back) at their speed
+                dof = self.controller.dof_adr[columns]
+                actual = self.data.qpos[self.controller.qpos_adr[columns]] + \
+                    self.data.qvel[dof] * (at - float(self.data.time))
+            self._follow(source, follow_target(previous, names, columns, positions, velocities, at, self._hold,
+                                               measured, actual))
             return names
 
     def follow_trajectory(self, trajectory: JointTrajectory, start_time: float | None = None,
