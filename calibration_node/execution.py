@@ -1,10 +1,11 @@
 """Execute one FollowJointTrajectory goal through an action, with a known start time.
 
 Used from a worker thread while the node's executor spins elsewhere: every wait
-polls a future. The goal is stamped ``now + start_lead`` (the JTC starts a
+polls a future. The goal is stamped ``now + lead`` (the JTC starts a
 stamped goal at its stamp; the twin starts all parts of a goal, arm, hand and
 base, at that stamp), so the recording knows exactly when the trajectory
-started.
+started. The lead is a number of seconds or a
+:class:`~calibration_node.twin_lead.StartLead` (what the twin needs for the goal's points).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
 from rclpy.node import Node
 
+from calibration_node.twin_lead import StartLead, goal_points
 from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
 from shadow_twin.common.errors import GoalRejectedError, TrajectoryError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
@@ -70,16 +72,18 @@ class TrajectoryExecutor:
             raise TrajectoryError(f'no answer from {what} within {timeout:g} s')
         return answer
 
-    def send(self, goal: FollowJointTrajectory.Goal, start_lead: float, tail: float,
+    def send(self, goal: FollowJointTrajectory.Goal, start_lead: float | StartLead, tail: float,
              on_sent: Callable[[int], None] | None = None) -> int:
         """Run a prepared ``goal``, then wait ``tail`` s more.
 
         Args:
             goal: the goal; the header stamps of its ``trajectory`` and (when it has points) its
-                ``multi_dof_trajectory`` are set to now + ``start_lead``.
-            start_lead: s between sending and the start.
+                ``multi_dof_trajectory`` are set to now + the lead.
+            start_lead: s between sending and the start, or a StartLead giving them for the goal's points
+                (the lead used is logged).
             tail: s to wait after the goal's end (its longest part; the recording's settling part).
-            on_sent: called with the start stamp (ns) before the goal is sent.
+            on_sent: called with the start stamp (ns) once the goal is sent (so that what it does, e.g.
+                serialising the commanded trajectory for a bag, does not eat into the lead).
         Returns:
             The start stamp, ns (node clock).
         Raises:
@@ -89,13 +93,18 @@ class TrajectoryExecutor:
         duration = goal_duration(goal)
         if not self.client.wait_for_server(timeout_sec=self.server_timeout):
             raise TrajectoryError(f'action server {self.action_name} is not available')
+        if isinstance(start_lead, StartLead):
+            rule, start_lead = start_lead, start_lead.for_goal(goal)
+            self.node.get_logger().info(f'goal of {goal_points(goal)} point(s) to {self.action_name}: start stamped '
+                                        f'{start_lead:.3f} s ahead = {rule.describe()}')
         start_ns = self.node.get_clock().now().nanoseconds + to_nanoseconds(start_lead)
         goal.trajectory.header.stamp = time_msg_ns(start_ns)
         if goal.multi_dof_trajectory.points:
             goal.multi_dof_trajectory.header.stamp = time_msg_ns(start_ns)
+        sent = self.client.send_goal_async(goal)
         if on_sent is not None:
             on_sent(start_ns)
-        handle = self._wait(self.client.send_goal_async(goal), 10.0, self.action_name)
+        handle = self._wait(sent, 10.0, self.action_name)
         if not handle.accepted:
             raise GoalRejectedError(f'{self.action_name} rejected the goal (see its log for the reason)')
         answer = self._wait(handle.get_result_async(), start_lead + duration + 60.0, self.action_name)
@@ -109,14 +118,14 @@ class TrajectoryExecutor:
             time.sleep(0.01)
         return start_ns
 
-    def execute(self, trajectory, start_lead: float, tail: float,
+    def execute(self, trajectory, start_lead: float | StartLead, tail: float,
                 on_sent: Callable[[int], None] | None = None) -> int:
         """Run ``trajectory`` (``trajectory_msgs/JointTrajectory``) alone: :meth:`send` of a goal
         holding it. Returns the start stamp, ns; raises TrajectoryError as :meth:`send`."""
         return self.send(FollowJointTrajectory.Goal(trajectory=trajectory), start_lead, tail, on_sent)
 
     def record_goal(self, recorder, goal: FollowJointTrajectory.Goal, commanded: JointTrajectory, bag: Path,
-                    start_lead: float, tail: float, wait_for: Sequence[str] | None = None,
+                    start_lead: float | StartLead, tail: float, wait_for: Sequence[str] | None = None,
                     topics: Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
         """:meth:`send` ``goal`` while ``recorder`` (a BagRecorder) records, with ``commanded`` (the
         goal's joint trajectory) stamped with its start on ``TRAJECTORY_TOPIC``; write the bag ``bag``.
@@ -153,7 +162,7 @@ class TrajectoryExecutor:
         recorder.stop(bag)
         return start_ns, counts
 
-    def record(self, recorder, trajectory: JointTrajectory, bag: Path, start_lead: float,
+    def record(self, recorder, trajectory: JointTrajectory, bag: Path, start_lead: float | StartLead,
                tail: float, topics: Sequence[str] | None = None) -> tuple[int, dict[str, int]]:
         """:meth:`record_goal` of a goal holding ``trajectory`` alone, recording ``topics`` (default:
         every subscribed one) once they all flow. Returns (start stamp ns, messages recorded per

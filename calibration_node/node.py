@@ -2,11 +2,16 @@
 
 On ``~/calibrate`` (``std_srvs/srv/Trigger``; also ``shadow-twin calibrate-live``)
 the node starts (or resumes) a calibration run in a worker thread and answers at
-once with the run directory. A run:
+once with the run directory ("calibration started: DIR"); while a run goes on, every
+request is answered at once, unsuccessful, with that run and its progress ("a run is going
+on: DIR (phase: message)"): the service never waits for the run, callers follow ``~/status``.
+A run:
 
 1. **live** (``bag`` empty): executes each trajectory of ``trajectories`` and
    ``holdout`` through the twin's ``/twin/follow_joint_trajectory`` (robot and
-   sim together) with a known start stamp, recording ``/joint_states``,
+   sim together) with a known start stamp (as far ahead as the twin needs: its
+   ``start_lead`` + ``start_lead_per_point`` x points, read from ``twin_node`` when the run
+   starts, + ``send_margin``; :mod:`calibration_node.twin_lead`), recording ``/joint_states``,
    ``/sim/joint_states`` and the commanded trajectory (stamped with its start)
    into an MCAP bag per trajectory (``<run>/bags/<name>``);
    **offline** (``bag:=A[,B...]``): uses those bags (ROS 1 or ROS 2) and moves nothing;
@@ -61,6 +66,7 @@ from calibration_node.plan_setup import PlanSetup
 from calibration_node.protocol_runner import OdometryWatch, ProtocolRunner, RunnerSettings
 from calibration_node.recorder import BagRecorder
 from calibration_node.status import StatusBoard
+from calibration_node.twin_lead import StartLead, TwinLeadReader
 from shadow_twin.calibration.cell_job import CellCalibrationJob
 from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
 from shadow_twin.calibration.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, new_run_dir, unfinished_runs
@@ -69,6 +75,7 @@ from shadow_twin.common.errors import ConfigError, GoalRejectedError, RecordingE
 from shadow_twin.common.files import versioned_path
 from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.ros.calibration_client import going_on_message, started_message
 from shadow_twin.ros.guard import guarded_service, guarded_timer
 from shadow_twin.ros.parameters import declare
 from shadow_twin.ros.spinning import run_node
@@ -91,6 +98,7 @@ class CalibrationNode(PlanSetup, Node):
         protocol = self._protocol_settings()        # validates the protocol parameters
         self.output_dir = Path(self._p('output_dir') or ros_home() / 'shadow_twin' / 'calibration').expanduser()
         self._worker: threading.Thread | None = None
+        self._run_dir: Path | None = None            # of the run the worker does
         group = ReentrantCallbackGroup()
         self.status = StatusBoard(self)
         guarded_service(self, Trigger, '~/calibrate', self._on_calibrate,
@@ -100,6 +108,7 @@ class CalibrationNode(PlanSetup, Node):
         self.recorder = BagRecorder(self, {self._p('real_joint_states_topic'): JointState,
                                            self._p('sim_joint_states_topic'): JointState})
         self.bridge = BridgeLink(self, self._p('bridge_node'), float(self._p('bridge_timeout')), group)
+        self.twin_lead = TwinLeadReader(self, self._p('twin_node'), float(self._p('twin_timeout')), group)
         self._group = group
         self._odometry: dict[str, OdometryWatch] = {}
         if protocol['protocol'] is not None and not self._p('bag'):
@@ -123,9 +132,11 @@ class CalibrationNode(PlanSetup, Node):
 
     # -- requests --------------------------------------------------------------------------------
     def _on_calibrate(self, request, response):
+        # answers at once: the run goes on in the worker; a caller follows ~/status
         if self.busy:
             response.success = False
-            response.message = f'a calibration is already running ({self.status.phase}: {self.status.message})'
+            response.message = going_on_message(self._run_dir, self.status.phase, self.status.message)
+            self.get_logger().info(f'~/calibrate: {response.message}')
             return response
         try:
             run_dir, resumed = self._open_run()
@@ -135,7 +146,7 @@ class CalibrationNode(PlanSetup, Node):
             return response
         self._start(run_dir)
         response.success = True
-        response.message = f'calibration {"resumed" if resumed else "started"}: {run_dir}'
+        response.message = started_message(run_dir, resumed)
         return response
 
     def _auto_resume(self) -> None:
@@ -158,6 +169,7 @@ class CalibrationNode(PlanSetup, Node):
         self._start(run_dir)
 
     def _start(self, run_dir: Path) -> None:
+        self._run_dir = run_dir
         self._worker = threading.Thread(target=self._work, args=(run_dir,), name='calibration', daemon=True)
         self._worker.start()
 
@@ -196,11 +208,11 @@ class CalibrationNode(PlanSetup, Node):
             self._odometry[topic] = OdometryWatch(self, topic, self._group)
         return self._odometry[topic]
 
-    def _recordings(self, plan: CalibrationPlan, entries: list[PlanEntry]):
+    def _recordings(self, plan: CalibrationPlan, entries: list[PlanEntry], start_lead: StartLead):
         """(entry, what it does (for the status), record(bag) -> (start ns, counts)) of each pending entry:
-        a protocol run through :class:`ProtocolRunner`, else a trajectory through the executor."""
+        a protocol run through :class:`ProtocolRunner`, else a trajectory through the executor; every
+        goal is stamped ``start_lead`` ahead."""
         self.recorder.subscribe({plan.real_topic: JointState, plan.sim_topic: JointState})
-        start_lead = float(self._p('start_lead'))
         if plan.protocol is not None:
             runner = ProtocolRunner(plan, self.trajectories, self.recorder, self._odometry_watch(plan.base_odom_topic),
                                     RunnerSettings(start_lead, float(self._p('base_settle_time'))))
@@ -218,8 +230,13 @@ class CalibrationNode(PlanSetup, Node):
 
     def _record(self, plan: CalibrationPlan, run_dir: Path) -> None:
         pending = plan.pending(run_dir)
+        if not pending:
+            return
         attempts = int(self._p('record_attempts'))
-        for k, (entry, (duration, about), record) in enumerate(self._recordings(plan, pending)):
+        # what the twin needs now (it may have been reconfigured since the last run)
+        lead = self.twin_lead.read(float(self._p('start_lead')), float(self._p('send_margin')))
+        self.get_logger().info(f'start lead of this run\'s goals: {lead.describe()}')
+        for k, (entry, (duration, about), record) in enumerate(self._recordings(plan, pending, lead)):
             for attempt in range(1, attempts + 1):
                 again = f', attempt {attempt}/{attempts}' if attempt > 1 else ''
                 self.status.set('recording', f'executing {entry.name} ({k + 1}/{len(pending)}, '

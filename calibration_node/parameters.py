@@ -39,8 +39,14 @@ SPECS = (
                   '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
     ParameterSpec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
                   bounds=(0.0, 5.0)),
-    ParameterSpec('start_lead', 1.0, 'A trajectory starts this long after its goal is sent, s (the twin dispatches it '
-                  'to the controllers by then; a goal that reaches them later is joined mid-way).',
+    ParameterSpec('twin_node', '/shadow_twin', 'The twin server node: when a live run starts, its start_lead and '
+                  'start_lead_per_point parameters give the start lead of every goal (twin_lead.py).'),
+    ParameterSpec('twin_timeout', 2.0, "Wait for the twin's parameter services, and for their answer, s.",
+                  bounds=(0.1, 60.0)),
+    ParameterSpec('send_margin', 0.1, "Added to the twin's lead: this node's own time from stamping a goal to the "
+                  "twin's receiving it, s.", bounds=(0.0, 5.0)),
+    ParameterSpec('start_lead', 1.0, "Fallback start lead, s: a goal's start is stamped this long after it is sent "
+                  "when the twin's start_lead / start_lead_per_point cannot be read (another twin; a warning says so).",
                   bounds=(0.05, 10.0)),
     ParameterSpec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
                   '(~/.ros/...).'),

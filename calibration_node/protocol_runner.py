@@ -10,7 +10,8 @@ Each run of a :class:`~shadow_twin.calibration.protocol.CellProtocol` (IN1, ...,
    is the start of the run's base path: :func:`compose_base_path` turns the run's poses and
    velocities relative to the start pose into ``odom``, and one ``FollowJointTrajectory`` goal
    carries the arm's trajectory (``trajectory``) and the base's path (``multi_dof_trajectory``,
-   MoveIt's planar ``virtual_joint`` in ``odom``), stamped to start ``start_lead`` s after sending;
+   MoveIt's planar ``virtual_joint`` in ``odom``), stamped to start the run's lead after sending
+   (:class:`~calibration_node.twin_lead.StartLead`: what the twin needs for the goal's points);
 3. **recording** (:meth:`TrajectoryExecutor.record_goal`): the real and sim joint states, the
    real base's velocity commands and odometry, the sim's odometry, the motion-capture pose when
    there is one, and the commanded arm trajectory stamped with its start, for the goal's
@@ -39,6 +40,7 @@ from sensor_msgs.msg import JointState
 
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
+from calibration_node.twin_lead import StartLead
 from shadow_twin.calibration.plan import CalibrationPlan
 from shadow_twin.calibration.protocol import CellProtocol, ProtocolRun, RunGoal
 from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError, TrajectoryError
@@ -170,12 +172,12 @@ class RunnerSettings:
     """How runs are executed.
 
     Attributes:
-        start_lead: s between sending a goal and its stamped start.
+        start_lead: s between sending a goal and its stamped start, or a StartLead (from the goal's points).
         settle_time: s recorded after a run's end (the base coming to rest).
         positioning_time: s the arm takes to the rest pose before each run.
     """
 
-    start_lead: float
+    start_lead: float | StartLead
     settle_time: float
     positioning_time: float = POSITIONING_TIME
 

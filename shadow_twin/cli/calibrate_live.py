@@ -1,7 +1,10 @@
 """``shadow-twin calibrate-live``: ask the running calibration node to calibrate, and follow it.
 
-Calls ``<node>/calibrate`` (std_srvs/Trigger), then prints the node's ``~/status``
-(diagnostic_msgs/DiagnosticStatus) as it changes until the run ends.
+Calls ``<node>/calibrate`` (std_srvs/Trigger; the node answers at once, a request whose answer
+was lost is sent again and then follows the run going on), then prints the node's ``~/status``
+(diagnostic_msgs/DiagnosticStatus) as it changes until the run ends: the run is followed on its
+status topic, not by waiting on the service. A node already busy with another run when asked
+answers "a run is going on: DIR (...)": that is printed and the exit status is 2.
 
 Exit status: 0 the calibration finished (installed, or written with install off);
 3 it was refused (hold-out worse / nothing better); 1 it failed; 2 the node did not
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         follower = StatusFollower(ros.node, args.node)
         try:
-            answer = request_calibration(ros.node, args.node, args.service_timeout)
+            answer = request_calibration(ros.node, args.node, args.service_timeout,
+                                         out=lambda line: print(line, flush=True))
         except ShadowTwinError as exc:
             print(f'shadow-twin calibrate-live: error: {exc} (is the calibration_node running on the '
                   f'ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)

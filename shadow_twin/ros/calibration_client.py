@@ -1,5 +1,9 @@
 """Client side of the calibration node: request a calibration over ``~/calibrate`` and follow
-its ``~/status``, for command-line tools (``shadow-twin calibrate-live``, ``shadow-twin demo``)."""
+its ``~/status``, for command-line tools (``shadow-twin calibrate-live``, ``shadow-twin demo``).
+
+The service only starts a run and answers at once (:func:`started_message`, or
+:func:`going_on_message` while a run goes on); a run is followed on the node's latched
+``~/status`` (:class:`StatusFollower`, :func:`follow`), never by waiting on the service."""
 
 from __future__ import annotations
 
@@ -39,27 +43,60 @@ class SpinningNode:
         rclpy.try_shutdown(context=self.context)
 
 
-def request_calibration(node, node_name: str, service_timeout: float, answer_timeout: float = 30.0):
+#: Beginnings of the calibration node's ``~/calibrate`` answers (:func:`started_message`, :func:`going_on_message`).
+STARTED, RESUMED, GOING_ON = 'calibration started: ', 'calibration resumed: ', 'a run is going on: '
+
+
+def started_message(run_dir, resumed: bool) -> str:
+    """The node's answer when it starts (or resumes) run ``run_dir``: 'calibration started: DIR'."""
+    return f'{RESUMED if resumed else STARTED}{run_dir}'
+
+
+def going_on_message(run_dir, phase: str, message: str) -> str:
+    """The node's answer while run ``run_dir`` goes on: 'a run is going on: DIR (PHASE: MESSAGE)'."""
+    return f'{GOING_ON}{run_dir} ({phase}: {message})'
+
+
+def run_dir_of(answer) -> str:
+    """The run directory named by a ``~/calibrate`` answer (started, resumed or going on); '' if none."""
+    text = str(answer.message)
+    for prefix in (STARTED, RESUMED):
+        if text.startswith(prefix):
+            return text[len(prefix):].strip()
+    if text.startswith(GOING_ON):
+        return text[len(GOING_ON):].split(' (', 1)[0].strip()
+    return ''
+
+
+def request_calibration(node, node_name: str, service_timeout: float, answer_timeout: float = 10.0,
+                        tries: int = 3, out=None):
     """Call ``<node_name>/calibrate`` from ``node`` (spun elsewhere); returns the Trigger response.
 
-    Its ``message`` names the run directory when ``success`` (see :func:`run_dir_of`).
-    Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer within
-    ``answer_timeout`` s.
-    """
+    Its ``message`` names the run directory (:func:`run_dir_of`) when ``success``. An answer can be
+    lost: a service that answers before its DDS response writer has matched the new client's
+    response reader drops it after 100 ms (rmw_fastrtps logs "failed to send response (timeout):
+    client will not receive response"; discovery is slower on a loaded PC). So a request not
+    answered within ``answer_timeout`` s is sent again, up to ``tries`` times in all. When a
+    repeated request finds a run going on, that run is the one the unanswered request started
+    (or another caller's): the answer returned is then successful, naming it (a line goes to
+    ``out`` when given).
 
+    Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer to any try.
+    """
     name = f'{node_name.rstrip("/")}/calibrate'
     client = node.create_client(Trigger, name)
     if not client.wait_for_service(timeout_sec=service_timeout):
         raise ShadowTwinError(f'no service {name} within {service_timeout:g} s')
-    answer = result_within(client.call_async(Trigger.Request()), answer_timeout)
-    if answer is None:
-        raise ShadowTwinError(f'{name} did not answer within {answer_timeout:g} s')
-    return answer
-
-
-def run_dir_of(answer) -> str:
-    """The run directory named by a successful ``~/calibrate`` answer ('calibration started: DIR')."""
-    return answer.message.split(': ', 1)[1].strip()
+    for attempt in range(1, tries + 1):
+        answer = result_within(client.call_async(Trigger.Request()), answer_timeout)
+        if answer is None:
+            continue
+        if attempt > 1 and not answer.success and answer.message.startswith(GOING_ON):
+            if out is not None:
+                out(f'{name}: {attempt - 1} request(s) got no answer; following the run going on')
+            answer = Trigger.Response(success=True, message=answer.message)
+        return answer
+    raise ShadowTwinError(f'{name} did not answer {tries} request(s) within {answer_timeout:g} s each')
 
 
 class StatusFollower:

@@ -4,7 +4,9 @@
 server) runs in one process; calibration nodes run in their own. Covered: a live calibration
 through the service (via ``shadow-twin calibrate-live``) moves the mock hardware, writes bags
 that rosbags reads, writes a new versioned MJCF and the bridge reloads it; a second request
-while busy is refused; an offline calibration (``bag:=``) killed midway resumes after a
+while busy is answered at once, naming the run going on; each goal's start is stamped the
+twin's start_lead (+ per point) + send_margin ahead, following the twin's parameters (set to
+another value, and a twin that cannot be asked: the node's own start_lead); an offline calibration (``bag:=``) killed midway resumes after a
 restart while the bridge keeps its model; a calibration that worsens the hold-out is not
 installed. Skipped without rclpy or control_msgs.
 """
@@ -12,6 +14,7 @@ installed. Skipped without rclpy or control_msgs.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -118,7 +121,8 @@ def test_live_calibration_through_the_service(ros, cell, live_run):
     assert live_run['cli_code'] == 0, live_run['cli_output'] + live_run['log'][-3000:]
     out = live_run['cli_output']
     assert 'calibration started: ' in out and '[recording] executing curl_all' in out and '[done]' in out
-    assert not live_run['busy'].success and 'already running' in live_run['busy'].message
+    busy = live_run['busy']
+    assert not busy.success and busy.message.startswith(f'a run is going on: {live_run["run_dir"]} (recording: ')
     result = json.loads((live_run['run_dir'] / RESULT).read_text())
     assert result['accept'] and result['installed'], result
     assert result['fit']['after'] < result['fit']['before']
@@ -178,6 +182,131 @@ def test_live_sim_recording_is_reproduced_offline(live_run, cell):
     real_score = Evaluator(twin, controller, read_joint_states(bag, '/joint_states'), trajectory, joints,
                            trajectory_start=start).evaluate([{}])[0].objective
     assert sim_score < 1e-6 and real_score > 50 * sim_score, (sim_score, real_score)
+
+
+def twin_lead_parameters(client) -> tuple[float, float]:
+    """The twin server's (start_lead s, start_lead_per_point s)."""
+    from rcl_interfaces.srv import GetParameters
+    answer = client.call(GetParameters, '/shadow_twin/get_parameters',
+                         GetParameters.Request(names=['start_lead', 'start_lead_per_point']))
+    return answer.values[0].double_value, answer.values[1].double_value
+
+
+def stamped_leads(log: str) -> list[tuple[int, float]]:
+    """(points, lead s) of every goal the node's log says it stamped."""
+    found = re.findall(r'goal of (\d+) point\(s\) to \S+: start stamped ([0-9.]+) s ahead', log)
+    return [(int(n), float(lead)) for n, lead in found]
+
+
+def test_live_goals_are_stamped_the_twins_lead_ahead(ros, live_run):
+    """The live run's goals (the twin at its config/twin.yaml lead): each stamped the twin's start_lead
+    + start_lead_per_point x points + send_margin ahead, and the twin started each at that stamp: the
+    mock hardware rests in the recording until the stamp and moves after it (a late goal is rejected)."""
+    import yaml
+    from shadow_twin.calibration.recording import read_commanded_trajectory, read_joint_states
+    _, client = ros
+    base, per_point = twin_lead_parameters(client)
+    margin = yaml.safe_load(NODE_PARAMS.read_text())['/**/calibration_node']['ros__parameters']['send_margin']
+    leads = stamped_leads(live_run['log'])
+    assert len(leads) >= 2, live_run['log'][-3000:]
+    for points, lead in leads:
+        assert lead == pytest.approx(base + per_point * points + margin, abs=1e-3), (points, lead)
+    for name in ('curl_all', 'stagger'):
+        bag = live_run['run_dir'] / 'bags' / name
+        _, start = read_commanded_trajectory(bag)
+        real = read_joint_states(bag, '/joint_states')
+        moving = real.values(['rh_FFJ3', 'rh_MFJ3'])
+        assert np.ptp(moving[real.times < start - 0.02], axis=0).max() < 0.01, name
+        assert np.ptp(moving[real.times > start + 0.5], axis=0).min() > 0.3, name
+
+
+class LeadProbe:
+    """A FollowJointTrajectory server in the test process standing in for the twin's action: it records
+    (goal header stamp - arrival, on this process's clock, s; the goal's points) of every goal and
+    succeeds it at once (the node still records until the goal's stamped end + its tail)."""
+
+    def __init__(self, client, name: str) -> None:
+        from control_msgs.action import FollowJointTrajectory
+        from rclpy.action import ActionServer, GoalResponse
+        self.client, self.leads = client, []
+
+        def on_goal(goal):
+            now = client.node.get_clock().now().nanoseconds * 1e-9
+            stamp = goal.trajectory.header.stamp
+            self.leads.append((stamp.sec + stamp.nanosec * 1e-9 - now,
+                               len(goal.trajectory.points) + len(goal.multi_dof_trajectory.points)))
+            return GoalResponse.ACCEPT
+
+        def execute(handle):
+            handle.succeed()
+            return FollowJointTrajectory.Result()
+        self.server = ActionServer(client.node, FollowJointTrajectory, name, execute, goal_callback=on_goal)
+
+    def close(self) -> None:
+        self.server.destroy()
+
+
+def record_one_run(helpers, client, folder: Path, name: str, *params: str) -> tuple[Path, list, str]:
+    """A calibration node ``name`` recording curl_all alone through ``/{name}_probe`` (a
+    :class:`LeadProbe`): request it, ask twice more while it records (each request on a new client,
+    as calibrate-live makes them), stop the node once the recording is done. Returns (run dir, the
+    two answers during the run, the node's log, the probe's leads)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from shadow_twin.ros.calibration_client import request_calibration, run_dir_of
+    statuses = client.record(DiagnosticStatus, f'/{name}/status', depth=200)
+    probe = LeadProbe(client, f'/{name}_probe')
+    node = node_process(helpers, name, folder, 'trajectories:=[curl_all]', f'action_name:=/{name}_probe', *params)
+    try:
+        first = request_calibration(client.node, f'/{name}', START_TIMEOUT)
+        assert first.success, first.message
+        run_dir = Path(run_dir_of(first))
+        wait_phase(helpers, statuses, name, {'recording'}, node, START_TIMEOUT)
+        during = [request_calibration(client.node, f'/{name}', START_TIMEOUT) for _ in range(2)]
+        wait_phase(helpers, statuses, name, {'preparing', 'calibrating', 'done', 'refused', 'failed'}, node, 60.0)
+    finally:
+        node.stop()
+        probe.close()
+    return run_dir, during, node.log_path.read_text(), probe.leads
+
+
+def test_the_lead_follows_the_twin_and_calibrate_answers_during_a_run(ros, cell, tmp_path):
+    """The twin's start_lead set from 0.25 to 0.9 s: the next run's goal arrives stamped at least
+    0.9 s ahead (at most 0.9 s + per point + send_margin 0.5 s: ahead by the node's own way to the
+    probe less); ~/calibrate asked twice while the run records: both answered, naming the run going on
+    and its phase."""
+    from shadow_twin.ros.calibration_client import GOING_ON, run_dir_of
+    helpers, client = ros
+    base, per_point = twin_lead_parameters(client)
+    assert base + 0.5 < 0.9
+    assert client.set_parameters('/shadow_twin', {'start_lead': 0.9})[0].successful
+    try:
+        run_dir, during, log, leads = record_one_run(helpers, client, tmp_path, 'lead_calibration',
+                                                     'send_margin:=0.5', 'start_lead:=5.0')
+    finally:
+        assert client.set_parameters('/shadow_twin', {'start_lead': base})[0].successful
+    assert len(leads) == 1, (leads, log[-3000:])
+    (lead, points), = leads
+    assert 0.9 <= lead <= 0.9 + per_point * points + 0.5, (lead, points, stamped_leads(log))
+    assert stamped_leads(log) == [(points, pytest.approx(0.9 + per_point * points + 0.5, abs=1e-3))]
+    assert "(the twin /shadow_twin's parameters, read now)" in log, log[-3000:]
+    for answer in during:
+        assert answer.message.startswith(GOING_ON) and run_dir_of(answer) == str(run_dir), answer.message
+        assert '(recording: executing curl_all' in answer.message, answer.message
+    assert log.count('~/calibrate: a run is going on') >= 2, log[-3000:]
+    assert (run_dir / 'bags' / 'curl_all').is_dir()
+
+
+def test_a_twin_that_cannot_be_asked_gives_the_nodes_own_lead(ros, cell, tmp_path):
+    """twin_node naming no node: one warning line, and the goal arrives stamped at most the node's
+    start_lead (2 s) ahead, and more than the twin's would give (0.25 s + send_margin)."""
+    helpers, client = ros
+    _, _, log, leads = record_one_run(helpers, client, tmp_path, 'fallback_calibration', 'twin_node:=/no_twin_here',
+                                      'twin_timeout:=0.5', 'start_lead:=2.0')
+    assert len(leads) == 1 and 1.0 < leads[0][0] <= 2.0, (leads, log[-3000:])
+    assert [lead for _, lead in stamped_leads(log)] == [2.0]
+    warnings = [line for line in log.splitlines() if 'WARN' in line and 'start lead:' in line]
+    assert len(warnings) == 1 and 'no parameter services of /no_twin_here within 0.5 s' in warnings[0], log[-3000:]
+    assert "using this node's start_lead 2 s" in warnings[0]
 
 
 def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path):
@@ -319,6 +448,44 @@ def test_offline_ros1_bag_of_the_real_hand(ros, cell, tmp_path, real_bag, trajec
     assert report['alignment']['recording'] == 'hand_closing_real'
     assert report['alignment']['fitted_delay_s'] != 0.0          # onset-aligned: the delay is fitted
     assert bridge_model_path(client) == model_before
+
+
+def test_a_request_whose_answer_is_lost_is_sent_again_and_follows_the_run():
+    """request_calibration (calibrate-live, demo): the first answer lost (as rmw_fastrtps drops an
+    answer to a client whose response reader it has not matched yet), the repeat finds the run going
+    on: that run is followed; a node busy with a run from the first request is not."""
+    pytest.importorskip('std_srvs.srv')
+    from rclpy.task import Future
+    from std_srvs.srv import Trigger
+    from shadow_twin.ros.calibration_client import going_on_message, request_calibration, run_dir_of
+
+    busy = Trigger.Response(success=False, message=going_on_message('/runs/7', 'recording', 'executing a (1/2)'))
+
+    class FakeNode:
+        def __init__(self, answers):
+            self.answers, self.calls = list(answers), 0
+
+        def create_client(self, srv_type, name):
+            return self
+
+        def wait_for_service(self, timeout_sec):
+            return True
+
+        def call_async(self, request):
+            self.calls += 1
+            future, answer = Future(), self.answers.pop(0)
+            if answer is not None:
+                future.set_result(answer)
+            return future
+    lines = []
+    node = FakeNode([None, busy])
+    answer = request_calibration(node, '/calibration_node', 1.0, answer_timeout=0.05, out=lines.append)
+    assert node.calls == 2 and answer.success and run_dir_of(answer) == '/runs/7', answer
+    assert lines == ['/calibration_node/calibrate: 1 request(s) got no answer; following the run going on']
+    answer = request_calibration(FakeNode([busy]), '/calibration_node', 1.0, answer_timeout=0.05)
+    assert not answer.success and answer.message == busy.message
+    with pytest.raises(Exception, match='did not answer 3 request'):
+        request_calibration(FakeNode([None] * 3), '/calibration_node', 1.0, answer_timeout=0.01)
 
 
 def test_calibrate_live_without_a_node_says_so(ros):

@@ -8,7 +8,7 @@ twin server) on this test run's private ROS domain, and a calibration node with 
 through ``shadow-twin calibrate-live``: every run's bag holds the joint states, the base's commands,
 both odometries and the commanded arm trajectory; the mock MiR moved by the commanded path; the
 node ends ``done`` or ``refused`` (both legitimate for a 4-rollout fit) with a validation entry per
-validation run. Skipped without rclpy or control_msgs.
+validation run; every goal is stamped the cell twin's start lead (+ per point + send_margin) ahead. Skipped without rclpy or control_msgs.
 """
 
 from __future__ import annotations
@@ -238,6 +238,38 @@ def test_every_run_is_recorded_with_the_base_and_arm_topics(cell, protocol_run, 
             # driven at the run's speed; a follower that fell behind on a loaded PC catches up faster
             # (measured: 0.98 m/s on a 0.6 m/s run), within the twin's base limit (2 m/s)
             assert run.base.speed - 0.25 < recording.commands[:, 0].max() <= 2.0, (run.name, odom)
+
+
+@pytest.mark.slow
+def test_every_goal_is_stamped_the_cell_twins_lead_ahead(ros, protocol_run, small_protocol):
+    """Each goal of the runs (rest pose, lead-in, the run) is stamped the cell twin's start_lead
+    (config/twin_cell.yaml, read from /shadow_twin when the run started) + start_lead_per_point x its
+    arm and base points + send_margin ahead; the twin rejected none (it rejects a goal whose parts are
+    not all accepted before its start)."""
+    import yaml
+    from test_calibration_node import stamped_leads, twin_lead_parameters
+
+    from calibration_node.protocol_runner import rest_goal, run_goal_msg
+    from calibration_node.twin_lead import goal_points
+    from shadow_twin.calibration.protocol import CellProtocol
+    _, client = ros
+    base, per_point = twin_lead_parameters(client)
+    margin = yaml.safe_load(NODE_PARAMS.read_text())['/**/calibration_node']['ros__parameters']['send_margin']
+    protocol = CellProtocol.from_yaml(small_protocol)
+    expected = []
+    for run in protocol.runs:
+        expected.append(goal_points(rest_goal(protocol.rest_pose)))
+        goal = run.goal(protocol.rest_pose)
+        if len(goal.base_times):
+            expected.append(goal_points(run_goal_msg(protocol.lead_in_goal(), np.zeros(3))))
+        expected.append(goal_points(run_goal_msg(goal, np.zeros(3))))
+    leads = stamped_leads(protocol_run['log'])
+    # (a recording set aside for a gap is executed again: its goals appear twice)
+    assert len(leads) >= len(expected) and {p for p, _ in leads} == set(expected), (leads, expected)
+    for points, lead in leads:
+        assert lead == pytest.approx(base + per_point * points + margin, abs=1e-3), (points, lead)
+    assert "(the twin /shadow_twin's parameters, read now)" in protocol_run['log']
+    assert 'rejected the goal' not in protocol_run['log'], protocol_run['log'][-3000:]
 
 
 @pytest.mark.slow
