@@ -78,14 +78,12 @@ class GoalDispatch:
         with self._lock:
             return self._dispatching > 0
 
-    def dispatch_goal(self, request, plan: TwinGoalState, settings: dict,
-                      before: Callable[[], None] | None = None) -> None:
-        """Run ``before`` (the goal's preview: it may raise ``jtc.GoalRejected``), then send each
-        controller its part, stamped with one start time, and wait until all have accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
+    def dispatch_goal(self, request, plan: TwinGoalState, settings: dict) -> None:
+        """Send each controller its part, stamped with one start time, and wait until all have accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
         then start the base followers at that time. Fills ``plan`` (subs, start_s, sampler,
         base_runs, order).
 
-        One goal at a time: a goal that comes while another is being previewed or sent is rejected
+        One goal at a time: a goal that comes while another is being sent is rejected
         at once (a burst of goals runs one goal everywhere or none).
         A part rejected or not accepted in time: the parts accepted so far are canceled
         (before the start, so nothing moves) and the goal is rejected with the reason. Once
@@ -98,8 +96,6 @@ class GoalDispatch:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, 'another goal is being accepted (its parts are being sent to '
                                                      'the controllers): send goals one at a time')
         try:
-            if before is not None:
-                before()
             self._send_parts(request, plan, settings)
         finally:
             self._handing_out.release()

@@ -7,6 +7,7 @@ The life cycle they go through: ``docs/goal_lifecycle.md``.
 from __future__ import annotations
 
 import time
+from typing import Callable
 from dataclasses import dataclass, field
 
 from rclpy.action.client import ClientGoalHandle
@@ -80,6 +81,11 @@ class TwinGoalState:
             end there; the others are canceled).
         reached: the goal tolerance of the joints has held once after the end (true from
             the start for a goal without joints).
+        watch: its preview's watch (``shadow_twin.simulation.preview_windows.GoalWatch``), None
+            when the preview is off.
+        preview_request: for a ``/twin/preview`` goal, its queued request
+            (``shadow_twin.ros.twin_preview.PreviewRequest``).
+        wake: wakes the goal's thread (the watch's failure is decided at once), None until it runs.
     """
 
     stamp_s: float = 0.0
@@ -94,6 +100,9 @@ class TwinGoalState:
     reached: bool = False
     order: int = 0
     taken_over: frozenset = frozenset()
+    watch: object = None
+    preview_request: object = None
+    wake: Callable[[], None] | None = None
 
     @property
     def reached_text(self) -> str:

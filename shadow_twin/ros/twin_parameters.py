@@ -8,8 +8,16 @@ Its ``constraints.*`` parameters depend on the model's joints:
 
 from __future__ import annotations
 
-from shadow_twin.ros.base_settings import BASE_SPECS
+from typing import Callable
+
+from rclpy.node import Node
+
+from shadow_twin.control import twin_split as split
+from shadow_twin.model.cell import UR5_JOINTS
+from shadow_twin.ros import parameters as ros_params
+from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings
 from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
+from shadow_twin.ros.twin_preview import preview_policy
 
 #: Seconds before the common start by which every controller must have accepted its part
 #: (the cancels of a goal that fails this reach the controllers before anything moves).
@@ -53,9 +61,48 @@ SPECS = GOAL_HANDLING_SPECS + (
                   'the shipped config/controllers/<model>.yaml (cell.yaml for the cell, ur5.yaml for ur5.xml), else '
                   'shadow_hand_e.yaml.',
                   read_only=True),
-    ParameterSpec('preview_timeout', 5.0, 'Longest wait for a prediction, s; a goal whose prediction takes longer is '
-                  'rejected (enforce) or runs unpredicted (warn).', bounds=(0.1, 60.0)),
 )
 #: The reason every goal gets in mode shadow.
 SHADOW_REJECTION = ('the twin is in shadow mode: the sim follows the robots\' own controllers; send goals to them, '
                     'or restart the twin with mode sim/real/both')
+
+UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+#: The real controllers' defaults by name (``real_controllers``; ``controllers.<name>.*`` override them).
+DEFAULT_CONTROLLERS = {
+    'hand': {'action': '/rh_trajectory_controller/follow_joint_trajectory', 'joints': ['rh_*']},
+    'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
+    'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
+}
+
+
+def declare_controllers(node: Node) -> list[split.ControllerSpec]:
+    """Declare and read ``real_controllers`` and each one's ``controllers.<name>.action`` and
+    ``.joints`` on ``node``. Raises ShadowTwinError for a bad configuration."""
+    names = node.declare_parameter('real_controllers', ['hand', 'arm']).value or []
+    entries = {}
+    for name in names:
+        default = DEFAULT_CONTROLLERS.get(name, {'action': '', 'joints': ['']})
+        action = node.declare_parameter(f'controllers.{name}.action', default['action']).value
+        joints = node.declare_parameter(f'controllers.{name}.joints', list(default['joints'])).value
+        entries[name] = {'action': action, 'joints': list(joints or [])}
+    return split.controllers_from_config(list(names), entries)
+
+
+def read_settings(p: Callable[[str], object], constraints: dict, base_enabled: bool, mode: str) -> dict:
+    """The twin's settings from its parameters (``p(name)``): what its goal handling reads at each
+    goal; ``constraints`` the JTC constraints read already, ``mode`` the twin's ('shadow' for
+    shadow mode). Raises ShadowTwinError (ConfigError) for a bad value."""
+    return {
+        'feedback_rate': float(p('feedback_rate')),
+        'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
+        'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
+        'constraints': constraints,
+        'server_timeout': float(p('server_timeout')),
+        'start_lead': float(p('start_lead')),
+        'start_lead_per_point': float(p('start_lead_per_point')),
+        'joint_state_timeout': float(p('joint_state_timeout')),
+        'feedback_timeout': float(p('feedback_timeout')),
+        'speed_scaled_joints': list(p('speed_scaled_joints') or []),
+        'base': read_base_settings(p) if base_enabled else None,
+        'preview': preview_policy(p('preview'), mode),
+    }

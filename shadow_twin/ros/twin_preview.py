@@ -1,29 +1,31 @@
-"""The twin's goal preview in ROS: the ``/twin/preview`` action and the prediction of every twin goal.
+"""The twin's goal preview in ROS: the watch of every running twin goal, and ``/twin/preview``.
 
-The sim runs 15-60x faster than real time offline, so the twin predicts a goal's outcome before
-anything moves (``docs/preview.md``). :class:`TwinPreview` builds a
-:class:`~shadow_twin.simulation.preview.GoalPredictor` on the MJCF the sim runs (the twin's
-``model_path`` / ``cell_config``) with the sim bridge's drive gains, predicts a screened goal from the
-sim's current state (``/sim/joint_states``, the sim base's ``/sim/odom``; in mode ``real`` the robot's,
-the sim then standing still) on a worker thread of its own (the executor threads keep serving
-feedback and joint states), and publishes every prediction as JSON (``std_msgs/String`` on
-``preview_result_topic``). :class:`PreviewServer` serves ``preview_action_name``
-(``control_msgs/action/FollowJointTrajectory``: the same goal, nothing moves): the goal is screened
-as a twin goal is (a malformed goal gets the same rejection), then predicted; the result is
-SUCCESSFUL or the first failure's error code and ``predicted to fail: ...``; its feedback carries the
-goal's target (desired), the predicted end state (actual) and their difference (error).
+The sim runs 15-60x faster than real time offline, so the twin predicts a goal ahead of the robots
+(``docs/preview.md``) without ever delaying it: :class:`TwinPreview` builds nothing before a goal is
+sent. Its parts go to the controllers at once, and a
+:class:`~shadow_twin.simulation.preview_windows.GoalWatch` predicts the goal in windows ahead of its
+execution on a worker thread (the executor threads keep serving feedback and joint states), each
+window from the live state (``/sim/joint_states``, the sim base's ``/sim/odom``; in mode ``real``
+the robot's, the sim then standing still). The first window (the gate) is checked before the
+stamped start. :meth:`TwinPreview.verdict_of` turns a predicted failure into the goal's abort,
+which stops the robots and the sim together (the twin server's ``stop``). ``/twin/preview``
+requests (:mod:`shadow_twin.ros.preview_server`) are predicted whole, in windows, one at a time on a
+low-priority worker thread, their number bounded. Every prediction is published as JSON
+(``std_msgs/String`` on ``preview_result_topic``).
 
 The twin's ``preview`` parameter decides what a predicted failure does to a twin goal
-(:func:`preview_policy`): ``enforce`` rejects it before any controller is called, ``warn`` runs
-it and logs the prediction in one line, ``off`` predicts nothing.
+(:func:`preview_policy`): ``enforce`` aborts it (before its start when the gate predicts it),
+``warn`` logs it in one line and lets it run, ``off`` watches nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import Callable
 
@@ -35,18 +37,19 @@ from std_msgs.msg import String
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.paths import config_path, resolve_share_url
+from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control import jtc
+from shadow_twin.control.base_trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.model.cell import CellConfig, build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer, feedback_message
 from shadow_twin.ros.base_driver import BaseDriver
-from shadow_twin.ros.conversions import time_msg_ns
 from shadow_twin.ros.twin_goal import TwinGoalState
 from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling
 from shadow_twin.simulation.preview import BasePart, GoalPredictor, PreviewGoal, StartState
 from shadow_twin.simulation.preview_checks import Prediction, preview_goal
 from shadow_twin.simulation.preview_config import PreviewConfig
+from shadow_twin.simulation.preview_windows import GoalWatch, WindowStart, preview_in_windows
 
 #: What a predicted failure does to a twin goal.
 PREVIEW_POLICIES = ('off', 'warn', 'enforce')
@@ -87,11 +90,13 @@ def preview_model(model_path: str, cell_config: str, gains_file: str) -> tuple[m
 
 
 class TwinPreview:
-    """Predicts screened twin goals from the current state and publishes each prediction.
+    """Watches running twin goals ahead of their execution and predicts ``/twin/preview`` requests;
+    publishes every prediction (module doc).
 
     Args:
         node: the twin's node (logger, clock, the result publisher).
-        predictor: the predictor on the sim's model.
+        predictor: the predictor on the sim's model (its ``config`` gives the watch's and the
+            requests' figures).
         source: whose state the prediction starts from: 'sim', or 'real' (mode real).
         states: the twin's joint states.
         base: the base driver (its odometry gives the base's start), None without a base.
@@ -104,15 +109,22 @@ class TwinPreview:
                  base: BaseDriver | None, speed_scaling: SpeedScaling | None, result_topic: str, mode: str) -> None:
         self.node, self.log = node, node.get_logger()
         self.predictor = predictor
+        self.config = predictor.config
         self.source, self.states, self.base = source, states, base
         self.speed_scaling = speed_scaling
         self.mode = mode
         self.publisher = node.create_publisher(String, result_topic, QoSProfile(depth=10))
-        # one worker: predictions run one at a time, off the executor threads
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix='twin_preview')
+        # the watches of running goals (two: a preempting goal's gate beside the ending goal's window);
+        # the requests one at a time, at a low CPU priority (they never slow a goal or the sim)
+        self._watches = ThreadPoolExecutor(max_workers=2, thread_name_prefix='twin_watch')
+        self._requests = ThreadPoolExecutor(max_workers=1, thread_name_prefix='twin_preview',
+                                            initializer=lower_priority)
+        self._queued = 0
+        self._lock = threading.Lock()
 
+    # -- the start state --------------------------------------------------------------------------
     def _start(self, joints: list[str]) -> StartState:
-        """The state the prediction starts from (class doc). Raises ``jtc.GoalRejected``
+        """The live state a prediction starts from (class doc). Raises ``jtc.GoalRejected``
         (INVALID_GOAL) when a goal joint of ``joints`` has no state yet."""
         state = self.states.get(self.source)
         missing = [j for j in joints if j not in state]
@@ -138,59 +150,111 @@ class TwinPreview:
             s = settings['base']
             base = BasePart(plan.base_goal.trajectory, plan.base_goal.tolerances, s.gains, s.limits, s.geometry,
                             s.command_latency, s.control_rate)
-        scaling, scaled = 1.0, []
+        scaling, scaled = self._scaling(), []
         if self.speed_scaling is not None and plan.trajectory is not None:
-            scaling = self.speed_scaling.fraction
             scaled = [j for j in plan.trajectory.joint_names
                       if any(fnmatchcase(j, g) for g in settings['speed_scaled_joints'])]
-            if scaling < MIN_PREVIEW_SCALING:
-                scaling = 1.0
         joints = [] if plan.trajectory is None else list(plan.trajectory.joint_names)
         return PreviewGoal(plan.trajectory, plan.tolerances, base, self._start(joints), scaling, scaled)
 
-    def predict(self, plan: TwinGoalState, settings: dict, origin: str, policy: str = '') -> Prediction:
-        """Predict ``plan`` on the worker thread, waiting up to ``preview_timeout`` s; publish the
-        prediction (``origin``: 'goal' or 'preview'; ``policy``: what the twin does with it).
+    def _scaling(self) -> float:
+        """The arm's speed scaling now, fraction; 1 when not followed or paused (below
+        :data:`MIN_PREVIEW_SCALING`: previewed at full speed)."""
+        scaling = 1.0 if self.speed_scaling is None else self.speed_scaling.fraction
+        return 1.0 if scaling < MIN_PREVIEW_SCALING else scaling
 
-        Raises:
-            jtc.GoalRejected: (INVALID_GOAL) the prediction failed or took too long.
-        """
-        goal = self.goal_of(plan, settings)
-        started = time.perf_counter()
-        future = self._worker.submit(preview_goal, self.predictor, goal)
-        try:
-            prediction = future.result(timeout=settings['preview_timeout'])
-        except FutureTimeout:
-            raise jtc.GoalRejected(jtc.INVALID_GOAL, f'the goal preview took longer than preview_timeout '
-                                                     f'{settings["preview_timeout"]:g} s') from None
-        except Exception as exc:
-            raise jtc.GoalRejected(jtc.INVALID_GOAL, f'the goal preview failed: {exc}') from None
-        elapsed = time.perf_counter() - started
-        self.publish(origin, policy, prediction.summary(), elapsed)
-        return prediction
-
-    def check_goal(self, plan: TwinGoalState, settings: dict) -> Prediction | None:
-        """Predict a screened twin goal under the policy ``settings['preview']``: ``enforce`` raises
-        ``jtc.GoalRejected`` with the first predicted failure (its code, ``predicted to fail: ...``)
-        or when no prediction came; ``warn`` logs a predicted failure in one line and lets the goal
-        run; ``off`` predicts nothing. Returns the prediction (None when there is none)."""
+    # -- the watch of a running goal ---------------------------------------------------------------
+    def watch(self, plan: TwinGoalState, settings: dict) -> GoalWatch | None:
+        """Start watching a screened twin goal under ``settings['preview']`` (``off``: None): its
+        gate (the first window) is predicted at once from the state it arrived in, while its parts
+        are sent; later windows from the live state once ``plan.start_s`` is set (the dispatch).
+        Raises ``jtc.GoalRejected`` when the state of a goal joint is missing."""
         policy = settings['preview']
         if policy == 'off':
             return None
-        try:
-            prediction = self.predict(plan, settings, 'goal', policy)
-        except jtc.GoalRejected as exc:
-            if policy == 'enforce':
-                raise
-            self.log.warning(f'preview (warn): {exc}; the goal runs unpredicted')
+        template = self.goal_of(plan, settings)
+        gate = WindowStart(0.0, template.start, None, template.speed_scaling)
+        joints = [] if plan.trajectory is None else list(plan.trajectory.joint_names)
+        template = replace(template, trajectory_start={j: template.start.positions[j] for j in joints})
+        if template.base is not None and template.start.base_pose is not None:
+            template = replace(template, base=replace(template.base, start_pose=planar(template.start.base_pose)))
+
+        def live(first: bool) -> WindowStart | None:
+            if first:
+                return gate
+            if plan.order == 0:                    # not yet handed out: from the gate's state again
+                return WindowStart(0.0, gate.start, None, gate.speed_scaling)
+            now = from_nanoseconds(self.node.get_clock().now().nanoseconds)
+            scaled = None
+            if plan.sampler is not None and plan.sampler.scaled.any():
+                scaled = float(plan.sampler.clock.trajectory_time(np.array([now]))[0])
+            return WindowStart(max(0.0, now - plan.start_s), self._start(joints), scaled, self._scaling())
+
+        def on_window(prediction: Prediction, where: WindowStart, spent: float) -> None:
+            if where is gate or not prediction.ok or watch_of.covered:
+                self.publish('goal', policy, {**prediction.summary(), 'window_start': round(where.time_offset, 6),
+                                              'horizon': self.config.watch_horizon}, spent)
+            if not prediction.ok:
+                if plan.wake is not None:
+                    plan.wake()                  # the goal's thread decides at once, not at its next period
+                line = f'preview: {describe_prediction(prediction)} (window from t = {where.time_offset:.3f} s)'
+                self.log.error(line) if policy == 'enforce' else self.log.warning(f'{line}; the goal runs (warn)')
+            elif where is gate:
+                self.log.info(f'preview: the first {self.config.watch_gate:g} s predicted to hold '
+                              f'({spent * 1e3:.0f} ms); the goal is watched {self.config.watch_horizon:g} s ahead')
+
+        watch_of = GoalWatch(self.predictor, template, self.config.watch_horizon, self.config.watch_gate,
+                             self.config.watch_period, live, on_window)
+        self._watches.submit(watch_of.run)
+        return watch_of
+
+    def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: dict, now: float,
+                   ) -> jtc.Verdict | None:
+        """What the watch says of a running goal at ``now`` (s, the node's clock), with policy
+        ``enforce``: ABORTED with the predicted failure's code (``predicted to fail: ...``), or when
+        the goal runs more than one ``watch.period`` past the time its windows verified (the watch
+        fell behind, or failed); None while it holds. ``warn`` and ``off``: always None."""
+        if watch is None or settings['preview'] != 'enforce':
             return None
-        if prediction.ok:
-            self.log.info(f'preview: {describe_prediction(prediction)}')
-        elif policy == 'enforce':
-            raise jtc.GoalRejected(prediction.first.code, prediction.verdict().message)
-        else:
-            self.log.warning(f'preview (warn, the goal runs): {describe_prediction(prediction)}')
-        return prediction
+        if watch.failure is not None:
+            return jtc.Verdict.aborted(f'predicted to fail: {watch.failure.message}', watch.failure.code)
+        if watch.covered or plan.order == 0:
+            return None
+        t = now - plan.start_s
+        if watch.error is not None and t >= watch.verified_until:
+            return jtc.Verdict.aborted(f'the goal preview failed ({watch.error}): the goal is not watched any more')
+        if t > watch.verified_until + self.config.watch_period:      # more than one period unverified
+            verified = 'nothing' if watch.windows == 0 else f'up to t = {watch.verified_until:.3f} s'
+            return jtc.Verdict.aborted(f'the goal preview fell behind: at t = {t:.3f} s it has verified {verified} '
+                                       f'(windows of {self.config.watch_horizon:g} s every '
+                                       f'{self.config.watch_period:g} s; the longest took {watch.longest:.3f} s)')
+        return None
+
+    # -- /twin/preview requests ---------------------------------------------------------------------
+    def request(self, plan: TwinGoalState, settings: dict) -> 'PreviewRequest':
+        """Queue a ``/twin/preview`` request: the whole goal predicted in windows, on the low-priority
+        worker. Raises ``jtc.GoalRejected`` when ``config.request_queue`` requests wait or run already,
+        or a goal joint's state is missing."""
+        goal = self.goal_of(plan, settings)
+        with self._lock:
+            if self._queued >= self.config.request_queue:
+                raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._queued} previews are waiting or running (requests.'
+                                                         f'queue {self.config.request_queue}): send it again later')
+            self._queued += 1
+        job = PreviewRequest(goal)
+        job.future = self._requests.submit(self._run_request, job)
+        return job
+
+    def _run_request(self, job: 'PreviewRequest') -> Prediction | None:
+        try:
+            started = time.perf_counter()
+            prediction = preview_in_windows(self.predictor, job.goal, self.config.request_window, job.cancel.is_set)
+            if prediction is not None:
+                self.publish('preview', '', prediction.summary(), time.perf_counter() - started)
+            return prediction
+        finally:
+            with self._lock:
+                self._queued -= 1
 
     def publish(self, origin: str, policy: str, summary: dict, elapsed: float | None = None) -> None:
         """Publish one prediction (or rejection) ``summary`` as JSON with its context."""
@@ -205,8 +269,37 @@ class TwinPreview:
                                   'error_string': exc.error_string})
 
     def shutdown(self) -> None:
-        """Stop the worker (a prediction under way finishes first)."""
-        self._worker.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers (a window under way finishes first; queued requests are dropped)."""
+        self._watches.shutdown(wait=True, cancel_futures=True)
+        self._requests.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass
+class PreviewRequest:
+    """A queued ``/twin/preview`` request: its goal, its future (the merged prediction, None when
+    canceled) and the event that cancels it between two windows."""
+
+    goal: PreviewGoal
+    future: Future | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def lower_priority(niceness: int = 10) -> None:
+    """Lower the calling thread's CPU priority by ``niceness`` (Linux: a thread's own nice value);
+    nothing where that is not possible."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+    except (AttributeError, OSError):
+        pass
+
+
+def planar(pose) -> tuple[float, float, float]:
+    """(x, y, yaw) of a pose given as (x, y, yaw) or (x, y, z, qw, qx, qy, qz)."""
+    values = [float(v) for v in pose]
+    if len(values) == 7:
+        _, _, _, w, x, y, z = values
+        return values[0], values[1], float(yaw_from_quaternion(x, y, z, w))
+    return values[0], values[1], values[2]
 
 
 def describe_prediction(prediction: Prediction) -> str:
@@ -216,75 +309,21 @@ def describe_prediction(prediction: Prediction) -> str:
     return f'{prediction.verdict().message}{error}'
 
 
-def make_preview(node: Node, param: Callable[[str], object], mode: str, shadow: bool, states: JointStateCache,
-                 base: BaseDriver | None, speed_scaling: SpeedScaling | None) -> TwinPreview:
-    """The twin's :class:`TwinPreview` from its ``preview_*``, ``model_path`` and ``cell_config``
-    parameters (``param(name)``): the prediction starts from the robot in mode ``real``, else from
-    the sim. Raises ShadowTwinError (ConfigError, ModelError)."""
+def make_predictor(param: Callable[[str], object]) -> GoalPredictor:
+    """The preview's :class:`GoalPredictor` from the twin's ``preview_*``, ``model_path`` and
+    ``cell_config`` parameters (``param(name)``): the one model the twin builds at start (its joint
+    limits are read from it too). Raises ShadowTwinError (ConfigError, ModelError)."""
     spec, gains = preview_model(param('model_path'), param('cell_config'), param('preview_gains_file'))
     config = PreviewConfig.from_yaml(resolve_share_url(param('preview_config')) if param('preview_config')
                                      else config_path('preview.yaml'))
+    return GoalPredictor(spec, gains, config)
+
+
+def make_preview(node: Node, predictor: GoalPredictor, param: Callable[[str], object], mode: str, shadow: bool,
+                 states: JointStateCache, base: BaseDriver | None, speed_scaling: SpeedScaling | None) -> TwinPreview:
+    """The twin's :class:`TwinPreview` on ``predictor`` (:func:`make_predictor`): the prediction starts
+    from the robot in mode ``real``, else from the sim."""
     source = 'real' if mode == 'real' else 'sim'
-    return TwinPreview(node, GoalPredictor(spec, gains, config), source, states, base, speed_scaling,
-                       param('preview_result_topic'), 'shadow' if shadow else mode)
-
-
-class PreviewServer(FollowJointTrajectoryServer):
-    """``/twin/preview``: screens a goal as the twin does (a malformed goal is rejected the same way),
-    predicts it, and ends it SUCCEEDED or ABORTED with the predicted failure; nothing moves.
-
-    Args:
-        node: the twin's node.
-        action_name: e.g. ``/twin/preview``.
-        screen: ``screen(request, settings) -> TwinGoalState``, the twin's screening without the
-            liveness checks; raises ``jtc.GoalRejected``.
-        preview: the :class:`TwinPreview`.
-        settings: the twin's current settings (with ``preview_timeout``).
-    """
-
-    preempts_on_accept = False
-
-    def __init__(self, node: Node, action_name: str, screen: Callable, preview: TwinPreview,
-                 settings: Callable[[], dict]) -> None:
-        self._screen, self.preview, self._settings = screen, preview, settings
-        super().__init__(node, action_name, handover_timeout=0.0)
-
-    def validate(self, request) -> TwinGoalState:
-        try:
-            return self._screen(request, self._settings())
-        except jtc.GoalRejected as exc:
-            self.preview.publish_rejection('preview', exc)
-            raise
-
-    def start(self, goal: AcceptedGoal) -> str | None:
-        return None
-
-    def step(self, goal: AcceptedGoal) -> jtc.Verdict:
-        """Predict, publish the feedback, end the preview with the prediction's verdict."""
-        plan: TwinGoalState = goal.plan
-        try:
-            prediction = self.preview.predict(plan, self._settings(), 'preview')
-        except jtc.GoalRejected as exc:
-            return jtc.Verdict.aborted(exc.error_string, exc.error_code)
-        if plan.trajectory is not None and prediction.final_errors:
-            names = list(plan.trajectory.joint_names)
-            target = plan.trajectory.positions[-1]
-            error = np.array([prediction.final_errors[j] for j in names])
-            zeros = np.zeros(len(names))
-            fb = feedback_message(time_msg_ns(self.node.get_clock().now().nanoseconds), names,
-                                  prediction.duration or prediction.simulated, (target, zeros, zeros),
-                                  (target - error, zeros))
-            goal.handle.publish_feedback(fb)
-        verdict = prediction.verdict()
-        self.log.info(f'preview: {describe_prediction(prediction)}')
-        return verdict
-
-    def stop(self, goal: AcceptedGoal) -> None:
-        return None
-
-    def cancel(self, goal: AcceptedGoal) -> str:
-        return 'preview canceled'
-
-    def period(self) -> float:
-        return 0.01
-
+    preview_goal(predictor, PreviewGoal(None, horizon=0.05))      # warm up: the first goal's gate pays no first call
+    return TwinPreview(node, predictor, source, states, base, speed_scaling, param('preview_result_topic'),
+                       'shadow' if shadow else mode)

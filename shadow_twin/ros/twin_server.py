@@ -44,22 +44,22 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
-from shadow_twin.model.cell import UR5_JOINTS
 from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer, feedback_message
 from shadow_twin.ros.base_anchor import AnchorError
 from shadow_twin.ros.base_driver import BaseDriver
-from shadow_twin.ros.base_settings import read_base_settings, read_base_topics
+from shadow_twin.ros.base_settings import read_base_topics
 from shadow_twin.ros.conversions import time_msg_ns
 from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscription
 from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, run_node
 from shadow_twin.ros.twin_dispatch import ANSWER_TIMEOUT, GoalDispatch, cancel_and_wait
 from shadow_twin.ros.twin_goal import TwinGoalState
-from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling, load_limits
-from shadow_twin.ros.twin_parameters import SHADOW_REJECTION, SPECS
-from shadow_twin.ros.twin_preview import PreviewServer, TwinPreview, make_preview, preview_policy
+from shadow_twin.ros.twin_inputs import JointStateCache, SpeedScaling
+from shadow_twin.ros.preview_server import PreviewServer
+from shadow_twin.ros.twin_parameters import SHADOW_REJECTION, SPECS, declare_controllers, read_settings
+from shadow_twin.ros.twin_preview import TwinPreview, make_predictor, make_preview
 from shadow_twin.ros.twin_screening import GoalScreening, check_joints
 
 NODE_NAME = 'shadow_twin'
@@ -67,14 +67,6 @@ NODE_NAME = 'shadow_twin'
 #: that those cancels cannot reach a controller after (and so cancel) the new goal's.
 HANDOVER_TIMEOUT = 2 * ANSWER_TIMEOUT
 EXECUTOR_THREADS = 6
-UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
-DEFAULT_CONTROLLERS = {
-    'hand': {'action': '/rh_trajectory_controller/follow_joint_trajectory', 'joints': ['rh_*']},
-    'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
-    'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
-}
-
-
 class TwinTrajectoryServer(FollowJointTrajectoryServer):
     """The twin's FollowJointTrajectory server: forwards each goal, split by joint group,
     to the controllers in ``action_names`` and its base part to ``base``, and checks it on
@@ -146,14 +138,20 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, SHADOW_REJECTION)
         settings = self._settings()
         plan = self.screening.screen_goal(request, settings)
-        # the preview runs while this goal holds the hand-out (enforce: it raises GoalRejected)
-        preview = None if self.preview is None else (lambda: self.preview.check_goal(plan, settings))
-        self.dispatch.dispatch_goal(request, plan, settings, before=preview)
+        # the watch's gate is predicted while the parts are sent: the preview never delays the start
+        plan.watch = None if self.preview is None else self.preview.watch(plan, settings)
+        try:
+            self.dispatch.dispatch_goal(request, plan, settings)
+        except BaseException:
+            if plan.watch is not None:
+                plan.watch.stop()
+            raise
         return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:
         """The controllers have their parts already (sent and accepted in :meth:`validate`): log the goal."""
         plan: TwinGoalState = goal.plan
+        plan.wake = goal.wake.set
         parts = []
         if plan.trajectory is not None:
             parts.append(f'{len(plan.trajectory.joint_names)} joints, {len(goal.handle.request.trajectory.points)} '
@@ -176,9 +174,13 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         plan: TwinGoalState = goal.plan
         if self.dispatch.busy:        # a new goal is being accepted: it will preempt this one
             return None
-        self.dispatch.collect_results(plan, self._settings())
+        settings = self._settings()
+        self.dispatch.collect_results(plan, settings)
         now_ns = self.node.get_clock().now().nanoseconds
         now = from_nanoseconds(now_ns)
+        predicted = None if self.preview is None else self.preview.verdict_of(plan.watch, plan, settings, now)
+        if predicted is not None:
+            return predicted                 # stop() then stops every part, the sim with the robots
         check = jtc.RUNNING_VERDICT
         if plan.trajectory is None:
             empty = np.zeros(0)
@@ -199,7 +201,11 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         results = {s.name: s.result for s in plan.subs}
         results.update((run.name, run.result()) for run in plan.base_runs)
         verdict = split.decide(check, plan.reached, results, plan.reached_text)
-        return None if verdict.outcome is jtc.GoalOutcome.RUNNING else verdict
+        if verdict.outcome is jtc.GoalOutcome.RUNNING:
+            return None
+        if plan.watch is not None:
+            plan.watch.stop()
+        return verdict
 
     def supersedes(self, plan: TwinGoalState, running: TwinGoalState) -> bool:
         """A goal preempts the running one if its parts were handed out after the running one's."""
@@ -214,6 +220,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         """Stop the bases (zero velocity), cancel the controller goals still running (waits for
         the answers of those not gone), except those on controllers a preempting goal took over."""
         plan: TwinGoalState = goal.plan
+        if plan.watch is not None:
+            plan.watch.stop()
         stopped = []
         if plan.base_runs:
             reason = goal.verdict.message if goal.verdict is not None else 'the twin goal was aborted'
@@ -225,6 +233,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
     def cancel(self, goal: AcceptedGoal) -> str:
         """Stop the bases (zero velocity), cancel the controller goals and wait until they have ended."""
         plan: TwinGoalState = goal.plan
+        if plan.watch is not None:
+            plan.watch.stop()
         if plan.base_runs:
             self.base.cancel(plan.base_runs)
         cancel_and_wait(plan.subs, results=True)
@@ -247,7 +257,9 @@ class TwinServer(Node):
         self.shadow = str(p('mode')).strip().lower() == 'shadow'
         self.mode = 'sim' if self.shadow else split.parse_mode(p('mode'))
         self.controllers = self._read_controllers()
-        self.limits = load_limits(p('model_path'), p('cell_config'))
+        # the one model the twin builds: the preview's copy of the sim's MJCF gives the joint limits too
+        self._predictor = make_predictor(p)
+        self.limits = jtc.joint_limits_from_model(self._predictor.model)
         self.joints = list(self.limits)
         ros_params.declare(self, ros_params.constraint_specs(
             self.joints, ros_params.load_constraints(p('constraints_file'))))
@@ -287,7 +299,7 @@ class TwinServer(Node):
                                    anchor_service=anchor, answer_timeout=lambda: self._settings['server_timeout'])
             if self.base.anchor is not None:
                 guarded_service(self, Trigger, '~/anchor_base', self._on_anchor_base)
-        self.preview = make_preview(self, p, self.mode, self.shadow, self.joint_states, self.base,
+        self.preview = make_preview(self, self._predictor, p, self.mode, self.shadow, self.joint_states, self.base,
                                     self.speed_scaling)
         action_names: dict[str, str] = {}
         if self.shadow:
@@ -346,32 +358,11 @@ class TwinServer(Node):
         return self.get_parameter(name).value
 
     def _read_controllers(self) -> list[split.ControllerSpec]:
-        names = self.declare_parameter('real_controllers', ['hand', 'arm']).value or []
-        entries = {}
-        for name in names:
-            default = DEFAULT_CONTROLLERS.get(name, {'action': '', 'joints': ['']})
-            action = self.declare_parameter(f'controllers.{name}.action', default['action']).value
-            joints = self.declare_parameter(f'controllers.{name}.joints', list(default['joints'])).value
-            entries[name] = {'action': action, 'joints': list(joints or [])}
-        return split.controllers_from_config(list(names), entries)
+        return declare_controllers(self)
 
     def _read_settings(self) -> dict:
-        p = self._param
-        return {
-            'feedback_rate': float(p('feedback_rate')),
-            'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
-            'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
-            'constraints': ros_params.constraints_config(self, self.joints),
-            'server_timeout': float(p('server_timeout')),
-            'start_lead': float(p('start_lead')),
-            'start_lead_per_point': float(p('start_lead_per_point')),
-            'joint_state_timeout': float(p('joint_state_timeout')),
-            'feedback_timeout': float(p('feedback_timeout')),
-            'speed_scaled_joints': list(p('speed_scaled_joints') or []),
-            'base': read_base_settings(p) if self.base_enabled else None,
-            'preview': preview_policy(p('preview'), 'shadow' if self.shadow else self.mode),
-            'preview_timeout': float(p('preview_timeout')),
-        }
+        return read_settings(self._param, ros_params.constraints_config(self, self.joints), self.base_enabled,
+                             'shadow' if self.shadow else self.mode)
 
     def _refresh(self) -> None:
         try:

@@ -61,12 +61,16 @@ class StartState:
         base_pose: the base's pose in the world (the sim's ``odom``): (x, y, yaw) m, m, rad, or
             (x, y, z, qw, qx, qy, qz); None: the model's.
         base_twist: (forward m/s, lateral m/s, yaw rate rad/s) in the base frame; None: at rest.
+        full_state: (mj_stateSize(mjSTATE_FULLPHYSICS),) the preview model's whole state to start
+            from (a window that continues the previous one: :attr:`PredictedRun.final_state`); it
+            replaces the positions, velocities and base pose given above. None: build the state from them.
     """
 
     positions: Mapping[str, float] = field(default_factory=dict)
     velocities: Mapping[str, float] = field(default_factory=dict)
     base_pose: Sequence[float] | None = None
     base_twist: Sequence[float] | None = None
+    full_state: np.ndarray | None = None
 
 
 @dataclass
@@ -78,6 +82,8 @@ class BasePart:
         tolerances: path/goal tolerances of the base.
         gains, limits, geometry, command_latency: the follower's (see ``BaseTrajectoryFollower``).
         control_rate: follower ticks per s (Hz, > 0).
+        start_pose: (x m, y m, yaw rad) of the base when the goal arrived, for a window that starts
+            later (:attr:`PreviewGoal.time_offset` > 0); None: the window's start pose.
     """
 
     trajectory: BaseTrajectory
@@ -87,6 +93,7 @@ class BasePart:
     geometry: DiffDriveGeometry = field(default_factory=DiffDriveGeometry)
     command_latency: float = 0.0
     control_rate: float = 50.0
+    start_pose: Sequence[float] | None = None
 
 
 @dataclass
@@ -100,6 +107,14 @@ class PreviewGoal:
         start: the start state.
         speed_scaling: fraction 0..1 at which the time of ``scaled_joints`` runs (the arm's).
         scaled_joints: the goal joints whose time runs at ``speed_scaling``.
+        time_offset: s since the goal's start at which this prediction starts (a window of the goal
+            ahead of its execution, ``shadow_twin.simulation.preview_windows``); 0: at the start.
+        scaled_offset: the speed-scaled joints' trajectory time at ``time_offset``, s (their scaled
+            clock); None: ``time_offset``.
+        trajectory_start: {ROS joint: rad} the goal joints' positions when the goal started (the
+            point the JTC prepends at t = 0); None: the start state's (right for ``time_offset`` 0).
+        horizon: s simulated at most from ``time_offset``; None: to the goal's end and its goal-time
+            window.
     """
 
     trajectory: JointTrajectory | None
@@ -108,6 +123,10 @@ class PreviewGoal:
     start: StartState = field(default_factory=StartState)
     speed_scaling: float = 1.0
     scaled_joints: Sequence[str] = ()
+    time_offset: float = 0.0
+    scaled_offset: float | None = None
+    trajectory_start: Mapping[str, float] | None = None
+    horizon: float | None = None
 
 
 @dataclass
@@ -115,7 +134,8 @@ class PredictedRun:
     """The predicted motion, one row per physics step.
 
     Attributes:
-        times: (N,) s from the start (the state after each step).
+        times: (N,) s from the goal's start (the state after each step; a window's begin at its
+            ``time_offset``).
         joint_names: the J driven joints (ROS names, the controller's order).
         positions, velocities: (N, J) rad, rad/s.
         efforts: (N, J) actuator effort on each joint, N m (unclamped where the model is).
@@ -129,6 +149,10 @@ class PredictedRun:
         base_verdict: the follower's verdict at the end, None without a base part.
         base_reference: the base trajectory as the follower ran it, None without a base part.
         base_done_at: s at which the follower's verdict was decided, None while it ran.
+        final_state: the model's whole state after the last step (mjSTATE_FULLPHYSICS), the start of
+            a next window; None when nothing was simulated.
+        goal_end: s from the goal's start at which the simulated span of the whole goal ends (its
+            end plus the goal-time window): a run whose ``times[-1]`` reaches it covers the goal.
     """
 
     times: np.ndarray
@@ -147,6 +171,8 @@ class PredictedRun:
     base_verdict: jtc.Verdict | None = None
     base_reference: BaseTrajectory | None = None
     base_done_at: float | None = None
+    final_state: np.ndarray | None = None
+    goal_end: float = 0.0
 
 
 def add_effort_sensors(spec: mujoco.MjSpec, joints: Sequence[str]) -> None:
@@ -205,48 +231,66 @@ class GoalPredictor:
 
     def predict(self, goal: PreviewGoal) -> PredictedRun:
         """Simulate ``goal`` (module doc) for its duration plus the goal-tolerance window (the goal's
-        ``goal_time``, at most ``config.settle_time``; ``config.settle_time`` when it has none).
+        ``goal_time``, at most ``config.settle_time``; ``config.settle_time`` when it has none), or
+        the window of it that ``goal.time_offset`` and ``goal.horizon`` name.
 
         Raises:
             TrajectoryError: trajectory joints the model does not drive.
-            ValueError: a speed scaling outside (0, 1].
+            ValueError: a speed scaling outside (0, 1], a negative or non-finite offset or horizon.
         """
         if not 0.0 < goal.speed_scaling <= 1.0:
             raise ValueError(f'speed scaling must be in (0, 1], got {goal.speed_scaling}')
+        offset = float(goal.time_offset)
+        if not (math.isfinite(offset) and offset >= 0.0):
+            raise ValueError(f'time_offset must be finite and >= 0, got {goal.time_offset}')
+        if goal.horizon is not None and not (math.isfinite(goal.horizon) and goal.horizon > 0):
+            raise ValueError(f'horizon must be finite and > 0, got {goal.horizon}')
         traj = goal.trajectory
         scaled = [] if traj is None else [j for j in traj.joint_names if j in set(goal.scaled_joints)]
+        scaled_offset = offset if goal.scaled_offset is None else float(goal.scaled_offset)
         end = 0.0
         if traj is not None:
-            end = traj.duration / (goal.speed_scaling if scaled else 1.0)
+            end = (offset + max(0.0, traj.duration - scaled_offset) / goal.speed_scaling) if scaled else traj.duration
         if goal.base is not None:
             end = max(end, goal.base.trajectory.duration)
         goal_time = 0.0 if goal.tolerances is None else goal.tolerances.goal_time
         if goal.base is not None:
             goal_time = max(goal_time, goal.base.tolerances.goal_time)
         window = self.config.settle_time if goal_time <= 0 else min(goal_time, self.config.settle_time)
-        duration = end + window + self.model.opt.timestep
+        dt = self.model.opt.timestep
+        goal_end = end + window + dt
+        duration = max(goal_end - offset, dt)
+        if goal.horizon is not None:
+            duration = min(duration, goal.horizon)
+        if traj is not None and goal.trajectory_start is not None:
+            given = {**goal.start.positions, **goal.trajectory_start}
+            traj = traj.with_start([float(given.get(j, traj.positions[0][k])) for k, j in enumerate(traj.joint_names)])
         with self._lock:
             sim = TrajectorySimulator(self.model, self.controller, traj, duration, goal.start.positions,
-                                      self.interpolation, goal.start.velocities)
-            if scaled and goal.speed_scaling != 1.0:
-                self._scale(sim, traj, scaled, goal.speed_scaling)
-            self._place_base(sim, goal.start)
+                                      self.interpolation, goal.start.velocities, time_offset=offset)
+            if scaled and (goal.speed_scaling != 1.0 or scaled_offset != offset):
+                self._scale(sim, traj, scaled, goal.speed_scaling, scaled_offset)
+            if goal.start.full_state is not None:
+                sim.initial_state[:] = goal.start.full_state
+            else:
+                self._place_base(sim, goal.start)
             if goal.base is None:
                 state, sensors = mujoco.rollout.rollout(self.model, self.data, sim.initial_state,
                                                         sim.control(self.model))
                 state, sensors = state[0], sensors[0]
                 base = None
             else:
-                state, sensors, base = self._run_base(sim, goal.base)
+                state, sensors, base = self._run_base(sim, goal.base, offset)
         nq, nv = self.model.nq, self.model.nv
         qpos = state[:, 1:1 + nq]
         qvel = state[:, 1 + nq:1 + nq + nv]
         c = self.controller
-        run = PredictedRun(times=sim.times - sim.time_offset, joint_names=list(c.joint_names),
+        run = PredictedRun(times=sim.times.copy(), joint_names=list(c.joint_names),
                            positions=qpos[:, c.qpos_adr], velocities=qvel[:, c.dof_adr],
                            efforts=sensors[:, self.sensor_adr], desired_positions=sim.desired_positions,
                            desired_velocities=sim.desired_velocities, qpos=qpos,
-                           goal_joints=[] if traj is None else list(traj.joint_names), end_time=end)
+                           goal_joints=[] if traj is None else list(traj.joint_names), end_time=end,
+                           final_state=state[-1].copy() if len(state) else None, goal_end=goal_end)
         if sim.base is not None:
             adr = int(self.model.jnt_qposadr[sim.base.free_joint])
             dof = int(self.model.jnt_dofadr[sim.base.free_joint])
@@ -258,16 +302,33 @@ class GoalPredictor:
             run.base_commands, run.base_verdict, run.base_reference, run.base_done_at = base
         return run
 
-    def _scale(self, sim: TrajectorySimulator, traj: JointTrajectory, scaled: list[str], scaling: float) -> None:
+    def hold_run(self, goal: PreviewGoal, nstep: int) -> np.ndarray:
+        """(nstep, J) predicted positions of the driven joints, rad, when every joint holds where it
+        starts (no goal: what the start state's own motion does, e.g. a finger still swinging into
+        its stop), from the same start as :meth:`predict` of ``goal``; the base's wheels hold."""
+        duration = max(1, int(nstep)) * self.model.opt.timestep
+        with self._lock:
+            sim = TrajectorySimulator(self.model, self.controller, None, duration, goal.start.positions,
+                                      self.interpolation, goal.start.velocities, time_offset=goal.time_offset)
+            if goal.start.full_state is not None:
+                sim.initial_state[:] = goal.start.full_state
+            else:
+                self._place_base(sim, goal.start)
+            state, _ = mujoco.rollout.rollout(self.model, self.data, sim.initial_state, sim.control(self.model))
+        return state[0][:, 1:1 + self.model.nq][:, self.controller.qpos_adr]
+
+    def _scale(self, sim: TrajectorySimulator, traj: JointTrajectory, scaled: list[str], scaling: float,
+               scaled_offset: float) -> None:
         """Run the time of the ``scaled`` joints at ``scaling`` (the live sampler's ScaledClock at a
-        constant scaling): their desired state at t is the trajectory's at scaling * t."""
+        constant scaling) from their trajectory time ``scaled_offset`` s at the simulation's start:
+        their desired state at t is the trajectory's at ``scaled_offset + scaling * t``."""
         columns = [self.controller.joint_names.index(j) for j in scaled]
         own = [traj.joint_names.index(j) for j in scaled]
         part = JointTrajectory(scaled, traj.times, traj.positions[:, own],
                                None if traj.velocities is None else traj.velocities[:, own],
                                None if traj.accelerations is None else traj.accelerations[:, own])
         part = part.with_start(sim.start_positions[columns])
-        t = np.arange(sim.nstep) * sim.dt * scaling
+        t = scaled_offset + np.arange(sim.nstep) * sim.dt * scaling
         pos, vel, _ = part.sample(t, self.interpolation)
         sim.desired_positions[:, columns] = pos
         sim.desired_velocities[:, columns] = vel * scaling
@@ -300,16 +361,19 @@ class GoalPredictor:
         mujoco.mj_forward(self.model, data)
         mujoco.mj_getState(self.model, data, sim.initial_state, FULL_STATE)
 
-    def _run_base(self, sim: TrajectorySimulator, part: BasePart):
-        """Closed-loop run: the follower ticks on the predicted odometry (module doc). Returns
-        ((N, state) states, (N, nsensor) sensor data, (commands, verdict, reference, done_at))."""
+    def _run_base(self, sim: TrajectorySimulator, part: BasePart, offset: float = 0.0):
+        """Closed-loop run: the follower ticks on the predicted odometry (module doc), its trajectory
+        ``offset`` s in at the simulation's start. Returns ((N, state) states, (N, nsensor) sensor
+        data, (commands, verdict, reference, done_at)); times of the commands and ``done_at`` from
+        the goal's start, s."""
         if sim.base is None:
             raise ModelError('the goal has a base part but the preview model has no mobile base')
         model, base, probe = self.model, sim.base, self._probe
         wheels = [self.controller.joint_names.index(self.controller.joint_map.to_ros(n)) for n in base.wheel_names]
         mujoco.mj_setState(model, probe, sim.initial_state, FULL_STATE)
         start = base.odometry(probe).pose
-        follower = BaseTrajectoryFollower(part.trajectory, 0.0, start_pose=start, gains=part.gains,
+        start = start if part.start_pose is None else tuple(part.start_pose)
+        follower = BaseTrajectoryFollower(part.trajectory, -offset, start_pose=start, gains=part.gains,
                                           limits=part.limits, tolerances=part.tolerances, geometry=part.geometry,
                                           command_latency=part.command_latency)
         base.stop()
@@ -323,9 +387,9 @@ class GoalPredictor:
             odometry = base.odometry(probe)
             step = follower.update(t, odometry.pose, (odometry.twist.v, odometry.twist.omega))
             if follower.done and done_at is None:
-                done_at = t
+                done_at = offset + t
             base.command(step.command, t)
-            commands.append((t, step.command.v, step.command.omega))
+            commands.append((offset + t, step.command.v, step.command.omega))
             step_times = np.arange(first, last) * sim.dt
             sim.desired_velocities[first:last, wheels] = [base.wheel_rates(float(s)) for s in step_times]
             ctrl = self.controller.ctrl(model, sim.desired_positions[first:last], sim.desired_velocities[first:last])

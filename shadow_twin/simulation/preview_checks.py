@@ -72,7 +72,9 @@ class Prediction:
         first_contact: the first disallowed contact, None when there is none.
         base: {'peak_speed' m/s, 'peak_reference_speed' m/s, 'peak_reference_acceleration' m/s^2}
             when the model has a base, else {}.
-        simulated: s simulated.
+        simulated: goal time the prediction reaches, s (from the goal's start).
+        goal_end: goal time at which the goal and its goal-time window end, s: a prediction whose
+            ``simulated`` reaches it has judged the whole goal.
     """
 
     failures: list[PreviewFailure] = field(default_factory=list)
@@ -83,6 +85,7 @@ class Prediction:
     first_contact: ContactHit | None = None
     base: dict[str, float] = field(default_factory=dict)
     simulated: float = 0.0
+    goal_end: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -117,6 +120,7 @@ class Prediction:
             'first_contact': None if self.first_contact is None else asdict(self.first_contact),
             'base': {k: r(v) for k, v in self.base.items()},
             'simulated': r(self.simulated),
+            'goal_end': r(self.goal_end),
         }
 
 
@@ -136,10 +140,14 @@ def _past(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, limited: np.ndarra
     return past
 
 
-def _limits(run: PredictedRun, model, controller, config: PreviewConfig) -> PreviewFailure | None:
+def _limits(run: PredictedRun, model, controller, config: PreviewConfig,
+            held: np.ndarray | None = None) -> PreviewFailure | None:
     """The first driven joint driven into its MJCF range's end: commanded past it (the goal's
     spline overshoots a point near the limit), or predicted past it by more than
-    ``position_limit_margin`` (a stop hit hard)."""
+    ``position_limit_margin`` (a stop hit hard). Only the excess the goal's own commands drive
+    counts: with ``held`` ((N, J) positions, rad, of the same start with every joint holding:
+    :meth:`GoalPredictor.hold_run`), the excess the start state's own motion reaches without the
+    goal (a finger still swinging into its stop) is taken off the predicted one, step by step."""
     ids = controller.joint_ids
     limited = model.jnt_limited[ids].astype(bool)
     if not limited.any():
@@ -149,6 +157,10 @@ def _limits(run: PredictedRun, model, controller, config: PreviewConfig) -> Prev
     for values, slack, what in ((run.desired_positions, COMMAND_LIMIT_SLACK, 'the trajectory commands'),
                                 (run.positions, config.position_limit_margin, 'predicted position')):
         past = _past(values, lo, hi, limited)
+        if held is not None and values is run.positions:
+            own = np.maximum(_past(held[:len(past)], lo, hi, limited), 0.0)
+            past[:len(own)] -= own
+            what = 'the goal drives the predicted position to'
         n = _first((past > slack).any(axis=1))
         if n is not None:
             found.append((n, past, values, what))
@@ -218,6 +230,8 @@ def _tolerances(run: PredictedRun, trajectory: JointTrajectory, tolerances: jtc.
     target = trajectory.positions[-1]
     target_vel = np.zeros(len(names)) if trajectory.velocities is None else trajectory.velocities[-1]
     prediction.final_errors = dict(zip(names, (target - q[-1]).tolist()))
+    if len(t) and t[-1] < run.end_time:
+        before = np.ones(len(t), dtype=bool)          # a window before the end: path only
     path_pos = np.array([tolerances.path_for(j).position for j in names])
     path_vel = np.array([tolerances.path_for(j).velocity for j in names])
     bad = ((path_pos > 0) & (np.abs(errors) > path_pos)) | ((path_vel > 0) & (np.abs(dqd - qd) > path_vel))
@@ -237,6 +251,8 @@ def _tolerances(run: PredictedRun, trajectory: JointTrajectory, tolerances: jtc.
     if n is not None:
         prediction.duration = float(t[n])
         return None
+    if len(t) and t[-1] < run.goal_end - 0.5 * (t[1] - t[0] if len(t) > 1 else 0.0):
+        return None                      # the window ends before the goal-time window does: no verdict yet
     after = t - run.end_time
     late = _first(after > tolerances.goal_time) if tolerances.goal_time > 0 else None
     if tolerances.goal_time > 0 and late is None:
@@ -299,13 +315,14 @@ def _base(run: PredictedRun, goal: PreviewGoal, config: PreviewConfig, predictio
 
 
 def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: ContactChecker,
-          config: PreviewConfig) -> Prediction:
+          config: PreviewConfig, held: np.ndarray | None = None) -> Prediction:
     """All checks of the module doc on ``run`` (the prediction of ``goal`` on ``model``, driven by
-    ``controller``); returns the :class:`Prediction`, failures earliest first (one per kind)."""
-    prediction = Prediction(simulated=float(run.times[-1]) if len(run.times) else 0.0)
+    ``controller``; ``held``: see :func:`_limits`); returns the :class:`Prediction`, failures
+    earliest first (one per kind)."""
+    prediction = Prediction(simulated=float(run.times[-1]) if len(run.times) else 0.0, goal_end=run.goal_end)
     efforts = np.abs(averaged_efforts(run, config.effort_window))
     prediction.peak_efforts = dict(zip(run.joint_names, np.max(efforts, axis=0, initial=0.0).tolist()))
-    found = [_limits(run, model, controller, config), _efforts(run, model, controller, config)]
+    found = [_limits(run, model, controller, config, held), _efforts(run, model, controller, config)]
     if goal.trajectory is not None:
         found.append(_tolerances(run, goal.trajectory, goal.tolerances or jtc.Tolerances(), prediction))
     else:
@@ -332,7 +349,25 @@ def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: Con
 
 
 def preview_goal(predictor: GoalPredictor, goal: PreviewGoal) -> Prediction:
-    """Predict ``goal`` on ``predictor`` and judge it (:func:`judge`). Raises as
+    """Predict ``goal`` on ``predictor`` and judge it (:func:`judge`). A joint predicted past its
+    limit is judged again against the start state's own motion (:meth:`GoalPredictor.hold_run`,
+    one more rollout, only then): the excess the goal does not drive does not count. Raises as
     :meth:`GoalPredictor.predict`."""
     run = predictor.predict(goal)
-    return judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config)
+    prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config)
+    limit = next((f for f in prediction.failures if f.kind == 'position_limit'), None)
+    if limit is not None and 'predicted position' in limit.message and _moving(goal):
+        held = predictor.hold_run(goal, len(run.times))
+        prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config,
+                           held)
+    return prediction
+
+
+#: rad/s below which a start state counts as at rest (no motion of its own to take off).
+AT_REST_SPEED = 1e-3
+
+
+def _moving(goal: PreviewGoal) -> bool:
+    """True when the goal's start state moves of itself (a velocity above :data:`AT_REST_SPEED`, or
+    a whole state given)."""
+    return goal.start.full_state is not None or any(abs(v) > AT_REST_SPEED for v in goal.start.velocities.values())

@@ -90,6 +90,12 @@ class PreviewConfig:
         allowed_contacts: pairs of body-name globs that may touch (either order).
         base: :class:`BasePreviewLimits`.
         settle_time: s simulated after the last point at most (goal tolerance), >= 0.
+        watch_horizon: s of a running goal each window of the watch predicts, > 0.
+        watch_gate: s the watch's first window (the gate, judged before the start) predicts, > 0.
+        watch_period: s between the starts of two windows of the watch, > 0, < ``watch_horizon``.
+        request_window: s simulated per window of a ``/twin/preview`` request (a canceled request
+            stops after the window under way), > 0.
+        request_queue: ``/twin/preview`` requests waiting or running at most (more are rejected at once), >= 1.
     Raises:
         ConfigError: a negative or non-finite figure, a malformed pair.
     """
@@ -102,8 +108,22 @@ class PreviewConfig:
     allowed_contacts: tuple[tuple[str, str], ...] = DEFAULT_ALLOWED
     base: BasePreviewLimits = field(default_factory=BasePreviewLimits)
     settle_time: float = 2.0
+    watch_horizon: float = 1.5
+    watch_gate: float = 0.5
+    watch_period: float = 0.25
+    request_window: float = 1.0
+    request_queue: int = 4
 
     def __post_init__(self) -> None:
+        for name in ('watch_horizon', 'watch_gate', 'watch_period', 'request_window'):
+            object.__setattr__(self, name, _positive(getattr(self, name), name.replace('_', '.', 1)))
+        if self.watch_period >= self.watch_horizon:
+            raise ConfigError(f'preview watch.period ({self.watch_period:g} s) must be shorter than watch.horizon '
+                              f'({self.watch_horizon:g} s): each window must overlap the next')
+        queue = _positive(self.request_queue, 'requests.queue')
+        if queue != int(queue) or queue < 1:
+            raise ConfigError(f'preview requests.queue must be a whole number >= 1, got {self.request_queue!r}')
+        object.__setattr__(self, 'request_queue', int(queue))
         limits = {str(k): _positive(v, f'effort limit of {k!r}') for k, v in dict(self.effort_limits).items()}
         object.__setattr__(self, 'effort_limits', limits)
         object.__setattr__(self, 'effort_window', _positive(self.effort_window, 'effort_window', allow_zero=True))
@@ -135,7 +155,8 @@ class PreviewConfig:
         """From the parsed ``preview:`` mapping of config/preview.yaml (every key optional).
         Raises ConfigError for unknown keys or bad values."""
         data = dict(data or {})
-        known = {'effort_limits', 'effort_window', 'position_limit_margin', 'contacts', 'base', 'settle_time'}
+        known = {'effort_limits', 'effort_window', 'position_limit_margin', 'contacts', 'base', 'settle_time',
+                 'watch', 'requests'}
         unknown = set(data) - known
         if unknown:
             raise ConfigError(f'preview config: unknown key(s) {sorted(unknown)}; known: {sorted(known)}')
@@ -148,6 +169,11 @@ class PreviewConfig:
         if unknown:
             raise ConfigError(f'preview base: unknown key(s) {sorted(unknown)}')
         kwargs = {}
+        for section, keys in (('watch', ('horizon', 'gate', 'period')), ('requests', ('window', 'queue'))):
+            given = data.get(section) or {}
+            if not isinstance(given, Mapping) or set(given) - set(keys):
+                raise ConfigError(f'preview {section}: a mapping with the keys {list(keys)}, got {given!r}')
+            kwargs.update((f'{section.rstrip("s")}_{k}', v) for k, v in given.items())
         if 'effort_limits' in data:
             if not isinstance(data['effort_limits'], Mapping):
                 raise ConfigError('preview effort_limits must be a mapping {joint glob: N m}')

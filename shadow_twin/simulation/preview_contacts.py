@@ -105,10 +105,10 @@ class ContactChecker:
             mujoco.mj_kinematics(model, data)
             mujoco.mj_collision(model, data)
             worst = None
-            for k in range(data.ncon):
+            # only the deep contacts are looked at one by one (the fingers touch each other often:
+            # a loop over every contact held the interpreter lock long enough to delay the node)
+            for k in np.flatnonzero(data.contact.dist[:data.ncon] < -depth):
                 dist = float(data.contact.dist[k])
-                if dist >= -depth:
-                    continue
                 g1, g2 = int(data.contact.geom1[k]), int(data.contact.geom2[k])
                 if self.allowed(g1, g2):
                     continue

@@ -2,10 +2,11 @@
 
 The mock hand, the sim bridge and the twin server (config/twin.yaml, mode both: preview
 ``auto`` = enforce) run as processes on a private ROS domain, plus a second twin server in mode
-shadow under other action names. A goal predicted to fail is rejected with its reason and neither
-the mock's nor the sim's joint states move (states stamped after the rejection against those
-before); a good goal passes the preview and runs; ``warn`` lets a failing goal run and logs the
-prediction; ``/twin/preview`` answers the same goal without moving anything and rejects a
+shadow under other action names. A goal predicted to fail in its first window is aborted before
+its start with its reason and neither the mock's nor the sim's joint states move (states stamped
+after the abort against those before); a goal predicted to fail later runs and is stopped, the
+mock and the sim together, before it reaches the failure; a good goal passes the preview and runs;
+``warn`` lets a failing goal run and logs the prediction; ``/twin/preview`` answers the same goal without moving anything and rejects a
 malformed goal as the twin does; mode shadow rejects every goal. Skipped without rclpy or
 control_msgs.
 """
@@ -121,21 +122,52 @@ def assert_still(helpers, rec, before: dict, since: float, names=HAND) -> None:
         assert moved < 5e-3, f"{side} moved {moved:.4f} rad"   # a goal moves 0.8-1.6 rad; at rest it creeps < 2 mrad/s
 
 
-def test_goal_into_a_limit_is_rejected_and_nothing_moves(ros, procs, rest, rec):
+def test_goal_failing_in_its_first_window_is_aborted_before_its_start_and_nothing_moves(ros, procs, rest, rec):
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
     helpers, client = ros
     before = {side: helpers.current(rec[side]) for side in ('real', 'sim')}
     count = rec['preview'].count()
     handle = send(client, make_goal(INTO_LIMIT, 0.1))
+    assert handle.accepted                  # its parts went out at once: the preview never delays a goal
+    status, answer = result_of(client, handle)
     rejected = helpers.ros_now()
-    assert not handle.accepted
+    assert status == GoalStatus.STATUS_ABORTED
+    assert answer.error_code == FollowJointTrajectory.Result.INVALID_GOAL
+    assert answer.error_string.startswith("predicted to fail: joint 'rh_FFJ3' is driven into its upper limit")
     result = last_result(helpers, rec['preview'], count)
     assert not result['ok'] and result['origin'] == 'goal' and result['policy'] == 'enforce'
     first = result['first_failure']
     assert first['kind'] == 'position_limit' and first['subject'] == 'rh_FFJ3' and first['amount'] > 0.01
     assert "'rh_FFJ3'" in first['message'] and 't = ' in first['message']
-    assert helpers.wait_until(lambda: 'predicted to fail' in procs['twin'].output(), 5.0)
-    assert "rejected goal (INVALID_GOAL): predicted to fail: joint 'rh_FFJ3'" in procs['twin'].output()
+    assert helpers.wait_until(lambda: "goal aborted (INVALID_GOAL): predicted to fail: joint 'rh_FFJ3'"
+                              in procs['twin'].output(), 5.0), procs['twin'].output()[-2000:]
     assert_still(helpers, rec, before, rejected)
+
+
+def test_goal_failing_later_is_stopped_before_the_failure(ros, procs, rec):
+    """A goal whose second segment drives rh_FFJ3 into its stop 3 s in: it runs, the watch predicts the
+    failure a window ahead, and the mock and the sim stop together before the segment starts."""
+    from action_msgs.msg import GoalStatus
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    from shadow_twin.ros.conversions import duration_msg
+    helpers, client = ros
+    goal = make_goal({'rh_FFJ3': 0.6}, 2.9)
+    goal.trajectory.points.append(JointTrajectoryPoint(positions=[1.5708], time_from_start=duration_msg(3.0)))
+    sent = helpers.ros_now()
+    handle = send(client, goal)
+    assert handle.accepted, procs['twin'].output()[-2000:]
+    status, answer = result_of(client, handle)
+    ended = helpers.ros_now()
+    assert status == GoalStatus.STATUS_ABORTED and answer.error_string.startswith(
+        "predicted to fail: joint 'rh_FFJ3' is driven into its upper limit"), answer.error_string
+    assert ended - sent < 2.9                # stopped before the segment into the stop began
+    for side in ('real', 'sim'):
+        helpers.stamped_at(rec[side], ended + 0.5)
+        peak = max(positions(m, ['rh_FFJ3'])[0] for _, m in rec[side].snapshot()
+                   if m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec >= sent)
+        assert peak < 0.7, f'{side} reached {peak:.3f} rad'      # 0.6 at most on the first segment
 
 
 def test_good_goal_passes_the_preview_and_runs(ros, procs, rec):
@@ -145,7 +177,7 @@ def test_good_goal_passes_the_preview_and_runs(ros, procs, rec):
     handle = send(client, make_goal(GOOD, 1.0))
     assert handle.accepted, procs['twin'].output()[-2000:]
     result = last_result(helpers, rec['preview'], count)
-    assert result['ok'] and result['predicted_duration'] >= 1.0 and set(result['joint_errors']) == set(GOOD)
+    assert result['ok'] and result['window_start'] == 0.0 and set(result['joint_errors']) == set(GOOD)
     assert result['compute_ms'] < 2000
     status, answer = result_of(client, handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, answer.error_string
@@ -194,8 +226,8 @@ def test_warn_runs_a_failing_goal_and_logs_the_prediction(ros, procs, rec):
         assert handle.accepted, procs['twin'].output()[-2000:]
         status, _ = result_of(client, handle)
         assert status in (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED)
-        assert helpers.wait_until(lambda: "preview (warn, the goal runs): predicted to fail: joint 'rh_FFJ3'"
-                                  in procs['twin'].output(), 5.0)
+        assert helpers.wait_until(lambda: "preview: predicted to fail: joint 'rh_FFJ3'" in procs['twin'].output()
+                                  and 'the goal runs (warn)' in procs['twin'].output(), 5.0)
         moved = positions(helpers.current(rec['real']), ['rh_FFJ3'])[0]
         assert moved > 1.2                     # it ran
     finally:

@@ -31,11 +31,10 @@ def up(ros, states, tmp_path_factory):
     _, client = ros
     # the monitor, started last, publishes sim - real once it has both streams: every node runs
     joint_error = client.record(JointState, '/twin/joint_error', depth=10)
-    # preview warn: every goal is still previewed (the load includes it), but the 10,000-point goal
-    # starts from the storm's motion, a finger still swinging into its lower stop, which the preview
-    # predicts 31 mrad past it (enforce would refuse it; a known false positive, docs/preview.md)
-    proc = cell_helpers.up(tmp_path_factory.mktemp('load') / 'up.log', '--mock-hardware',
-                           '--ros-args', '-p', 'preview:=warn')
+    # preview enforce (the default): every goal is watched (the load includes it); the 10,000-point
+    # goal starts from the storm's motion, a finger still swinging into its lower stop, which counts
+    # only for the excess the goal itself drives (before issue 33 it was refused: 31 mrad past the stop)
+    proc = cell_helpers.up(tmp_path_factory.mktemp('load') / 'up.log', '--mock-hardware')
     cell_helpers.wait_started([proc], [*states.values(), joint_error], START_TIMEOUT, 'shadow-twin up')
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     yield proc
