@@ -24,6 +24,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -121,6 +122,7 @@ class TwinPreview:
                                             initializer=lower_priority)
         self._queued = 0
         self._lock = threading.Lock()
+        self._live: weakref.WeakSet = weakref.WeakSet()      # watches and requests a shutdown stops
 
     # -- the start state --------------------------------------------------------------------------
     def _start(self, joints: list[str]) -> StartState:
@@ -205,6 +207,7 @@ class TwinPreview:
 
         watch_of = GoalWatch(self.predictor, template, self.config.watch_horizon, self.config.watch_gate,
                              self.config.watch_period, live, on_window)
+        self._live.add(watch_of)
         self._watches.submit(watch_of.run)
         return watch_of
 
@@ -242,6 +245,7 @@ class TwinPreview:
                                                          f'queue {self.config.request_queue}): send it again later')
             self._queued += 1
         job = PreviewRequest(goal)
+        self._live.add(job)
         job.future = self._requests.submit(self._run_request, job)
         return job
 
@@ -269,12 +273,14 @@ class TwinPreview:
                                   'error_string': exc.error_string})
 
     def shutdown(self) -> None:
-        """Stop the workers (a window under way finishes first; queued requests are dropped)."""
+        """Stop every watch and request, then the workers (a window under way finishes first)."""
+        for job in list(self._live):
+            job.stop()
         self._watches.shutdown(wait=True, cancel_futures=True)
         self._requests.shutdown(wait=True, cancel_futures=True)
 
 
-@dataclass
+@dataclass(eq=False)
 class PreviewRequest:
     """A queued ``/twin/preview`` request: its goal, its future (the merged prediction, None when
     canceled) and the event that cancels it between two windows."""
@@ -282,6 +288,10 @@ class PreviewRequest:
     goal: PreviewGoal
     future: Future | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+
+    def stop(self) -> None:
+        """Cancel it: it stops after the window under way."""
+        self.cancel.set()
 
 
 def lower_priority(niceness: int = 10) -> None:
