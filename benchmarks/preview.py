@@ -11,9 +11,16 @@
    mock's physics: finger damping 3x, frictionloss 0.5x of the sim's) on
    ``/rh_trajectory_controller/follow_joint_trajectory``. The share of goals whose predicted outcome
    (pass/fail) matches the mock's result (SUCCEEDED or not); target >= 95 %.
+3. Live (issue 33; ``benchmarks/preview_live.py``, ``benchmarks/preview_timing.py``): the twin with
+   mock hardware, hand and cell: ``--live-goals`` (25) goals per robot predicted to fail 2-5 s after
+   their start (a finger into its stop, the arm into the cabinet) are aborted and stop before the
+   failure; a goal failing in its first window moves nothing; goal sent -> motion with preview
+   enforce and off (p50 difference <= 30 ms); a 300 s goal runs; 20 previews during a goal are all
+   answered while the sim streams >= 240 Hz; a canceled 600 s preview frees the twin's CPU.
 
-Run: ``.venv/bin/python benchmarks/preview.py [--repeats 30] [--goals 200] [--seed 1] [--skip-agreement]``
-(about 5 min; the mock runs on a private ROS domain). Exits 1 when a target is missed.
+Run: ``.venv/bin/python benchmarks/preview.py [--repeats 30] [--goals 200] [--seed 1] [--skip-agreement]
+[--skip-live] [--live-goals 25] [--skip-cell]`` (about 20 min; the processes run on a private ROS
+domain). Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -184,17 +191,54 @@ def agreement(goals: int, seed: int, misses: list[str]) -> None:
         misses.append(f'agreement {100 * share:.1f} %')
 
 
+def live(goals: int, seed: int, cell: bool, misses: list[str]) -> None:
+    """The live sections (module doc, 3.); a section that raises is reported and counted as a miss."""
+    import preview_live
+    import preview_timing
+    import ros_helpers
+    ros_helpers.isolate_domain()
+    rng = np.random.default_rng(seed)
+    sections = [(preview_live.stopped_before_failure, (goals, rng)), (preview_live.first_window_moves_nothing, (5,)),
+                (preview_timing.motion_latency, (20,)), (preview_timing.long_goal_runs, ()),
+                (preview_timing.previews_during_goal, (20,)), (preview_timing.canceled_preview_cpu, ())]
+    for robot, run in (('hand', sections), ('cell', sections[:1] if cell else [])):
+        if not run:
+            continue
+        with preview_live.running(robot == 'cell') as twin:
+            for section, args in run:
+                if twin.dead():
+                    line = f'{robot} {section.__name__}: not run, {twin.dead()}'
+                    print(f'  {line}: MISS', flush=True)
+                    misses.append(line[:300])
+                    continue
+                try:
+                    section(twin, *args, misses)
+                except Exception as exc:       # noqa: BLE001 - one section's failure must not hide the others
+                    line = f'{robot} {section.__name__}: {type(exc).__name__}: {str(exc)[:300]}'
+                    print(f'  {line}: MISS', flush=True)
+                    misses.append(line)
+            if twin.cut:
+                print(f'  {robot}: {twin.cut} spans judged on the joint states received by then (later ones came '
+                      f'over {preview_live.WAIT:g} s late: an overloaded PC)')
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--repeats', type=int, default=30, help='previews timed per goal')
     parser.add_argument('--goals', type=int, default=200, help='random goals of the agreement check')
     parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--skip-agreement', action='store_true', help='latency only (no ROS needed)')
+    parser.add_argument('--skip-agreement', action='store_true', help='no agreement check')
+    parser.add_argument('--skip-live', action='store_true', help='no live twin sections (with --skip-agreement: '
+                                                                 'no ROS needed)')
+    parser.add_argument('--live-goals', type=int, default=25, help='goals failing 2-5 s in, per robot')
+    parser.add_argument('--skip-cell', action='store_true', help='live sections on the hand only')
     args = parser.parse_args()
     misses: list[str] = []
     latency(args.repeats, misses)
     if not args.skip_agreement:
         agreement(args.goals, args.seed, misses)
+    if not args.skip_live:
+        live(args.live_goals, args.seed, not args.skip_cell, misses)
     if misses:
         print(f'MISSED: {"; ".join(misses)}')
         return 1
