@@ -7,11 +7,8 @@ poses (x, y, yaw) in ``odom`` (``base.frame``). The rules for accepting it are
 the speed limits ``base.limits``: 2 m/s, 1.5 rad/s); the tracking law, tolerances and
 verdicts are ``shadow_twin.control.base_follower``'s. This module is the ROS around them:
 
-* :class:`BaseEndpoint`: one base's topics: ``geometry_msgs/TwistStamped`` commands out
-  on ``cmd_vel_topic`` (the MiR takes TwistStamped from software 2.7 on; the sim bridge on
-  ``/sim/cmd_vel``), ``nav_msgs/Odometry`` in on ``odom_topic`` (pose in its odom frame,
-  twist in the base frame, REP 105). It keeps the newest pose and twist and when they
-  arrived (monotonic s).
+* :class:`~shadow_twin.ros.base_endpoint.BaseEndpoint`: one base's topics: TwistStamped
+  commands out on ``cmd_vel_topic``, ``nav_msgs/Odometry`` in on ``odom_topic``.
 * :class:`BaseRun`: one goal's following on one endpoint: a
   :class:`~shadow_twin.control.base_follower.BaseTrajectoryFollower` and how it ended.
 * :class:`BaseDriver`: the endpoints of the twin's mode (``real``: the MiR, ``sim``: the
@@ -36,10 +33,13 @@ a base bridge that stalled finds a zero command when it resumes), then nothing (
 and the sim bridge stop by themselves when commands lapse, ``cmd_vel_timeout``). Nothing
 is sent while no run is active: a rejected goal sends no TwistStamped.
 
-Another driver: a node besides the twin publishing on a base's cmd_vel topic while a run
-drives it (a joystick, a navigation stack; checked every ``PUBLISHER_CHECK_PERIOD`` s from
-the ROS graph) is logged, and with ``base.other_publishers`` ``abort`` (default) the run
-aborts naming the topic and the count: two drivers fight over one base.
+Another driver: a velocity command on a base's cmd_vel topic that the twin did not send,
+arriving while a run drives that base (a joystick, a navigation stack), is heard by
+:class:`~shadow_twin.ros.cmd_vel_watch.CmdVelWatch` in a subscription callback; with
+``base.other_publishers`` ``abort`` (default) that run aborts at once (zero twist sent; the twin
+then stops the goal and the other base), naming the topic, the type and the sender; ``warn``
+logs it and the run goes on. A node that only holds a publisher there sends nothing and is
+never judged.
 
 Units: m, rad, m/s, rad/s, s.
 """
@@ -50,10 +50,9 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from geometry_msgs.msg import Transform, Twist, TwistStamped
-from nav_msgs.msg import Odometry
+from geometry_msgs.msg import Transform, Twist
 from rclpy.context import Context
 from rclpy.node import Node
 from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
@@ -62,19 +61,20 @@ from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
 from shadow_twin.control import twin_split as split
 from shadow_twin.control.base_follower import BaseTolerances, BaseTrajectoryFollower, base_tolerances_from_goal
-from shadow_twin.control.base_trajectory import BaseSample, BaseTrajectory, base_trajectory_from_msg, yaw_from_quaternion
-from shadow_twin.control.diff_drive import ZERO_TWIST, BodyTwist, Pose2D, wrap_angle
+from shadow_twin.control.base_trajectory import BaseSample, BaseTrajectory, base_trajectory_from_msg
+from shadow_twin.control.diff_drive import ZERO_TWIST, Pose2D, wrap_angle
 from shadow_twin.ros.base_anchor import BaseAnchor
+from shadow_twin.ros.base_endpoint import BaseEndpoint, OdomSample  # noqa: F401  (OdomSample: re-exported)
 from shadow_twin.ros.base_settings import BaseSettings, BaseTopics
-from shadow_twin.ros.conversions import duration_msg, time_msg
-from shadow_twin.ros.guard import guarded_subscription, guarded_timer
-from shadow_twin.ros.message_checks import check_odometry
+from shadow_twin.ros.cmd_vel_watch import CmdVelWatch, ForeignMessage
+from shadow_twin.ros.conversions import duration_msg
+from shadow_twin.ros.guard import guarded_timer
 from shadow_twin.ros.spinning import BackgroundSpinner
 
 #: Shortest time zero twists are sent after a run ends, s (then until the base reports rest).
 STOP_REPEAT = 0.3
-#: Seconds between two looks at the publishers of the cmd_vel topics (a ROS graph query).
-PUBLISHER_CHECK_PERIOD = 0.2
+#: Shortest interval between two warnings about another driver on one base (warn), s.
+OTHER_WARN_PERIOD = 5.0
 #: Seconds to wait for a fresher odometry message before calling a base missing (a stall of
 #: this process must not be blamed on the base).
 FRESH_WAIT = 0.1
@@ -110,103 +110,6 @@ def base_goal_from_request(request, settings: BaseSettings, now_s: float, curren
                                           current_pose=current_pose, stamp=stamp,
                                           path_tolerance=(tolerances.path_position, tolerances.path_yaw))
     return BaseGoal(trajectory, tolerances)
-
-
-class OdomSample(NamedTuple):
-    """One odometry message: ``pose`` (x m, y m, yaw rad) in its odom frame, the body twist
-    ``v`` (m/s), ``lateral`` (m/s) and ``omega`` (rad/s) in the base frame, ``received``
-    (monotonic s) and ``stamp`` (its header stamp, s; 0 when unset)."""
-
-    pose: Pose2D
-    v: float
-    lateral: float
-    omega: float
-    received: float
-    stamp: float = 0.0
-
-    def measured_at(self, now_s: float, now_mono: float, max_age: float) -> float:
-        """When the pose was measured, s on the clock of ``now_s``: the stamp, unless it is
-        unset, in the future or older than ``max_age`` s (a clock that does not match: a robot
-        PC without time synchronisation); then when it arrived."""
-        if 0.0 < self.stamp and now_s - max_age <= self.stamp <= now_s:
-            return self.stamp
-        return now_s - (now_mono - self.received)
-
-    @property
-    def odom_velocity(self) -> tuple[float, float, float]:
-        """(x_dot m/s, y_dot m/s, yaw_rate rad/s) in the odom frame (the body twist rotated by yaw)."""
-        c, s = math.cos(self.pose.yaw), math.sin(self.pose.yaw)
-        return (self.v * c - self.lateral * s, self.v * s + self.lateral * c, self.omega)
-
-
-class BaseEndpoint:
-    """One base's command publisher and odometry subscription (see module doc).
-
-    Args:
-        node: the node holding them (spun by one thread).
-        side: 'real' or 'sim'.
-        topics: its topics.
-    """
-
-    def __init__(self, node: Node, side: str, topics: BaseTopics) -> None:
-        self.side, self.topics = side, topics
-        self._pub = node.create_publisher(TwistStamped, topics.cmd_vel, 10)
-        self._node = node
-        guarded_subscription(node, Odometry, topics.odom, self._on_odom, 10, check=check_odometry)
-        self._lock = threading.Lock()
-        self._latest: OdomSample | None = None
-        self._count = 0
-
-    def _on_odom(self, msg: Odometry) -> None:
-        p, q, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
-        sample = OdomSample(Pose2D(float(p.x), float(p.y), yaw_from_quaternion(q.x, q.y, q.z, q.w)),
-                            float(t.linear.x), float(t.linear.y), float(t.angular.z), time.monotonic(),
-                            to_seconds(msg.header.stamp))
-        with self._lock:
-            self._latest = sample
-            self._count += 1
-
-    def latest(self) -> OdomSample | None:
-        """The newest odometry, or None before the first."""
-        with self._lock:
-            return self._latest
-
-    def received(self) -> int:
-        """How many odometry messages have arrived."""
-        with self._lock:
-            return self._count
-
-    def age(self) -> float:
-        """Seconds since the newest odometry arrived (inf if none did)."""
-        latest = self.latest()
-        return math.inf if latest is None else time.monotonic() - latest.received
-
-    def subscribers(self) -> int:
-        """Subscriptions matched to the cmd_vel topic (the base bridge's)."""
-        return self._pub.get_subscription_count()
-
-    def other_publishers(self) -> int:
-        """Publishers on the cmd_vel topic besides this one (a joystick, a navigation stack)."""
-        return max(0, self._node.count_publishers(self.topics.cmd_vel) - 1)
-
-    def at_rest(self, since: float, stopped_velocity: float) -> bool:
-        """True when an odometry received after monotonic ``since`` (s) shows the base stopped:
-        |v|, |lateral| (m/s) and |omega| (rad/s) at most ``stopped_velocity``."""
-        latest = self.latest()
-        return (latest is not None and latest.received > since
-                and max(abs(latest.v), abs(latest.lateral), abs(latest.omega)) <= stopped_velocity)
-
-    def send(self, twist: BodyTwist, stamp_s: float) -> None:
-        """Publish ``twist`` (v m/s, omega rad/s) as TwistStamped, stamped ``stamp_s``."""
-        msg = TwistStamped()
-        msg.header.stamp = time_msg(stamp_s)
-        msg.header.frame_id = self.topics.base_frame
-        msg.twist.linear.x, msg.twist.angular.z = float(twist.v), float(twist.omega)
-        self._pub.publish(msg)
-
-    def describe(self) -> str:
-        """E.g. ``real base (TwistStamped on /cmd_vel, odometry on /odom)``, for messages."""
-        return f'{self.side} base (TwistStamped on {self.topics.cmd_vel}, odometry on {self.topics.odom})'
 
 
 class BaseRun:
@@ -264,7 +167,7 @@ class BaseDriver:
         self.endpoints = {side: BaseEndpoint(self.node, side, t) for side, t in topics.items()}
         self._lock = threading.Lock()
         self._runs: dict[str, BaseRun] = {}
-        self._publishers_checked = -math.inf
+        self._warned: dict[str, float] = {}
         guarded_timer(self.node, 1.0 / settings().control_rate, self._tick, 'base control')
         #: Re-anchors the sim base to the real one (both bases driven and ``anchor_service`` set), else None.
         self.anchor = None
@@ -272,6 +175,12 @@ class BaseDriver:
             self.anchor = BaseAnchor(self.node, anchor_service, self.endpoints['real'], self.endpoints['sim'],
                                      busy=self.busy, timeout=answer_timeout)
         self._spinner = BackgroundSpinner([self.node], 'base driver')
+        self.watch = CmdVelWatch(context, node_name, namespace, {s: e.cmd_vel for s, e in self.endpoints.items()},
+                                 {s: e.own for s, e in self.endpoints.items()},
+                                 {f'{self.node.get_namespace().rstrip("/")}/{node_name}'}, self._on_foreign,
+                                 wanted=self._driving)
+        for endpoint in self.endpoints.values():
+            endpoint.own_readers = 1         # the watch's TwistStamped subscription, in this participant
         if self.anchor is not None:
             self.anchor.start_watching(lambda: self._settings().anchor_offsets)
 
@@ -366,9 +275,6 @@ class BaseDriver:
         """Control timer: tick every run on its base's newest odometry and send the twist."""
         settings = self._settings()
         now_s, now_mono = self._now(), time.monotonic()
-        check_publishers = now_mono - self._publishers_checked >= PUBLISHER_CHECK_PERIOD
-        if check_publishers:
-            self._publishers_checked = now_mono
         with self._lock:
             for side, run in list(self._runs.items()):
                 endpoint = run.endpoint
@@ -378,8 +284,6 @@ class BaseDriver:
                     else:
                         del self._runs[side]
                     continue
-                if check_publishers and not run.follower.done:
-                    self._check_other_publishers(run, settings)
                 latest = endpoint.latest()
                 age = math.inf if latest is None else now_mono - latest.received
                 run.stale_ticks = run.stale_ticks + 1 if age > settings.odom_timeout else 0
@@ -415,19 +319,35 @@ class BaseDriver:
             return False
         return True
 
-    def _check_other_publishers(self, run: BaseRun, settings: BaseSettings) -> None:
-        """Another node publishing on the run's cmd_vel topic: log it; with ``base.other_publishers``
-        ``abort`` the run aborts (and so the twin goal)."""
-        others = run.endpoint.other_publishers()
-        if not others:
+    def _driving(self, side: str) -> bool:
+        """True while a run drives the base of ``side`` (not ended, not holding zero twists)."""
+        with self._lock:
+            run = self._runs.get(side)
+            return run is not None and run.stopped_at is None and not run.follower.done
+
+    def _on_foreign(self, message: ForeignMessage) -> None:
+        """A command the twin did not send on the cmd_vel topic of a base a run drives (a watch
+        thread): with ``base.other_publishers`` ``abort`` the run aborts and its base gets a zero
+        twist at once (the twin then stops the goal and the other base); ``warn``: a warning
+        (at most one per :data:`OTHER_WARN_PERIOD` s per base) and the run goes on."""
+        settings = self._settings()
+        side = message.side
+        why = (f'{message.describe()} (sent {max(0.0, message.received_s - message.sent_s) * 1e3:.0f} ms ago) while '
+               f'the twin drives the {side} base: another driver (a joystick or a navigation stack?)')
+        if settings.other_publishers != 'abort':
+            now = time.monotonic()
+            if now - self._warned.get(side, -math.inf) >= OTHER_WARN_PERIOD:
+                self._warned[side] = now
+                self.log.warning(f'{why}; the goal goes on (base.other_publishers warn)')
             return
-        why = (f'{others} other publisher{"s" if others > 1 else ""} on {run.endpoint.topics.cmd_vel} while the twin '
-               f'drives the {run.endpoint.side} base (a joystick or a navigation stack?)')
-        if settings.other_publishers == 'abort':
+        with self._lock:
+            run = self._runs.get(side)
+            if run is None or run.stopped_at is not None or run.follower.done:
+                return
             run.follower.abort(f'{why}: aborted (base.other_publishers abort)')
-            self.log.error(run.follower.verdict.message)
-        else:
-            self.log.warning(why, throttle_duration_sec=5.0)
+            run.stopped_at = time.monotonic()
+            run.endpoint.send(ZERO_TWIST, self._now())
+        self.log.error(run.follower.verdict.message)
 
     # -- feedback -------------------------------------------------------------------------------
     def fill_feedback(self, feedback, run: BaseRun, now_s: float, joint_name: str) -> None:
@@ -455,6 +375,7 @@ class BaseDriver:
         self.stop_all('the twin server is shutting down')
         if self.anchor is not None:
             self.anchor.shutdown()
+        self.watch.shutdown()
         self._spinner.shutdown()
         self.node.destroy_node()
 

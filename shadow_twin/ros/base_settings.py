@@ -18,7 +18,7 @@ from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE
 from shadow_twin.control.diff_drive import DiffDriveGeometry
 from shadow_twin.ros.parameters import ParameterSpec
 
-#: What a goal does when another node publishes on a base's cmd_vel topic.
+#: What a goal does when a velocity command the twin did not send arrives on a base's cmd_vel topic.
 OTHER_PUBLISHER_POLICIES = ('abort', 'warn')
 _TOL = BaseTolerances()
 _GAINS = TrackingGains()
@@ -52,9 +52,11 @@ BASE_SPECS = (
             'fresh odometry (at least 0.3 s); at most this long, s (a base whose odometry stopped: its bridge may '
             'resume and must find a zero command).', bounds=(0.3, 600.0)),
     ParameterSpec(
-        'base.other_publishers', 'abort', "Another node publishing on a base's cmd_vel topic while a goal drives "
-            "it (a joystick, a navigation stack): 'abort' the goal (both bases stop) or 'warn' only.",
-            read_only=True),
+        'base.other_publishers', 'abort', "A velocity command the twin did not send, arriving on a base's cmd_vel "
+            "topic while a goal drives that base (a joystick, a navigation stack): 'abort' the goal (that base "
+            "gets a zero twist at once, then the goal and the other base stop) or 'warn' only. A node that only "
+            'holds a publisher there (an idle teleop, nav2) is never judged (shadow_twin/ros/cmd_vel_watch.py).',
+            choices=OTHER_PUBLISHER_POLICIES),
     ParameterSpec(
         'base.anchor.enabled', True, "Mode both: put the sim base on the real one (the sim bridge's SetEntityState) "
             'on start, after a sim reset or reload, before a base goal whose bases are apart and on ~/anchor_base: '

@@ -1,0 +1,163 @@
+"""Other /cmd_vel publishers beside the twin's cell (issue 33), shared by
+test/ros/test_base_publishers.py and benchmarks/base_publishers.py.
+
+* :func:`start_cell`: ``shadow-twin up --cell --mock-hardware`` with recorders of the bases'
+  topics only (odometry, commands): a client recording every joint-state stream as well fell
+  10-17 s behind them on a loaded 2-core PC.
+* :func:`start_publisher`: a ``test/cmd_vel_publisher.py`` process (idle, or a teleop once told)
+  and :func:`wait_in_graph` until this process's graph shows it on ``/cmd_vel``.
+* :func:`idle_goals`: base goals back and forth while idle publishers live; each goal's status.
+* :func:`teleop_mid_goal`: a base goal, a teleop sending Twist at 10 Hz once the base moves;
+  the answer, and when each base got its first zero command after the teleop's first message,
+  on stamps (the teleop's send time, printed by it, vs the twin's TwistStamped header stamps).
+
+Import with rclpy available (after the ``ros`` fixture or ``ros_helpers``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cell_helpers
+from cell_fault_scenarios import CMD_VEL_TOPICS, ODOM_TOPICS, Cell
+from cell_scenarios import START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight, wait_base_rest
+from cmd_vel_publisher import sent_times
+from ros_helpers import PYTHON, NodeProcess, stamp_s, wait_until
+
+SCRIPT = Path(__file__).resolve().parent / 'cmd_vel_publisher.py'
+CMD_VEL = '/cmd_vel'
+#: ``up``'s arguments beside ``--cell --mock-hardware``: no monitor, no goal preview (each has
+#: tests of its own; here only the base's driving is judged, and both cost CPU on a small PC).
+UP_ARGS = ('--no-monitor', '--ros-args', '-p', "preview:='off'")
+
+
+def start_cell(helpers, client, folder: Path, *extra: str) -> Cell:
+    """``shadow-twin up --cell --mock-hardware EXTRA``; waits until the odometry flows and the
+    twin's action server answers. RuntimeError with the output when it does not start."""
+    from control_msgs.action import FollowJointTrajectory
+    from geometry_msgs.msg import TwistStamped
+    from nav_msgs.msg import Odometry
+    streams = {t: client.record(Odometry, t, depth=50) for t in ODOM_TOPICS}
+    commands = {t: client.record(TwistStamped, t, depth=100) for t in CMD_VEL_TOPICS}
+    up = cell_helpers.up(Path(folder) / 'up.log', '--cell', '--mock-hardware', *extra)
+    if not wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), START_TIMEOUT) \
+            or not up.alive():
+        up.stop()
+        raise RuntimeError(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
+    client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+    cell_helpers.wait_flowed(streams.values(), 1.0)
+    return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
+
+
+def start_publisher(folder: Path, name: str, msg_type: str = 'Twist', rate: float = 0.0,
+                    timeout: float = 60.0) -> NodeProcess:
+    """A node ``name`` with a ``msg_type`` publisher on /cmd_vel, idle (``rate`` 0) or sending at
+    ``rate`` Hz after SIGUSR1; waits until it says ``ready``. RuntimeError with its output if not."""
+    proc = NodeProcess(None, [], Path(folder) / f'{name}.log', command=[
+        PYTHON, str(SCRIPT), '--ros-args', '-r', f'__node:={name}', '-p', f'type:={msg_type}',
+        '-p', f'topic:={CMD_VEL}', '-p', f'rate:={float(rate)}'])
+    if not wait_until(lambda: 'ready' in proc.output() or not proc.alive(), timeout) or not proc.alive():
+        proc.stop()
+        raise RuntimeError(f'{name} did not start:\n{proc.output()[-2000:]}')
+    return proc
+
+
+def wait_in_graph(client, names: list[str], timeout: float = 30.0) -> bool:
+    """Wait until the graph of ``client`` shows a /cmd_vel publisher of each node of ``names``."""
+    def shown() -> bool:
+        found = {e.node_name for e in client.node.get_publishers_info_by_topic(CMD_VEL)}
+        return set(names) <= found
+    return wait_until(shown, timeout)
+
+
+@dataclass
+class GoalOutcome:
+    """One base goal: its status (action_msgs GoalStatus) and error string."""
+
+    status: int
+    error_string: str
+
+
+def idle_goals(helpers, client, cell, count: int, length: float = 0.15, seconds: float = 1.5) -> list[GoalOutcome]:
+    """``count`` straight base goals of ``length`` m in ``seconds`` s, forth and back, each from
+    the base at rest; their outcomes (a rejected goal: status -1)."""
+    odoms = [cell.odom, cell.sim_odom]
+    out = []
+    for k in range(count):
+        wait_base_rest(helpers, odoms)
+        start = pose_of(cell.odom.last())
+        handle = send(client, make_goal(base=base_points(start, straight(length if k % 2 == 0 else -length),
+                                                         seconds)))
+        if not handle.accepted:
+            out.append(GoalOutcome(-1, 'rejected'))
+            continue
+        status, result = result_of(client, handle, timeout=seconds + 20.0)
+        out.append(GoalOutcome(status, result.error_string))
+    wait_base_rest(helpers, odoms)
+    return out
+
+
+@dataclass
+class TeleopOutcome:
+    """A teleop sending during a base goal, and what followed.
+
+    Attributes:
+        status, error_string: the goal's answer.
+        first_sent: the teleop's first message, its send time (s, wall clock = ROS time here).
+        zero_after: {topic: header stamp of the first zero TwistStamped the twin sent on it at or
+            after ``first_sent`` minus ``first_sent``, s} (inf when none came).
+        answer_s: ROS time of the answer here minus ``first_sent``, s.
+        at_rest: both bases' odometry showed them stopped afterwards.
+    """
+
+    status: int = -1
+    error_string: str = ''
+    first_sent: float = math.nan
+    zero_after: dict = field(default_factory=dict)
+    answer_s: float = math.nan
+    at_rest: bool = False
+
+
+def teleop_mid_goal(helpers, client, cell, teleop: NodeProcess, length: float = 0.8,
+                    seconds: float = 5.0) -> TeleopOutcome:
+    """A straight base goal; once the real base moved 5 cm, SIGUSR1 to ``teleop`` (it starts
+    sending at its rate); wait for the answer and for the bases to rest; stop the teleop."""
+    out = TeleopOutcome()
+    start = pose_of(cell.odom.last())
+    handle = send(client, make_goal(base=base_points(start, straight(length), seconds)))
+    if not handle.accepted:
+        out.error_string = 'the base goal was rejected'
+        return out
+
+    def moved():
+        x, y, _ = pose_of(cell.odom.last())
+        return math.hypot(x - start[0], y - start[1]) > 0.05
+    try:
+        if not wait_until(moved, 15.0):
+            out.error_string = 'the real base did not move'
+            return out
+        os.kill(teleop.proc.pid, signal.SIGUSR1)
+        status, result = result_of(client, handle, timeout=seconds + 20.0)
+        out.answer_s = helpers.ros_now()
+        out.status, out.error_string = status, result.error_string
+    finally:
+        teleop.stop()
+    sent = sent_times(teleop.output())
+    if not sent:
+        return out
+    out.first_sent = sent[0]
+    out.answer_s -= out.first_sent
+    for name, recorder in (('/cmd_vel', cell.cmd_vel), ('/sim/cmd_vel', cell.sim_cmd_vel)):
+        stamps = [stamp_s(m) for _, m in recorder.snapshot()
+                  if m.twist.linear.x == 0.0 and m.twist.angular.z == 0.0 and stamp_s(m) >= out.first_sent]
+        out.zero_after[name] = min(stamps) - out.first_sent if stamps else math.inf
+    try:
+        wait_base_rest(helpers, [cell.odom, cell.sim_odom])
+        out.at_rest = True
+    except AssertionError:
+        out.at_rest = False
+    return out
