@@ -82,8 +82,9 @@ def window(watch: Watch, since: float, until: float) -> dict:
     ``until`` has arrived (the watch publishes each change at once and all every diagnostics
     period): {'flags': [(stamp, joint, level, message)] of every status not OK, 'statuses': how
     many, 'samples': residual samples, 'max_residual': {joint: largest |measured - predicted| A},
-    'mean_residual': {joint: mean A}}. AssertionError when no later status comes within 10 s."""
-    assert wait_until(lambda: any(t > until for t, _, _ in statuses(watch)), 10.0), \
+    'mean_residual': {joint: mean A}}. AssertionError when no later status comes within
+    :data:`cell_scenarios.START_TIMEOUT` s."""
+    assert wait_until(lambda: any(t > until for t, _, _ in statuses(watch)), START_TIMEOUT), \
         f'no external-force status stamped after {until:.3f}'
     inside = [(t, j, st) for t, j, st in statuses(watch) if since <= t <= until]
     residual = np.array([m.effort for _, m in watch.error.snapshot() if since <= stamp_s(m) <= until]).reshape(-1, 6)
@@ -119,8 +120,9 @@ def quintic_goal(start: np.ndarray, target: np.ndarray, seconds: float):
 
 
 def arm_now(watch: Watch) -> np.ndarray:
-    """The mock UR's joint positions (rad, :data:`JOINTS`' order) stamped now."""
-    msg = stamped_at(watch.arm, ros_now())
+    """The mock UR's joint positions (rad, :data:`JOINTS`' order) stamped now (waits up to
+    :data:`cell_scenarios.START_TIMEOUT` s for a later message: a starved PC hands them late)."""
+    msg = stamped_at(watch.arm, ros_now(), START_TIMEOUT)
     return np.array([msg.position[list(msg.name).index(j)] for j in JOINTS])
 
 
@@ -144,7 +146,7 @@ def normal_goals(client, watch: Watch, count: int = 10, seed: int = 33) -> list[
     for target, seconds in plan:
         began = ros_now()
         handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, quintic_goal(arm_now(watch), target, seconds),
-                                  timeout=15.0)
+                                  timeout=START_TIMEOUT)
         failed = '' if handle.accepted else 'rejected'
         if handle.accepted:
             status, result = result_of(client, handle, seconds + 30.0)
@@ -154,7 +156,7 @@ def normal_goals(client, watch: Watch, count: int = 10, seed: int = 33) -> list[
     return out
 
 
-def push(helpers, client, watch: Watch, wrench: str = PUSH, timeout: float = 5.0) -> dict:
+def push(helpers, client, watch: Watch, wrench: str = PUSH, timeout: float = 10.0) -> dict:
     """Apply ``wrench`` on the standing arm (the mock UR's ``external_wrench``), wait for the
     first status not OK stamped after the push took effect (the stamp of /mock_ur/external_wrench),
     then release it. Returns {'stamp': push s, 'delay': first flag - push s or None, 'joint',
