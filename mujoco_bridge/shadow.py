@@ -19,13 +19,26 @@ stamp to the sim's now at its velocity (for at most ``FOLLOW_EXTRAPOLATION``; th
 hold, so a source that goes silent leaves the sim standing); a trajectory runs on its stamped clock;
 a base command acts as the MiR's does, on arrival (plus the model's command latency from its stamp).
 
-**Bad input** never moves anything: a message with NaN or inf, a malformed one, or one whose stamp
-goes back in time (from its source) is dropped, with one warning line per source (the callback
-guard's, at most one per 5 s with the count); joints the sim does not know are left out, with one
+**Joining**: however far a new state is from what the sim followed (the first message, a source
+that resumes after a silence), the sim's target joins it within the joints' speed and acceleration
+limits (:func:`~shadow_twin.simulation.following.follow_target`); a controller state's ``feedback``
+(the measured positions) lets the sim hold the pose the robot holds (a slow, bounded integral).
+
+**Bad input** never moves anything: a message with NaN or inf or a malformed one is dropped, with one
+warning line per source (the callback guard's, at most one per 5 s with the count). Each stamp is
+judged against this node's clock and its source's history: one more than :data:`STAMP_LEAD_LIMIT`
+ahead of now, more than :data:`STAMP_AGE_LIMIT` old, or going back from the source's last accepted
+one is dropped, and only accepted stamps become that history (a stamp from the future does not
+make the good ones after it look old). An odometry twist beyond the base's limits
+(:class:`~shadow_twin.control.base_trajectory.BaseLimits`, the MiR250's 2 m/s and 1.5 rad/s, with
+:data:`ODOMETRY_SLACK`) is dropped. Each such glitch is logged once per source and kind (one line,
+then counted in :attr:`ShadowSources.glitches`); joints the sim does not know are left out, with one
 warning per source naming them.
 """
 
 from __future__ import annotations
+
+import math
 
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import TwistStamped
@@ -36,7 +49,9 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 from shadow_twin.common.errors import BadMessage, ShadowTwinError
+from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
+from shadow_twin.control.base_trajectory import BaseLimits
 from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.message_checks import check_finite, check_joint_state, check_odometry, check_stamp, \
     check_twist_stamped
@@ -45,6 +60,15 @@ from shadow_twin.simulation.live import LiveSimulation
 #: ROS parameters of shadow mode (all read-only; empty = that kind of source is not used).
 SOURCE_PARAMETERS = ('shadow.controller_state_topics', 'shadow.joint_trajectory_topics',
                      'shadow.joint_states_topics', 'shadow.cmd_vel_topic', 'shadow.odom_topic')
+#: s: a stamp further ahead of this node's clock is a bad stamp, dropped. The followed state is moved
+#: on from its stamp for at most FOLLOW_EXTRAPOLATION (0.1 s), so the clocks of the robots' PCs and
+#: the twin's must agree to well within that anyway (chrony or NTP on a lab network: about 1 ms).
+STAMP_LEAD_LIMIT = 0.1
+#: s: a message whose stamp is older than this when it arrives is dropped (a state that old is not
+#: where the robot is; the source's next messages are followed).
+STAMP_AGE_LIMIT = 1.0
+#: An odometry twist up to this factor over the base's limits is measurement noise; beyond, a glitch.
+ODOMETRY_SLACK = 1.05
 
 
 def check_controller_state(msg) -> None:
@@ -79,8 +103,11 @@ class ShadowSources:
         settings = {key: ([str(t).strip() for t in value if str(t).strip()] if isinstance(value, (list, tuple))
                           else str(value).strip()) for key, value in settings.items()}
         self.node, self.sim, self.to_sim_time, self.now_s = node, sim, to_sim_time, now_s
-        self._last_stamp: dict[str, int] = {}        # ns, the latest stamp of each source
+        self._last_stamp: dict[str, int] = {}        # ns, the latest accepted stamp of each source
         self._warned_unknown: set[str] = set()
+        self.limits = BaseLimits()
+        #: {(topic, kind of glitch): messages dropped}, e.g. ``('/odom', 'twist beyond the base limits')``.
+        self.glitches: dict[tuple[str, str], int] = {}
         #: Topics followed, by kind (for the log and the diagnostics).
         self.topics: dict[str, list[str]] = {}
         qos = QoSProfile(depth=10)
@@ -112,16 +139,38 @@ class ShadowSources:
         return lambda msg: callback(topic, msg)
 
     # -- checks shared by the sources ---------------------------------------------------------------
-    def _stamp(self, topic: str, msg) -> float | None:
-        """Sim time of ``msg``'s stamp (None: unset, taken as now). Raises BadMessage when the stamp
-        goes back from the source's previous one (compared as stamped, before any mapping to sim time)."""
+    def glitch(self, topic: str, kind: str, detail: str) -> None:
+        """Count a message of ``topic`` dropped for ``kind`` of glitch; the first of each kind per
+        source is logged (one line: ``detail`` says what was wrong), later ones only counted."""
+        key = (topic, kind)
+        self.glitches[key] = self.glitches.get(key, 0) + 1
+        if self.glitches[key] == 1:
+            self.node.get_logger().warning(f'shadow source {topic}: {detail}: dropped ({kind}; reported once per '
+                                           f'source, further ones are counted)')
+
+    def _stamp(self, topic: str, msg) -> float | None | bool:
+        """Sim time of ``msg``'s stamp (None: unset, taken as now), or False when the stamp is bad
+        (reported by :meth:`glitch`): more than :data:`STAMP_LEAD_LIMIT` ahead of this node's clock,
+        more than :data:`STAMP_AGE_LIMIT` behind it, or going back from the source's last accepted
+        stamp (compared as stamped, before any mapping to sim time)."""
         stamp = msg.header.stamp
         ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
         if not ns:
             return None
+        ahead = to_seconds(stamp) - float(self.now_s())
+        if ahead > STAMP_LEAD_LIMIT:
+            self.glitch(topic, 'stamp ahead of the clock', f'header.stamp is {ahead:.3f} s ahead of this node\'s '
+                        f'clock (more than {STAMP_LEAD_LIMIT} s)')
+            return False
+        if -ahead > STAMP_AGE_LIMIT:
+            self.glitch(topic, 'stamp too old', f'header.stamp is {-ahead:.3f} s old on arrival (more than '
+                        f'{STAMP_AGE_LIMIT} s)')
+            return False
         last = self._last_stamp.get(topic)
         if last is not None and ns < last:
-            raise BadMessage(f'header.stamp goes back {(last - ns) * 1e-9:.3f} s from the previous message: dropped')
+            self.glitch(topic, 'stamp goes back', f'header.stamp goes back {(last - ns) * 1e-9:.3f} s from the '
+                        f'source\'s last accepted one')
+            return False
         self._last_stamp[topic] = ns
         return self.to_sim_time(stamp)
 
@@ -137,19 +186,27 @@ class ShadowSources:
 
     # -- arm and hand -------------------------------------------------------------------------------
     def _on_controller_state(self, topic: str, msg) -> None:
-        self._follow_state(topic, msg, list(msg.joint_names), msg.reference.positions, msg.reference.velocities)
+        names, feedback = list(msg.joint_names), msg.feedback.positions
+        measured = feedback if len(feedback) == len(names) and all(map(math.isfinite, feedback)) else None
+        self._follow_state(topic, msg, names, msg.reference.positions, msg.reference.velocities, measured)
 
-    def _follow_state(self, topic: str, msg, names: list[str], positions, velocities) -> None:
-        """Follow the state (rad, rad/s: ``velocities`` empty for none) of ``names`` from ``msg``'s stamp."""
+    def _follow_state(self, topic: str, msg, names: list[str], positions, velocities, measured) -> None:
+        """Follow the state (rad, rad/s: ``velocities`` empty for none) of ``names`` from ``msg``'s stamp;
+        ``measured``: the robot's positions (rad), None for none."""
         at = self._stamp(topic, msg)
+        if at is False:
+            return
         known = set(self._known(topic, names))
         wanted = {n: float(q) for n, q in zip(names, positions) if n in known}
         rates = {n: float(v) for n, v in zip(names, velocities) if n in known} if len(velocities) else None
+        real = None if measured is None else {n: float(q) for n, q in zip(names, measured) if n in known}
         if wanted:
-            self.sim.follow(wanted, rates, at, source=topic)
+            self.sim.follow(wanted, rates, at, source=topic, measured=real)
 
     def _on_trajectory(self, topic: str, msg) -> None:
         at = self._stamp(topic, msg)
+        if at is False:
+            return
         names = self._known(topic, list(msg.joint_names))
         if not names:
             return
@@ -160,16 +217,23 @@ class ShadowSources:
         self.sim.follow_trajectory(trajectory, at, source=topic)
 
     def _on_joint_state(self, topic: str, msg) -> None:
-        self._follow_state(topic, msg, list(msg.name), msg.position, msg.velocity)
+        self._follow_state(topic, msg, list(msg.name), msg.position, msg.velocity, msg.position)
 
     # -- base ---------------------------------------------------------------------------------------
     def _on_twist(self, topic: str, msg) -> None:
         at = self._stamp(topic, msg)
-        if self.sim.base is not None:
+        if at is not False and self.sim.base is not None:
             self.sim.command_base(msg.twist.linear.x, msg.twist.angular.z, at)
 
     def _on_odometry(self, topic: str, msg) -> None:
+        """The odometry's twist, within the base's limits, as the base's command; one beyond them
+        (a measurement the MiR250 cannot make) is dropped as a glitch."""
+        twist = msg.twist.twist
+        v, omega = float(twist.linear.x), float(twist.angular.z)
+        if abs(v) > self.limits.max_speed * ODOMETRY_SLACK or abs(omega) > self.limits.max_yaw_rate * ODOMETRY_SLACK:
+            self.glitch(topic, 'twist beyond the base limits', f'twist {v:.3g} m/s, {omega:.3g} rad/s is beyond the '
+                        f'base\'s limits ({self.limits.max_speed} m/s, {self.limits.max_yaw_rate} rad/s)')
+            return
         at = self._stamp(topic, msg)
-        if self.sim.base is not None:
-            twist = msg.twist.twist
-            self.sim.command_base(twist.linear.x, twist.angular.z, at)
+        if at is not False and self.sim.base is not None:
+            self.sim.command_base(v, omega, at)

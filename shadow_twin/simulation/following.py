@@ -50,8 +50,8 @@ FOLLOW_MAX_ACCELERATION = 50.0
 #: plus join stay within FOLLOW_JOIN_SPEED of FOLLOW_MAX_SPEED (or the goal's own speed, if faster),
 #: so that the sim's servo, lagging its target, stays within the limit too (joining 0.6 rad at pi
 #: rad/s and 50 rad/s^2, the Shadow hand sim's FFJ3 (p 4 N m/rad) overshot to 3.73 rad/s; at 0.75 pi
-#: and 20 rad/s^2, 2.74 rad/s, and WRJ1 1.26 rad/s).
-FOLLOW_JOIN_ACCELERATION = 20.0
+#: and 10 rad/s^2, 2.32 rad/s, and WRJ1 1.13 rad/s).
+FOLLOW_JOIN_ACCELERATION = 10.0
 FOLLOW_JOIN_SPEED = 0.75
 #: 1/s: a small gap between the target and the goal closes at this rate (time constant 50 ms;
 #: re-planned at each state, stable for states up to 2 / FOLLOW_GAIN = 0.1 s apart).

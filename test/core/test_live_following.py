@@ -182,7 +182,7 @@ def test_two_sources_are_followed_at_once_and_one_dropped_joint_holds_where_it_w
     joint leaves it held where its desired state was, not sent back to its old hold."""
     sim = LiveSimulation()
     first, second = 'rh_FFJ3', 'rh_MFJ3'
-    for _ in range(int(round(0.6 / sim.dt))):
+    for _ in range(int(round(1.0 / sim.dt))):          # joined at 10 rad/s^2, then settled
         sim.follow({first: 0.5}, source='/arm')
         sim.follow({second: 0.7}, source='/hand')
         sim.step(1)

@@ -169,9 +169,66 @@ def test_a_controllers_trajectory_topic_and_a_robots_joint_states_are_followed(r
     assert q == pytest.approx([0.7, 0.5], abs=0.03)
 
 
+def test_a_future_stamp_and_a_silent_source_never_make_the_sim_jump(ros, hand):
+    """The issue's adversary, on the test source (the mock is stopped by now): rh_FFJ3 moves at 0.2
+    rad/s; amid its states come two stamped 3 s ahead (dropped, one log line, and the good states
+    after them are still followed: before, the sim dropped them all for 3 s), then the source is
+    silent for 3 s while the joint moves on 0.6 rad. On the sim's stamps: its joint never exceeds
+    pi rad/s (before, 20-31 rad/s on resume) and is back on the joint's path within 1 s of good data."""
+    from control_msgs.msg import JointTrajectoryControllerState
+
+    from shadow_twin.ros.conversions import time_msg_ns
+    helpers, client = ros
+    hand['procs']['mock'].stop()                        # (stopped already, unless run alone) a rival source
+    publisher = client.node.create_publisher(JointTrajectoryControllerState, TEST_SOURCE, 10)
+    assert cell_helpers.wait_matched(client.node, 10.0, subscribers={TEST_SOURCE: 1})
+    joint, rate = 'rh_FFJ3', 0.2
+    t0 = helpers.ros_now()
+    path = lambda t: 0.3 + rate * (t - t0)                                      # noqa: E731
+
+    def publish(ahead: float = 0.0) -> float:
+        now_ns = client.node.get_clock().now().nanoseconds
+        msg = JointTrajectoryControllerState(joint_names=[joint])
+        msg.header.stamp = time_msg_ns(now_ns + int(ahead * 1e9))
+        stamp = helpers.stamp_s(msg)
+        msg.reference.positions, msg.reference.velocities = [path(stamp)], [rate]
+        publisher.publish(msg)
+        return stamp
+
+    def stream(seconds: float, glitch: bool = False) -> tuple[float, float, float | None]:
+        first, future, next_time = None, None, time.monotonic()
+        for k in range(int(round(seconds / 0.01))):
+            stamp = publish()
+            first = stamp if first is None else first
+            if glitch and k == int(round(seconds / 0.02)):                    # mid-stream: from the future
+                publish(3.0), publish(3.0)
+                future = stamp
+            next_time += 0.01
+            time.sleep(max(0.0, next_time - time.monotonic()))
+        return first, stamp, future
+
+    _, silent, future = stream(1.5, glitch=True)
+    time.sleep(3.0)
+    resume, end, _ = stream(2.0)
+    helpers.stamped_at(hand['sim'], end, timeout=30.0)
+    t_sim, q_sim = series(hand['sim'], [joint], t0, end)
+    rows = [m for _, m in hand['sim'].snapshot() if t0 <= helpers.stamp_s(m) <= end]
+    speeds = np.array([abs(m.velocity[list(m.name).index(joint)]) for m in rows])
+    assert speeds.max() <= math.pi, speeds.max()
+    on_path = np.abs(q_sim[:, 0] - path(t_sim)) < 0.05        # the finger servo lags 21 mrad at 0.2 rad/s
+    after_future = (t_sim > future + 0.3) & (t_sim < silent)
+    assert on_path[after_future].all(), 'the good states after a future stamp were not followed'
+    assert not on_path[(t_sim > resume) & (t_sim < resume + 0.2)].all()       # it was left behind
+    assert on_path[t_sim > resume + 1.0].all(), 'not back on the path within 1 s of good data'
+    output = hand['procs']['sim'].output().splitlines()
+    lines = [line for line in output if TEST_SOURCE in line and 'ahead of this node' in line]
+    assert len(lines) == 1, [line for line in output if 'WARN' in line][-10:]
+
+
 def test_where_no_command_is_seen_the_base_follows_the_odometrys_twist(ros, tmp_path):
     """A MiR250 sim bridge shadowing /test_mir/odom only: published at 20 Hz with a twist of 0.5 m/s
-    for 2 s, then standing, it drives the sim base about 1 m ahead; nothing more once it goes silent."""
+    for 2 s, then standing, it drives the sim base about 1 m ahead; nothing more once it goes silent.
+    Two twists of 10 km/s among them are dropped (the base drives on at 0.5 m/s), one log line."""
     from nav_msgs.msg import Odometry
 
     from cell_scenarios import pose_of
@@ -195,6 +252,9 @@ def test_where_no_command_is_seen_the_base_follows_the_odometrys_twist(ros, tmp_
             msg.pose.pose.orientation.w = 1.0
             msg.twist.twist.linear.x = 0.5 if k < 40 else 0.0
             publisher.publish(msg)
+            if k in (10, 20):                  # a glitch: 10 km/s, beyond the MiR250's 2 m/s
+                msg.twist.twist.linear.x = 10_000.0
+                publisher.publish(msg)
             stamps.append(helpers.stamp_s(msg))
             next_time += 0.05
             time.sleep(max(0.0, next_time - time.monotonic()))
@@ -206,5 +266,7 @@ def test_where_no_command_is_seen_the_base_follows_the_odometrys_twist(ros, tmp_
         assert end[0] - start[0] == pytest.approx(driven, abs=0.1) and abs(end[1] - start[1]) < 0.02, \
             (end, start, driven)
         assert pose_of(helpers.stamped_at(odom, stopped + 2.5))[0] == pytest.approx(end[0], abs=0.005)
+        glitches = [line for line in proc.output().splitlines() if 'beyond the base' in line]
+        assert len(glitches) == 1 and '/test_mir/odom' in glitches[0], glitches
     finally:
         assert proc.stop() == 0
