@@ -108,7 +108,7 @@ class Calibration:
             raise ConfigError(f'{self.checkpoint}: cannot read it ({exc.strerror or exc})') from None
         try:
             header = json.loads(lines[0])
-        except (IndexError, json.JSONDecodeError):
+        except (IndexError, json.JSONDecodeError, RecursionError):
             raise ConfigError(f'{self.checkpoint}: unreadable checkpoint header') from None
         if header != json.loads(json.dumps(self.header)):
             raise ConfigError(f'{self.checkpoint}: belongs to a run with other inputs or settings; '
@@ -117,8 +117,8 @@ class Calibration:
         for line in lines[1:]:
             try:
                 evaluations.append(Evaluation(**json.loads(line)))
-            except (json.JSONDecodeError, TypeError):
-                break  # a line cut by a crash: everything after it is redone
+            except (json.JSONDecodeError, TypeError, RecursionError):
+                break  # a line cut by a crash (or garbled): everything after it is redone
         # Keep whole batches only: a batch cut short by a crash is evaluated again.
         sizes: dict[int, int] = {}
         for ev in evaluations:

@@ -36,6 +36,7 @@ import yaml
 
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.state_files import load_yaml
 
 #: Units of a recording's ``effort``: joint current (ur_robot_driver) or joint torque.
 EFFORT_UNITS = ('A', 'Nm')
@@ -228,7 +229,9 @@ class DriveParameters:
         """
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding='utf-8'))
+            data = load_yaml(path.read_text(encoding='utf-8'))
+        except (RecursionError, MemoryError) as exc:
+            raise ConfigError(f'{path}: malformed YAML: nested too deep to read ({type(exc).__name__})') from None
         except FileNotFoundError:
             raise ConfigError(f'{path}: no such file') from None
         except (OSError, UnicodeDecodeError) as exc:

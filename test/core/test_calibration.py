@@ -203,9 +203,10 @@ def test_checkpoint_without_resume_raises(evaluator, space, tmp_path):
     with pytest.raises(ConfigError, match='belongs to a run with other inputs or settings'):
         run(evaluator, space, tmp_path, budget=2, seed=4, resume=True)
     assert (tmp_path / CHECKPOINT).read_bytes() == before
-    (tmp_path / CHECKPOINT).write_text('not json\n')
-    with pytest.raises(ConfigError, match='unreadable checkpoint header'):
-        run(evaluator, space, tmp_path, budget=2, resume=True)
+    for hostile in ('not json\n', '[' * 200_000 + '\n'):        # the second: RecursionError in json
+        (tmp_path / CHECKPOINT).write_text(hostile)
+        with pytest.raises(ConfigError, match='unreadable checkpoint header'):
+            run(evaluator, space, tmp_path, budget=2, resume=True)
 
 
 def test_progress_is_reported_per_batch(evaluator, space, tmp_path):

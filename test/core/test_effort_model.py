@@ -115,6 +115,7 @@ def test_drive_parameters_round_trip_and_convert(tmp_path):
     ('joints: {elbow_joint: {gain: 1}}\n', "unknown key(s) gain"),
     ('joints: [1, 2]\n', "expected a mapping with 'effort_unit' and 'joints'"),
     ('joints: {elbow_joint: {drive_gain: [1\n', 'malformed YAML (line 2)'),
+    ('[' * 200_000, 'malformed YAML (line 1): exceeded maximum nesting depth'),   # read in ms, no RecursionError
 ])
 def test_bad_drive_parameters_are_one_line_errors(tmp_path, text, problem):
     path = tmp_path / 'parameters.yaml'
