@@ -185,10 +185,10 @@ class CmdVelWatch:
     def shutdown(self) -> None:
         """Stop the watch threads, destroy its nodes and its own context."""
         self._stop.set()
+        for thread in self._threads:      # each ends within its 0.1 s spin timeout
+            thread.join(timeout=1.0)
         for executor in self._executors:
-            executor.shutdown(timeout_sec=1.0)
-        for thread in self._threads:
-            thread.join(timeout=2.0)
+            executor.shutdown(timeout_sec=0.5)
         for node in self.nodes:
             node.destroy_node()
         self._context.try_shutdown()
