@@ -93,11 +93,14 @@ class TrajectoryExecutor:
         duration = goal_duration(goal)
         if not self.client.wait_for_server(timeout_sec=self.server_timeout):
             raise TrajectoryError(f'action server {self.action_name} is not available')
-        if isinstance(start_lead, StartLead):
-            rule, start_lead = start_lead, start_lead.for_goal(goal)
-            self.node.get_logger().info(f'goal of {goal_points(goal)} point(s) to {self.action_name}: start stamped '
-                                        f'{start_lead:.3f} s ahead = {rule.describe()}')
+        rule = start_lead if isinstance(start_lead, StartLead) else None
+        if rule is not None:
+            start_lead = rule.for_goal(goal)
         start_ns = self.node.get_clock().now().nanoseconds + to_nanoseconds(start_lead)
+        if rule is not None:
+            self.node.get_logger().info(f'goal of {goal_points(goal)} point(s) to {self.action_name}: start stamped '
+                                        f'{start_lead:.3f} s ahead ({from_nanoseconds(start_ns):.6f} s) = '
+                                        f'{rule.describe()}')
         goal.trajectory.header.stamp = time_msg_ns(start_ns)
         if goal.multi_dof_trajectory.points:
             goal.multi_dof_trajectory.header.stamp = time_msg_ns(start_ns)

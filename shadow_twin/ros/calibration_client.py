@@ -17,7 +17,7 @@ from std_srvs.srv import Trigger
 
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.ros.spinning import BackgroundSpinner, result_within
+from shadow_twin.ros.spinning import BackgroundSpinner
 
 FINAL = {'done': ExitCode.OK, 'refused': ExitCode.REFUSED, 'failed': ExitCode.FAILED}
 
@@ -76,7 +76,8 @@ def request_calibration(node, node_name: str, service_timeout: float, answer_tim
     lost: a service that answers before its DDS response writer has matched the new client's
     response reader drops it after 100 ms (rmw_fastrtps logs "failed to send response (timeout):
     client will not receive response"; discovery is slower on a loaded PC). So a request not
-    answered within ``answer_timeout`` s is sent again, up to ``tries`` times in all. When a
+    answered within ``answer_timeout`` s is sent again, up to ``tries`` times in all (a late answer
+    to an earlier request still counts). When a
     repeated request finds a run going on, that run is the one the unanswered request started
     (or another caller's): the answer returned is then successful, naming it (a line goes to
     ``out`` when given).
@@ -87,16 +88,30 @@ def request_calibration(node, node_name: str, service_timeout: float, answer_tim
     client = node.create_client(Trigger, name)
     if not client.wait_for_service(timeout_sec=service_timeout):
         raise ShadowTwinError(f'no service {name} within {service_timeout:g} s')
-    for attempt in range(1, tries + 1):
-        answer = result_within(client.call_async(Trigger.Request()), answer_timeout)
-        if answer is None:
+    sent = []
+    for _ in range(tries):
+        sent.append(client.call_async(Trigger.Request()))
+        if not any_done_within(sent, answer_timeout):
             continue
-        if attempt > 1 and not answer.success and answer.message.startswith(GOING_ON):
+        first = next(k for k, future in enumerate(sent) if future.done())
+        answer = sent[first].result()          # a late answer to an earlier request still counts
+        if first > 0 and not answer.success and answer.message.startswith(GOING_ON):
             if out is not None:
-                out(f'{name}: {attempt - 1} request(s) got no answer; following the run going on')
+                out(f'{name}: {first} request(s) got no answer; following the run going on')
             answer = Trigger.Response(success=True, message=answer.message)
         return answer
     raise ShadowTwinError(f'{name} did not answer {tries} request(s) within {answer_timeout:g} s each')
+
+
+def any_done_within(futures, timeout: float, interval: float = 0.005) -> bool:
+    """Wait up to ``timeout`` s until one of ``futures`` (completed by an executor spinning in another
+    thread) is done; True if one is."""
+    deadline = time.monotonic() + timeout
+    while not any(f.done() for f in futures):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
 
 
 class StatusFollower:

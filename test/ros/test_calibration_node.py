@@ -25,7 +25,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_PARAMS = REPO / 'config' / 'calibration_node.yaml'
-START_TIMEOUT = 40.0
+#: s for a process to start (a calibration node took 47 s from its start to 'ready', imports mostly, with
+#: three cells of other test runs on the 2 shared cores, load average 13-37; 40 s was too short there)
+START_TIMEOUT = 120.0
 BUDGET = 12
 
 
@@ -192,10 +194,16 @@ def twin_lead_parameters(client) -> tuple[float, float]:
     return answer.values[0].double_value, answer.values[1].double_value
 
 
+def stamped_goals(log: str) -> list[tuple[float, int, float, float]]:
+    """(time of the log line s, points, lead s, start stamp s) of every goal the node's log says it stamped."""
+    found = re.findall(r'\[INFO\] \[([0-9.]+)\] \[\w+\]: goal of (\d+) point\(s\) to \S+: start stamped ([0-9.]+) s '
+                       r'ahead \(([0-9.]+) s\)', log)
+    return [(float(t), int(n), float(lead), float(start)) for t, n, lead, start in found]
+
+
 def stamped_leads(log: str) -> list[tuple[int, float]]:
     """(points, lead s) of every goal the node's log says it stamped."""
-    found = re.findall(r'goal of (\d+) point\(s\) to \S+: start stamped ([0-9.]+) s ahead', log)
-    return [(int(n), float(lead)) for n, lead in found]
+    return [(n, lead) for _, n, lead, _ in stamped_goals(log)]
 
 
 def test_live_goals_are_stamped_the_twins_lead_ahead(ros, live_run):
@@ -222,8 +230,9 @@ def test_live_goals_are_stamped_the_twins_lead_ahead(ros, live_run):
 
 class LeadProbe:
     """A FollowJointTrajectory server in the test process standing in for the twin's action: it records
-    (goal header stamp - arrival, on this process's clock, s; the goal's points) of every goal and
-    succeeds it at once (the node still records until the goal's stamped end + its tail)."""
+    (the goal's header stamp s, its points) of every goal and succeeds it at once (the node still records
+    until the goal's stamped end + its tail). Arrival times are not judged: this process's executor runs
+    seconds behind the 500 joint states/s of the module's recorders on a loaded PC."""
 
     def __init__(self, client, name: str) -> None:
         from control_msgs.action import FollowJointTrajectory
@@ -231,9 +240,8 @@ class LeadProbe:
         self.client, self.leads = client, []
 
         def on_goal(goal):
-            now = client.node.get_clock().now().nanoseconds * 1e-9
             stamp = goal.trajectory.header.stamp
-            self.leads.append((stamp.sec + stamp.nanosec * 1e-9 - now,
+            self.leads.append((stamp.sec + stamp.nanosec * 1e-9,
                                len(goal.trajectory.points) + len(goal.multi_dof_trajectory.points)))
             return GoalResponse.ACCEPT
 
@@ -250,12 +258,14 @@ def record_one_run(helpers, client, folder: Path, name: str, *params: str) -> tu
     """A calibration node ``name`` recording curl_all alone through ``/{name}_probe`` (a
     :class:`LeadProbe`): request it, ask twice more while it records (each request on a new client,
     as calibrate-live makes them), stop the node once the recording is done. Returns (run dir, the
-    two answers during the run, the node's log, the probe's leads)."""
+    two answers during the run, the node's log, the probe's (stamp, points) of each goal)."""
     from diagnostic_msgs.msg import DiagnosticStatus
     from shadow_twin.ros.calibration_client import request_calibration, run_dir_of
     statuses = client.record(DiagnosticStatus, f'/{name}/status', depth=200)
     probe = LeadProbe(client, f'/{name}_probe')
-    node = node_process(helpers, name, folder, 'trajectories:=[curl_all]', f'action_name:=/{name}_probe', *params)
+    # max_gap: no motion to judge, and a recording set aside for a gap on a loaded PC only sends the goal again
+    node = node_process(helpers, name, folder, 'trajectories:=[curl_all]', f'action_name:=/{name}_probe',
+                        'max_gap:=10.0', *params)
     try:
         first = request_calibration(client.node, f'/{name}', START_TIMEOUT)
         assert first.success, first.message
@@ -269,11 +279,22 @@ def record_one_run(helpers, client, folder: Path, name: str, *params: str) -> tu
     return run_dir, during, node.log_path.read_text(), probe.leads
 
 
+def assert_goals_stamped(received, log: str, rule) -> None:
+    """Every goal the probe received carries the start stamp the node logged for it, that stamp is
+    ``rule(points)`` s after the node took the time (the log line's time follows that by the log
+    call: at most the lead, at least the lead less 0.5 s on a loaded PC)."""
+    goals = stamped_goals(log)
+    assert received and len(received) == len(goals), (received, goals, log[-3000:])
+    for (stamp, points), (logged_at, said_points, lead, start) in zip(received, goals):
+        assert said_points == points and lead == pytest.approx(rule(points), abs=1e-3), (points, lead)
+        assert stamp == pytest.approx(start, abs=2e-6), (stamp, start)
+        assert lead - 0.5 <= start - logged_at <= lead + 1e-6, (start - logged_at, lead)
+
+
 def test_the_lead_follows_the_twin_and_calibrate_answers_during_a_run(ros, cell, tmp_path):
-    """The twin's start_lead set from 0.25 to 0.9 s: the next run's goal arrives stamped at least
-    0.9 s ahead (at most 0.9 s + per point + send_margin 0.5 s: ahead by the node's own way to the
-    probe less); ~/calibrate asked twice while the run records: both answered, naming the run going on
-    and its phase."""
+    """The twin's start_lead set from 0.25 to 0.9 s: the next run's goal arrives stamped 0.9 s + per
+    point + send_margin 0.5 s after it was sent; ~/calibrate asked twice while the run records: both
+    answered, naming the run going on and its phase."""
     from shadow_twin.ros.calibration_client import GOING_ON, run_dir_of
     helpers, client = ros
     base, per_point = twin_lead_parameters(client)
@@ -284,10 +305,7 @@ def test_the_lead_follows_the_twin_and_calibrate_answers_during_a_run(ros, cell,
                                                      'send_margin:=0.5', 'start_lead:=5.0')
     finally:
         assert client.set_parameters('/shadow_twin', {'start_lead': base})[0].successful
-    assert len(leads) == 1, (leads, log[-3000:])
-    (lead, points), = leads
-    assert 0.9 <= lead <= 0.9 + per_point * points + 0.5, (lead, points, stamped_leads(log))
-    assert stamped_leads(log) == [(points, pytest.approx(0.9 + per_point * points + 0.5, abs=1e-3))]
+    assert_goals_stamped(leads, log, lambda points: 0.9 + per_point * points + 0.5)
     assert "(the twin /shadow_twin's parameters, read now)" in log, log[-3000:]
     for answer in during:
         assert answer.message.startswith(GOING_ON) and run_dir_of(answer) == str(run_dir), answer.message
@@ -297,13 +315,12 @@ def test_the_lead_follows_the_twin_and_calibrate_answers_during_a_run(ros, cell,
 
 
 def test_a_twin_that_cannot_be_asked_gives_the_nodes_own_lead(ros, cell, tmp_path):
-    """twin_node naming no node: one warning line, and the goal arrives stamped at most the node's
-    start_lead (2 s) ahead, and more than the twin's would give (0.25 s + send_margin)."""
+    """twin_node naming no node: one warning line, and the goal arrives stamped the node's start_lead
+    (2 s) after it was sent."""
     helpers, client = ros
     _, _, log, leads = record_one_run(helpers, client, tmp_path, 'fallback_calibration', 'twin_node:=/no_twin_here',
                                       'twin_timeout:=0.5', 'start_lead:=2.0')
-    assert len(leads) == 1 and 1.0 < leads[0][0] <= 2.0, (leads, log[-3000:])
-    assert [lead for _, lead in stamped_leads(log)] == [2.0]
+    assert_goals_stamped(leads, log, lambda points: 2.0)
     warnings = [line for line in log.splitlines() if 'WARN' in line and 'start lead:' in line]
     assert len(warnings) == 1 and 'no parameter services of /no_twin_here within 0.5 s' in warnings[0], log[-3000:]
     assert "using this node's start_lead 2 s" in warnings[0]
@@ -492,7 +509,7 @@ def test_calibrate_live_without_a_node_says_so(ros):
     """No calibration node on the domain: exit 2 and a message naming the service."""
     helpers, _ = ros
     cli = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', '/nobody_here',
-                          '--service-timeout', '1'], cwd=REPO, capture_output=True, text=True, timeout=60)
+                          '--service-timeout', '1'], cwd=REPO, capture_output=True, text=True, timeout=240)
     assert cli.returncode == 2
     assert 'no service /nobody_here/calibrate within 1 s' in cli.stderr and 'ROS_DOMAIN_ID' in cli.stderr
 
