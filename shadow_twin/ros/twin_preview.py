@@ -214,23 +214,24 @@ class TwinPreview:
     def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: dict, now: float,
                    ) -> jtc.Verdict | None:
         """What the watch says of a running goal at ``now`` (s, the node's clock), with policy
-        ``enforce``: ABORTED with the predicted failure's code (``predicted to fail: ...``), or when
-        the goal runs more than one ``watch.period`` past the time its windows verified (the watch
-        fell behind, or failed); None while it holds. ``warn`` and ``off``: always None."""
+        ``enforce``: ABORTED with the predicted failure's code (``predicted to fail: ...``); None
+        while it holds. A goal running more than one ``watch.period`` past the time its windows
+        verified (the watch fell behind on a slow PC, or a prediction raised) is aborted with
+        ``watch.behind`` ``abort``, and logged once with ``warn`` (the default: the rule never
+        stops correct work on a slow PC). ``warn`` and ``off`` policies: always None."""
         if watch is None or settings['preview'] != 'enforce':
             return None
         if watch.failure is not None:
             return jtc.Verdict.aborted(f'predicted to fail: {watch.failure.message}', watch.failure.code)
         if watch.covered or plan.order == 0:
             return None
-        t = now - plan.start_s
-        if watch.error is not None and t >= watch.verified_until:
-            return jtc.Verdict.aborted(f'the goal preview failed ({watch.error}): the goal is not watched any more')
-        if t > watch.verified_until + self.config.watch_period:      # more than one period unverified
-            verified = 'nothing' if watch.windows == 0 else f'up to t = {watch.verified_until:.3f} s'
-            return jtc.Verdict.aborted(f'the goal preview fell behind: at t = {t:.3f} s it has verified {verified} '
-                                       f'(windows of {self.config.watch_horizon:g} s every '
-                                       f'{self.config.watch_period:g} s; the longest took {watch.longest:.3f} s)')
+        why = watch.behind(now - plan.start_s)
+        if why is None or watch.behind_reported:
+            return None
+        if self.config.watch_behind == 'abort':
+            return jtc.Verdict.aborted(why)
+        watch.behind_reported = True
+        self.log.warning(f'{why}: the goal runs on unverified (watch.behind warn)')
         return None
 
     # -- /twin/preview requests ---------------------------------------------------------------------

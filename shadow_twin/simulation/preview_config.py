@@ -93,6 +93,8 @@ class PreviewConfig:
         watch_horizon: s of a running goal each window of the watch predicts, > 0.
         watch_gate: s the watch's first window (the gate, judged before the start) predicts, > 0.
         watch_period: s between the starts of two windows of the watch, > 0, < ``watch_horizon``.
+        watch_behind: what a goal running more than one period past what the watch verified gets:
+            ``warn`` (one log line; the default) or ``abort``.
         request_window: s simulated per window of a ``/twin/preview`` request (a canceled request
             stops after the window under way), > 0.
         request_queue: ``/twin/preview`` requests waiting or running at most (more are rejected at once), >= 1.
@@ -111,6 +113,7 @@ class PreviewConfig:
     watch_horizon: float = 1.5
     watch_gate: float = 0.5
     watch_period: float = 0.25
+    watch_behind: str = 'warn'
     request_window: float = 1.0
     request_queue: int = 4
 
@@ -120,6 +123,8 @@ class PreviewConfig:
         if self.watch_period >= self.watch_horizon:
             raise ConfigError(f'preview watch.period ({self.watch_period:g} s) must be shorter than watch.horizon '
                               f'({self.watch_horizon:g} s): each window must overlap the next')
+        if self.watch_behind not in ('warn', 'abort'):
+            raise ConfigError(f"preview watch.behind must be 'warn' or 'abort', got {self.watch_behind!r}")
         queue = _positive(self.request_queue, 'requests.queue')
         if queue != int(queue) or queue < 1:
             raise ConfigError(f'preview requests.queue must be a whole number >= 1, got {self.request_queue!r}')
@@ -169,7 +174,7 @@ class PreviewConfig:
         if unknown:
             raise ConfigError(f'preview base: unknown key(s) {sorted(unknown)}')
         kwargs = {}
-        for section, keys in (('watch', ('horizon', 'gate', 'period')), ('requests', ('window', 'queue'))):
+        for section, keys in (('watch', ('horizon', 'gate', 'period', 'behind')), ('requests', ('window', 'queue'))):
             given = data.get(section) or {}
             if not isinstance(given, Mapping) or set(given) - set(keys):
                 raise ConfigError(f'preview {section}: a mapping with the keys {list(keys)}, got {given!r}')

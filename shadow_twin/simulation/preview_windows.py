@@ -148,6 +148,19 @@ class GoalWatch:
         self.error: str | None = None
         #: Windows predicted and the longest compute time of one, s.
         self.windows, self.longest = 0, 0.0
+        #: True once the goal was reported running ahead of what the watch verified.
+        self.behind_reported = False
+
+    def behind(self, t: float) -> str | None:
+        """Why the goal at goal time ``t`` (s) runs more than one period past what the watch has
+        verified (it fell behind, or a prediction raised); None while it is ahead, or once it ended
+        (a failure found, the goal covered)."""
+        if self.failure is not None or self.covered or t <= self.verified_until + self.period:
+            return None
+        verified = 'nothing' if self.windows == 0 else f'up to t = {self.verified_until:.3f} s'
+        return (f'the goal preview fell behind: at t = {t:.3f} s it has verified {verified} (windows of '
+                f'{self.horizon:g} s every {self.period:g} s; the longest took {self.longest:.3f} s'
+                f'{"" if self.error is None else "; " + self.error})')
 
     def stop(self) -> None:
         """End the watch (the goal ended): no further window starts."""

@@ -117,6 +117,19 @@ def test_the_watch_of_a_good_goal_ends_when_it_covered_the_goal(predictor):
     assert watch.verified_until >= 3.0
 
 
+def test_a_goal_ahead_of_the_watch_is_named(predictor):
+    goal = good_goal()
+    live, _ = executed(predictor, goal, 0.5)
+    watch = GoalWatch(predictor, goal, 1.5, 0.5, 0.25, live)
+    assert watch.behind(0.2) is None                         # within one period of the start
+    assert 'at t = 0.300 s it has verified nothing' in watch.behind(0.3)
+    watch.verified_until = 2.0
+    assert watch.behind(2.25) is None and 'verified up to t = 2.000 s' not in (watch.behind(2.3) or '')
+    assert 'at t = 2.300 s' in watch.behind(2.3)
+    watch.covered = True
+    assert watch.behind(10.0) is None
+
+
 def test_a_stopped_watch_predicts_no_more(predictor):
     calls = []
     watch = GoalWatch(predictor, good_goal(), 1.0, 0.5, 0.2, lambda first: calls.append(first) or
@@ -162,6 +175,7 @@ def test_only_the_excess_the_goal_drives_counts(predictor):
     ({'requests': {'queue': 2.5}}, 'requests.queue must be a whole number'),
     ({'watch': {'gate': -1}}, 'watch.gate'),
     ({'requests': {'window': 'long'}}, 'request.window'),
+    ({'watch': {'behind': 'ignore'}}, "watch.behind must be 'warn' or 'abort'"),
 ])
 def test_bad_watch_and_request_figures_are_named(section, message):
     with pytest.raises(ConfigError, match=message):
