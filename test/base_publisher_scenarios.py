@@ -159,9 +159,15 @@ def teleop_mid_goal(helpers, client, cell, teleop: NodeProcess, length: float = 
         return out
     out.first_sent = sent[0]
     out.answer_s -= out.first_sent
-    for name, recorder in (('/cmd_vel', cell.cmd_vel), ('/sim/cmd_vel', cell.sim_cmd_vel)):
-        stamps = [stamp_s(m) for _, m in recorder.snapshot()
-                  if m.twist.linear.x == 0.0 and m.twist.angular.z == 0.0 and stamp_s(m) >= out.first_sent]
+    recorders = {'/cmd_vel': cell.cmd_vel, '/sim/cmd_vel': cell.sim_cmd_vel}
+
+    def zeros(recorder) -> list[float]:
+        return [stamp_s(m) for _, m in recorder.snapshot()
+                if m.twist.linear.x == 0.0 and m.twist.angular.z == 0.0 and stamp_s(m) >= out.first_sent]
+    # a loaded PC hands this process the commands late: wait for them (10 s) rather than read too early
+    wait_until(lambda: all(zeros(r) for r in recorders.values()), 10.0)
+    for name, recorder in recorders.items():
+        stamps = zeros(recorder)
         out.zero_after[name] = min(stamps) - out.first_sent if stamps else math.inf
     try:
         wait_base_rest(helpers, [cell.odom, cell.sim_odom])
