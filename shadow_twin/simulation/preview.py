@@ -184,7 +184,8 @@ def add_effort_sensors(spec: mujoco.MjSpec, joints: Sequence[str]) -> None:
 
 
 class GoalPredictor:
-    """Predicts goals on a copy of the live model (module doc). Thread-safe: one prediction at a time.
+    """Predicts goals on a copy of the live model (module doc). Thread-safe: predictions on several
+    threads at once each use their own scratch data (the model is only read).
 
     Args:
         spec: the MJCF the sim runs, uncompiled (``TwinModel(path).spec`` or ``build_cell_spec()``);
@@ -220,9 +221,24 @@ class GoalPredictor:
                                     for n in mjcf_joints], dtype=int)
         #: The contact check's copy of the model (every collision geom colliding).
         self.contacts = ContactChecker(self.model, self.config)
-        self.data = mujoco.MjData(self.model)
-        self._probe = mujoco.MjData(self.model)
-        self._lock = threading.Lock()
+        self._scratch = threading.local()     # each thread its own MjData: the watch and requests run at once
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """This thread's scratch MjData of the rollouts."""
+        return self._thread_data('data')
+
+    @property
+    def _probe(self) -> mujoco.MjData:
+        """This thread's MjData for setting up a start state."""
+        return self._thread_data('probe')
+
+    def _thread_data(self, name: str) -> mujoco.MjData:
+        data = getattr(self._scratch, name, None)
+        if data is None:
+            data = mujoco.MjData(self.model)
+            setattr(self._scratch, name, data)
+        return data
 
     @property
     def joint_names(self) -> list[str]:
@@ -265,22 +281,21 @@ class GoalPredictor:
         if traj is not None and goal.trajectory_start is not None:
             given = {**goal.start.positions, **goal.trajectory_start}
             traj = traj.with_start([float(given.get(j, traj.positions[0][k])) for k, j in enumerate(traj.joint_names)])
-        with self._lock:
-            sim = TrajectorySimulator(self.model, self.controller, traj, duration, goal.start.positions,
-                                      self.interpolation, goal.start.velocities, time_offset=offset)
-            if scaled and (goal.speed_scaling != 1.0 or scaled_offset != offset):
-                self._scale(sim, traj, scaled, goal.speed_scaling, scaled_offset)
-            if goal.start.full_state is not None:
-                sim.initial_state[:] = goal.start.full_state
-            else:
-                self._place_base(sim, goal.start)
-            if goal.base is None:
-                state, sensors = mujoco.rollout.rollout(self.model, self.data, sim.initial_state,
-                                                        sim.control(self.model))
-                state, sensors = state[0], sensors[0]
-                base = None
-            else:
-                state, sensors, base = self._run_base(sim, goal.base, offset)
+        sim = TrajectorySimulator(self.model, self.controller, traj, duration, goal.start.positions,
+                                  self.interpolation, goal.start.velocities, time_offset=offset)
+        if scaled and (goal.speed_scaling != 1.0 or scaled_offset != offset):
+            self._scale(sim, traj, scaled, goal.speed_scaling, scaled_offset)
+        if goal.start.full_state is not None:
+            sim.initial_state[:] = goal.start.full_state
+        else:
+            self._place_base(sim, goal.start)
+        if goal.base is None:
+            state, sensors = mujoco.rollout.rollout(self.model, self.data, sim.initial_state,
+                                                    sim.control(self.model))
+            state, sensors = state[0], sensors[0]
+            base = None
+        else:
+            state, sensors, base = self._run_base(sim, goal.base, offset)
         nq, nv = self.model.nq, self.model.nv
         qpos = state[:, 1:1 + nq]
         qvel = state[:, 1 + nq:1 + nq + nv]
@@ -307,14 +322,13 @@ class GoalPredictor:
         starts (no goal: what the start state's own motion does, e.g. a finger still swinging into
         its stop), from the same start as :meth:`predict` of ``goal``; the base's wheels hold."""
         duration = max(1, int(nstep)) * self.model.opt.timestep
-        with self._lock:
-            sim = TrajectorySimulator(self.model, self.controller, None, duration, goal.start.positions,
-                                      self.interpolation, goal.start.velocities, time_offset=goal.time_offset)
-            if goal.start.full_state is not None:
-                sim.initial_state[:] = goal.start.full_state
-            else:
-                self._place_base(sim, goal.start)
-            state, _ = mujoco.rollout.rollout(self.model, self.data, sim.initial_state, sim.control(self.model))
+        sim = TrajectorySimulator(self.model, self.controller, None, duration, goal.start.positions,
+                                  self.interpolation, goal.start.velocities, time_offset=goal.time_offset)
+        if goal.start.full_state is not None:
+            sim.initial_state[:] = goal.start.full_state
+        else:
+            self._place_base(sim, goal.start)
+        state, _ = mujoco.rollout.rollout(self.model, self.data, sim.initial_state, sim.control(self.model))
         return state[0][:, 1:1 + self.model.nq][:, self.controller.qpos_adr]
 
     def _scale(self, sim: TrajectorySimulator, traj: JointTrajectory, scaled: list[str], scaling: float,

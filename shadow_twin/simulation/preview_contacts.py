@@ -18,6 +18,7 @@ A contact counts when its penetration is deeper than ``contact_min_depth``.
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass
 
 import mujoco
@@ -70,12 +71,13 @@ class ContactChecker:
             self.model.body_conaffinity[bodies] = 1
         self.model.geom_margin[:] = 0.0
         self.model.geom_gap[:] = 0.0
-        self.data = mujoco.MjData(self.model)
+        self._scratch = threading.local()         # each thread its own MjData (the watch and requests)
+        data = mujoco.MjData(self.model)
         self._allowed: dict[tuple[int, int], bool] = {}
-        mujoco.mj_kinematics(self.model, self.data)
-        mujoco.mj_collision(self.model, self.data)
-        for k in range(self.data.ncon):
-            g1, g2 = int(self.data.contact.geom1[k]), int(self.data.contact.geom2[k])
+        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_collision(self.model, data)
+        for k in range(data.ncon):
+            g1, g2 = int(data.contact.geom1[k]), int(data.contact.geom2[k])
             self._allowed[(min(g1, g2), max(g1, g2))] = True
         #: Geom pairs touching in ``qpos0`` (allowed).
         self.touching_at_rest = len(self._allowed)
@@ -99,7 +101,10 @@ class ContactChecker:
         rows = list(range(stride - 1, len(times), stride))
         if rows[-1] != len(times) - 1:
             rows.append(len(times) - 1)
-        model, data, depth = self.model, self.data, self.config.contact_min_depth
+        data = getattr(self._scratch, 'data', None)
+        if data is None:
+            data = self._scratch.data = mujoco.MjData(self.model)
+        model, depth = self.model, self.config.contact_min_depth
         for n in rows:
             data.qpos[:] = qpos[n]
             mujoco.mj_kinematics(model, data)

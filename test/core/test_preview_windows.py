@@ -188,3 +188,14 @@ def test_the_shipped_watch_figures(predictor):
     assert config.request_queue >= 1
     goal = replace(good_goal(), horizon=config.watch_gate)
     assert predictor.predict(goal).times[-1] == pytest.approx(config.watch_gate, abs=2 * predictor.model.opt.timestep)
+
+
+def test_predictions_on_several_threads_at_once_agree(predictor):
+    """The watch's and the requests' threads predict at once (each with its own scratch data): the
+    same answers as one after the other (a shared MjData crashed the twin in a contact check)."""
+    from concurrent.futures import ThreadPoolExecutor
+    goals = [good_goal(), late_failing_goal(predictor), replace(good_goal(), horizon=0.7)]
+    serial = [preview_goal(predictor, g).summary() for g in goals]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        parallel = list(pool.map(lambda g: preview_goal(predictor, g).summary(), goals * 3))
+    assert parallel == serial * 3
