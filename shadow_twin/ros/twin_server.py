@@ -67,6 +67,8 @@ NODE_NAME = 'shadow_twin'
 #: that those cancels cannot reach a controller after (and so cancel) the new goal's.
 HANDOVER_TIMEOUT = 2 * ANSWER_TIMEOUT
 EXECUTOR_THREADS = 6
+#: s: the twin process's interpreter switch interval (Python's default 0.005; see :func:`main`).
+PREVIEW_SWITCH_INTERVAL = 0.0005
 class TwinTrajectoryServer(FollowJointTrajectoryServer):
     """The twin's FollowJointTrajectory server: forwards each goal, split by joint group,
     to the controllers in ``action_names`` and its base part to ``base``, and checks it on
@@ -378,6 +380,10 @@ class TwinServer(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Console entry point ``twin_server``: run the node until shutdown; returns the exit status."""
+    # the preview's worker threads hand the interpreter lock back and forth with every rollout (a
+    # cell window with a base part: 25 calls per 0.5 s); at Python's default 5 ms switch interval a
+    # busy executor thread kept the gate waiting: 180 ms for 27 ms of work
+    sys.setswitchinterval(PREVIEW_SWITCH_INTERVAL)
     return run_node(TwinServer, NODE_NAME, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS), args,
                     on_stop=lambda node: node.shutdown())
 
