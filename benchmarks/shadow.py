@@ -210,9 +210,9 @@ def main() -> int:
         '--shadow-config', str(config)])
     misses: list[str] = []
     try:
-        recorders = {'sim': client.record(JointState, '/sim/joint_states', depth=6000),
-                     'arm': client.record(JointState, '/joint_states', depth=3000),
-                     'hand': client.record(JointState, '/rh/joint_states', depth=3000)}
+        recorders = {'sim': client.record(JointState, '/sim/joint_states', depth=2500),
+                     'arm': client.record(JointState, '/joint_states', depth=1500),
+                     'hand': client.record(JointState, '/rh/joint_states', depth=2500)}
         diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=50)
         recorders['relay'] = Relay(client)
         client.action_client(FollowJointTrajectory, UR_ACTION, timeout=120.0)

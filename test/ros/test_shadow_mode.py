@@ -69,9 +69,9 @@ def test_the_sim_follows_the_hand_driven_through_its_own_controller(ros, hand):
     handle = client.send_goal(FollowJointTrajectory, HAND_ACTION, helpers.one_point_goal(GOAL, 2.0), timeout=15.0)
     assert handle.accepted
     assert client.wait_future(handle.get_result_async(), 30.0).result.error_code == 0
-    end = start + 2.5
-    helpers.stamped_at(hand['real'], end)
-    helpers.stamped_at(hand['sim'], end)
+    end = max(start + 2.5, helpers.ros_now() + 0.3)    # the goal may start late on a loaded PC: until its result
+    helpers.stamped_at(hand['real'], end, timeout=30.0)
+    helpers.stamped_at(hand['sim'], end, timeout=30.0)
     names = list(GOAL)
     t_real, q_real = series(hand['real'], names, start, end)
     t_sim, q_sim = series(hand['sim'], names, start - 0.1, end + 0.1)
