@@ -39,22 +39,11 @@ sys.path.insert(0, str(REPO))
 import base_publisher_scenarios as scenarios  # noqa: E402  (after the path set-up)
 import cell_helpers  # noqa: E402
 import ros_helpers  # noqa: E402
+from checks import Checks  # noqa: E402  (benchmarks/checks.py, beside this script)
 
 ABORT_TARGET_S = 0.1
 IDLE = {'rqt_robot_steering': 'Twist', 'controller_server': 'TwistStamped'}
 TELEOP = 'teleop_twist_keyboard'
-
-
-class Checks:
-    """Collects pass/fail lines."""
-
-    def __init__(self) -> None:
-        self.failed: list[str] = []
-
-    def __call__(self, ok: bool, line: str) -> None:
-        print(f'{line} {"PASS" if ok else "FAIL"}', flush=True)
-        if not ok:
-            self.failed.append(line)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,6 +78,7 @@ sys.path.insert(0, str(REPO))
 
 import fault_scenarios as scenarios  # noqa: E402  (after the path set-up)
 import ros_helpers  # noqa: E402
+from checks import Checks  # noqa: E402  (benchmarks/checks.py, beside this script)
 
 CONFIG = REPO / 'config'
 DETECT_TARGET_S = 0.5
@@ -93,18 +94,6 @@ BURST_APART_TARGET_RAD = 0.01
 SAMPLING_RATIO_TARGET = 2.0
 START_LEAD_S, ACCEPT_MARGIN_S = 0.25, 0.03
 ACCEPT_P50_TARGET_S = 0.030
-
-
-class Checks:
-    """Collects pass/fail lines."""
-
-    def __init__(self) -> None:
-        self.failed: list[str] = []
-
-    def __call__(self, ok: bool, line: str) -> None:
-        print(f'{line} {"PASS" if ok else "FAIL"}', flush=True)
-        if not ok:
-            self.failed.append(line)
 
 
 def start_mock(folder: Path, k: int):

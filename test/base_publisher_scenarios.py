@@ -22,9 +22,9 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cell_helpers
-from cell_fault_scenarios import CMD_VEL_TOPICS, ODOM_TOPICS, Cell
-from cell_scenarios import START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight, wait_base_rest
+import cell_fault_scenarios as cell_faults
+from cell_fault_scenarios import Cell
+from cell_scenarios import START_TIMEOUT, base_points, make_goal, pose_of, result_of, send, straight, wait_base_rest
 from cmd_vel_publisher import sent_times
 from ros_helpers import PYTHON, NodeProcess, stamp_s, wait_until
 
@@ -36,22 +36,10 @@ UP_ARGS = ('--no-monitor', '--ros-args', '-p', "preview:='off'")
 
 
 def start_cell(helpers, client, folder: Path, *extra: str, timeout: float = START_TIMEOUT) -> Cell:
-    """``shadow-twin up --cell --mock-hardware EXTRA``; waits up to ``timeout`` s until the
-    odometry flows and the twin's action server answers. RuntimeError with the output when it
+    """``shadow-twin up --cell --mock-hardware EXTRA`` (:func:`cell_fault_scenarios.start_cell`)
+    recording only the bases' topics; waits up to ``timeout`` s. RuntimeError with the output when it
     does not start."""
-    from control_msgs.action import FollowJointTrajectory
-    from geometry_msgs.msg import TwistStamped
-    from nav_msgs.msg import Odometry
-    streams = {t: client.record(Odometry, t, depth=50) for t in ODOM_TOPICS}
-    commands = {t: client.record(TwistStamped, t, depth=1000) for t in CMD_VEL_TOPICS}   # none lost if late
-    up = cell_helpers.up(Path(folder) / 'up.log', '--cell', '--mock-hardware', *extra)
-    if not wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), timeout) \
-            or not up.alive():
-        up.stop()
-        raise RuntimeError(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
-    client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=timeout)
-    cell_helpers.wait_flowed(streams.values(), 1.0)
-    return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
+    return cell_faults.start_cell(helpers, client, folder, *extra, timeout=timeout, joint_states=False, odom_depth=50)
 
 
 def start_publisher(folder: Path, name: str, msg_type: str = 'Twist', rate: float = 0.0,

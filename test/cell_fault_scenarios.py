@@ -52,23 +52,26 @@ class Cell:
         return max(positions)[1]
 
 
-def start_cell(helpers, client, folder: Path, *extra: str) -> Cell:
-    """Start ``shadow-twin up --cell --mock-hardware`` and wait until every stream flows and the
-    twin's action server answers. Raises RuntimeError with the output when it does not start."""
+def start_cell(helpers, client, folder: Path, *extra: str, timeout: float = START_TIMEOUT,
+               joint_states: bool = True, odom_depth: int = 5000) -> Cell:
+    """Start ``shadow-twin up --cell --mock-hardware EXTRA`` and wait up to ``timeout`` s until every
+    recorded stream flows (the joint states unless ``joint_states`` is False; the odometry, kept
+    ``odom_depth`` deep) and the twin's action server answers. Raises RuntimeError with the output
+    when it does not start."""
     from geometry_msgs.msg import TwistStamped
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
 
     from control_msgs.action import FollowJointTrajectory
-    streams = {t: client.record(JointState, t, depth=1000) for t in JOINT_STATE_TOPICS}
-    streams.update({t: client.record(Odometry, t, depth=5000) for t in ODOM_TOPICS})
+    streams = {t: client.record(JointState, t, depth=1000) for t in JOINT_STATE_TOPICS} if joint_states else {}
+    streams.update({t: client.record(Odometry, t, depth=odom_depth) for t in ODOM_TOPICS})
     commands = {t: client.record(TwistStamped, t, depth=5000) for t in CMD_VEL_TOPICS}
-    up = cell_helpers.up(folder / 'up.log', '--cell', '--mock-hardware', *extra)
-    if not helpers.wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), START_TIMEOUT) \
+    up = cell_helpers.up(Path(folder) / 'up.log', '--cell', '--mock-hardware', *extra)
+    if not helpers.wait_until(lambda: all(r.count() for r in streams.values()) or not up.alive(), timeout) \
             or not up.alive():
         up.stop()
         raise RuntimeError(f'shadow-twin up --cell did not start:\n{up.output()[-3000:]}')
-    client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
+    client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=timeout)
     # the twin's listeners have had the states for a second (on their stamps): the anchoring at start is done
     cell_helpers.wait_flowed(streams.values(), 1.0)
     return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
@@ -135,10 +138,14 @@ def flood_malformed(client, repeats: int = 3) -> int:
     pubs.update({t: node.create_publisher(Odometry, t, 10) for t in ODOM_TOPICS})
     pubs.update({t: node.create_publisher(TwistStamped, t, 10) for t in CMD_VEL_TOPICS})
     pubs[SPEED_SCALING_TOPIC] = node.create_publisher(Float64, SPEED_SCALING_TOPIC, 10)
-    # discovery: each publisher matched with every subscriber this node sees on its topic
-    assert wait_until(lambda: all(pub.get_subscription_count() >= max(1, node.count_subscribers(t))
+    # discovery: each publisher matched with every subscriber of its type this node sees on its topic
+    # (the twin also watches /cmd_vel for geometry_msgs/Twist, which a TwistStamped publisher never matches)
+    def subscribers(topic, pub) -> int:
+        kind = pub.msg_type.__module__.split('.')[0] + '/msg/' + pub.msg_type.__name__
+        return sum(info.topic_type == kind for info in node.get_subscriptions_info_by_topic(topic))
+    assert wait_until(lambda: all(pub.get_subscription_count() >= max(1, subscribers(t, pub))
                                   for t, pub in pubs.items()), 30.0), \
-        {t: (pub.get_subscription_count(), node.count_subscribers(t)) for t, pub in pubs.items()}
+        {t: (pub.get_subscription_count(), subscribers(t, pub)) for t, pub in pubs.items()}
     sent = 0
     for _ in range(repeats):
         now = node.get_clock().now()

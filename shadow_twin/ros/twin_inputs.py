@@ -37,6 +37,7 @@ class JointStateCache:
         self._lock = threading.Lock()
         self._states: dict[str, dict[str, tuple[float, float]]] = {'real': {}, 'sim': {}}
         self._received: dict[str, dict[str, float]] = {'real': {}, 'sim': {}}
+        self._stamp: dict[str, float | None] = {'real': None, 'sim': None}
         self._topic_of: dict[str, dict[str, str]] = {'real': {}, 'sim': {}}
         self._turn = threading.Condition(self._lock)
         self._turns = 0
@@ -51,8 +52,10 @@ class JointStateCache:
         vel = list(msg.velocity)
         state = {n: (float(q), float(vel[i]) if i < len(vel) else float('nan'))
                  for i, (n, q) in enumerate(zip(msg.name, msg.position))}
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
             self._states[source].update(state)
+            self._stamp[source] = stamp if stamp > 0 else None
             self._received[source].update(dict.fromkeys(state, now))
             self._topic_of[source].update(dict.fromkeys(state, topic))
 
@@ -76,6 +79,12 @@ class JointStateCache:
         """{joint: (position rad, velocity rad/s)} of ``source`` ('real' or 'sim')."""
         with self._lock:
             return dict(self._states[source])
+
+    def get_stamped(self, source: str) -> tuple[dict[str, tuple[float, float]], float | None]:
+        """:meth:`get` and the header stamp (ROS time, s) of the newest message of ``source`` (None
+        when it had none): the time the newest states are of."""
+        with self._lock:
+            return dict(self._states[source]), self._stamp[source]
 
     def oldest(self, source: str, joints: list[str]) -> tuple[str, float]:
         """The joint of ``joints`` with the oldest ``source`` state and its age, s (inf if never)."""

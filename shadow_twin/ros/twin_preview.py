@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 import time
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import Callable
@@ -56,6 +57,9 @@ from shadow_twin.simulation.preview_windows import GoalWatch, WindowStart, previ
 PREVIEW_POLICIES = ('off', 'warn', 'enforce')
 #: Speed scaling (fraction) below which a goal is previewed at full speed (the arm is paused).
 MIN_PREVIEW_SCALING = 0.05
+#: s: a joint state stamped further than this from the twin's clock gives a window its start time
+#: from the clock instead (an unsynchronised or replayed source).
+STAMP_TRUST = 0.5
 
 
 def preview_policy(setting: str, mode: str) -> str:
@@ -115,11 +119,13 @@ class TwinPreview:
         self.speed_scaling = speed_scaling
         self.mode = mode
         self.publisher = node.create_publisher(String, result_topic, QoSProfile(depth=10))
-        # the watches of running goals (two: a preempting goal's gate beside the ending goal's window);
-        # the requests one at a time, at a low CPU priority (they never slow a goal or the sim)
-        self._watches = ThreadPoolExecutor(max_workers=2, thread_name_prefix='twin_watch')
-        self._requests = ThreadPoolExecutor(max_workers=1, thread_name_prefix='twin_preview',
-                                            initializer=lower_priority)
+        # each goal's watch on a daemon thread of its own (a preempting goal's gate never waits for the
+        # ending goal's window, and no window holds up the process's exit); the requests one at a
+        # time on one daemon thread at a low CPU priority (they never slow a goal or the sim)
+        self._watches: list[threading.Thread] = []
+        self._requests: queue.Queue = queue.Queue()
+        self._request_worker = threading.Thread(target=self._serve_requests, name='twin_preview', daemon=True)
+        self._request_worker.start()
         self._queued = 0
         self._lock = threading.Lock()
         self._live: weakref.WeakSet = weakref.WeakSet()      # watches and requests a shutdown stops
@@ -128,7 +134,11 @@ class TwinPreview:
     def _start(self, joints: list[str]) -> StartState:
         """The live state a prediction starts from (class doc). Raises ``jtc.GoalRejected``
         (INVALID_GOAL) when a goal joint of ``joints`` has no state yet."""
-        state = self.states.get(self.source)
+        return self._stamped_start(joints)[0]
+
+    def _stamped_start(self, joints: list[str]) -> tuple[StartState, float | None]:
+        """:meth:`_start` and the stamp of the joint states it holds (ROS time, s; None: unstamped)."""
+        state, stamp = self.states.get_stamped(self.source)
         missing = [j for j in joints if j not in state]
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {self.source} joint state for {missing} yet: the preview '
@@ -141,7 +151,7 @@ class TwinPreview:
             latest = self.base.endpoints[side].latest()
             if latest is not None:
                 pose, twist = tuple(latest.pose), (latest.v, latest.lateral, latest.omega)
-        return StartState(positions, velocities, pose, twist)
+        return StartState(positions, velocities, pose, twist), stamp
 
     def goal_of(self, plan: TwinGoalState, settings: dict) -> PreviewGoal:
         """The :class:`PreviewGoal` of a screened goal: its trajectory, tolerances and base part, from
@@ -187,10 +197,14 @@ class TwinPreview:
             if plan.order == 0:                    # not yet handed out: from the gate's state again
                 return WindowStart(0.0, gate.start, None, gate.speed_scaling)
             now = from_nanoseconds(self.node.get_clock().now().nanoseconds)
+            start, stamp = self._stamped_start(joints)
+            # the window starts at the goal time its state is of: the arm's servo is stiff (90,000 N m/rad),
+            # and a state 20 ms old against the desired state of now was a jolt of hundreds of N m
+            at = stamp if stamp is not None and abs(now - stamp) < STAMP_TRUST else now
             scaled = None
             if plan.sampler is not None and plan.sampler.scaled.any():
-                scaled = float(plan.sampler.clock.trajectory_time(np.array([now]))[0])
-            return WindowStart(max(0.0, now - plan.start_s), self._start(joints), scaled, self._scaling())
+                scaled = float(plan.sampler.clock.trajectory_time(np.array([at]))[0])
+            return WindowStart(max(0.0, at - plan.start_s), start, scaled, self._scaling())
 
         def on_window(prediction: Prediction, where: WindowStart, spent: float) -> None:
             if where is gate or not prediction.ok or watch_of.covered:
@@ -208,7 +222,9 @@ class TwinPreview:
         watch_of = GoalWatch(self.predictor, template, self.config.watch_horizon, self.config.watch_gate,
                              self.config.watch_period, live, on_window)
         self._live.add(watch_of)
-        self._watches.submit(watch_of.run)
+        thread = threading.Thread(target=watch_of.run, name='twin_watch', daemon=True)
+        thread.start()
+        self._watches = [t for t in self._watches if t.is_alive()] + [thread]
         return watch_of
 
     def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: dict, now: float,
@@ -245,21 +261,27 @@ class TwinPreview:
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{self._queued} previews are waiting or running (requests.'
                                                          f'queue {self.config.request_queue}): send it again later')
             self._queued += 1
-        job = PreviewRequest(goal)
+        job = PreviewRequest(goal, Future())
         self._live.add(job)
-        job.future = self._requests.submit(self._run_request, job)
+        self._requests.put(job)
         return job
 
-    def _run_request(self, job: 'PreviewRequest') -> Prediction | None:
-        try:
-            started = time.perf_counter()
-            prediction = preview_in_windows(self.predictor, job.goal, self.config.request_window, job.cancel.is_set)
-            if prediction is not None:
-                self.publish('preview', '', prediction.summary(), time.perf_counter() - started)
-            return prediction
-        finally:
-            with self._lock:
-                self._queued -= 1
+    def _serve_requests(self) -> None:
+        """The request thread: each queued request in turn, until a None."""
+        lower_priority()
+        while (job := self._requests.get()) is not None:
+            try:
+                started = time.perf_counter()
+                prediction = preview_in_windows(self.predictor, job.goal, self.config.request_window,
+                                                job.cancel.is_set)
+                if prediction is not None:
+                    self.publish('preview', '', prediction.summary(), time.perf_counter() - started)
+                job.future.set_result(prediction)
+            except Exception as exc:        # the request's goal ends with it; the thread serves on
+                job.future.set_exception(exc)
+            finally:
+                with self._lock:
+                    self._queued -= 1
 
     def publish(self, origin: str, policy: str, summary: dict, elapsed: float | None = None) -> None:
         """Publish one prediction (or rejection) ``summary`` as JSON with its context."""
@@ -273,12 +295,14 @@ class TwinPreview:
         self.publish(origin, '', {'ok': False, 'rejected': True, 'error_code': int(exc.error_code),
                                   'error_string': exc.error_string})
 
-    def shutdown(self) -> None:
-        """Stop every watch and request, then the workers (a window under way finishes first)."""
+    def shutdown(self, timeout: float = 2.0) -> None:
+        """Stop every watch and request and wait up to ``timeout`` s for each thread (a window
+        under way finishes first; the threads are daemons: none holds up the process's exit)."""
         for job in list(self._live):
             job.stop()
-        self._watches.shutdown(wait=True, cancel_futures=True)
-        self._requests.shutdown(wait=True, cancel_futures=True)
+        self._requests.put(None)
+        for thread in [*self._watches, self._request_worker]:
+            thread.join(timeout)
 
 
 @dataclass(eq=False)
