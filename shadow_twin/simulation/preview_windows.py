@@ -5,7 +5,8 @@ preview took, ``docs/preview.md``). Instead:
 
 * :class:`GoalWatch` predicts a goal *while it runs*, in windows of ``watch.horizon`` s, each from
   the live state (the sim's joint states and odometry) at the goal time it starts at, one every
-  ``watch.period`` s. The first window (the *gate*, ``watch.gate`` s: short, so that it is judged
+  ``watch.period`` s (each judged from :data:`LIVE_SETTLE` s after its start: the window before
+  covered that span). The first window (the *gate*, ``watch.gate`` s: short, so that it is judged
   well before the start) is predicted from the state the goal arrived in, while its parts are being
   sent: a goal failing in it is stopped before anything moves. A failure predicted in a later window stops the goal at once,
   at least ``horizon - period - compute time`` s before the failure (the stopping margin).
@@ -90,6 +91,14 @@ def preview_in_windows(predictor: GoalPredictor, goal: PreviewGoal, window: floa
         current = replace(current, start=StartState(start_positions, {}, full_state=run.final_state),
                           time_offset=float(run.times[-1]), scaled_offset=scaled, trajectory_start=trajectory_start,
                           base=base)
+
+
+#: s at the start of a window from a *live* state whose failures are not counted: the window's
+#: controller starts from the state alone (its servos' internal states are not in the joint states),
+#: and the stiff arm servo answers with a transient (247 N m for 0.1 s on the UR5's shoulder lift,
+#: a burst of goals in test_cell_faults) that the sim does not have; the window before, which began
+#: ``period`` s earlier, predicted this span from its own consistent state.
+LIVE_SETTLE = 0.1
 
 
 @dataclass
@@ -188,6 +197,8 @@ class GoalWatch:
                                scaled_offset=where.scaled_offset, speed_scaling=where.speed_scaling,
                                horizon=horizon)
                 prediction = preview_goal(self.predictor, goal)
+                if not first:
+                    prediction.failures = [f for f in prediction.failures if f.time >= goal.time_offset + LIVE_SETTLE]
                 spent = time.monotonic() - began
                 self.windows, self.longest = self.windows + 1, max(self.longest, spent)
                 if self._stop.is_set():
