@@ -194,5 +194,11 @@ class CmdVelWatch:
         self._context.try_shutdown()
 
 
+#: The node name rmw gives an endpoint whose node it has not learnt yet (ROS graph info lags DDS discovery).
+UNKNOWN_NODE = '_NODE_NAME_UNKNOWN_'
+
+
 def _full_name(namespace: str, name: str) -> str:
+    if name == UNKNOWN_NODE:
+        return 'a node whose name is not discovered yet'
     return f'{namespace.rstrip("/")}/{name}'

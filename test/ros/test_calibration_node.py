@@ -331,7 +331,7 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     resumes from its checkpoint (auto_resume) and completes; the bridge keeps its model meanwhile."""
     from shadow_twin.calibration.run import CHECKPOINT
     from shadow_twin.calibration.job import RESULT
-    from std_srvs.srv import Trigger
+    from shadow_twin.ros.calibration_client import request_calibration, run_dir_of
     helpers, client = ros
     bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()) if b.name != 'rejected')
     # bo+lsq spends its whole budget (auto may stop early): the kill lands mid-run, the resume has work left
@@ -339,9 +339,10 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     model_before = bridge_model_path(client)
     first = node_process(helpers, 'offline_calibration', tmp_path, *params)
     try:
-        answer = client.call(Trigger, '/offline_calibration/calibrate', timeout=START_TIMEOUT)
+        # sent again when its answer is lost (a new node may answer before it has matched this client)
+        answer = request_calibration(client.node, '/offline_calibration', START_TIMEOUT, answer_timeout=30.0)
         assert answer.success, answer.message
-        run_dir = Path(answer.message.split(': ', 1)[1])
+        run_dir = Path(run_dir_of(answer))
         moves_before = cell['real'].count()
 
         def evaluations():
