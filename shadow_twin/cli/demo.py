@@ -42,7 +42,8 @@ from shadow_twin.calibration.metrics import reduction_percent
 from shadow_twin.calibration.plan import holdout_names
 from shadow_twin.cli import demo_cell
 from shadow_twin.cli.processes import ChildProcesses
-from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.cli.up import READY_REPORT
+from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
@@ -57,6 +58,9 @@ SETTLE = 3.0
 #: dispatches it before that start (the calibration node's start_lead, 1.0 s; 0.3 s was overrun by a
 #: preview on a loaded machine, and the controllers refused the parts whose start had passed)
 START_LEAD = 1.0
+#: Sends of a goal the twin rejects (nothing moved; e.g. a controller the twin has not matched yet on
+#: a loaded PC: CI saw the first goal rejected once), 1 s apart, as the calibration node's record_attempts.
+SEND_ATTEMPTS = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +107,7 @@ class DemoClient:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             processes.check()
-            if self.runner.client.server_is_ready() and all(
+            if processes.ready('twin') and self.runner.client.server_is_ready() and all(
                     self.node.count_publishers(t) > 0 for t in ('/joint_states', '/sim/joint_states')):
                 time.sleep(1.0)    # let the first states reach the twin server
                 return
@@ -113,7 +117,16 @@ class DemoClient:
     def record(self, name: str, trajectory, bag: Path) -> dict:
         """Run ``trajectory`` through the twin, record it into ``bag``; returns its live error."""
         print(f'  running {name} ({trajectory.duration:.1f} s) ...', flush=True)
-        self.runner.record(self.recorder, trajectory, bag, START_LEAD, SETTLE + 0.3)
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                self.runner.record(self.recorder, trajectory, bag, START_LEAD, SETTLE + 0.3)
+                break
+            except GoalRejectedError as exc:        # nothing moved: send it again
+                if attempt == SEND_ATTEMPTS:
+                    raise ShadowTwinError(f'{exc}, {SEND_ATTEMPTS} times (see logs/twin.log)') from None
+                print(f'  {exc}; nothing moved, sending {name} again (attempt {attempt + 1}/{SEND_ATTEMPTS})',
+                      flush=True)
+                time.sleep(1.0)
         return live_error(bag)
 
     def calibrate(self, timeout: float) -> tuple[int, dict]:
@@ -152,7 +165,8 @@ def run(args) -> int:
     print(f'shadow-twin demo: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
     processes = ChildProcesses(out / 'logs')
     python = sys.executable
-    processes.start('twin', [python, '-m', 'shadow_twin.cli.main', 'up', '--mock-hardware'])
+    processes.start('twin', [python, '-m', 'shadow_twin.cli.main', 'up', '--mock-hardware'],
+                    ready_line=READY_REPORT)
     processes.start('calibration_node', [
         python, '-m', 'calibration_node.node', '--ros-args', '--params-file',
         str(config_path('calibration_node.yaml')), '-p', f'output_dir:={out / "calibration"}',

@@ -40,6 +40,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
 from shadow_twin.cli.processes import ChildProcesses
+from shadow_twin.cli.up import READY_REPORT
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
@@ -175,21 +176,23 @@ def run(args) -> int:
     domain = isolate_domain(args.domain_id)
     print(f'shadow-twin demo --cell: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
     processes = ChildProcesses(out / 'logs')
-    processes.start('twin', [sys.executable, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware'])
+    processes.start('twin', [sys.executable, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware'],
+                    ready_line=READY_REPORT)
     ros = SpinningNode('shadow_twin_demo_cell')
     try:
         recorder = CellRecorder(ros.node)
         action = ActionClient(ros.node, FollowJointTrajectory, TWIN_ACTION)
         print('1. starting the cell with mock hardware (UR5, hand, MiR250) ...', flush=True)
         deadline = time.monotonic() + 90.0
-        while not (action.server_is_ready() and recorder.sim and recorder.real and all(recorder.odom.values())):
+        while not (processes.ready('twin') and action.server_is_ready() and recorder.sim and recorder.real and all(recorder.odom.values())):
             processes.check()
             if time.monotonic() > deadline:
-                missing = [what for what, ok in (('the twin action server', action.server_is_ready()),
+                missing = [what for what, ok in (('up\'s ready line', processes.ready('twin')),
+                                                 ('the twin action server', action.server_is_ready()),
                                                  ('/sim/joint_states', recorder.sim),
                                                  ('real joint states', recorder.real),
                                                  *((topic, poses) for topic, poses in recorder.odom.items())) if not ok]
-                raise ShadowTwinError(f'the cell did not come up within 90 s: nothing from {", ".join(missing)} '
+                raise ShadowTwinError(f'the cell did not come up within 90 s: still missing {", ".join(missing)} '
                                       '(see logs/twin.log)')
             time.sleep(0.2)
         time.sleep(1.0)

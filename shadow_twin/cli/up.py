@@ -78,6 +78,8 @@ CELL_HAND_JOINT_STATES = '/rh/joint_states'
 READY_LINES = {'mujoco_bridge.main': r'(?:^|\]: )ready: stepping\b',
                'shadow_twin.ros.twin_server': r'(?:^|\]: )serving ',
                'shadow_twin.ros.twin_monitor': r'(?:^|\]: )ready: comparing '}
+#: The line ``up`` prints once every node is ready (:func:`_report`), for a tool that starts ``up``.
+READY_REPORT = r'^\[shadow-twin up\] ready: '
 #: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
 MOCK_UR_MODEL = 'mock_ur.xml'
 

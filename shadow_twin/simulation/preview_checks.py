@@ -353,7 +353,12 @@ def preview_goal(predictor: GoalPredictor, goal: PreviewGoal) -> Prediction:
     limit is judged again against the start state's own motion (:meth:`GoalPredictor.hold_run`,
     one more rollout, only then): the excess the goal does not drive does not count. Raises as
     :meth:`GoalPredictor.predict`."""
-    run = predictor.predict(goal)
+    return judge_run(predictor, goal, predictor.predict(goal))
+
+
+def judge_run(predictor: GoalPredictor, goal: PreviewGoal, run: PredictedRun) -> Prediction:
+    """:func:`judge` ``run`` (``predictor``'s prediction of ``goal``), with the hold-run
+    counterfactual of :func:`preview_goal` for a predicted position limit."""
     prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config)
     limit = next((f for f in prediction.failures if f.kind == 'position_limit'), None)
     if limit is not None and 'predicted position' in limit.message and _moving(goal):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from shadow_twin.simulation.preview import GoalPredictor, PreviewGoal, StartState
-from shadow_twin.simulation.preview_checks import Prediction, PreviewFailure, judge, preview_goal
+from shadow_twin.simulation.preview_checks import Prediction, PreviewFailure, judge, judge_run, preview_goal
 
 
 def merge(parts: Sequence[Prediction]) -> Prediction:
@@ -71,10 +71,11 @@ def preview_in_windows(predictor: GoalPredictor, goal: PreviewGoal, window: floa
         if cancelled():
             return None
         run = predictor.predict(current)
-        prediction = judge(run, current, predictor.model, predictor.controller, predictor.contacts,
-                           predictor.config)
-        if not prediction.ok and parts == [] and current.start.full_state is None:
-            prediction = preview_goal(predictor, current)     # the first window: the start's own motion off
+        if parts == [] and current.start.full_state is None:
+            prediction = judge_run(predictor, current, run)   # the first window: the start's own motion off
+        else:
+            prediction = judge(run, current, predictor.model, predictor.controller, predictor.contacts,
+                               predictor.config)
         parts.append(prediction)
         if not prediction.ok or run.final_state is None or run.times[-1] >= run.goal_end - 1e-9:
             return merge(parts)

@@ -17,7 +17,7 @@ from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.preview import GoalPredictor, PreviewGoal, StartState
 from shadow_twin.simulation.preview_checks import judge, preview_goal
 from shadow_twin.simulation.preview_config import PreviewConfig
-from shadow_twin.simulation.preview_windows import GoalWatch, WindowStart, merge, preview_in_windows
+from shadow_twin.simulation.preview_windows import LIVE_SETTLE, GoalWatch, WindowStart, merge, preview_in_windows
 
 
 @pytest.fixture(scope='module')
@@ -128,6 +128,40 @@ def test_a_goal_ahead_of_the_watch_is_named(predictor):
     assert 'at t = 2.300 s' in watch.behind(2.3)
     watch.covered = True
     assert watch.behind(10.0) is None
+
+
+def sampled_at(predictor, goal: PreviewGoal, offsets):
+    """A ``live`` for the watch giving the goal's whole prediction at ``offsets`` (s), one per window."""
+    run, offsets = predictor.predict(goal), list(offsets)
+
+    def live(first: bool) -> WindowStart:
+        t = offsets.pop(0)
+        k = max(0, int(np.searchsorted(run.times, t)) - 1)
+        return WindowStart(t, StartState(dict(zip(run.joint_names, run.positions[k])),
+                                         dict(zip(run.joint_names, run.velocities[k]))))
+    return live
+
+
+def test_a_live_window_judges_from_its_settle_time_on(predictor):
+    """A window from a live state does not count what it predicts in its first LIVE_SETTLE s (its
+    servos start without their internal states); the window one period before counts that span.
+    The gate, predicted from the arrival state, counts everything."""
+    goal = late_failing_goal(predictor)
+    failure = preview_goal(predictor, goal).first.time
+    seen = []
+    # the gate (0.05 s) ends long before the failure; the next window starts just before it
+    late = GoalWatch(predictor, goal, 1.5, 0.05, 0.25, sampled_at(predictor, goal, [0.0, failure - 0.05]),
+                     lambda p, w, s: seen.append(p.ok))
+    late.run()
+    assert seen == [True, True] and late.failure is None          # within its settle span: not counted
+    early = GoalWatch(predictor, goal, 1.5, 0.05, 0.25, sampled_at(predictor, goal, [0.0, failure - 0.25]))
+    early.run()
+    assert early.failure is not None and early.failure.kind == 'position_limit'
+    assert early.failure.time == pytest.approx(failure, abs=0.01)
+    assert failure - 0.25 + LIVE_SETTLE <= early.failure.time
+    gate = GoalWatch(predictor, goal, 1.5, failure + 0.1, 0.25, sampled_at(predictor, goal, [0.0]))
+    gate.run()
+    assert gate.failure is not None and gate.failure.time == pytest.approx(failure, abs=0.01)
 
 
 def test_a_stopped_watch_predicts_no_more(predictor):

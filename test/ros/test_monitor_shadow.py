@@ -121,7 +121,9 @@ def setup(ros, tmp_path_factory):
 
 def monitor_diagnostics_after(helpers, recorder, since: float, timeout: float = 15.0):
     """The first twin monitor DiagnosticArray stamped after ``since`` (ROS time, s) in which every
-    source this test publishes has been heard (its joints known), or AssertionError."""
+    source this test publishes has been heard (its joints known) and every joint has its status (the
+    monitor has matched /joint_states and /sim/joint_states: on a loaded PC DDS may match those
+    later than the shadow sources), or AssertionError."""
     found = []
 
     def seen():
@@ -131,7 +133,8 @@ def monitor_diagnostics_after(helpers, recorder, since: float, timeout: float = 
             if shadow is None or stamp_s(msg.header.stamp) <= since:
                 continue
             values = {v.key: v.value for v in shadow.values}
-            if all('nothing received' not in values[t] for t in (CONTROLLER_STATE, JOINT_STATES, CMD_VEL)):
+            if all('nothing received' not in values[t] for t in (CONTROLLER_STATE, JOINT_STATES, CMD_VEL)) and \
+                    all(f'twin_monitor: {j}' in st for j in JOINTS):     # its joint states matched too
                 found[:] = [msg]
                 return True
         return False
