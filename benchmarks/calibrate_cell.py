@@ -24,7 +24,9 @@ screening rankings; targets: every validation run at least 80 % lower, every per
 within the four most influential of its group, the whole benchmark under 15 min, offline within
 10 % of live. The last line is one JSON object ``{"validation": {RUN: {"before", "after"}},
 "sensitivity": {"arm": [...], "base": [...]}, "perturbed": [...]}`` (plus the offline figures and
-the verdicts). Exit 0 when every target is met, 1 otherwise.
+the verdicts). Also prints how many sends each run's recording took (``recording_attempts.json``)
+and fails when any goal was refused for lateness ("stamped start passed" in a node's log). Exit 0
+when every target is met, 1 otherwise.
 
     .venv/bin/python benchmarks/calibrate_cell.py [--out DIR] [--torque-limit N_M]
 """
@@ -45,6 +47,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from shadow_twin.calibration.plan import ATTEMPTS  # noqa: E402
 from shadow_twin.cli.processes import ChildProcesses  # noqa: E402
 from shadow_twin.common.paths import config_path  # noqa: E402
 from shadow_twin.model.cell import CellConfig, write_cell_mjcf  # noqa: E402
@@ -229,12 +232,22 @@ def main() -> int:
         ok &= passed
         print(f'   offline {run}: after {off:.4g} m^2 vs live {v["after"]:.4g} ({100 * gap:.1f} % apart; target <= '
               f'{100 * OFFLINE_TOLERANCE:g} %) {"PASS" if passed else "FAIL"}')
+    attempts = json.loads((run_dir / ATTEMPTS).read_text())
+    print('   attempts per run: ' + ', '.join(f'{run} {n}' for run, n in attempts.items()))
+    late = [line.strip() for log in sorted((out / 'logs').glob('*.log'))
+            for line in log.read_text(errors='replace').splitlines() if 'stamped start passed' in line]
+    passed = not late
+    ok &= passed
+    print(f'   goals refused for lateness: {len(late)} (target 0) {"PASS" if passed else "FAIL"}')
+    for line in late[:5]:
+        print(f'     {line[-200:]}')
     passed = wall < TIME_LIMIT
     ok &= passed
     print(f'   wall time {wall:.0f} s (live {live_wall:.0f} s; target < {TIME_LIMIT:.0f} s) {"PASS" if passed else "FAIL"}')
     print(json.dumps({'validation': validation, 'sensitivity': sensitivity, 'perturbed': perturbed,
                       'offline_validation': offline_validation, 'wall_time_s': round(wall, 1),
-                      'accepted': result['accept'], 'pass': bool(ok)}))
+                      'accepted': result['accept'], 'attempts': attempts, 'late_refusals': len(late),
+                      'pass': bool(ok)}))
     return 0 if ok else 1
 
 

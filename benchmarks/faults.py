@@ -199,6 +199,25 @@ def acceptance_times(client, states, trials: int = 20, targets=None) -> np.ndarr
     return np.array(out)
 
 
+def direct_acceptance_times(client, parts: dict, trials: int = 20) -> np.ndarray:
+    """Send -> the last goal response when this process sends every part straight to its
+    controller at once (``parts``: {action: targets(k) -> {joint: rad}}), s: what the twin's
+    acceptance cannot go below on this PC (it waits for the same controllers' answers)."""
+    from control_msgs.action import FollowJointTrajectory
+    acts = {name: client.action_client(FollowJointTrajectory, name) for name in parts}
+    out = []
+    for k in range(trials):
+        goals = {name: scenarios.one_point_goal(targets(k), 0.3) for name, targets in parts.items()}
+        sent = time.monotonic()
+        futures = [acts[name].send_goal_async(goal) for name, goal in goals.items()]
+        handles = [client.wait_future(f, 10.0) for f in futures]
+        out.append(time.monotonic() - sent)
+        assert all(h.accepted for h in handles)
+        for h in handles:
+            client.wait_future(h.get_result_async(), 10.0)
+    return np.array(out)
+
+
 def load(client, states, folder: Path, check: Checks) -> None:
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
@@ -268,11 +287,18 @@ def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) 
     """Part 4: the cell's faults (module doc)."""
 
     import cell_fault_scenarios as cell_faults
-    from cell_scenarios import base_points, make_goal, pose_of, result_of, send, straight
+    from cell_scenarios import HAND_ACTION, UR_ACTION, base_points, make_goal, pose_of, result_of, send, straight
     up = cell_faults.start_cell(ros_helpers, client, folder)
     try:
-        check_acceptance(check, 'cell: an arm and hand goal sent -> accepted by every controller', acceptance_times(
-            client, None, targets=lambda k: {'shoulder_pan_joint': 0.05 * (k % 2), 'rh_FFJ3': 0.2 + 0.2 * (k % 2)}))
+        targets = lambda k: {'shoulder_pan_joint': 0.05 * (k % 2), 'rh_FFJ3': 0.2 + 0.2 * (k % 2)}  # noqa: E731
+        twin = acceptance_times(client, None, targets=targets)
+        check_acceptance(check, 'cell: an arm and hand goal sent -> accepted by every controller', twin)
+        floor = direct_acceptance_times(client, {UR_ACTION: lambda k: {'shoulder_pan_joint': 0.05 * (k % 2)},
+                                                 HAND_ACTION: lambda k: {'rh_FFJ3': 0.2 + 0.2 * (k % 2)},
+                                                 scenarios.SIM_ACTION: targets})
+        print(f'cell: the same three parts sent at once straight to the mock UR5, the mock hand and the sim '
+              f'(what the twin waits for): p50 {np.median(floor) * 1e3:.0f} ms, max {floor.max() * 1e3:.0f} ms; '
+              f'the twin\'s own share of its p50: {(np.median(twin) - np.median(floor)) * 1e3:.0f} ms')
         before = [pose_of(r.last()) for r in (up.odom, up.sim_odom)]
         sent = cell_faults.flood_malformed(client)
         time.sleep(1.0)

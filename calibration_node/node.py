@@ -255,6 +255,7 @@ class CalibrationNode(PlanSetup, Node):
                                        f'{counts} -> {bag}')
                 problem = self._set_aside_if_gap(bag, (plan.real_topic, plan.sim_topic), run_dir)
                 if problem is None:
+                    plan.note_attempts(run_dir, entry.name, attempt)
                     break
                 if attempt == attempts:
                     raise RecordingError(f'{problem}; {attempts} attempt(s) failed (record_attempts); '

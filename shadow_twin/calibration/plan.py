@@ -21,6 +21,7 @@ bridge's model changed meanwhile.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,6 +39,9 @@ from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.state_files import check_finite, load_yaml, read_state
 from shadow_twin.control.trajectory import parse_trajectory_arg
+
+#: File of a run directory: how many sends each recording took, ``{name: attempts}``.
+ATTEMPTS = 'recording_attempts.json'
 
 PLAN = 'plan.yaml'
 LIVE, OFFLINE = 'live', 'offline'
@@ -169,6 +173,20 @@ class CalibrationPlan:
     def bag_path(self, entry: PlanEntry, run_dir: str | Path) -> Path:
         bag = Path(entry.bag)
         return bag if bag.is_absolute() else Path(run_dir) / bag
+
+    @staticmethod
+    def note_attempts(run_dir: str | Path, name: str, attempts: int) -> None:
+        """Record that recording ``name`` took ``attempts`` sends (a rejected goal or a gap sends it
+        again) in ``run_dir``/:data:`ATTEMPTS` (``{name: attempts}``, written atomically; kept over a
+        resumed run)."""
+        path = Path(run_dir) / ATTEMPTS
+        try:
+            known = json.loads(path.read_text())
+            known = known if isinstance(known, dict) else {}
+        except (OSError, ValueError, RecursionError):      # none yet, or unreadable: counted anew
+            known = {}
+        known[name] = int(attempts)
+        write_text_atomic(path, json.dumps(known, indent=1) + '\n')
 
     def pending(self, run_dir: str | Path) -> list[PlanEntry]:
         """Entries whose bag does not exist yet (live runs record them)."""

@@ -140,7 +140,9 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             raise jtc.GoalRejected(jtc.INVALID_GOAL, SHADOW_REJECTION)
         settings = self._settings()
         plan = self.screening.screen_goal(request, settings)
-        # the watch's gate is predicted while the parts are sent: the preview never delays the start
+        # the watch takes the state the goal arrived in; its gate is predicted once the parts are
+        # accepted: the preview neither delays the start nor competes with the dispatch for the
+        # interpreter (predicted beside it, a cell goal's acceptance took 30-50 ms longer)
         plan.watch = None if self.preview is None else self.preview.watch(plan, settings)
         try:
             self.dispatch.dispatch_goal(request, plan, settings)
@@ -148,6 +150,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             if plan.watch is not None:
                 plan.watch.stop()
             raise
+        if self.preview is not None:
+            self.preview.begin(plan.watch)
         return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:

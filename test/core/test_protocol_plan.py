@@ -130,3 +130,15 @@ def test_cell_job_spec_of_an_offline_plan(protocol, tmp_path):
     assert (spec.model_path, spec.gains_file, spec.seed, spec.workers) == (Path('/m/cell.xml'), Path('/m/cell.yaml'),
                                                                            0, 2)
     assert spec.protocol.runs == protocol.runs and spec.frame_file is None
+
+
+def test_attempts_of_each_recording_are_kept_over_a_resumed_run(tmp_path):
+    import json
+    from shadow_twin.calibration.plan import ATTEMPTS
+    CalibrationPlan.note_attempts(tmp_path, 'AR1', 1)
+    CalibrationPlan.note_attempts(tmp_path, 'CY', 2)
+    CalibrationPlan.note_attempts(tmp_path, 'AR1', 3)          # recorded anew after a resume
+    assert json.loads((tmp_path / ATTEMPTS).read_text()) == {'AR1': 3, 'CY': 2}
+    (tmp_path / ATTEMPTS).write_text('[' * 1000)                 # corrupt: the counts start fresh
+    CalibrationPlan.note_attempts(tmp_path, 'CN1', 1)
+    assert json.loads((tmp_path / ATTEMPTS).read_text()) == {'CN1': 1}

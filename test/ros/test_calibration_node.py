@@ -150,8 +150,11 @@ def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
     from shadow_twin.calibration.recording import largest_gap, read_commanded_trajectory, read_joint_states
     from shadow_twin.control.trajectory import load_waypoint_yaml
     from shadow_twin.common.paths import config_path
+    from shadow_twin.calibration.plan import ATTEMPTS
     bags = sorted(b for b in (live_run['run_dir'] / 'bags').iterdir() if b.name != 'rejected')
     assert [b.name for b in bags] == ['curl_all', 'stagger']
+    attempts = json.loads((live_run['run_dir'] / ATTEMPTS).read_text())
+    assert sorted(attempts) == ['curl_all', 'stagger'] and all(1 <= n <= 3 for n in attempts.values()), attempts
     for bag in bags:
         assert (bag / 'metadata.yaml').is_file() and list(bag.glob('*.mcap'))
         trajectory, start = read_commanded_trajectory(bag)
