@@ -41,7 +41,8 @@ SPECS = (
                   bounds=(0.0, 5.0)),
     ParameterSpec('twin_node', '/shadow_twin', 'The twin server node: when a live run starts, its start_lead and '
                   'start_lead_per_point parameters give the start lead of every goal (twin_lead.py).'),
-    ParameterSpec('twin_timeout', 2.0, "Wait for the twin's parameter services, and for their answer, s.",
+    ParameterSpec('twin_timeout', 5.0, "Wait for the twin's parameter services, and for their answer, s "
+                  '(discovery of a twin just started takes seconds on a loaded PC).',
                   bounds=(0.1, 60.0)),
     ParameterSpec('send_margin', 0.1, "Added to the twin's lead: this node's own time from stamping a goal to the "
                   "twin's receiving it, s.", bounds=(0.0, 5.0)),

@@ -178,8 +178,9 @@ class TwinPreview:
     # -- the watch of a running goal ---------------------------------------------------------------
     def watch(self, plan: TwinGoalState, settings: dict) -> GoalWatch | None:
         """The watch of a screened twin goal under ``settings['preview']`` (``off``: None), not yet
-        started (:meth:`begin`, once the goal's parts are accepted): its gate (the first window) is
-        predicted from the state the goal arrived in; later windows from the live state.
+        started (:meth:`begin`, before the goal's parts are sent): its gate (the first window) is
+        predicted from the state the goal arrived in, while the parts are sent; later windows from
+        the live state once ``plan.start_s`` is set (the dispatch).
         Raises ``jtc.GoalRejected`` when the state of a goal joint is missing."""
         policy = settings['preview']
         if policy == 'off':
