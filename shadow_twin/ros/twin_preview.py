@@ -195,8 +195,11 @@ class TwinPreview:
         def live(first: bool) -> WindowStart | None:
             if first:
                 return gate
-            if plan.order == 0:                    # not yet handed out: from the gate's state again
-                return WindowStart(0.0, gate.start, None, gate.speed_scaling)
+            if plan.order == 0:
+                # not yet handed out: nothing to predict until the parts are accepted (a window from the
+                # gate's state again held the interpreter while the controllers' acceptances waited: CI
+                # saw a cell goal rejected, its parts' acceptances unread 0.45 s after they came)
+                return None
             now = from_nanoseconds(self.node.get_clock().now().nanoseconds)
             start, stamp = self._stamped_start(joints)
             # the window starts at the goal time its state is of: the arm's servo is stiff (90,000 N m/rad),
