@@ -184,15 +184,17 @@ def run(args) -> int:
         action = ActionClient(ros.node, FollowJointTrajectory, TWIN_ACTION)
         print('1. starting the cell with mock hardware (UR5, hand, MiR250) ...', flush=True)
         deadline = time.monotonic() + 90.0
-        while not (processes.ready('twin') and action.server_is_ready() and recorder.sim and recorder.real and all(recorder.odom.values())):
+
+        def missing() -> list[str]:
+            return [what for what, ok in (('up\'s ready line', processes.ready('twin')),
+                                          ('the twin action server', action.server_is_ready()),
+                                          ('/sim/joint_states', recorder.sim),
+                                          ('real joint states', recorder.real),
+                                          *((topic, poses) for topic, poses in recorder.odom.items())) if not ok]
+        while waiting := missing():
             processes.check()
             if time.monotonic() > deadline:
-                missing = [what for what, ok in (('up\'s ready line', processes.ready('twin')),
-                                                 ('the twin action server', action.server_is_ready()),
-                                                 ('/sim/joint_states', recorder.sim),
-                                                 ('real joint states', recorder.real),
-                                                 *((topic, poses) for topic, poses in recorder.odom.items())) if not ok]
-                raise ShadowTwinError(f'the cell did not come up within 90 s: still missing {", ".join(missing)} '
+                raise ShadowTwinError(f'the cell did not come up within 90 s: still missing {", ".join(waiting)} '
                                       '(see logs/twin.log)')
             time.sleep(0.2)
         time.sleep(1.0)

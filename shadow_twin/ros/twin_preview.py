@@ -177,10 +177,10 @@ class TwinPreview:
 
     # -- the watch of a running goal ---------------------------------------------------------------
     def watch(self, plan: TwinGoalState, settings: dict) -> GoalWatch | None:
-        """The watch of a screened twin goal under ``settings['preview']`` (``off``: None), not yet
-        started (:meth:`begin`, before the goal's parts are sent): its gate (the first window) is
-        predicted from the state the goal arrived in, while the parts are sent; later windows from
-        the live state once ``plan.start_s`` is set (the dispatch).
+        """Start watching a screened twin goal under ``settings['preview']`` (``off``: None), on a
+        daemon thread of its own: its gate (the first window) is predicted at once from the state it
+        arrived in, while its parts are sent; later windows from the live state once the parts are
+        all accepted (``plan.order`` set by the dispatch).
         Raises ``jtc.GoalRejected`` when the state of a goal joint is missing."""
         policy = settings['preview']
         if policy == 'off':
@@ -226,15 +226,10 @@ class TwinPreview:
         watch_of = GoalWatch(self.predictor, template, self.config.watch_horizon, self.config.watch_gate,
                              self.config.watch_period, live, on_window)
         self._live.add(watch_of)
-        return watch_of
-
-    def begin(self, watch: GoalWatch | None) -> None:
-        """Start predicting ``watch`` (from :meth:`watch`) on a daemon thread of its own; None: nothing."""
-        if watch is None:
-            return
-        thread = threading.Thread(target=watch.run, name='twin_watch', daemon=True)
+        thread = threading.Thread(target=watch_of.run, name='twin_watch', daemon=True)
         thread.start()
         self._watches = [t for t in self._watches if t.is_alive()] + [thread]
+        return watch_of
 
     def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: dict, now: float,
                    ) -> jtc.Verdict | None:

@@ -144,8 +144,6 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         # (Predicted after the hand-out instead, a cell goal's acceptance took 30-50 ms less, but the
         # gate then ended after the start on a loaded PC: goals failing in their first window moved.)
         plan.watch = None if self.preview is None else self.preview.watch(plan, settings)
-        if self.preview is not None:
-            self.preview.begin(plan.watch)
         try:
             self.dispatch.dispatch_goal(request, plan, settings)
         except BaseException:
