@@ -20,7 +20,7 @@ setup(
     name=PACKAGE,
     version='0.1.0',
     packages=find_packages(include=[PACKAGE, f'{PACKAGE}.*', 'mujoco_bridge', 'calibration_node']),
-    package_data={f'{PACKAGE}.model': ['builtin/*.xml']},
+    package_data={f'{PACKAGE}.model': ['builtin/*.xml', 'builtin/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

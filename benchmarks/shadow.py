@@ -16,7 +16,9 @@ is followed as shipped. Then:
 
 In both moves, on the messages' stamps: the sim's largest arm joint speed (target: at most the
 UR5's pi rad/s), the largest sim-real gap, and how long after the first good state the sim stays
-within ``REJOIN_TOLERANCE`` of the real arm (target: within 1 s). Exit status 1 on a miss.
+within the unperturbed move's largest sim-real gap plus ``REJOIN_TOLERANCE`` of the real arm (target:
+within 1 s; the sim's servo and the mock's lag their reference differently, so an unperturbed move
+to the start, first, measures the band). Exit status 1 on a miss.
 
 Usage: .venv/bin/python benchmarks/shadow.py [--settle 20]
 Not part of the tests. Needs rclpy and control_msgs.
@@ -25,6 +27,7 @@ Not part of the tests. Needs rclpy and control_msgs.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import sys
@@ -78,9 +81,11 @@ class Relay:
         self.silent_until = 0.0         # ROS time, s
         self.ahead = 0.0                # s, the next copy's lead; 0: none
         self.resumed = None             # stamp (s) of the first state after a silence or an injection
+        self.longest = 0.0              # s, the longest interval between relayed states since ``resumed``
+        self._last = None
         self._armed = False
         client.node.create_subscription(JointTrajectoryControllerState, UR_STATE, self._on_state, 50)
-        self.now = lambda: ros_helpers.stamp_s(client.node.get_clock().now().to_msg())
+        self.now = lambda: client.node.get_clock().now().nanoseconds * 1e-9      # ROS time, s
 
     def silence(self, seconds: float) -> None:
         with self.lock:
@@ -105,7 +110,11 @@ class Relay:
                 self.publisher.publish(bad)
                 self.ahead = 0.0
             elif self._armed:
-                self.resumed, self._armed = ros_helpers.stamp_s(msg), False
+                self.resumed, self._armed, self.longest, self._last = ros_helpers.stamp_s(msg), False, 0.0, None
+            now = time.monotonic()
+            if self.resumed is not None and self._last is not None:
+                self.longest = max(self.longest, now - self._last)
+            self._last = now
             self.publisher.publish(msg)
 
 
@@ -128,14 +137,18 @@ def gap(sim, real, names, since: float, until: float):
     return t_sim, np.abs(q_sim - q_at), v_sim
 
 
-def move(client, helpers, recorders, target: dict, perturb, label: str) -> list[str]:
-    """Send the mock UR5 a 6 s move to ``target``, ``perturb(relay)`` during it; print and judge."""
+def move(client, helpers, recorders, target: dict, perturb, label: str,
+         tracking: float = 0.0) -> tuple[list[str], float]:
+    """Send the mock UR5 a 6 s move to ``target``, ``perturb(relay)`` during it; print and judge.
+    ``tracking``: rad, the largest sim-real gap of an unperturbed move (the sim's servo and the
+    mock's lag their reference differently): rejoined means back within ``tracking`` +
+    :data:`REJOIN_TOLERANCE`. Returns (misses, the largest gap)."""
     from control_msgs.action import FollowJointTrajectory
     sim, real, relay = recorders['sim'], recorders['arm'], recorders['relay']
     start = helpers.ros_now()
     handle = client.send_goal(FollowJointTrajectory, UR_ACTION, make_goal(target, MOVE_SECONDS), timeout=15.0)
     if not handle.accepted:
-        return [f'{label}: the mock UR5 refused the move']
+        return [f'{label}: the mock UR5 refused the move'], np.inf
     perturb(relay)
     status, _ = result_of(client, handle, 60.0)
     end = helpers.ros_now() + 1.5
@@ -144,15 +157,25 @@ def move(client, helpers, recorders, target: dict, perturb, label: str) -> list[
     t, err, vel = gap(sim, real, ARM_JOINTS, start, end)
     resumed = relay.resumed
     speed = float(np.max(np.abs(vel)))
+    at, joint = np.unravel_index(np.argmax(np.abs(vel)), vel.shape)
+    if os.environ.get('SHADOW_BENCH_DUMP'):
+        ts, qs, vs = stamped(sim, ARM_JOINTS, start, end)
+        tr, qr, vr = stamped(real, ARM_JOINTS, start, end)
+        np.savez(Path(os.environ['SHADOW_BENCH_DUMP']) / f'{label[:12].replace(" ", "_")}.npz', ts=ts, qs=qs, vs=vs,
+                 tr=tr, qr=qr, vr=vr, start=start, resumed=relay.resumed or 0.0)
     worst = float(np.max(err))
     if resumed is None:
-        return [f'{label}: the relay never resumed']
-    off = np.max(err, axis=1) > REJOIN_TOLERANCE
+        return [f'{label}: the relay never resumed'], worst
+    band = tracking + REJOIN_TOLERANCE
+    off = np.max(err, axis=1) > band
     late = t[off & (t >= resumed)]
     rejoin = 0.0 if not len(late) else float(late[-1] - resumed)
     print(f'{label}: move {"succeeded" if status == 4 else f"status {status}"}; sim arm speed max {speed:.3f} '
-          f'rad/s (target <= {SPEED_MAX:.3f}); largest sim-real gap {1000 * worst:.1f} mrad; back within '
-          f'{1000 * REJOIN_TOLERANCE:.0f} mrad {rejoin:.2f} s after the first good state (target <= {REJOIN_MAX:g} s)')
+          f'rad/s ({ARM_JOINTS[joint]} {t[at] - start:.2f} s after the goal was sent; target <= {SPEED_MAX:.3f}); '
+          f'largest sim-real gap {1000 * worst:.1f} mrad; back within '
+          f'{1000 * band:.0f} mrad (unperturbed {1000 * tracking:.0f} + {1000 * REJOIN_TOLERANCE:.0f}) {rejoin:.2f} s '
+          f'after the first good state (target <= {REJOIN_MAX:g} s); the relay\'s longest pause after it '
+          f'{1000 * relay.longest:.0f} ms')
     misses = []
     if speed > SPEED_MAX:
         misses.append(f'{label}: sim arm speed {speed:.3f} rad/s > {SPEED_MAX:.3f}')
@@ -160,7 +183,7 @@ def move(client, helpers, recorders, target: dict, perturb, label: str) -> list[
         misses.append(f'{label}: rejoined after {rejoin:.2f} s > {REJOIN_MAX:g} s')
     if status != 4:
         misses.append(f'{label}: the move ended with status {status}')
-    return misses
+    return misses, worst
 
 
 def at_rest(helpers, recorders, diagnostics) -> list[str]:
@@ -220,19 +243,22 @@ def main() -> int:
             silent = [k for k, r in recorders.items() if k != 'relay' and not r.count()]
             raise RuntimeError(f'no joint states from the cell ({silent}):\n{up.output()[-3000:]}')
         time.sleep(args.settle)      # deliberate: the cell comes to rest and the monitor's window fills
+        gc.freeze()                  # the relay shares this process with the recorders: no collector
+        gc.disable()                 # pauses of 0.1 s or more, which the sim would rightly see as a silence
         misses += at_rest(helpers, recorders, diagnostics)
-        misses += move(client, helpers, recorders, POSE_A, lambda r: r.silence(0.0), 'to the start (no perturbation)')
-        misses = [m for m in misses if not m.startswith('to the start')]
+        found, tracking = move(client, helpers, recorders, POSE_A, lambda r: r.silence(0.0),
+                               'to the start (no perturbation)')
+        misses += [m for m in found if 'status' in m or 'speed' in m]       # it sets the tracking band
 
         def future(relay):
             time.sleep(1.5)          # deliberate: 1.5 s into the move
             relay.inject(3.0)
-        misses += move(client, helpers, recorders, POSE_B, future, 'a state stamped 3 s ahead')
+        misses += move(client, helpers, recorders, POSE_B, future, 'a state stamped 3 s ahead', tracking)[0]
 
         def silent(relay):
             time.sleep(1.0)          # deliberate: 1 s into the move
             relay.silence(3.0)
-        misses += move(client, helpers, recorders, POSE_A, silent, 'a 3 s silent source')
+        misses += move(client, helpers, recorders, POSE_A, silent, 'a 3 s silent source', tracking)[0]
         glitches = [line for line in up.output().splitlines() if RELAY in line and 'ahead of this node' in line]
         print(f'log lines for the stamp from the future: {len(glitches)} (target: 1)')
         if len(glitches) != 1:

@@ -14,6 +14,11 @@ this correction the recording would carry an apparent extra armature of h d (3.3
 shoulder lift). The drives' Coulomb friction is ``fc tanh(qd / FRICTION_VELOCITY)``, applied as
 a joint force (MuJoCo's own frictionloss is a soft constraint whose passage through zero
 velocity depends on the joint's inertia).
+
+A real drive is not the model: by default (``MockTruth.effects``, :class:`DriveEffects`) the mock
+also carries presliding friction that holds at rest, gear ripple, a drifting friction, a delayed
+and quantised current and flexible big joints, each named with its size and source there.
+``DriveEffects.off()`` leaves the model's own structure (the parameter-recovery checks).
 """
 
 from __future__ import annotations
@@ -31,7 +36,6 @@ from shadow_twin.identification.excitation import FourierTrajectory, random_coef
 from shadow_twin.model.ur_arm import arm_xml
 
 REPO = Path(__file__).resolve().parents[1]
-DESCRIPTION = REPO.parent / 'shared' / 'reference' / 'ur_description'
 GAINS_YAML = REPO / 'config' / 'controllers' / 'ur5.yaml'
 JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
           'wrist_3_joint']
@@ -41,6 +45,52 @@ JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_j
 FRICTION_VELOCITY = 0.01
 #: UR's home-like posture, elbow up, well clear of the floor.
 HOME = np.array([0.0, -1.57, 1.57, -1.57, -1.57, 0.0])
+
+
+@dataclass(frozen=True)
+class DriveEffects:
+    """What a real UR drive's current carries and the identification model lacks (issue 34). Each is
+    named with its size; :meth:`off` turns them all off (the mock is then the model's structure).
+
+    Attributes:
+        presliding_angle: rad, the joint's travel over which its Coulomb friction builds up after a
+            reversal (a Dahl model, dF/dq = fc / presliding_angle (1 - F sgn(qd) / fc): at rest
+            the friction holds what the last motion left; Dahl 1968, The Aerospace Corporation
+            TOR-158(3107-18); presliding in the order of 1 mrad for a harmonic drive, Tjahjowidodo
+            et al., Mech. Syst. Signal Process. 20(7), 2006). 0: off (the smooth sign of the model).
+        ripple: relative amplitude of the friction's position dependence at ``ripple_cycles`` per
+            joint revolution (a harmonic drive's ripple at twice the wave generator's turn: Tuttle &
+            Seering, IEEE TRA 12(3), 1996); 0.1 assumed.
+        ripple_cycles: per joint revolution: 2 x UR's gear ratio of 101.
+        current_delay: s, the current reported this late (UR's controller runs at 500 Hz; its
+            measurement and filtering add a few ms: 4 ms assumed).
+        current_step: A, the current's quantisation (0.01 A assumed).
+        friction_drift: relative change of the friction over ``drift_time`` as the gears warm (of
+            the order of the decrease Bittencourt & Gunnarsson, J. Dyn. Syst. Meas. Control 134(4),
+            2012, measured on a robot joint between 30 and 50 C): -15 %.
+        drift_time: s, of the drift; it runs linearly with the mock's clock over the runs recorded.
+        joint_stiffness: N m/rad, quasi-static flexibility of the three big joints (the position
+            is read before the gears' deflection tau / K; ~3e4 N m/rad, the order Kufieta, NTNU
+            2014, measured on a UR5's big joints). 0: rigid.
+    """
+
+    presliding_angle: float = 0.002
+    ripple: float = 0.1
+    ripple_cycles: float = 202.0
+    current_delay: float = 0.004
+    current_step: float = 0.01
+    friction_drift: float = -0.15
+    drift_time: float = 1200.0
+    joint_stiffness: float = 3.0e4
+
+    @classmethod
+    def off(cls) -> DriveEffects:
+        """None of the effects: the model's own structure."""
+        return cls(0.0, 0.0, 202.0, 0.0, 0.0, 0.0, 1200.0, 0.0)
+
+
+#: The three big joints (the flexible ones of :attr:`DriveEffects.joint_stiffness`).
+BIG_JOINTS = (0, 1, 2)
 
 
 @dataclass
@@ -55,11 +105,12 @@ class MockTruth:
     payload_mass: float = 2.0
     payload_com: np.ndarray = field(default_factory=lambda: np.array([0.03, -0.02, 0.06]))
     noise: float = 0.02   # A, standard deviation of the current's noise
+    effects: DriveEffects = field(default_factory=DriveEffects)   # on; DriveEffects.off(): the model's structure
 
 
 def nominal_xml(arm_type: str = 'ur10e') -> str:
-    """The nominal MJCF of ``arm_type`` (the shared UR description; the UR5 built in)."""
-    return arm_xml(arm_type, None if arm_type == 'ur5' else DESCRIPTION)
+    """The nominal MJCF of ``arm_type`` (UR's figures shipped with the project; the UR5 built in)."""
+    return arm_xml(arm_type)
 
 
 def true_model(xml: str, truth: MockTruth) -> mujoco.MjModel:
@@ -102,10 +153,12 @@ def excitation(seed: int, amplitude: float = 1.0, velocity: float = 2.5, harmoni
 
 
 def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: float, truth: MockTruth,
-             friction: np.ndarray, seed: int = 0, rate_hz: float = 100.0, push: tuple | None = None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Track ``trajectory`` for ``duration`` s with Coulomb friction ``friction`` (6,) N m;
-    ``push``: (body name, (3,) world force N, start s): an external force from ``start`` on.
+             friction: np.ndarray, seed: int = 0, rate_hz: float = 100.0, push: tuple | None = None,
+             clock: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Track ``trajectory`` for ``duration`` s with Coulomb friction ``friction`` (6,) N m and the
+    drive effects of ``truth.effects`` (:class:`DriveEffects`); ``push``: (body name, (3,) world
+    force N, start s): an external force from ``start`` on; ``clock``: s of the mock's clock at the
+    run's start (the friction's drift).
     Returns (N,) times (s), (N, 6) positions (rad), velocities (rad/s) and currents (A) at
     ``rate_hz``."""
     model = copy_model(model)
@@ -131,11 +184,21 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
     tau = np.empty((steps, len(JOINTS)))
     q[0], qd[0] = data.qpos[qadr], data.qvel[dadr]
     pushed = None if push is None else (model.body(push[0]).id, np.asarray(push[1], dtype=float), float(push[2]))
+    fx = truth.effects
+    held = np.zeros(len(JOINTS))          # N m, the Dahl friction state
     for k in range(steps):
         data.ctrl[:] = ctrl[k]
         if pushed is not None and t[k] >= pushed[2]:
             data.xfrc_applied[pushed[0], :3] = pushed[1]
-        data.qfrc_applied[dadr] = -friction * np.tanh(data.qvel[dadr] / FRICTION_VELOCITY)
+        fc = friction * (1.0 + fx.friction_drift * min((clock + t[k]) / fx.drift_time, 1.0))
+        fc = fc * (1.0 + fx.ripple * np.sin(fx.ripple_cycles * data.qpos[qadr]))
+        v = data.qvel[dadr]
+        if fx.presliding_angle > 0:       # Dahl, integrated exactly over the step for constant v
+            settled = fc * np.sign(v)
+            held = settled + (held - settled) * np.exp(-np.abs(v) * h / fx.presliding_angle)
+        else:
+            held = fc * np.tanh(v / FRICTION_VELOCITY)
+        data.qfrc_applied[dadr] = -held
         mujoco.mj_step(model, data)
         q[k + 1], qd[k + 1] = data.qpos[qadr], data.qvel[dadr]
         tau[k] = data.qfrc_actuator[dadr] - servo_d * (qd[k + 1] - qd[k])   # h d (realised acceleration)
@@ -144,10 +207,17 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
     # v_k, a_k = (v_k+1 - v_k) / h), checked to 1e-12 N m, and a_k is the central second
     # difference of the positions at t_k (semi-implicit Euler: q_k+1 = q_k + h v_k+1)
     half = 2
-    samples = np.arange(every, steps - half, every)
-    current = np.stack([tau[s - half:s + half + 1].mean(axis=0) for s in samples]) / truth.drive_gain + truth.offset
+    lag = int(round(fx.current_delay / h))
+    samples = np.arange(every + lag, steps - half, every)
+    torque = np.stack([tau[s - lag - half:s - lag + half + 1].mean(axis=0) for s in samples])
+    current = torque / truth.drive_gain + truth.offset
     current += np.random.default_rng(seed).normal(0.0, truth.noise, current.shape)
-    return t[samples], q[samples], qd[samples], current
+    if fx.current_step > 0:
+        current = np.round(current / fx.current_step) * fx.current_step
+    position = q[samples].copy()
+    if fx.joint_stiffness > 0:            # the encoder before the gears' deflection
+        position[:, BIG_JOINTS] += torque[:, BIG_JOINTS] / fx.joint_stiffness
+    return t[samples], position, qd[samples], current
 
 
 def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:
@@ -184,8 +254,9 @@ def mock_runs(directory: Path, arm_type: str = 'ur10e', seeds=(1, 2), holdout_se
     nominal = directory / f'{arm_type}.xml'
     nominal.write_text(xml)
     out = {'xml': nominal, 'bags': [], 'truth': true_values(xml, truth)}
-    for seed in (*seeds, holdout_seed):
-        run = simulate(model, excitation(seed), duration, truth, out['truth']['frictionloss'], seed)
+    for k, seed in enumerate((*seeds, holdout_seed)):
+        run = simulate(model, excitation(seed), duration, truth, out['truth']['frictionloss'], seed,
+                       clock=k * duration)
         bag = write_bag(directory / f'run{seed}', *run)
         if seed == holdout_seed:
             out['holdout'] = bag

@@ -85,8 +85,8 @@ def _check_out(out: Path, force: bool) -> None:
                               'pass --force to write into it')
 
 
-def _read(path: Path, joints, args, columns):
-    options = {}
+def _read(path: Path, joints, args, columns, fitted: bool = True):
+    options = {'require_motion': fitted}      # a hold-out may stand still: it is checked, not fitted
     if path.suffix.lower() == '.csv':
         return recordings.from_csv(path, columns, joints, args.effort_unit, **options)
     return recordings.from_bag(path, joints, args.effort_unit, **options)
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     csv_used = args.csv or [p for p in args.holdout if p.suffix.lower() == '.csv']
     columns = recordings.ColumnMap.load(args.columns, len(joints)) if csv_used else None
     fit_recs = [_read(p, joints, args, columns) for p in [*args.bag, *args.csv]]
-    hold_recs = [_read(p, joints, args, columns) for p in args.holdout]
+    hold_recs = [_read(p, joints, args, columns, fitted=False) for p in args.holdout]
     for kind, recs in (('fit', fit_recs), ('hold-out', hold_recs)):
         for rec in recs:
             dropped = ', '.join(f'{k} {v}' for k, v in rec.dropped.items() if v) or 'none'

@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 import scipy.optimize
 import scipy.stats
+import threadpoolctl
 
 from shadow_twin.calibration.identifiability import Direction, covariance, normalised_svd, combination
 from shadow_twin.common.errors import RecordingError
@@ -130,6 +131,11 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
           friction_velocities: Sequence[float] | None = FRICTION_VELOCITIES) -> FitResult:
     """Fit the effort model to (N, J) measured efforts along ``reg`` (stages: module doc).
 
+    BLAS runs on one thread here (``threadpoolctl``): the problems are many and small (QR factors
+    of N x 6 and N J x 34), where more threads only wait for each other, and badly so on a PC
+    whose cores are busy (four 60 s runs: 1.5 s -> 0.9 s quiet, 6.3 s -> 1.5 s beside two busy
+    processes, on this 2-core PC).
+
     Args:
         max_samples: the fit uses every ``ceil(N / max_samples)``-th sample (decimation).
         iterations: rounds of stage 2 (reweighting, payload inertia).
@@ -138,6 +144,11 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
     Raises:
         RecordingError: fewer equations than unknowns.
     """
+    with threadpoolctl.threadpool_limits(limits=1, user_api='blas'):
+        return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities)
+
+
+def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities) -> FitResult:
     effort = np.asarray(effort, dtype=float)
     n, nj = effort.shape
     step = max(1, int(np.ceil(n / max_samples)))
@@ -183,10 +194,7 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
             known = reg.tau_links[:, j] + tp[:, j]
             cols = joint_columns(j, known)
             target = effort[:, j] - (0.0 if has_gain else known)
-            norms = np.maximum(np.linalg.norm(cols, axis=0), 1e-12)
-            lo = lower[j * npj:(j + 1) * npj]
-            sol = scipy.optimize.lsq_linear(cols / norms, target, bounds=(lo * norms, np.inf), method='bvls')
-            xv[j * npj:(j + 1) * npj] = sol.x / norms
+            xv[j * npj:(j + 1) * npj] = bounded_lstsq(cols, target, lower[j * npj:(j + 1) * npj])
             out[:, j] = cols @ xv[j * npj:(j + 1) * npj] - target
         return out
 
@@ -214,10 +222,7 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
         A[:, :, p0:] = a[None, :, None] * reg.payload[:, :, :4]
         y = effort - a * (reg.tau_links + reg.payload[:, :, 4:] @ inertia)
         Aw = (A / sigma[None, :, None]).reshape(n * nj, nx)[:, free]
-        norms = np.maximum(np.linalg.norm(Aw, axis=0), 1e-12)
-        sol = scipy.optimize.lsq_linear(Aw / norms, (y / sigma).reshape(-1),
-                                        bounds=(lower[free] * norms, np.inf), method='bvls')
-        x[free] = sol.x / norms
+        x[free] = bounded_lstsq(Aw, (y / sigma).reshape(-1), lower[free])
         if x[p0] > 0:
             inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
         sigma = _rms(inner(x[p0:p0 + 4], x))
@@ -274,6 +279,21 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
     intervals, unidentified, singular = _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
     fit_sigma = _rms(params.predict(reg) - effort)
     return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma)
+
+
+def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """argmin ||a x - y|| subject to x >= ``lower`` ((D,), -inf: free) for an (R, D) ``a``, R >> D.
+
+    The columns are scaled to unit norm and the problem is reduced to its D x D triangle first: the
+    QR factor of ``[a | y]`` gives ``||a x - y||^2 = ||R x - z||^2 + const`` (Golub & Van Loan,
+    *Matrix Computations*, 4th ed., 5.3), so the bounded solver (``scipy.optimize.lsq_linear``,
+    ``bvls``) works on D rows instead of R: the same minimiser, at the cost of one QR.
+    """
+    norms = np.maximum(np.linalg.norm(a, axis=0), 1e-12)
+    d = a.shape[1]
+    r = np.linalg.qr(np.column_stack([a / norms, y]), mode='r')
+    sol = scipy.optimize.lsq_linear(r[:d, :d], r[:d, d], bounds=(lower * norms, np.inf), method='bvls')
+    return sol.x / norms
 
 
 def _rms(r: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.identification import report
+from shadow_twin.identification.baseline import Baseline
 from shadow_twin.identification.fit import DynamicsParameters, FitResult, solve
 from shadow_twin.identification.links import solve_links
 from shadow_twin.identification.recordings import EffortRecording
@@ -99,13 +100,22 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
                                  model.dof_damping[dofs].copy(), model.dof_frictionloss[dofs].copy(),
                                  np.zeros(len(joints)))
     params = result.parameters
-    fits = {s.recording.source: report.metrics(s, nominal, params) for s in fit_samples}
-    holds = {s.recording.source: report.metrics(s, nominal, params) for s in hold_samples}
+    baseline = Baseline.fit(reg, effort)
+    fits = {s.recording.source: report.metrics(s, nominal, params, baseline) for s in fit_samples}
+    holds = {s.recording.source: report.metrics(s, nominal, params, baseline) for s in hold_samples}
+    judged = [('hold-out', f) for f in holds.values()] or [('fit', f) for f in fits.values()]
+    for kind, figures in judged:
+        for line in report.table_lines(kind, figures):
+            log(line)
+    warnings = [line for kind, figures in judged for line in report.below_baseline_lines(kind, figures)]
+    for line in warnings:
+        log(line)
     source = holds or fits
+    moving = [s.recording for s in hold_samples if not holds[s.recording.source]['static']]
     calibrated = report.calibrated_spec(spec, params)
     xml = calibrated.to_xml()
     sigma = report.watch_sigma(calibrated.compile(), report.drive_parameters(params, np.zeros(len(joints))),
-                               [s.recording for s in (hold_samples or fit_samples)])
+                               moving or [s.recording for s in fit_samples])
     data = {'model': model_label, 'joints': joints, 'effort_unit': options.effort_unit,
             'filter': options.filter.to_dict(fit_samples[0].rate_hz),
             'nominal_drive_gains': gains.tolist(), 'recordings': fits, 'holdout': holds,
@@ -119,5 +129,7 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
                'reduction_percent': {k: v['reduction_percent'] for k, v in source.items()},
                'explained_variance': {k: {j: m['explained_variance'] for j, m in v['joints'].items()}
                                       for k, v in source.items()},
-               'unidentified': len(result.unidentified)}
+               'baseline_explained_variance': {k: {j: m['baseline_explained_variance'] for j, m in v['joints'].items()}
+                                               for k, v in source.items()},
+               'unidentified': len(result.unidentified), 'below_baseline': len(warnings)}
     return Identification(xml, report.drive_parameters(params, sigma), data, summary, result)

@@ -7,8 +7,10 @@
   offsets, residual_sigma = per-joint standard deviation of the hold-out residual, else of the
   fit's, in the recording's unit): what the live effort watch reads;
 * ``report.json``: per recording and hold-out, per joint effort RMSE before (nominal model and
-  gains) and after, explained variance 1 - SSE/SST, dropped samples; the filter; the
-  parameters with 95 % intervals; the unidentified directions.
+  gains) and after, mean error, explained variance 1 - SSE/SST, the plain OLS baseline's RMSE and
+  explained variance beside them (:mod:`~shadow_twin.identification.baseline`), dropped samples;
+  the filter; the parameters with 95 % intervals; the unidentified directions. A static
+  recording (a hold-out standing still) is reported by RMSE and mean error.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-
 import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.identification.baseline import Baseline, explained_variance
 from shadow_twin.identification.fit import DynamicsParameters, FitResult
 from shadow_twin.identification.regressor import FLANGE_BODIES, FLANGE_SITES
 from shadow_twin.identification.samples import Samples
@@ -30,30 +32,95 @@ from shadow_twin.identification.recordings import EffortRecording
 from shadow_twin.monitoring.effort_watch import EffortWatch
 from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
 
+#: rad: a recording whose joints all move less than this stands still, for the report (its effort's
+#: variance is noise and the holding servo's settling; a standing UR moves about 0.2 mrad, a servo
+#: settling under gravity a few mrad). Fitting needs more: ``recordings.MIN_MOTION`` is checked there.
+STATIC_SPAN = 0.01
 #: Radius (m) of the sphere whose inertia the payload body gets (MuJoCo needs a positive inertia).
 PAYLOAD_RADIUS = 0.01
 
 
-def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsParameters) -> dict:
-    """{'joints': {joint: {rmse_before, rmse_after, explained_variance, residual_sigma}}, ...} of one
-    recording against its raw efforts (the recording's unit)."""
+def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsParameters,
+            baseline: Baseline | None = None) -> dict:
+    """One recording's figures against its raw efforts (the recording's unit): ``{'static', 'rmse_before',
+    'rmse_after', 'reduction_percent', 'joints': {joint: {rmse_before, rmse_after, mean_error,
+    explained_variance, residual_sigma, baseline_rmse, baseline_explained_variance, below_baseline}},
+    ...}``. ``static``: the recording stands still (its joints move less than
+    :data:`~shadow_twin.identification.recordings.MIN_MOTION`); its explained variances are None (the
+    effort's variance is noise there) and it is judged by RMSE and mean error. ``baseline``: the plain
+    OLS baseline (:mod:`~shadow_twin.identification.baseline`); ``below_baseline``: the method's RMSE
+    is above the baseline's (for a moving recording: its explained variance is below)."""
     e = samples.effort
+    static = bool(np.ptp(samples.recording.positions, axis=0).max() < STATIC_SPAN)
     before = nominal.predict(samples.regressors) - e
     after = identified.predict(samples.regressors) - e
-    sst = np.sum((e - e.mean(axis=0)) ** 2, axis=0)
+    explained = explained_variance(after, e)
+    base = None if baseline is None else baseline.predict(samples.regressors) - e
+    base_explained = None if base is None else explained_variance(base, e)
     out = {}
     for j, joint in enumerate(samples.recording.joints):
-        rb, ra = float(np.sqrt(np.mean(before[:, j] ** 2))), float(np.sqrt(np.mean(after[:, j] ** 2)))
+        rb, ra = _rms(before[:, j]), _rms(after[:, j])
         out[joint] = {'rmse_before': rb, 'rmse_after': ra,
                       'reduction_percent': 100.0 * (1 - ra / rb) if rb > 0 else 0.0,
-                      'explained_variance': float(1 - np.sum(after[:, j] ** 2) / sst[j]) if sst[j] > 0 else None,
+                      'mean_error': float(np.mean(after[:, j])),
+                      'explained_variance': None if static else _finite(explained[j]),
                       'residual_sigma': float(np.std(after[:, j]))}
+        if base is not None:
+            out[joint].update(baseline_rmse=_rms(base[:, j]),
+                              baseline_explained_variance=None if static else _finite(base_explained[j]),
+                              below_baseline=bool(ra > _rms(base[:, j])))
     total_b, total_a = float(np.sqrt(np.mean(before ** 2))), float(np.sqrt(np.mean(after ** 2)))
-    return {'source': samples.recording.source, 'unit': samples.recording.effort_unit,
+    return {'source': samples.recording.source, 'unit': samples.recording.effort_unit, 'static': static,
             'samples': int(samples.index.size), 'duration_s': samples.recording.duration,
             'dropped': samples.recording.dropped, 'edge_rows': samples.edge_rows,
             'rmse_before': total_b, 'rmse_after': total_a,
             'reduction_percent': 100.0 * (1 - total_a / total_b) if total_b > 0 else 0.0, 'joints': out}
+
+
+def table_lines(kind: str, figures: dict) -> list[str]:
+    """The printed summary of one recording's :func:`metrics`: per joint RMSE before -> after beside
+    the plain OLS baseline's, explained variance beside the baseline's (mean error for a static one)."""
+    unit = figures['unit']
+    lines = [f'{kind} {figures["source"]}{" (static)" if figures["static"] else ""}: per joint RMSE before -> '
+             f'after (OLS baseline) {unit}, ' + ('mean error' if figures['static'] else 'explained variance '
+                                                 '(OLS baseline)')]
+    for joint, m in figures['joints'].items():
+        base = m.get('baseline_rmse')
+        text = f'  {joint:24s} {m["rmse_before"]:.4f} -> {m["rmse_after"]:.4f}'
+        text += f' ({base:.4f})' if base is not None else ''
+        if figures['static']:
+            text += f'   {m["mean_error"]:+.4f}'
+        elif m['explained_variance'] is not None:
+            text += f'   {m["explained_variance"]:.4f}'
+            bev = m.get('baseline_explained_variance')
+            text += f' ({bev:.4f})' if bev is not None else ''
+        lines.append(text)
+    return lines
+
+
+def below_baseline_lines(kind: str, figures: dict) -> list[str]:
+    """One warning line per joint of one recording's :func:`metrics` where the method is below the
+    plain OLS baseline."""
+    lines = []
+    for joint, m in figures['joints'].items():
+        if not m.get('below_baseline'):
+            continue
+        if m['explained_variance'] is not None and m['baseline_explained_variance'] is not None:
+            what = (f'explained variance {m["explained_variance"]:.3f} below the plain OLS baseline\'s '
+                    f'{m["baseline_explained_variance"]:.3f}')
+        else:
+            what = (f'RMSE {m["rmse_after"]:.4g} {figures["unit"]} above the plain OLS baseline\'s '
+                    f'{m["baseline_rmse"]:.4g}')
+        lines.append(f'warning: {kind} {figures["source"]}, {joint}: {what}')
+    return lines
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(x ** 2)))
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if np.isfinite(v) else None
 
 
 def watch_sigma(model: mujoco.MjModel, drive: DriveParameters, recordings: list[EffortRecording]) -> np.ndarray:

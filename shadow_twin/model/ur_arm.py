@@ -2,9 +2,10 @@
 
 :func:`arm_xml` writes one type's standalone MJCF (the arm on a stand at the cell's mount height,
 a floor); :func:`write_arm_mjcf` writes it to a file. The figures come from the type's three files
-of UR's ROS 2 description (:mod:`shadow_twin.model.ur_description`), so a new type is data, not
-code. The UR5 needs no description: ``shadow_twin/model/builtin/ur5.xml`` is this generator's output
-for ``ur5`` (test/core/test_ur_arms.py regenerates it). The generated file's header names the
+of UR's ROS 2 description (:mod:`shadow_twin.model.ur_description`) when one is given or installed,
+else from the copy of those figures shipped with the project (:mod:`shadow_twin.model.ur_figures`),
+so a new type is data, not code. The UR5 needs no description: ``shadow_twin/model/builtin/ur5.xml``
+is this generator's output for ``ur5`` (test/core/test_ur_arms.py regenerates it). The generated file's header names the
 sources and how each figure is derived (:mod:`shadow_twin.model.ur_arm_mjcf`).
 
 Effort limits (N m, the description's ``max_effort``) are recorded in each motor's ``forcerange``
@@ -23,15 +24,11 @@ from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.model.ur_arm_mjcf import BUILTIN_TYPE, generate_arm_xml
-from shadow_twin.model.ur_description import (HOW_TO_GET, JOINTS, UR_TYPES, check_arm_type,
-                                              find_ur_description, read_arm_description, require_ur_description)
+from shadow_twin.model.ur_description import JOINTS, UR_TYPES, check_arm_type, find_ur_description
+from shadow_twin.model.ur_figures import arm_description
 
-__all__ = ['UR_TYPES', 'HOW_TO_GET', 'arm_xml', 'effort_limits', 'find_ur_description', 'model_effort_limits',
+__all__ = ['UR_TYPES', 'arm_xml', 'effort_limits', 'find_ur_description', 'model_effort_limits',
            'write_arm_mjcf']
-
-def _config_dir(arm_type: str, description: str | os.PathLike | None) -> Path:
-    return require_ur_description(arm_type, description)
-
 
 def arm_xml(arm_type: str, description: str | os.PathLike | None = None) -> str:
     """The standalone MJCF text of a UR arm type.
@@ -49,7 +46,7 @@ def arm_xml(arm_type: str, description: str | os.PathLike | None = None) -> str:
     arm_type = check_arm_type(arm_type)
     if description is None and arm_type == BUILTIN_TYPE:
         return builtin_model_path(BUILTIN_TYPE).read_text(encoding='utf-8')
-    return generate_arm_xml(read_arm_description(arm_type, _config_dir(arm_type, description)))
+    return generate_arm_xml(arm_description(arm_type, description))
 
 
 def arm_spec(arm_type: str, description: str | os.PathLike | None = None) -> mujoco.MjSpec:
@@ -109,5 +106,5 @@ def effort_limits(arm_type: str, description: str | os.PathLike | None = None) -
     arm_type = check_arm_type(arm_type)
     if description is None and arm_type == BUILTIN_TYPE:
         return model_effort_limits(mujoco.MjModel.from_xml_path(str(builtin_model_path(BUILTIN_TYPE))))
-    desc = read_arm_description(arm_type, _config_dir(arm_type, description))
+    desc = arm_description(arm_type, description)
     return {joint: desc.limits[joint].effort for joint in JOINTS}

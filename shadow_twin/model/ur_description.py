@@ -14,7 +14,8 @@ BSD-3-Clause; the ROS package ``ur_description``) holds, for each arm type, thre
   (written in degrees with the ``!degrees`` YAML tag), ``has_position_limits``.
 
 :func:`find_ur_description` finds the ``config`` folder; :func:`read_arm_description` reads one
-type into an :class:`ArmDescription` (SI units, radians). This project ships none of these files.
+type into an :class:`ArmDescription` (SI units, radians). The project ships none of these files;
+it ships their figures in its own format (:mod:`shadow_twin.model.ur_figures`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ LINKS = ('shoulder', 'upper_arm', 'forearm', 'wrist_1', 'wrist_2', 'wrist_3')
 #: The joint of each link (its parent joint), as ur_robot_driver names them.
 JOINTS = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
           'wrist_3_joint')
-#: How to get a description, for the error raised when none is found.
-HOW_TO_GET = (f'pass --ur-description DIR (a Universal_Robots_ROS2_Description checkout or its config dir), '
-              f'set {DESCRIPTION_ENV}, or install the ur_description ROS package')
 
 
 @dataclass(frozen=True)
@@ -145,14 +143,6 @@ def find_ur_description(explicit: str | os.PathLike | None = None) -> Path | Non
         return _config_dir(Path(get_package_share_directory('ur_description')))
     except (PackageNotFoundError, ValueError, OSError):
         return None
-
-
-def require_ur_description(arm_type: str, explicit: str | os.PathLike | None = None) -> Path:
-    """:func:`find_ur_description`, or ConfigError saying where a description for ``arm_type`` may come from."""
-    found = find_ur_description(explicit)
-    if found is None:
-        raise ConfigError(f'no UR description found for {arm_type}: {HOW_TO_GET}')
-    return found
 
 
 class _Loader(yaml.SafeLoader):
