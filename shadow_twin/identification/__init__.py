@@ -8,6 +8,8 @@
 * :mod:`~shadow_twin.identification.regressor`: the model, linear in its parameters.
 * :mod:`~shadow_twin.identification.samples`: recordings turned into fit samples.
 * :mod:`~shadow_twin.identification.fit`: bounded least squares, intervals, unidentifiable directions.
+* :mod:`~shadow_twin.identification.priors`: the drive gains' prior; what is implausible.
+* :mod:`~shadow_twin.identification.baseline`: the plain least-squares baseline (the floor).
 * :mod:`~shadow_twin.identification.links`: the links' base parameters (``--links``).
 * :mod:`~shadow_twin.identification.report`: calibrated.xml, parameters.yaml, report.json.
 * :mod:`~shadow_twin.identification.evaluate`: a recording's effort error under a model (offline watch).

@@ -43,6 +43,7 @@ import threadpoolctl
 
 from shadow_twin.calibration.identifiability import Direction, covariance, normalised_svd, combination
 from shadow_twin.common.errors import RecordingError
+from shadow_twin.identification.priors import GainPrior
 from shadow_twin.identification.regressor import Regressors, point_mass_inertia
 from shadow_twin.simulation.effort import smooth_sign
 
@@ -113,6 +114,8 @@ class FitResult:
         rows: equations used; samples: samples used (after decimation); decimation: every
             how many samples were used; evaluations: residual evaluations of the polish.
         fit_sigma: (J,) RMS residual on the fit's samples, effort unit.
+        gain_prior: the drive gains' prior used, or None; prior_share: per joint its share of the
+            information on the gain (0-1), None where none (:meth:`GainPrior.share`).
     """
 
     parameters: DynamicsParameters
@@ -124,11 +127,14 @@ class FitResult:
     decimation: int
     evaluations: int
     fit_sigma: np.ndarray
+    gain_prior: GainPrior | None = None
+    prior_share: list[float | None] = field(default_factory=list)
 
 
 def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_unit: str, payload: bool = True,
           max_samples: int = 20000, iterations: int = 3,
-          friction_velocities: Sequence[float] | None = FRICTION_VELOCITIES) -> FitResult:
+          friction_velocities: Sequence[float] | None = FRICTION_VELOCITIES,
+          gain_prior: GainPrior | None = None) -> FitResult:
     """Fit the effort model to (N, J) measured efforts along ``reg`` (stages: module doc).
 
     BLAS runs on one thread here (``threadpoolctl``): the problems are many and small (QR factors
@@ -141,14 +147,18 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
         iterations: rounds of stage 2 (reweighting, payload inertia).
         friction_velocities: rad/s, the bands of the smooth sign tried per joint (None or
             empty: the regressors' own, ``reg.sign``).
+        gain_prior: the drive gains' prior (:mod:`~shadow_twin.identification.priors`; efforts in
+            A only), one more equation per joint on 1/k from the first reweighting on; None: none.
     Raises:
         RecordingError: fewer equations than unknowns.
     """
     with threadpoolctl.threadpool_limits(limits=1, user_api='blas'):
-        return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities)
+        return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities,
+                      gain_prior)
 
 
-def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities) -> FitResult:
+def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities,
+           gain_prior) -> FitResult:
     effort = np.asarray(effort, dtype=float)
     n, nj = effort.shape
     step = max(1, int(np.ceil(n / max_samples)))
@@ -172,6 +182,8 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
     x = np.zeros(nx)
     inertia = np.zeros(6)
     signs = np.array(reg.sign)
+    prior_sigma = np.full(nj, np.nan)       # the residual's RMS the prior's equations are weighted with
+    prior = gain_prior if has_gain else None
 
     def joint_columns(j, known):
         cols = [known] if has_gain else []
@@ -194,7 +206,12 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
             known = reg.tau_links[:, j] + tp[:, j]
             cols = joint_columns(j, known)
             target = effort[:, j] - (0.0 if has_gain else known)
-            xv[j * npj:(j + 1) * npj] = bounded_lstsq(cols, target, lower[j * npj:(j + 1) * npj])
+            a, y = cols, target
+            row = None if prior is None else prior.row(j, prior_sigma[j])
+            if row is not None:             # the gain's prior: one more equation on 1/k
+                a = np.vstack([cols, np.eye(1, npj) * row[0]])
+                y = np.append(target, row[1])
+            xv[j * npj:(j + 1) * npj] = bounded_lstsq(a, y, lower[j * npj:(j + 1) * npj])
             out[:, j] = cols @ xv[j * npj:(j + 1) * npj] - target
         return out
 
@@ -212,6 +229,7 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
 
     # stage 1: per joint, no payload (linear)
     sigma = _rms(inner(np.zeros(4), x))
+    prior_sigma[:] = sigma
     # stage 2: gains fixed, the payload and the rest together (linear), reweighted
     for _ in range(max(1, iterations) if payload else 0):
         a = x[[j * npj for j in range(nj)]] if has_gain else np.ones(nj)
@@ -226,6 +244,7 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
         if x[p0] > 0:
             inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
         sigma = _rms(inner(x[p0:p0 + 4], x))
+        prior_sigma[:] = sigma
     if friction_velocities:
         choose_friction_velocity(x[p0:p0 + 4] if payload else np.zeros(4))
         sigma = _rms(inner(x[p0:p0 + 4] if payload else np.zeros(4), x))
@@ -276,9 +295,14 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
     params = _parameters(x, joints, effort_unit, per_joint, payload)
     if friction_velocities:
         params.friction_velocity = friction_velocity
+    shares = [None] * nj
+    if prior is not None:
+        tp = payload_torque(x)
+        shares = [prior.share(j, reg.tau_links[:, j] + tp[:, j], prior_sigma[j]) for j in range(nj)]
     intervals, unidentified, singular = _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
     fit_sigma = _rms(params.predict(reg) - effort)
-    return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma)
+    return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma,
+                     prior, shares)
 
 
 def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from shadow_twin.identification import report
 from shadow_twin.identification.baseline import Baseline
 from shadow_twin.identification.fit import DynamicsParameters, FitResult, solve
 from shadow_twin.identification.links import solve_links
+from shadow_twin.identification.priors import GainPrior, implausible
 from shadow_twin.identification.recordings import EffortRecording
 from shadow_twin.identification.regressor import EffortRegressor, Regressors
 from shadow_twin.identification.samples import prepare
@@ -71,7 +72,9 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
     (docs/identify.md: method, outputs).
 
     Raises:
-        ConfigError: no usable samples after filtering; ModelError as :class:`EffortRegressor`.
+        ConfigError: no usable samples after filtering; an implausible result
+            (:func:`~shadow_twin.identification.priors.implausible`); ModelError as
+            :class:`EffortRegressor`.
     """
     joints = list(joints)
     model = spec.compile()
@@ -84,11 +87,20 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
     prepared = time.perf_counter()
     reg = Regressors.concatenate([s.regressors for s in fit_samples])
     effort = np.concatenate([s.effort for s in fit_samples])
-    result = solve(reg, effort, joints, options.effort_unit, payload=options.payload, max_samples=options.max_samples)
+    prior = GainPrior.for_joints(joints)
+    result = solve(reg, effort, joints, options.effort_unit, payload=options.payload, max_samples=options.max_samples,
+                   gain_prior=prior if options.effort_unit == 'A' else None)
     fitted = time.perf_counter()
     every = 'all of them' if result.decimation == 1 else f'one in {result.decimation}'
     log(f'fitted {result.samples} samples ({every}) in {fitted - prepared:.2f} s; '
         f'{len(result.unidentified)} unidentified direction(s)')
+    found = implausible(joints, result.parameters.drive_gain if options.effort_unit == 'A' else None,
+                        result.parameters.payload_mass, prior)
+    if found:
+        raise ConfigError(f'implausible identification, nothing written: {"; ".join(found)} (check the effort unit '
+                          'and scale, that positions are in rad, that --joints matches the columns, --cutoff)')
+    for line in report.prior_lines(result):
+        log(line)
     links = None
     if options.links:
         links = solve_links(reg, effort, result.parameters, regressor.link_bodies, regressor.link_parameters(),

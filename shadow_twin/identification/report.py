@@ -203,11 +203,40 @@ def physical_section(params: DynamicsParameters) -> dict:
                                           'com': [float(v) for v in params.payload_com]}}
 
 
+def prior_lines(result: FitResult) -> list[str]:
+    """Printed lines on the drive gains' prior: one per joint whose gain the data leave mostly to the
+    prior (its share of the information over one half), naming the nominal value it stays near, and
+    an unidentified direction in which the gain weighs (|coefficient| >= 0.3), if any."""
+    prior = result.gain_prior
+    if prior is None:
+        return []
+    joints = result.parameters.joints
+    lines = []
+    for k, joint in enumerate(joints):
+        share = result.prior_share[k] if k < len(result.prior_share) else None
+        if share is None or share <= 0.5:
+            continue
+        directions = [d.combination for d in result.unidentified
+                      if abs(d.coefficients.get(f'{joint}.1/drive_gain', 0.0)) >= 0.3]
+        why = f'the data cannot identify {directions[0]}' if directions else 'the data say little about it'
+        lines.append(f'{joint} drive gain {result.parameters.drive_gain[k]:.3f} N m/A: {why}; it stays near its '
+                     f'prior, UR\'s nominal {prior.nominal[k]:g} N m/A (the prior holds {100 * share:.0f} % of the '
+                     f'information on it)')
+    return lines
+
+
 def parameters_section(result: FitResult) -> dict:
-    """JSON-ready values, intervals and unidentified directions."""
+    """JSON-ready values, intervals, unidentified directions and the drive gains' prior with its
+    weight per joint."""
     def safe(v):
         return None if isinstance(v, float) and not np.isfinite(v) else v
-    return {'values': physical_section(result.parameters),
+    priors = {}
+    if result.gain_prior is not None:
+        for k, joint in enumerate(result.parameters.joints):
+            if result.prior_share[k] is not None:
+                priors[joint] = {'nominal_drive_gain': float(result.gain_prior.nominal[k]),
+                                 'sd_percent': 100.0 * result.gain_prior.sd, 'prior_share': result.prior_share[k]}
+    return {'priors': priors, 'values': physical_section(result.parameters),
             'intervals': {k: {kk: safe(vv) for kk, vv in v.items()} for k, v in result.intervals.items()},
             'unidentified': [{k: safe(v) for k, v in asdict(d).items()} for d in result.unidentified],
             'singular_values': result.singular_values, 'rows': result.rows, 'samples': result.samples,

@@ -28,8 +28,9 @@ JOINT_RMSE = 0.01          # rad, sim vs mock over the motion (the issue's targe
 BASE_ERROR = 0.01          # m after 5 m of driving
 #: s from a velocity command's stamp to its effect, in the model that the sim and the mock MiR both run:
 #: each base then takes every command at its stamp, not when its process gets to it (with none, one
-#: process delayed on a loaded machine took a command late and the bases ended 4-17 mm apart).
-COMMAND_LATENCY = 0.1
+#: process delayed on a loaded machine took a command late and the bases ended 4-17 mm apart; with
+#: 0.1 s, a fresh-clone CI run here once ended 16.9 mm apart: a process more than 0.1 s late).
+COMMAND_LATENCY = 0.2
 UNPERTURBED = "overrides:=''"
 CELL_GAINS_ARG = cell_helpers.CELL_GAINS
 
