@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,9 +27,9 @@ from shadow_twin.cli.errors import run_reporting_errors
 from shadow_twin.cli.inputs import OneLineParser
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import check_writable_directory, exclusive_directory, write_text_atomic
+from shadow_twin.common.files import LOCK_FILE, check_writable_directory, exclusive_directory, write_files_together
 from shadow_twin.identification import recordings, report
-from shadow_twin.identification.job import IdentifyOptions, identify
+from shadow_twin.identification.job import Identification, IdentifyOptions, identify
 from shadow_twin.identification.regressor import EffortRegressor
 from shadow_twin.identification.signals import FilterSettings
 from shadow_twin.model.mjcf import load_spec
@@ -85,9 +86,11 @@ def _check_out(out: Path, force: bool) -> None:
                               'pass --force to write into it')
 
 
-def _read(path: Path, joints, args, columns, fitted: bool = True):
+def _read(path: Path, joints, args, columns, fitted: bool = True, csv: bool | None = None):
+    """One recording; ``csv``: read as a CSV log (True, ``--csv``), a bag (False, ``--bag``), or by
+    its suffix (None, ``--holdout``)."""
     options = {'require_motion': fitted}      # a hold-out may stand still: it is checked, not fitted
-    if path.suffix.lower() == '.csv':
+    if csv or (csv is None and path.suffix.lower() == '.csv'):
         return recordings.from_csv(path, columns, joints, args.effort_unit, **options)
     return recordings.from_bag(path, joints, args.effort_unit, **options)
 
@@ -95,14 +98,36 @@ def _read(path: Path, joints, args, columns, fitted: bool = True):
 def run(args: argparse.Namespace) -> int:
     """Run ``shadow-twin identify`` with parsed ``args``; returns ExitCode.OK.
 
+    ``--out`` is locked for the whole run (a second run on it is refused, not merged), and its three
+    files appear together or not at all (:func:`~shadow_twin.common.files.write_files_together`).
+
     Raises:
-        ShadowTwinError: bad input (one line), nothing written.
+        ShadowTwinError: bad input (one line), nothing written (an ``--out`` this run created is
+            removed again).
     """
     if args.max_samples < 100:
         raise ConfigError(f'--max-samples {args.max_samples}: use at least 100')
     if not args.bag and not args.csv:
         raise ConfigError('no recording: pass --bag and/or --csv')
     _check_out(args.out, args.force)
+    created = not args.out.exists()
+    try:
+        with exclusive_directory(args.out, '--out'):
+            _check_out(args.out, args.force)       # again, under the lock: a run that ended meanwhile
+            found = _identify(args)
+            write_files_together(args.out, {'calibrated.xml': found.xml,
+                                            'parameters.yaml': report.parameters_text(found.drive),
+                                            'report.json': report.json_text(found.report)})
+    except BaseException:
+        if created and {p.name for p in args.out.iterdir()} <= {LOCK_FILE}:
+            shutil.rmtree(args.out, ignore_errors=True)
+        raise
+    print(json.dumps({'out': str(args.out), **found.summary}))
+    return ExitCode.OK
+
+
+def _identify(args: argparse.Namespace) -> Identification:
+    """Read the model and recordings of ``args`` and identify (progress printed)."""
     _, spec = _model_text(args)
     try:
         model = spec.compile()
@@ -113,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     regressor = EffortRegressor(model, joints)
     csv_used = args.csv or [p for p in args.holdout if p.suffix.lower() == '.csv']
     columns = recordings.ColumnMap.load(args.columns, len(joints)) if csv_used else None
-    fit_recs = [_read(p, joints, args, columns) for p in [*args.bag, *args.csv]]
+    fit_recs = [_read(p, joints, args, columns, csv=False) for p in args.bag] + \
+        [_read(p, joints, args, columns, csv=True) for p in args.csv]
     hold_recs = [_read(p, joints, args, columns, fitted=False) for p in args.holdout]
     for kind, recs in (('fit', fit_recs), ('hold-out', hold_recs)):
         for rec in recs:
@@ -123,14 +149,8 @@ def run(args: argparse.Namespace) -> int:
     options = IdentifyOptions(args.effort_unit, settings, payload=not args.no_payload, links=args.links,
                               max_samples=args.max_samples)
     label = str(args.model) if args.model else f'--arm {args.arm}'
-    found = identify(spec, joints, fit_recs, hold_recs, options, label, regressor,
-                     log=lambda line: print(line, flush=True))
-    with exclusive_directory(args.out, '--out'):
-        write_text_atomic(args.out / 'calibrated.xml', found.xml)
-        report.write_parameters(args.out / 'parameters.yaml', found.drive)
-        report.write_json(args.out / 'report.json', found.report)
-    print(json.dumps({'out': str(args.out), **found.summary}))
-    return ExitCode.OK
+    return identify(spec, joints, fit_recs, hold_recs, options, label, regressor,
+                    log=lambda line: print(line, flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,9 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
+import signal
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -131,3 +134,77 @@ def exclusive_directory(path: str | os.PathLike, what: str = 'output directory')
             yield path
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_files_together(directory: str | os.PathLike, files: dict[str, str]) -> list[Path]:
+    """Write the UTF-8 texts of ``files`` ({name: text}) into ``directory`` as one unit: all are
+    written and synced in a hidden staging folder inside it first, then renamed into place with
+    SIGINT and SIGTERM held back, so a Ctrl-C or a crash leaves either every new file or none (a
+    crash mid-way leaves only the staging folder, removed by the next call).
+
+    An existing entry of one of the names must be a regular file (it is replaced); a symlink, a
+    FIFO, a device or a directory in the way is refused, never written through.
+
+    Raises:
+        ConfigError: an entry in the way that is not a regular file, or the directory cannot be
+            written (nothing of the new files is then visible).
+    """
+    directory = Path(directory)
+    for name in files:
+        try:
+            mode = os.lstat(directory / name).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f'{directory / name} exists and is not a regular file (a link, a FIFO, a device '
+                              'or a directory): not replaced')
+    staging = directory / '.staging'
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        for name, text in files.items():
+            write_text_atomic(staging / name, text)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for name in files:
+                os.replace(staging / name, directory / name)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    except OSError as exc:
+        raise ConfigError(f'cannot write into {directory}: {exc.strerror or exc}') from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [directory / name for name in files]
+
+
+#: bytes: the largest text input the commands read whole (a CSV log of an hour at 500 Hz is ~200 MB).
+MAX_TEXT_INPUT = 512 * 1024 * 1024
+
+
+def read_text_limited(path: str | os.PathLike, what: str = 'file', limit: int = MAX_TEXT_INPUT) -> str:
+    """The UTF-8 text of the regular file ``path``, refused early when it cannot end or is too big
+    to hold: a device (``/dev/zero``), a FIFO or a socket, or a file over ``limit`` bytes.
+
+    Raises:
+        FileNotFoundError: no such file (the caller words it).
+        ConfigError: not a regular file, over the limit (the limit in the message), unreadable or not
+            UTF-8; one line naming ``what`` and the path.
+    """
+    path = Path(path)
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f'{what} {path}: not a regular file (a device, FIFO or socket is never read whole)')
+    if info.st_size > limit:
+        raise ConfigError(f'{what} {path}: {info.st_size / 2**20:.0f} MiB, over the {limit / 2**20:.0f} MiB '
+                          'read whole; split it')
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f'{what} {path}: cannot read: {exc.strerror or exc}') from None
+    if len(data) > limit:           # it grew while being read
+        raise ConfigError(f'{what} {path}: over the {limit / 2**20:.0f} MiB read whole; split it')
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f'{what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})') from None

@@ -18,13 +18,18 @@ from typing import Sequence
 import numpy as np
 import yaml
 
-from shadow_twin.common.errors import TrajectoryError
+from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.common.files import read_text_limited
 from shadow_twin.common.stamps import to_seconds
 
 INTERPOLATIONS = ('auto', 'linear', 'cubic', 'quintic')
 #: YAML's safe loader, libyaml's where PyYAML was built with it (the same documents, about ten
 #: times faster: the UR5's calibration trajectories are 1,000 lines, read once per protocol run).
 SAFE_LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+#: The largest waypoint file read (bytes) and trajectory taken (waypoints): a 10^6-point trajectory
+#: grew a calibration past 11 GB before it was refused.
+MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024
+MAX_WAYPOINTS = 100_000
 #: Difference between a start state and point 0 above which the JTC's first segment is a motion,
 #: rad (see :meth:`JointTrajectory.motion_start`).
 START_TOLERANCE = 0.05
@@ -285,14 +290,17 @@ def load_waypoint_yaml(path: str | Path, name: str, prefix: str = 'rh_') -> Join
     waypoint (from the start state for the first). Returns positions only, so the
     trajectory samples linearly, as the JTC does for position-only points.
 
-    Raises TrajectoryError: missing file, unknown name (lists the known ones),
-    wrong vector length, non-positive interpolate_time.
+    Raises TrajectoryError: missing file, not a regular file or over :data:`MAX_TRAJECTORY_BYTES`,
+    unknown name (lists the known ones), more than :data:`MAX_WAYPOINTS` waypoints, wrong vector
+    length, non-positive interpolate_time.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise TrajectoryError(f'trajectory file not found: {path}')
     try:
-        data = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
+        data = yaml.load(read_text_limited(path, 'trajectory file', MAX_TRAJECTORY_BYTES), Loader=SAFE_LOADER) or {}
+    except ConfigError as exc:
+        raise TrajectoryError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise TrajectoryError(f'{path}: not valid YAML ({exc})') from None
     sections = {k: v for k, v in data.items() if k.endswith('_trajectories') and isinstance(v, dict)}
@@ -310,6 +318,9 @@ def load_waypoint_yaml(path: str | Path, name: str, prefix: str = 'rh_') -> Join
     waypoints = sections[section][name] or []
     if not waypoints:
         raise TrajectoryError(f'{path}: trajectory {name!r} has no waypoints')
+    if len(waypoints) > MAX_WAYPOINTS:
+        raise TrajectoryError(f'{path}: trajectory {name!r} has {len(waypoints)} waypoints, more than '
+                              f'{MAX_WAYPOINTS} (each is simulated and compared: split it)')
     times, positions = [], []
     elapsed = 0.0
     for k, wp in enumerate(waypoints):

@@ -43,19 +43,22 @@ def evaluate_effort(model_path: str | Path, parameters_yaml: str | Path | None, 
         'intervals': [{'joint', 'start', 'end', 'worst', 'peak'}], 'dropped': {reason: count}}.
     Raises:
         ModelError, ConfigError, RecordingError (ShadowTwinError): unreadable model, parameters
-        or bag; a joint missing; no effort.
+        or bag; parameters without a drive gain for a joint (effort in A); a joint missing; a
+        joint without effort.
     """
     joints = list(joints or UR_JOINTS)
     model = TwinModel(model_path).model
     drive = DriveParameters.from_yaml(parameters_yaml) if parameters_yaml is not None else \
         nominal_drive(joints, effort_unit)
+    drive.check_covers(joints, str(parameters_yaml or 'nominal drive gains'))
     rec = read_joint_states(bag, topic, strict=False)      # the watch drops stamps going back, as live
     missing = [j for j in joints if j not in rec.joint_names]
     if missing:
         raise RecordingError(f'{bag}: joint(s) {", ".join(missing)} not in {rec.topic}')
     effort = rec.frame['effort'][joints].to_numpy(dtype=float)
-    if np.isnan(effort).all():
-        raise RecordingError(f'{bag}: {rec.topic} has no effort for {", ".join(joints)}')
+    empty = [j for k, j in enumerate(joints) if np.isnan(effort[:, k]).all()]
+    if empty:       # a joint without effort would be judged on nothing: a false all-clear
+        raise RecordingError(f'{bag}: {rec.topic} has no effort for {", ".join(empty)}')
     q = rec.frame['position'][joints].to_numpy(dtype=float)
     qd = rec.frame['velocity'][joints].to_numpy(dtype=float)
     watch = EffortWatch(InverseDynamics(model, joints), drive, settings, joints)

@@ -126,7 +126,7 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
     moving = [s.recording for s in hold_samples if not holds[s.recording.source]['static']]
     calibrated = report.calibrated_spec(spec, params)
     xml = calibrated.to_xml()
-    sigma = report.watch_sigma(calibrated.compile(), report.drive_parameters(params, np.zeros(len(joints))),
+    sigma = report.watch_sigma(calibrated.compile(), report.drive_parameters(params, None),
                                moving or [s.recording for s in fit_samples])
     data = {'model': model_label, 'joints': joints, 'effort_unit': options.effort_unit,
             'filter': options.filter.to_dict(fit_samples[0].rate_hz),

@@ -25,8 +25,11 @@ import yaml
 
 from shadow_twin.calibration.recording import read_joint_states
 from shadow_twin.common.errors import ConfigError, RecordingError
+from shadow_twin.common.files import read_text_limited
 from shadow_twin.simulation.effort import EFFORT_UNITS
 
+#: bytes: the largest column map read (a few lines of YAML).
+MAX_SMALL_INPUT = 1024 * 1024
 #: A step in time larger than this many median steps splits a recording (a gap).
 GAP_FACTOR = 3.0
 #: Smallest range of motion (rad) of the most moving joint for a recording to count as motion.
@@ -236,7 +239,7 @@ class ColumnMap:
             return cls.from_mapping(PRESETS[str(spec)], joints)
         path = Path(spec)
         try:
-            data = yaml.safe_load(path.read_text(encoding='utf-8'))
+            data = yaml.safe_load(read_text_limited(path, '--columns', MAX_SMALL_INPUT))
         except FileNotFoundError:
             raise ConfigError(f'--columns {spec}: neither a preset ({", ".join(PRESETS)}) nor a file') from None
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -263,11 +266,11 @@ def from_csv(path: str | Path, columns: ColumnMap, joints: Sequence[str], effort
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding='utf-8')
+        text = read_text_limited(path, 'CSV log')
     except FileNotFoundError:
         raise RecordingError(f'{path}: no such file') from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordingError(f'{path}: not a readable text (CSV) file: {" ".join(str(exc).split())}') from None
+    except ConfigError as exc:
+        raise RecordingError(str(exc)) from None
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith('#')]
     if not lines:
         raise RecordingError(f'{path}: empty CSV file')

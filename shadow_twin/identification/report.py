@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.common.files import write_text_atomic
 from shadow_twin.identification.baseline import Baseline, explained_variance
 from shadow_twin.identification.fit import DynamicsParameters, FitResult
 from shadow_twin.identification.regressor import FLANGE_BODIES, FLANGE_SITES
@@ -171,20 +169,21 @@ def calibrated_spec(spec: mujoco.MjSpec, params: DynamicsParameters) -> mujoco.M
     return spec
 
 
-def drive_parameters(params: DynamicsParameters, residual_sigma: np.ndarray) -> DriveParameters:
-    """The ``parameters.yaml`` contents."""
+def drive_parameters(params: DynamicsParameters, residual_sigma: np.ndarray | None) -> DriveParameters:
+    """The ``parameters.yaml`` contents (``residual_sigma`` None: none yet)."""
     gains = {j: float(params.drive_gain[k]) for k, j in enumerate(params.joints)} \
         if params.effort_unit == 'A' else {}
     velocity = {} if params.friction_velocity is None else \
         {j: float(params.friction_velocity[k]) for k, j in enumerate(params.joints)}
     return DriveParameters(params.effort_unit, gains,
                            {j: float(params.offset[k]) for k, j in enumerate(params.joints)},
+                           {} if residual_sigma is None else
                            {j: float(residual_sigma[k]) for k, j in enumerate(params.joints)}, velocity)
 
 
-def write_parameters(path: Path, drive: DriveParameters) -> Path:
-    """Write ``parameters.yaml`` atomically (the :class:`DriveParameters` layout)."""
-    return drive.write_yaml(path, header=(
+def parameters_text(drive: DriveParameters) -> str:
+    """``parameters.yaml``'s text (the :class:`DriveParameters` layout, with its header)."""
+    return drive.yaml_text(header=(
         'shadow-twin identify: per joint drive_gain (N m per effort unit), offset and residual_sigma\n'
         '(std of the validation residual) in the effort unit; friction_velocity: rad/s of the\n'
         'Coulomb friction smooth sign tanh(qd / v) (docs/identify.md)'))
@@ -244,6 +243,6 @@ def parameters_section(result: FitResult) -> dict:
             'fit_sigma': [float(v) for v in result.fit_sigma]}
 
 
-def write_json(path, data: dict):
-    """Write ``data`` as indented JSON, atomically."""
-    return write_text_atomic(path, json.dumps(data, indent=2) + '\n')
+def json_text(data: dict) -> str:
+    """``data`` as indented JSON (``report.json``'s text)."""
+    return json.dumps(data, indent=2) + '\n'

@@ -70,6 +70,7 @@ class EffortMonitor:
         self.drive = (DriveParameters.from_yaml(path) if path else
                       nominal_drive(self.joints, p('effort.effort_unit'), drive_gains(p('effort.drive_gains'))))
         self.drive_source = path or 'nominal drive gains'
+        self.drive.check_covers(self.joints, self.drive_source)
         self.watch: EffortWatch | None = None
         self.model_path = ''
         self._last: tuple[float, object] | None = None      # (arrival monotonic s, newest sample)

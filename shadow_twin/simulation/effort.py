@@ -35,7 +35,7 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ConfigError, ModelError
-from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.files import read_text_limited, write_text_atomic
 from shadow_twin.common.state_files import load_yaml
 
 #: Units of a recording's ``effort``: joint current (ur_robot_driver) or joint torque.
@@ -168,10 +168,26 @@ class DriveParameters:
             for joint, value in table.items():
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                     raise ConfigError(f'{name} of {joint}: {value!r} is not a finite number')
-        for name, table in (('drive_gain', self.drive_gains), ('friction_velocity', self.friction_velocity)):
+        for name, table in (('drive_gain', self.drive_gains), ('friction_velocity', self.friction_velocity),
+                            ('residual_sigma', self.residual_sigma)):
             for joint, value in table.items():
                 if value <= 0.0:
                     raise ConfigError(f'{name} of {joint}: {value!r} must be > 0')
+
+    def check_covers(self, joints: Sequence[str], source: str) -> None:
+        """That these parameters serve ``joints`` (the watch's arm joints): in A, every joint has a
+        drive gain (without one the current would be taken as N m, and the whole recording flagged).
+
+        Raises:
+            ConfigError: one line naming ``source`` and the joints it lacks (e.g. a file of another
+            arm, an empty one).
+        """
+        if self.effort_unit != 'A':
+            return
+        missing = [j for j in joints if j not in self.drive_gains]
+        if missing:
+            raise ConfigError(f'{source}: no drive_gain for {", ".join(missing)} (effort in A; '
+                              f'it names {", ".join(sorted(self.drive_gains)) or "no joint"})')
 
     def _tables(self) -> tuple[tuple[str, dict[str, float]], ...]:
         return (('drive_gain', self.drive_gains), ('offset', self.offsets),
@@ -225,22 +241,24 @@ class DriveParameters:
         """Read ``parameters.yaml``.
 
         Raises:
-            ConfigError: missing file, malformed YAML (one line), bad layout or values.
+            ConfigError: missing or empty file, malformed YAML (one line), bad layout or values.
         """
         path = Path(path)
         try:
-            data = load_yaml(path.read_text(encoding='utf-8'))
+            data = load_yaml(read_text_limited(path, 'drive parameters', 1024 * 1024))
         except (RecursionError, MemoryError) as exc:
             raise ConfigError(f'{path}: malformed YAML: nested too deep to read ({type(exc).__name__})') from None
         except FileNotFoundError:
             raise ConfigError(f'{path}: no such file') from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise ConfigError(f'{path}: cannot read: {exc}') from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, 'problem_mark', None)
             where = f' (line {mark.line + 1})' if mark is not None else ''
             raise ConfigError(f'{path}: malformed YAML{where}: {getattr(exc, "problem", exc)}') from None
-        return cls.from_mapping(data or {})
+        if not data:
+            raise ConfigError(f'{path}: empty (expected effort_unit and joints, as shadow-twin identify writes)')
+        return cls.from_mapping(data)
 
     def to_mapping(self) -> dict:
         """The YAML layout of :meth:`from_mapping`."""
@@ -254,7 +272,11 @@ class DriveParameters:
             table[j] = entry
         return {'effort_unit': self.effort_unit, 'joints': table}
 
-    def write_yaml(self, path: str | Path, header: str = '') -> Path:
-        """Write atomically; ``header``: comment lines put first. Returns the path."""
+    def yaml_text(self, header: str = '') -> str:
+        """The file's text; ``header``: comment lines put first."""
         comment = ''.join(f'# {line}\n' for line in header.splitlines())
-        return write_text_atomic(Path(path), comment + yaml.safe_dump(self.to_mapping(), sort_keys=False))
+        return comment + yaml.safe_dump(self.to_mapping(), sort_keys=False)
+
+    def write_yaml(self, path: str | Path, header: str = '') -> Path:
+        """Write :meth:`yaml_text` atomically. Returns the path."""
+        return write_text_atomic(Path(path), self.yaml_text(header))
