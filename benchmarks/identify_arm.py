@@ -121,23 +121,14 @@ def recovery(misses: list) -> None:
           hold['reduction_percent'] >= REDUCTION_TARGET, misses)
 
 
-class Standstill:
-    """The arm held at :data:`identify_helpers.HOME` (a trajectory with ``sample``)."""
-
-    def sample(self, t: np.ndarray):
-        q = np.tile(H.HOME, (np.size(t), 1))
-        return q, np.zeros_like(q), np.zeros_like(q)
-
-
 def real_drive(misses: list) -> None:
     """Part 3: every drive effect on; the OLS baseline beside the method."""
     truth = H.MockTruth()
     print(f'\na drive that is not the model: {truth.effects}')
     with tempfile.TemporaryDirectory() as tmp:
         runs = H.mock_runs(Path(tmp) / 'mock', 'ur10e', seeds=(1, 2, 3, 4), duration=60.0, truth=truth)
-        model = H.true_model(H.nominal_xml('ur10e'), truth)
-        still = H.write_bag(Path(tmp) / 'still', *H.simulate(model, Standstill(), 6.0, truth,
-                                                            runs['truth']['frictionloss'], seed=5, clock=70.0))
+        still = H.still_bag(Path(tmp) / 'still', H.nominal_xml('ur10e'), truth, runs['truth']['frictionloss'],
+                            clock=70.0)
         out = Path(tmp) / 'out'
         report, elapsed = run_identify(runs, out, [runs['csv'], still])
         if report is None:
@@ -174,7 +165,7 @@ def detection(out: Path, runs: dict, truth: H.MockTruth, misses: list, holds: bo
     def watch(t, q, qd, current):
         return EffortWatch(InverseDynamics(model, H.JOINTS), drive, EffortSettings(), H.JOINTS).run(t, q, qd, current)
     push_at = 4.0
-    run = watch(*H.simulate(mock, Standstill(), 8.0, truth, friction, seed=11,
+    run = watch(*H.simulate(mock, H.Standstill(), 8.0, truth, friction, seed=11,
                             push=('forearm_link', (0.0, 30.0, 0.0), push_at)))
     delay = detection_delay(run, push_at)
     before = [i for i in run.intervals() if i.start < push_at]
@@ -190,7 +181,7 @@ def detection(out: Path, runs: dict, truth: H.MockTruth, misses: list, holds: bo
     if holds:
         flagged = []
         for seed in range(40, 50):
-            run = watch(*H.simulate(mock, Standstill(), 5.0, truth, friction, seed=seed, clock=60.0 * (seed - 40)))
+            run = watch(*H.simulate(mock, H.Standstill(), 5.0, truth, friction, seed=seed, clock=60.0 * (seed - 40)))
             flagged += [(seed, i.joint) for i in run.intervals()]
         check(f'ten static 5 s holds: {len(flagged)} flagged interval(s) {flagged if flagged else ""}(target: none)',
               not flagged, misses)

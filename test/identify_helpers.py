@@ -152,6 +152,20 @@ def excitation(seed: int, amplitude: float = 1.0, velocity: float = 2.5, harmoni
     return random_coefficients(np.random.default_rng(seed), HOME, amplitude, velocity, harmonics, base_hz)
 
 
+class Standstill:
+    """The arm held at :data:`HOME` (a trajectory with ``sample``, as :class:`FourierTrajectory`)."""
+
+    def sample(self, t: np.ndarray):
+        q = np.tile(HOME, (np.size(t), 1))
+        return q, np.zeros_like(q), np.zeros_like(q)
+
+
+def still_bag(path: Path, xml: str, truth: MockTruth, friction: np.ndarray, clock: float = 0.0) -> Path:
+    """A 6 s bag of the mock arm of ``xml`` and ``truth`` standing at :data:`HOME` (friction (6,) N m;
+    ``clock``: s of the mock's clock at its start): a static hold-out."""
+    return write_bag(path, *simulate(true_model(xml, truth), Standstill(), 6.0, truth, friction, seed=5, clock=clock))
+
+
 def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: float, truth: MockTruth,
              friction: np.ndarray, seed: int = 0, rate_hz: float = 100.0, push: tuple | None = None,
              clock: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -177,13 +177,50 @@ def write_files_together(directory: str | os.PathLike, files: dict[str, str]) ->
     return [directory / name for name in files]
 
 
+class NotRegularFile(Exception):
+    """:func:`read_bytes_limited` will not open it: a directory, device, FIFO or socket."""
+
+
+class TooLarge(Exception):
+    """:func:`read_bytes_limited` will not hold it: ``size`` bytes (None: it grew past the limit while
+    being read)."""
+
+    def __init__(self, size: int | None) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_bytes_limited(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (links followed), refused before they are read when
+    they cannot end or are too many to hold: no device (``/dev/zero``), FIFO or socket is opened,
+    and a file over ``limit`` bytes is not read (nor one that grows past it while read). The one
+    reader of :func:`read_text_limited` (the commands' inputs) and of
+    :func:`shadow_twin.common.state_files.read_state` (the nodes' state files); each words its
+    refusal.
+
+    Raises:
+        FileNotFoundError: no such file; NotRegularFile; TooLarge; OSError: it cannot be opened or read.
+    """
+    if not stat.S_ISREG(Path(path).stat().st_mode):
+        raise NotRegularFile(str(path))
+    with open(path, 'rb') as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise TooLarge(size)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(None)
+    return data
+
+
 #: bytes: the largest text input the commands read whole (a CSV log of an hour at 500 Hz is ~200 MB).
 MAX_TEXT_INPUT = 512 * 1024 * 1024
 
 
 def read_text_limited(path: str | os.PathLike, what: str = 'file', limit: int = MAX_TEXT_INPUT) -> str:
     """The UTF-8 text of the regular file ``path``, refused early when it cannot end or is too big
-    to hold: a device (``/dev/zero``), a FIFO or a socket, or a file over ``limit`` bytes.
+    to hold (:func:`read_bytes_limited`): a device (``/dev/zero``), a FIFO or a socket, or a file over
+    ``limit`` bytes.
 
     Raises:
         FileNotFoundError: no such file (the caller words it).
@@ -191,19 +228,18 @@ def read_text_limited(path: str | os.PathLike, what: str = 'file', limit: int = 
             UTF-8; one line naming ``what`` and the path.
     """
     path = Path(path)
-    info = path.stat()
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f'{what} {path}: not a regular file (a device, FIFO or socket is never read whole)')
-    if info.st_size > limit:
-        raise ConfigError(f'{what} {path}: {info.st_size / 2**20:.0f} MiB, over the {limit / 2**20:.0f} MiB '
-                          'read whole; split it')
+    mib = f'{limit / 2**20:.0f} MiB'
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read(limit + 1)
+        data = read_bytes_limited(path, limit)
+    except NotRegularFile:
+        raise ConfigError(f'{what} {path}: not a regular file (a device, FIFO or socket is never read whole)') from None
+    except TooLarge as exc:
+        size = '' if exc.size is None else f'{exc.size / 2**20:.0f} MiB, '
+        raise ConfigError(f'{what} {path}: {size}over the {mib} read whole; split it') from None
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise ConfigError(f'{what} {path}: cannot read: {exc.strerror or exc}') from None
-    if len(data) > limit:           # it grew while being read
-        raise ConfigError(f'{what} {path}: over the {limit / 2**20:.0f} MiB read whole; split it')
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:

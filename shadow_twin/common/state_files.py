@@ -28,6 +28,7 @@ from typing import Callable, TypeVar
 import yaml
 
 from shadow_twin.common.errors import ShadowTwinError
+from shadow_twin.common.files import NotRegularFile, TooLarge, read_bytes_limited
 
 T = TypeVar('T')
 
@@ -110,18 +111,15 @@ def _read(path: Path, info: os.stat_result, max_bytes: int) -> str:
         raise _Unusable('a directory, not a file')
     if stat.S_ISLNK(info.st_mode) and not path.exists():
         raise _Unusable('a link to nothing')
-    if not path.is_file():
-        raise _Unusable('not a regular file')
     try:
-        with open(path, 'rb') as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes:
-                raise _Unusable(f'{size} bytes, over the {max_bytes}-byte limit')
-            data = handle.read(max_bytes + 1)
+        data = read_bytes_limited(path, max_bytes)
+    except NotRegularFile:
+        raise _Unusable('not a regular file') from None
+    except TooLarge as exc:
+        size = '' if exc.size is None else f'{exc.size} bytes, '
+        raise _Unusable(f'{size}over the {max_bytes}-byte limit') from None
     except OSError as exc:
         raise _Unusable(f'cannot be read ({exc.strerror or exc})') from None
-    if len(data) > max_bytes:                   # it grew while read
-        raise _Unusable(f'over the {max_bytes}-byte limit')
     return data.decode('utf-8')
 
 

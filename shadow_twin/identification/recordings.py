@@ -242,7 +242,7 @@ class ColumnMap:
             data = yaml.safe_load(read_text_limited(path, '--columns', MAX_SMALL_INPUT))
         except FileNotFoundError:
             raise ConfigError(f'--columns {spec}: neither a preset ({", ".join(PRESETS)}) nor a file') from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except (OSError, yaml.YAMLError) as exc:       # (read_text_limited words the rest itself)
             raise ConfigError(f'--columns {spec}: cannot read: {" ".join(str(exc).split())}') from None
         return cls.from_mapping(data, joints)
 

@@ -43,9 +43,8 @@ def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsP
     """One recording's figures against its raw efforts (the recording's unit): ``{'static', 'rmse_before',
     'rmse_after', 'reduction_percent', 'joints': {joint: {rmse_before, rmse_after, mean_error,
     explained_variance, residual_sigma, baseline_rmse, baseline_explained_variance, below_baseline}},
-    ...}``. ``static``: the recording stands still (its joints move less than
-    :data:`~shadow_twin.identification.recordings.MIN_MOTION`); its explained variances are None (the
-    effort's variance is noise there) and it is judged by RMSE and mean error. ``baseline``: the plain
+    ...}``. ``static``: the recording stands still (its joints move less than :data:`STATIC_SPAN`); its
+    explained variances are None (the effort's variance is noise there) and it is judged by RMSE and mean error. ``baseline``: the plain
     OLS baseline (:mod:`~shadow_twin.identification.baseline`); ``below_baseline``: the method's RMSE
     is above the baseline's (for a moving recording: its explained variance is below)."""
     e = samples.effort
@@ -64,9 +63,10 @@ def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsP
                       'explained_variance': None if static else _finite(explained[j]),
                       'residual_sigma': float(np.std(after[:, j]))}
         if base is not None:
-            out[joint].update(baseline_rmse=_rms(base[:, j]),
+            rbase = _rms(base[:, j])
+            out[joint].update(baseline_rmse=rbase,
                               baseline_explained_variance=None if static else _finite(base_explained[j]),
-                              below_baseline=bool(ra > _rms(base[:, j])))
+                              below_baseline=bool(ra > rbase))
     total_b, total_a = float(np.sqrt(np.mean(before ** 2))), float(np.sqrt(np.mean(after ** 2)))
     return {'source': samples.recording.source, 'unit': samples.recording.effort_unit, 'static': static,
             'samples': int(samples.index.size), 'duration_s': samples.recording.duration,
@@ -211,8 +211,7 @@ def prior_lines(result: FitResult) -> list[str]:
         return []
     joints = result.parameters.joints
     lines = []
-    for k, joint in enumerate(joints):
-        share = result.prior_share[k] if k < len(result.prior_share) else None
+    for k, (joint, share) in enumerate(zip(joints, result.prior_share)):
         if share is None or share <= 0.5:
             continue
         directions = [d.combination for d in result.unidentified

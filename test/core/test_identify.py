@@ -210,20 +210,10 @@ def test_a_bag_whose_clock_jumps_back_is_read_with_those_samples_dropped_and_cou
     assert np.all(np.diff(rec.times) > 0)
 
 
-class _Standstill:
-    """The mock arm held at :data:`identify_helpers.HOME`."""
-
-    def sample(self, t):
-        q = np.tile(H.HOME, (np.size(t), 1))
-        return q, np.zeros_like(q), np.zeros_like(q)
-
-
 def test_a_static_holdout_is_evaluated_not_refused(runs, tmp_path, capsys):
     """A hold-out standing still is checked (RMSE, mean error per joint), not refused."""
     truth = H.MockTruth(effects=H.DriveEffects.off())
-    model = H.true_model(H.nominal_xml('ur10e'), truth)
-    still = H.write_bag(tmp_path / 'still', *H.simulate(model, _Standstill(), 6.0, truth,
-                                                         runs['truth']['frictionloss'], seed=5))
+    still = H.still_bag(tmp_path / 'still', H.nominal_xml('ur10e'), truth, runs['truth']['frictionloss'])
     out = tmp_path / 'out'
     assert main(['--model', str(runs['xml']), '--bag', str(runs['bags'][0]), '--bag', str(runs['bags'][1]),
                  '--holdout', str(still), '--out', str(out)]) == 0
@@ -285,9 +275,7 @@ def test_a_drive_that_is_not_the_model(tmp_path, capsys):
     truth = H.MockTruth()
     assert truth.effects == H.DriveEffects() and truth.effects.presliding_angle > 0      # on by default
     runs = H.mock_runs(tmp_path / 'mock', 'ur10e', truth=truth)
-    model = H.true_model(H.nominal_xml('ur10e'), truth)
-    still = H.write_bag(tmp_path / 'still', *H.simulate(model, _Standstill(), 6.0, truth,
-                                                         runs['truth']['frictionloss'], seed=5, clock=70.0))
+    still = H.still_bag(tmp_path / 'still', H.nominal_xml('ur10e'), truth, runs['truth']['frictionloss'], clock=70.0)
     out = tmp_path / 'out'
     assert main(['--model', str(runs['xml']), '--bag', str(runs['bags'][0]), '--bag', str(runs['bags'][1]),
                  '--holdout', str(runs['csv']), '--holdout', str(still), '--out', str(out)]) == 0

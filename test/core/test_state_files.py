@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shadow_twin.common import state_files
+from shadow_twin.common import files, state_files
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.drift import DriftSettings, DriftTrend, load_state, save_state
 
@@ -97,7 +97,7 @@ def test_an_unreadable_file_is_moved_aside(tmp_path, monkeypatch):
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, 'Permission denied')
-    monkeypatch.setattr(state_files, 'open', refuse, raising=False)
+    monkeypatch.setattr(files, 'open', refuse, raising=False)       # the one reader (common/files.py)
     state, lines = read_drift(path)
     assert state is None and len(lines) == 1 and 'cannot be read (Permission denied)' in lines[0]
     assert list(tmp_path.glob('twin_monitor.json.corrupt-*')) and not path.exists()
