@@ -17,7 +17,7 @@ one goes on, and a cancel before its start leaves the running one untouched (the
 takes back the parts of a goal another controller did not accept, and the running
 goal must not notice). ``late_start_limit`` >= 0 rejects a stamped goal whose start
 passed more than that long ago when it arrives (the twin stamps its parts ahead and
-gives up on those not accepted ``ACCEPT_MARGIN`` before the start: such a part must
+gives up on those not accepted ``accept_margin`` before the start: such a part must
 not start; -1 joins any late goal mid-way, the JTC's rule). An aborted goal (tolerance
 violation, a reset, shutdown) holds the current position, as the JTC does, unless a
 newer goal has the simulation. Intake, cancel and results are

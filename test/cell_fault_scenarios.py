@@ -262,16 +262,20 @@ class BurstOutcome:
     Attributes:
         accepted: indices of the goals the twin accepted.
         succeeded: indices of the goals that succeeded.
-        apart: max |sim - real| over the arm's joints at rest after the burst, rad.
-        strayed: farthest the real and sim ``BURST_JOINT`` went outside the span of the rest
-            position and the targets of the accepted goals (0 when no rejected goal moved), rad.
+        apart: max |sim - real| over the arm's joints at rest after the burst, rad, and
+            ``apart_before`` the same before it.
+        strayed: farthest the real and sim ``BURST_JOINT`` went outside the span of their own
+            rest position and the targets of the accepted goals (0 when no rejected goal moved), rad.
         base_moved: how far the real base moved, m, and ``base_expected`` the succeeded
             goal's base length (0 when none succeeded), m.
+        answers: (index, status, error string) of each accepted goal's result.
     """
 
     accepted: list = field(default_factory=list)
     succeeded: list = field(default_factory=list)
+    answers: list = field(default_factory=list)
     apart: float = math.nan
+    apart_before: float = math.nan
     strayed: float = math.nan
     base_moved: float = math.nan
     base_expected: float = 0.0
@@ -287,7 +291,8 @@ def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
     its own length. Wait for every result and for rest; report what moved."""
     from control_msgs.action import FollowJointTrajectory
     real, sim = cell.streams['/joint_states'], cell.streams['/sim/joint_states']
-    rest = _arm_positions(real.last())[BURST_JOINT]
+    before = {r: _arm_positions(r.last()) for r in (real, sim)}
+    rest = before[real][BURST_JOINT]
     start = pose_of(cell.odom.last())
     targets, lengths = [], []
     act = client.action_client(FollowJointTrajectory, TWIN_ACTION)
@@ -302,7 +307,7 @@ def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
         requests.append(goal)
     t0 = time.monotonic()
     futures = [act.send_goal_async(goal) for goal in requests]
-    out = BurstOutcome()
+    out = BurstOutcome(apart_before=max(abs(before[real][n] - before[sim][n]) for n in ARM))
     handles = {}
     for j, future in enumerate(futures):
         handle = client.wait_future(future, 15.0)
@@ -311,6 +316,7 @@ def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
     out.accepted = sorted(handles)
     for j, handle in handles.items():
         response = client.wait_future(handle.get_result_async(), 20.0)
+        out.answers.append((j, response.status, response.result.error_string))
         if response.status == 4:
             out.succeeded.append(j)
     settled = helpers.ros_now() + 1.0           # 1 s to settle after the results, on the states' stamps
@@ -322,10 +328,12 @@ def burst(helpers, client, cell: Cell, k: int, goals: int = 8) -> BurstOutcome:
     last = out.succeeded[-1] if out.succeeded else None        # the one that ran everywhere
     # an accepted goal that a later one preempted ran everywhere for a moment (the JTC's rule);
     # a rejected one never moves: the joint stays between the rest and the accepted targets
-    reach = [rest] + [targets[j] for j in out.accepted]
-    low, high = min(reach), max(reach)
-    seen = [_arm_positions(m)[BURST_JOINT] for r in (real, sim) for _, m in r.since(t0)]
-    out.strayed = max(max(0.0, low - q, q - high) for q in seen)
+    out.strayed = 0.0
+    for r in (real, sim):
+        reach = [before[r][BURST_JOINT]] + [targets[j] for j in out.accepted]
+        low, high = min(reach), max(reach)
+        seen = [_arm_positions(m)[BURST_JOINT] for _, m in r.since(t0)]
+        out.strayed = max([out.strayed] + [max(0.0, low - q, q - high) for q in seen])
     x, y, _ = pose_of(cell.odom.last())
     out.base_moved = math.hypot(x - start[0], y - start[1])
     out.base_expected = lengths[last] if last is not None else 0.0

@@ -21,9 +21,9 @@ start at the origin where their base starts. A goal pose in ``odom`` is followed
 base in its own odometry frame, so each closes its loop on its own odometry.
 
 Liveness (rejects a goal before anything moves, as a missing controller does): a base is
-missing when its newest odometry is older than ``base.odom_timeout`` (0.5 s) or none came,
-or when nobody subscribes to its cmd_vel topic. While a goal runs, odometry older than
-``base.odom_timeout`` at two ticks in a row (so that a stall of this process is not blamed
+missing when its newest odometry is older than ``base.odom_timeout`` (0.5 s; the sim's base:
+``base.sim_odom_timeout``, 1 s) or none came, or when nobody subscribes to its cmd_vel topic.
+While a goal runs, odometry older than that timeout at two ticks in a row (so that a stall of this process is not blamed
 on the base) aborts that base's run as gone.
 
 Stopping: a run that ends (succeeded, aborted, canceled, preempted, its odometry lost)
@@ -80,6 +80,11 @@ OTHER_WARN_PERIOD = 5.0
 FRESH_WAIT = 0.1
 #: Result names of the base runs (in the twin's results and messages), by side.
 RUN_NAMES = {'real': 'base', 'sim': 'sim base'}
+
+
+def _timeout_name(side: str) -> str:
+    """The parameter that holds the odometry timeout of ``side``, for messages."""
+    return 'base.sim_odom_timeout' if side == 'sim' else 'base.odom_timeout'
 
 def has_base_part(request) -> bool:
     """True if a FollowJointTrajectory goal carries a ``multi_dof_trajectory`` (joints or points)."""
@@ -203,7 +208,7 @@ class BaseDriver:
         """Why the base of ``side`` counts as missing (stale or no odometry, nobody takes its
         commands), or None. A stale odometry gets :data:`FRESH_WAIT` s to be renewed."""
         endpoint = self.endpoints[side]
-        timeout = self._settings().odom_timeout
+        timeout = self._settings().odom_timeout_of(side)
         age = endpoint.age()
         if age > timeout:
             seen = endpoint.received()
@@ -213,7 +218,7 @@ class BaseDriver:
             age = endpoint.age()
         if age > timeout:
             since = 'none received' if age == math.inf else f'the newest is {age:.3f} s old'
-            return (f'no fresh odometry on {endpoint.topics.odom}: {since} (base.odom_timeout {timeout:g} s)')
+            return (f'no fresh odometry on {endpoint.topics.odom}: {since} ({_timeout_name(side)} {timeout:g} s)')
         if endpoint.subscribers() < 1:
             return f'nobody subscribes to its velocity commands on {endpoint.topics.cmd_vel}'
         return None
@@ -286,17 +291,18 @@ class BaseDriver:
                     continue
                 latest = endpoint.latest()
                 age = math.inf if latest is None else now_mono - latest.received
-                run.stale_ticks = run.stale_ticks + 1 if age > settings.odom_timeout else 0
+                timeout = settings.odom_timeout_of(side)
+                run.stale_ticks = run.stale_ticks + 1 if age > timeout else 0
                 if run.stale_ticks >= 2 and not run.follower.done:
                     since = 'none received' if latest is None else f'the newest is {age:.3f} s old'
-                    run.gone = (f'{endpoint.describe()} is gone: no fresh odometry ({since}; base.odom_timeout '
-                                f'{settings.odom_timeout:g} s)')
+                    run.gone = (f'{endpoint.describe()} is gone: no fresh odometry ({since}; {_timeout_name(side)} '
+                                f'{timeout:g} s)')
                     run.follower.abort(run.gone)
                     self.log.error(run.gone)
                 if latest is not None and not run.follower.done:
                     run.last_step = run.follower.update(
                         now_s, latest.pose, (latest.v, latest.omega),
-                        pose_time=latest.measured_at(now_s, now_mono, settings.odom_timeout))
+                        pose_time=latest.measured_at(now_s, now_mono, timeout))
                     command = run.last_step.command
                 else:
                     command = ZERO_TWIST

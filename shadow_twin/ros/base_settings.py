@@ -48,6 +48,10 @@ BASE_SPECS = (
         'base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
             'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
     ParameterSpec(
+        'base.sim_odom_timeout', 1.0, "The same for the sim's base, s: the sim runs on the lab PC beside the twin and "
+            'a stalled sim moves nothing real, so a busy PC is given longer (a loaded 2-core PC paused the cell '
+            "sim's odometry 0.5 s without a fault).", bounds=(0.02, 10.0)),
+    ParameterSpec(
         'base.stop_hold_timeout', 10.0, 'After a run ends, zero twists are sent until its base reports rest on '
             'fresh odometry (at least 0.3 s); at most this long, s (a base whose odometry stopped: its bridge may '
             'resume and must find a zero command).', bounds=(0.3, 600.0)),
@@ -144,6 +148,7 @@ class BaseSettings:
     control_rate: float = 50.0
     command_latency: float = 0.0
     odom_timeout: float = 0.5
+    sim_odom_timeout: float = 1.0
     stop_hold_timeout: float = 10.0
     other_publishers: str = 'abort'
     anchor_offsets: tuple[float, float] = (0.05, 0.05)
@@ -151,6 +156,10 @@ class BaseSettings:
     gains: TrackingGains = field(default_factory=TrackingGains)
     tolerances: BaseTolerances = field(default_factory=BaseTolerances)
     geometry: DiffDriveGeometry = field(default_factory=DiffDriveGeometry)
+
+    def odom_timeout_of(self, side: str) -> float:
+        """The odometry timeout of ``side`` ('real': ``odom_timeout``, 'sim': ``sim_odom_timeout``), s."""
+        return self.sim_odom_timeout if side == 'sim' else self.odom_timeout
 
 
 def read_base_settings(get: Callable[[str], Any]) -> BaseSettings:
@@ -169,6 +178,7 @@ def read_base_settings(get: Callable[[str], Any]) -> BaseSettings:
                         anchor_offsets=(float(get('base.anchor.position_offset')),
                                         float(get('base.anchor.yaw_offset'))),
                         control_rate=float(get('base.control_rate')), odom_timeout=float(get('base.odom_timeout')),
+                        sim_odom_timeout=float(get('base.sim_odom_timeout')),
                         command_latency=float(get('base.command_latency')),
                         limits=section(BaseLimits, 'base.limits'), gains=section(TrackingGains, 'base.gains'),
                         tolerances=section(BaseTolerances, 'base.tolerances'),

@@ -26,7 +26,6 @@ from shadow_twin.ros.conversions import time_msg
 from shadow_twin.ros.spinning import all_done_within
 from shadow_twin.ros.twin_goal import SubGoal, TwinGoalState, describe_part, part_source
 from shadow_twin.ros.twin_inputs import SpeedScaling
-from shadow_twin.ros.twin_parameters import ACCEPT_MARGIN
 
 #: Seconds a controller silent for longer than ``feedback_timeout`` gets before it counts as gone:
 #: feedback that came while this process was not running waits in the executor's queue, and the
@@ -71,6 +70,9 @@ class GoalDispatch:
         self._dispatching = 0        # goals being sent to the controllers (guarded by self._lock)
         self._handing_out = threading.Lock()      # one goal at a time is sent to the controllers
         self._handed_out = 0                       # goals whose parts were all accepted
+        #: {controller: start (s) of the latest refused goal whose part there was canceled}: a
+        #: cancel that came after that start let the part preempt the running goal's part
+        self._taken_back: dict[str, float] = {}
 
     @property
     def busy(self) -> bool:
@@ -79,9 +81,10 @@ class GoalDispatch:
             return self._dispatching > 0
 
     def dispatch_goal(self, request, plan: TwinGoalState, settings: dict) -> None:
-        """Send each controller its part, stamped with one start time, and wait until all have accepted, by :func:`split.acceptance_deadline` (``ACCEPT_MARGIN`` before the start);
-        then start the base followers at that time. Fills ``plan`` (subs, start_s, sampler,
-        base_runs, order).
+        """Send each controller its part, stamped with one start time, and wait until all have
+        accepted, by :func:`split.acceptance_deadline` (``accept_margin`` before the start); then
+        start the base followers at that time. Fills ``plan`` (subs, start_s, sampler, base_runs,
+        order).
 
         One goal at a time: a goal that comes while another is being sent is rejected
         at once (a burst of goals runs one goal everywhere or none).
@@ -109,7 +112,8 @@ class GoalDispatch:
         points = len(request.trajectory.points) + len(request.multi_dof_trajectory.points)
         lead = settings['start_lead'] + settings['start_lead_per_point'] * points
         start_s = plan.start_s = split.start_stamp(plan.stamp_s, now_s, lead)
-        accept_by = split.acceptance_deadline(start_s, now_s, lead, ACCEPT_MARGIN, ANSWER_TIMEOUT)
+        margin = settings['accept_margin']
+        accept_by = split.acceptance_deadline(start_s, now_s, lead, margin, ANSWER_TIMEOUT)
         if plan.trajectory is not None:
             names = list(plan.trajectory.joint_names)
             scaled = scaled_mask(names, settings['speed_scaled_joints'])
@@ -139,7 +143,9 @@ class GoalDispatch:
                     problems.append(f'{describe_part(sub.name, self.action_names)} rejected its part of the goal')
             if problems:
                 accepted = [s for s in plan.subs if s.handle is not None]
-                cancel_and_wait(accepted, results=False, timeout=ACCEPT_MARGIN)
+                with self._lock:
+                    self._taken_back.update({sub.name: start_s for sub, _ in sends})
+                cancel_and_wait(accepted, results=False, timeout=margin)
                 undone = f'; canceled before the start: {", ".join(s.name for s in accepted)}' if accepted else ''
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, '; '.join(problems) + undone)
             for sub in plan.subs:
@@ -180,7 +186,8 @@ class GoalDispatch:
             if sub.result_future is not None and sub.result_future.done():
                 response = sub.result_future.result()
                 sub.result = split.ControllerResult(outcome_of_status(response.status),
-                                                    int(response.result.error_code), response.result.error_string)
+                                                    int(response.result.error_code),
+                                                    self._explained(sub, plan, response.result.error_string, settings))
                 continue
             why = self.staleness(sub.source, sub.joints, settings)
             silent = time.monotonic() - sub.last_heard
@@ -198,6 +205,18 @@ class GoalDispatch:
                                                     f'{describe_part(sub.name, self.action_names)} is gone: {why}',
                                                     gone=True)
                 self.log.error(sub.result.message)
+
+
+    def _explained(self, sub: SubGoal, plan: TwinGoalState, message: str, settings: dict) -> str:
+        """``message`` of a controller goal of ``plan``, with the cause when a refused goal's
+        part preempted it there (canceled by the twin, but after its start)."""
+        with self._lock:
+            refused_start = self._taken_back.get(sub.name)
+            latest = plan.order == self._handed_out
+        if message != PREEMPTED or refused_start is None or refused_start <= plan.start_s or not latest:
+            return message
+        return (f'{message}: the part of a refused goal, whose cancel reached the controller after its start '
+                f'(accept_margin {settings["accept_margin"]:g} s is too short for this PC)')
 
 
 def sub_goal(request, goal_split: split.GoalSplit, name: str) -> FollowJointTrajectory.Goal:

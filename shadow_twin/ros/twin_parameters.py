@@ -1,6 +1,6 @@
 """The twin server's (the ``shadow_twin`` node's) ROS parameters: :data:`SPECS` (the shared groups
 of :mod:`shadow_twin.ros.parameters` it declares, its own, and the ``base.*`` ones of
-:mod:`shadow_twin.ros.base_settings`), and :data:`ACCEPT_MARGIN`, which a description states.
+:mod:`shadow_twin.ros.base_settings`).
 
 Its ``constraints.*`` parameters depend on the model's joints:
 :func:`shadow_twin.ros.parameters.constraint_specs` lists them.
@@ -19,9 +19,6 @@ from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings
 from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 from shadow_twin.ros.twin_preview import preview_policy
 
-#: Seconds before the common start by which every controller must have accepted its part
-#: (the cancels of a goal that fails this reach the controllers before anything moves).
-ACCEPT_MARGIN = 0.03
 SPECS = GOAL_HANDLING_SPECS + (
     ParameterSpec('cell_config', '', "Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when "
                   "model_path is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 "
@@ -38,12 +35,18 @@ SPECS = GOAL_HANDLING_SPECS + (
                   'at it; empty = not followed (100 %).', read_only=True),
     ParameterSpec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
     ParameterSpec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
-                  f'accept its part by {ACCEPT_MARGIN:g} s before that start, or the goal is rejected and nothing '
-                  'moves.', bounds=(0.05, 10.0)),
+                  'accept its part by accept_margin before that start, or the goal is rejected and nothing moves.',
+                  bounds=(0.05, 10.0)),
+    ParameterSpec('accept_margin', 0.05, 'Every controller must accept its part this long before the common start, '
+                  's: the cancels of a goal refused then (another part late or rejected) must reach the controllers '
+                  "before its start, or its parts preempt the running goal's.", bounds=(0.01, 1.0)),
     ParameterSpec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses '
                   'and checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
     ParameterSpec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than '
                   'this counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
+    ParameterSpec('sim_joint_state_timeout', 0.5, "The same for the sim's joint states, s: the sim runs on the lab PC "
+                  'beside the twin and a stalled sim moves nothing real, so a busy PC is given longer.',
+                  bounds=(0.01, 10.0)),
     ParameterSpec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
                   'counts as gone, s.', bounds=(0.05, 60.0)),
 ) + BASE_SPECS + (
@@ -100,7 +103,9 @@ def read_settings(p: Callable[[str], object], constraints: dict, base_enabled: b
         'server_timeout': float(p('server_timeout')),
         'start_lead': float(p('start_lead')),
         'start_lead_per_point': float(p('start_lead_per_point')),
+        'accept_margin': float(p('accept_margin')),
         'joint_state_timeout': float(p('joint_state_timeout')),
+        'sim_joint_state_timeout': float(p('sim_joint_state_timeout')),
         'feedback_timeout': float(p('feedback_timeout')),
         'speed_scaled_joints': list(p('speed_scaled_joints') or []),
         'base': read_base_settings(p) if base_enabled else None,

@@ -97,10 +97,11 @@ class GoalScreening:
         """Why the ``source`` joint states of ``joints`` count as stopped, or None.
 
         Judged only on data the listener had the chance to take: when the newest state is
-        older than ``joint_state_timeout`` (s), the listener is given one more turn (up to
-        0.1 s) and the age is read again, so that a stall of this process is not blamed
-        on the controller."""
-        timeout = settings['joint_state_timeout']
+        older than ``joint_state_timeout`` (s; the sim's: ``sim_joint_state_timeout``), the
+        listener is given one more turn (up to 0.1 s) and the age is read again, so that a stall
+        of this process is not blamed on the controller."""
+        name = 'sim_joint_state_timeout' if source == 'sim' else 'joint_state_timeout'
+        timeout = settings[name]
         joint, age = self.states.oldest(source, joints)
         if age <= timeout:
             return None
@@ -109,7 +110,7 @@ class GoalScreening:
         if age <= timeout:
             return None
         since = 'never received' if age == float('inf') else f'last one {age:.3f} s ago'
-        return (f'its joint states stopped: {joint} {since} (joint_state_timeout {timeout:g} s, '
+        return (f'its joint states stopped: {joint} {since} ({name} {timeout:g} s, '
                 f'from {self.states.topic_of(source, joint)})')
 
     def _screen_joints(self, request, plan: TwinGoalState, settings: dict) -> None:

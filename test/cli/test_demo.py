@@ -73,7 +73,8 @@ def test_demo_cell_drives_arm_hand_and_base_and_shows_the_swing(python, tmp_path
                timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((out / 'demo_cell_report.json').read_text())
-    assert report['goal']['error_code'] == 0, report['goal']
+    twin_log = (out / 'logs' / 'twin.log').read_text()
+    assert report['goal']['error_code'] == 0, report['goal']['error_string'] + twin_log[-3000:]
     for topic, error in report['goal']['base_end'].items():
         assert error['position_error_m'] < 0.05 and error['yaw_error_rad'] < 0.05, (topic, error)
     assert max(abs(e) for e in report['goal']['joint_error_end_rad']['arm']) < 0.01

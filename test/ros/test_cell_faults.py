@@ -10,7 +10,9 @@ processes on this run's private ROS domain, fed what an adversary on the lab net
   the other nodes stay up, ``up`` respawns the mock and a base goal succeeds again (the sim
   base re-anchored to the respawned one).
 * 8 combined goals at the same instant, 10 times: one goal runs everywhere or none does; a goal
-  rejected because the hand could not accept its part in time leaves the running goal to succeed.
+  rejected because the hand could not accept its part in time leaves the running goal to succeed
+  (on a PC too loaded for the cancel to arrive before the refused part's start, the running goal
+  aborts, saying so, and everything stops).
 * A sim reset, then a base goal: the sim base is re-anchored, not sent after the real one at speed.
 
 The scenarios are shared with ``benchmarks/faults.py`` (test/cell_fault_scenarios.py).
@@ -127,16 +129,33 @@ def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(r
 
 
 def test_goals_arriving_together_run_one_goal_everywhere_or_none(ros, cell):
-    """8 combined goals at the same instant, 10 times: at most one succeeds, sim and real arm
-    within 0.01 rad at rest after each burst, nothing moves towards a goal that did not run."""
+    """8 combined goals at the same instant, 10 times: at most one succeeds, and sim and real
+    arm are within 0.01 rad at rest after it; nothing moves towards a goal that did not run.
+
+    A running goal may end aborted only for a cause the twin names: a refused goal's part
+    whose cancel came after its start (a loaded PC), or a controller whose data stopped. Then
+    everything stops where it is (sim and real may part by what they moved while the stop
+    travelled); a burst that runs no goal leaves them as far apart as they were."""
     helpers, client = ros
     outcomes = [faults.burst(helpers, client, cell, k) for k in range(10)]
+    stopped = 0
     for k, outcome in enumerate(outcomes):
         assert len(outcome.succeeded) <= 1, (k, outcome)
-        assert outcome.apart < 0.01, (k, outcome)
         assert outcome.strayed < 0.01, (k, outcome)
-        assert abs(outcome.base_moved - outcome.base_expected) < 0.02, (k, outcome)
-    assert sum(len(o.succeeded) for o in outcomes) >= 8, outcomes       # a burst is not simply refused
+        # the base ends within the goal tolerance of the goal that ran (config/twin_cell.yaml:
+        # base.tolerances.goal_position); goals preempted on their way may have moved it first
+        assert abs(outcome.base_moved - outcome.base_expected) < 0.05, (k, outcome)
+        aborted = [why for _, status, why in outcome.answers if status == 6 and why != 'preempted by a new goal']
+        if outcome.succeeded:
+            assert outcome.apart < 0.01, (k, outcome)
+        elif aborted:
+            stopped += 1
+            assert all('whose cancel reached the controller after its start' in why or 'is gone' in why
+                       for why in aborted), (k, outcome)
+        else:
+            assert outcome.apart < outcome.apart_before + 0.005, (k, outcome)
+    assert stopped <= 2, outcomes
+    assert sum(len(o.succeeded) for o in outcomes) + stopped >= 8, outcomes    # a burst is not simply refused
     assert 'another goal is being accepted' in cell.up.output()
 
 
