@@ -11,9 +11,10 @@ The recorded torque is the one the step actually applied: MuJoCo's ``implicitfas
 the servo's velocity term implicitly, so a step applies ``qfrc_actuator - h d qacc`` (h the
 step, d the servo's damping, qacc the realised (v' - v) / h), not ``qfrc_actuator``; without
 this correction the recording would carry an apparent extra armature of h d (3.3 kg m^2 on the
-shoulder lift). The drives' Coulomb friction is ``fc tanh(qd / FRICTION_VELOCITY)``, applied as
-a joint force (MuJoCo's own frictionloss is a soft constraint whose passage through zero
-velocity depends on the joint's inertia).
+shoulder lift). The drives' Coulomb friction is ``fc s`` with the presliding (Dahl) state ``s``
+of the effort model (shadow_twin/simulation/friction.py), applied as a joint force (MuJoCo's own
+frictionloss is a soft constraint whose passage through zero velocity depends on the joint's
+inertia).
 
 A real drive is not the model: by default (``MockTruth.effects``, :class:`DriveEffects`) the mock
 also carries presliding friction that holds at rest, gear ripple, a drifting friction, a delayed
@@ -34,15 +35,12 @@ from shadow_twin.calibration.recording import JointStateRecording, write_joint_s
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.identification.excitation import FourierTrajectory, random_coefficients
 from shadow_twin.model.ur_arm import arm_xml
+from shadow_twin.simulation.friction import PRESLIDING_DISTANCE
 
 REPO = Path(__file__).resolve().parents[1]
 GAINS_YAML = REPO / 'config' / 'controllers' / 'ur5.yaml'
 JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
           'wrist_3_joint']
-#: rad/s: the mock drives' Coulomb friction is fc tanh(qd / FRICTION_VELOCITY) (a drive's friction,
-#: Swevers et al. 1997), applied as a joint force; MuJoCo's own frictionloss, a soft constraint,
-#: passes through zero velocity along a law that depends on the joint's inertia.
-FRICTION_VELOCITY = 0.01
 #: UR's home-like posture, elbow up, well clear of the floor.
 HOME = np.array([0.0, -1.57, 1.57, -1.57, -1.57, 0.0])
 
@@ -57,7 +55,8 @@ class DriveEffects:
             reversal (a Dahl model, dF/dq = fc / presliding_angle (1 - F sgn(qd) / fc): at rest
             the friction holds what the last motion left; Dahl 1968, The Aerospace Corporation
             TOR-158(3107-18); presliding in the order of 1 mrad for a harmonic drive, Tjahjowidodo
-            et al., Mech. Syst. Signal Process. 20(7), 2006). 0: off (the smooth sign of the model).
+            et al., Mech. Syst. Signal Process. 20(7), 2006). 2 mrad: between the distances the
+            identification tries (1.8 and 3.2 mrad); off: the model's default, 1 mrad, one of them.
         ripple: relative amplitude of the friction's position dependence at ``ripple_cycles`` per
             joint revolution (a harmonic drive's ripple at twice the wave generator's turn: Tuttle &
             Seering, IEEE TRA 12(3), 1996); 0.1 assumed.
@@ -86,7 +85,7 @@ class DriveEffects:
     @classmethod
     def off(cls) -> DriveEffects:
         """None of the effects: the model's own structure."""
-        return cls(0.0, 0.0, 202.0, 0.0, 0.0, 0.0, 1200.0, 0.0)
+        return cls(PRESLIDING_DISTANCE, 0.0, 202.0, 0.0, 0.0, 0.0, 1200.0, 0.0)
 
 
 #: The three big joints (the flexible ones of :attr:`DriveEffects.joint_stiffness`).
@@ -207,11 +206,8 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
         fc = friction * (1.0 + fx.friction_drift * min((clock + t[k]) / fx.drift_time, 1.0))
         fc = fc * (1.0 + fx.ripple * np.sin(fx.ripple_cycles * data.qpos[qadr]))
         v = data.qvel[dadr]
-        if fx.presliding_angle > 0:       # Dahl, integrated exactly over the step for constant v
-            settled = fc * np.sign(v)
-            held = settled + (held - settled) * np.exp(-np.abs(v) * h / fx.presliding_angle)
-        else:
-            held = fc * np.tanh(v / FRICTION_VELOCITY)
+        settled = fc * np.sign(v)         # Dahl, integrated exactly over the step for constant v
+        held = settled + (held - settled) * np.exp(-np.abs(v) * h / fx.presliding_angle)
         data.qfrc_applied[dadr] = -held
         mujoco.mj_step(model, data)
         q[k + 1], qd[k + 1] = data.qpos[qadr], data.qvel[dadr]

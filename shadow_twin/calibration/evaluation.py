@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from shadow_twin.calibration import alignment, metrics
+from shadow_twin.calibration import alignment, metrics, stability
 from shadow_twin.calibration.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError
 from shadow_twin.control.controller import SimController
@@ -84,6 +84,9 @@ class Score:
     objective: float
     per_joint_mse: dict[str, float]
     positions: np.ndarray | None = field(default=None, repr=False)
+    #: the run went unstable: :func:`~shadow_twin.calibration.stability.unstable_message`
+    #: (the objective is then UNSTABLE_OBJECTIVE, a penalty, not an error).
+    unstable: str | None = None
 
 
 def held_joints(recording: JointStateRecording, simulated: Sequence[str],
@@ -225,6 +228,9 @@ class Evaluator:
             start, compare_until = self._place_by_stamp(float(trajectory_start)), float(real_times[-1])
         self.window = trajectory.duration + s.settle_time
         self.window = min(self.window, compare_until - start - s.max_delay)
+        if self.window <= 0:
+            raise RecordingError(f'{self.label}: max_delay {s.max_delay:g} s leaves nothing to compare: the '
+                                 f'recording ends {compare_until - start:.3f} s after the trajectory start')
         self._columns = [controller.joint_names.index(j) for j in self.joints]
         self.delay = 0.0
         self.start = start
@@ -349,17 +355,30 @@ class Evaluator:
         mse = metrics.per_joint_mse(self.real, sim, self.joints)
         return Score(metrics.weighted_objective(mse, self.weights), mse, sim if keep_positions else None)
 
-    def _simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int) -> np.ndarray:
-        """(M, nstep, J_controller) positions (rad) of each parameter set, one batched rollout."""
+    def _simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],
+                  nthread: int) -> tuple[np.ndarray, list[str | None]]:
+        """(M, nstep, J_controller) positions (rad) of each parameter set, one batched rollout, and
+        per set None or why its run went unstable (:mod:`~shadow_twin.calibration.stability`)."""
         models = self.simulator.model_copies(len(parameter_sets))
         for model, values in zip(models, parameter_sets):
             apply_parameters(model, values)
-        return self.simulator.run(models, nthread)
+        sim = self.simulator
+        with stability.mujoco_warnings() as warnings:
+            positions, clock = sim.run_with_clock(models, nthread)
+        at = stability.unstable_times(clock, float(sim.initial_state[0]), sim.times)
+        return positions, [None if t is None else stability.unstable_message(self.label, t, warnings) for t in at]
+
+    def _failed(self, unstable: str) -> Score:
+        return Score(stability.UNSTABLE_OBJECTIVE, {j: stability.UNSTABLE_OBJECTIVE for j in self.joints},
+                     unstable=unstable)
 
     def evaluate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1,
                  keep_positions: bool = False) -> list[Score]:
-        """Simulate and score each parameter set (in parallel threads, ``nthread``)."""
-        return [self.score(p, keep_positions) for p in self._simulate(parameter_sets, nthread)]
+        """Simulate and score each parameter set (in parallel threads, ``nthread``); a run that went
+        unstable scores UNSTABLE_OBJECTIVE with ``unstable`` set (``shadow-twin evaluate`` reports
+        no score then)."""
+        positions, unstable = self._simulate(parameter_sets, nthread)
+        return [self._failed(u) if u else self.score(p, keep_positions) for p, u in zip(positions, unstable)]
 
     def residuals(self, positions: np.ndarray) -> np.ndarray:
         """Scaled residual vector of one simulated run ((nstep, J_controller) positions, rad).
@@ -382,10 +401,15 @@ class Evaluator:
         """Simulate every parameter set in one batched ``mujoco.rollout`` call over ``nthread``
         threads; returns (M scores, (M, R) residuals as in :meth:`residuals`)."""
         scores, residuals = [], []
-        for p in self._simulate(parameter_sets, nthread):
+        for p, unstable in zip(*self._simulate(parameter_sets, nthread)):
             sim = self.sim_on_time_base(p)
-            scores.append(self._score_on_time_base(sim))
-            residuals.append(self._residuals_on_time_base(sim))
+            r = self._residuals_on_time_base(sim)
+            if unstable:    # residuals whose sum of squares is the penalty
+                scores.append(self._failed(unstable))
+                r = np.full(r.shape, np.sqrt(stability.UNSTABLE_OBJECTIVE / r.size))
+            else:
+                scores.append(self._score_on_time_base(sim))
+            residuals.append(r)
         return scores, np.stack(residuals)
 
     def evaluate_residuals(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]],

@@ -30,6 +30,7 @@ from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec, Ce
 from shadow_twin.calibration.cell_result import result_lines
 from shadow_twin.calibration.executor import parse_cluster
 from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.cli.inputs import nonnegative_int
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--pose-topic', default=None, help='motion-capture PoseStamped of the base (instead of odometry)')
     p.add_argument('--frame', type=Path, default=None, help='floor frame of the pose topic (frame-calibration --out)')
     p.add_argument('--arm-topic', default='/joint_states', help='JointState of the real arm')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--seed', type=nonnegative_int, default=0, help='random seed, an integer >= 0 (default: 0)')
     p.add_argument('--workers', type=int, default=2, help='simulations in parallel (threads)')
     p.add_argument('--cluster', default='', metavar='ADDRESS',
                    help="where the rollout batches run: '' (these threads), auto, ray://HOST:PORT or HOST:PORT (Ray)")

@@ -24,14 +24,14 @@ from pathlib import Path
 import mujoco
 
 from shadow_twin.cli.errors import run_reporting_errors
-from shadow_twin.cli.inputs import OneLineParser
+from shadow_twin.cli.inputs import OneLineParser, bounded_float
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import LOCK_FILE, check_writable_directory, exclusive_directory, write_files_together
 from shadow_twin.identification import recordings, report
 from shadow_twin.identification.job import Identification, IdentifyOptions, identify
 from shadow_twin.identification.regressor import EffortRegressor
-from shadow_twin.identification.signals import FilterSettings
+from shadow_twin.identification.signals import MIN_CUTOFF_FRACTION, FilterSettings, sample_rate
 from shadow_twin.model.mjcf import load_spec
 from shadow_twin.model.ur_arm import arm_xml
 from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
@@ -54,7 +54,10 @@ def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument('--force', action='store_true', help='write into an --out that holds other files')
     parser.add_argument('--effort-unit', choices=('A', 'Nm'), default='A', help='unit of effort (A: current)')
     parser.add_argument('--joints', nargs='+', default=None, help='arm joints (default: the six UR joints)')
-    parser.add_argument('--cutoff', type=float, default=FilterSettings.cutoff_hz, help='filter cut-off, Hz')
+    parser.add_argument('--cutoff', type=bounded_float(0.0, inclusive=False), default=None, metavar='HZ',
+                        help=f'low-pass cut-off of the positions, Hz, at least {MIN_CUTOFF_FRACTION:g} of the sample '
+                             f'rate and below half of it (default: {FilterSettings.cutoff_hz:g}, lowered to '
+                             f'{FilterSettings.max_fraction:g} of a lower rate\'s samples)')
     parser.add_argument('--no-payload', action='store_true', help='do not identify a payload')
     parser.add_argument('--max-samples', type=int, default=20000, help='decimate the fit to this many samples')
     parser.add_argument('--links', action='store_true',
@@ -134,13 +137,19 @@ def _identify(args: argparse.Namespace) -> Identification:
     except Exception as exc:
         raise ModelError(f'the model does not compile: {" ".join(str(exc).split())}') from None
     joints = list(args.joints or UR_JOINTS)
-    settings = FilterSettings(cutoff_hz=args.cutoff)
+    settings = FilterSettings() if args.cutoff is None else FilterSettings(cutoff_hz=args.cutoff)
     regressor = EffortRegressor(model, joints)
     csv_used = args.csv or [p for p in args.holdout if p.suffix.lower() == '.csv']
     columns = recordings.ColumnMap.load(args.columns, len(joints)) if csv_used else None
     fit_recs = [_read(p, joints, args, columns, csv=False) for p in args.bag] + \
         [_read(p, joints, args, columns, csv=True) for p in args.csv]
     hold_recs = [_read(p, joints, args, columns, fitted=False) for p in args.holdout]
+    for rec in fit_recs:
+        recordings.check_efforts(rec)
+    for rec in fit_recs + hold_recs:
+        recordings.check_positions(model, joints, rec.times, rec.positions, rec.source)
+        if args.cutoff is not None:     # the default is lowered to fit a low rate (report.json says so)
+            settings.check_rate(sample_rate(rec.times), rec.source)
     for kind, recs in (('fit', fit_recs), ('hold-out', hold_recs)):
         for rec in recs:
             dropped = ', '.join(f'{k} {v}' for k, v in rec.dropped.items() if v) or 'none'

@@ -29,10 +29,13 @@ from shadow_twin.common.files import sha256_of
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import START_TOLERANCE, JointTrajectory
+from shadow_twin.identification.recordings import check_positions
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel
 
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
+#: s: the largest --max-delay (the delay fit simulates this much beyond the compared window).
+MAX_DELAY = 5.0
 log = logging.getLogger('shadow_twin')
 
 
@@ -44,26 +47,36 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f'{self.prog}: error: {" ".join(message.split())}\n')
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
-    return value
+def bounded_int(low: int):
+    """argparse type: an integer >= ``low`` (ArgumentTypeError otherwise: one line, exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f'must be at least {low}, got {value}')
+        return value
+    return parse
 
 
-def bounded_float(low: float = 0.0, inclusive: bool = True):
-    """argparse type: a finite number >= ``low`` (> ``low`` when not ``inclusive``); NaN and inf refused."""
+#: argparse type: an integer >= 1.
+positive_int = bounded_int(1)
+#: argparse type: an integer >= 0 (a random seed: numpy takes no negative one).
+nonnegative_int = bounded_int(0)
+
+
+def bounded_float(low: float = 0.0, inclusive: bool = True, high: float = math.inf):
+    """argparse type: a finite number >= ``low`` (> ``low`` when not ``inclusive``) and <= ``high``;
+    NaN and inf refused (ArgumentTypeError: one line, exit 2)."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
-        if not math.isfinite(value) or value < low or (value == low and not inclusive):
-            raise argparse.ArgumentTypeError(f'must be a finite number {">=" if inclusive else ">"} {low:g}, '
+        if not math.isfinite(value) or value < low or (value == low and not inclusive) or value > high:
+            upper = f' and <= {high:g}' if math.isfinite(high) else ''
+            raise argparse.ArgumentTypeError(f'must be a finite number {">=" if inclusive else ">"} {low:g}{upper}, '
                                              f'got {text!r}')
         return value
     return parse
@@ -95,8 +108,9 @@ def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) 
                    help='seconds compared after the trajectory ends, >= 0 (default: 3.0)')
     a.add_argument('--onset-threshold', type=bounded_float(0.0, inclusive=False), default=0.1, metavar='RAD/S',
                    help='joint speed marking the motion onset, rad/s, > 0 (default: 0.1)')
-    a.add_argument('--max-delay', type=bounded_float(0.0), default=0.3, metavar='S',
-                   help='largest fitted sim-to-real delay, s; 0 disables the fit (default: 0.3)')
+    a.add_argument('--max-delay', type=bounded_float(0.0, high=MAX_DELAY), default=0.3, metavar='S',
+                   help=f'largest fitted sim-to-real delay, s, 0 to {MAX_DELAY:g} (a twin later than that is not '
+                        f'aligned but broken); 0 disables the fit (default: 0.3)')
     a.add_argument('--start-tolerance', type=bounded_float(0.0), default=START_TOLERANCE, metavar='RAD',
                    help='difference between the rest state before the onset and the trajectory\'s first point '
                         'above which the motion is taken to start at t = 0 (the JTC moves to the first point '
@@ -118,7 +132,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--workers', type=positive_int, default=2,
                         help='parallel simulations, at most the CPU cores (more are capped, with a warning; '
                              'default: 2)')
-    parser.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    parser.add_argument('--seed', type=nonnegative_int, default=0, help='random seed, an integer >= 0 (default: 0)')
     parser.add_argument('--cluster', default='', metavar='ADDRESS',
                         help='roll the batches out on a Ray cluster: ray://HEAD:10001 (its client port), '
                              'HEAD:6379, or auto (this machine is a node of it); default: this process\'s '
@@ -240,6 +254,7 @@ def load_setup(args) -> Setup:
         key = str(Path(bag).resolve())
         if key not in recordings:
             recordings[key] = read_joint_states(bag, args.topic)
+            check_recorded_positions(recordings[key], twin, controller, str(bag))
         commanded = load_trajectory(trajectory)
         joints = match_joints(patterns, commanded)
         start = stamped_start(Path(bag), commanded, settings)
@@ -304,6 +319,15 @@ def stamped_start(bag: Path, trajectory: JointTrajectory, settings: AlignmentSet
         return None
     log.info('%s: aligned by the commanded trajectory\'s stamp (start %.3f s)', bag, start)
     return start
+
+
+def check_recorded_positions(recording, twin: TwinModel, controller: SimController, source: str) -> None:
+    """Refuse a recording whose simulated joints' positions lie far outside the model's ranges
+    (degrees, 1e300): RecordingError naming the joint, sample and time
+    (:func:`~shadow_twin.identification.recordings.check_positions`)."""
+    joints = [j for j in controller.joint_names if j in recording.joint_names]
+    check_positions(twin.model, [controller.joint_map.to_mjcf(j) for j in joints], recording.times,
+                    recording.frame['position'][joints].to_numpy(dtype=float), source, names=joints)
 
 
 def input_files(args, setup: Setup, holdout: bool = True) -> dict[str, Path]:

@@ -43,7 +43,7 @@ from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, a
                                     fingerprints, input_files, load_setup, open_executor, positive_int, progress_bar)
 from shadow_twin.cli.screening import cmd_sensitivity, earlier_screening, screen_run, screen_samples, screened_space
 from shadow_twin.common import lifeline
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.common.errors import ConfigError, ModelError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import LOCK_FILE, check_writable_directory, exclusive_directory
 
@@ -130,6 +130,8 @@ def cmd_evaluate(args) -> int:
     twin, evaluator = setup.twin, setup.evaluator
     params = load_params(args.params, twin) if args.params else {}
     score = evaluator.evaluate([params])[0]
+    if score.unstable:              # a score, not a candidate: none then
+        raise ModelError(score.unstable)
     objective_mse = {j: score.per_joint_mse[j] for j in evaluator.objective_joints}
     result = {
         'model': str(twin.path), 'bag': str(args.bag), 'trajectory': args.trajectory,

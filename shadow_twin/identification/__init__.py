@@ -7,7 +7,8 @@
 * :mod:`~shadow_twin.identification.signals`: zero-phase filtered central differences.
 * :mod:`~shadow_twin.identification.regressor`: the model, linear in its parameters.
 * :mod:`~shadow_twin.identification.samples`: recordings turned into fit samples.
-* :mod:`~shadow_twin.identification.fit`: bounded least squares, intervals, unidentifiable directions.
+* :mod:`~shadow_twin.identification.fit`: bounded least squares; each joint's presliding distance and effort delay.
+* :mod:`~shadow_twin.identification.uncertainty`: intervals and the directions the data cannot identify.
 * :mod:`~shadow_twin.identification.priors`: the drive gains' prior; what is implausible.
 * :mod:`~shadow_twin.identification.baseline`: the plain least-squares baseline (the floor).
 * :mod:`~shadow_twin.identification.links`: the links' base parameters (``--links``).

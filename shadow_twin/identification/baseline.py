@@ -7,7 +7,7 @@ effort on the nominal model's rigid-body torque and the joint's own terms::
     e_j = a_j tau_links_j + c1_j qdd_j + c2_j qd_j + c3_j s(qd_j) + o_j
 
 ``tau_links`` the nominal model's link torque (:class:`~shadow_twin.identification.regressor.Regressors`,
-N m), ``s`` the regressors' own smooth sign; ``a_j`` is 1 / drive gain, ``c1..c3`` armature, viscous
+N m), ``s(qd) = tanh(qd / 0.005 rad/s)`` the textbook smooth sign (no memory); ``a_j`` is 1 / drive gain, ``c1..c3`` armature, viscous
 and Coulomb friction over the gain, ``o_j`` the offset: the textbook model of a joint drive
 (Khalil & Dombre, *Modeling, Identification and Control of Robots*, 2002, ch. 12), fitted as a
 lab would in a few lines (``numpy.linalg.lstsq``).
@@ -23,10 +23,12 @@ from shadow_twin.identification.regressor import Regressors
 
 #: Columns of the baseline per joint, in the order of :attr:`Baseline.coefficients`.
 COLUMNS = ('tau_links', 'qdd', 'qd', 'sign', 'offset')
+#: rad/s: the band of the baseline's smooth sign of the velocity.
+SIGN_VELOCITY = 0.005
 
 
 def _columns(reg: Regressors, j: int) -> np.ndarray:
-    return np.column_stack([reg.tau_links[:, j], reg.qdd[:, j], reg.qd[:, j], reg.sign[:, j],
+    return np.column_stack([reg.tau_links[:, j], reg.qdd[:, j], reg.qd[:, j], np.tanh(reg.qd[:, j] / SIGN_VELOCITY),
                             np.ones(reg.qd.shape[0])])
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from shadow_twin.calibration.recording import read_joint_states
 from shadow_twin.common.errors import RecordingError
+from shadow_twin.identification.recordings import check_positions
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
 from shadow_twin.monitoring.effort_settings import EffortSettings, nominal_drive
@@ -44,7 +45,7 @@ def evaluate_effort(model_path: str | Path, parameters_yaml: str | Path | None, 
     Raises:
         ModelError, ConfigError, RecordingError (ShadowTwinError): unreadable model, parameters
         or bag; parameters without a drive gain for a joint (effort in A); a joint missing; a
-        joint without effort.
+        joint without effort; positions far outside the joints' ranges.
     """
     joints = list(joints or UR_JOINTS)
     model = TwinModel(model_path).model
@@ -60,6 +61,9 @@ def evaluate_effort(model_path: str | Path, parameters_yaml: str | Path | None, 
     if empty:       # a joint without effort would be judged on nothing: a false all-clear
         raise RecordingError(f'{bag}: {rec.topic} has no effort for {", ".join(empty)}')
     q = rec.frame['position'][joints].to_numpy(dtype=float)
+    # positions far outside the joints' ranges (degrees, 1e300): the watch would flag the whole
+    # recording against a motion the arm never made
+    check_positions(model, joints, rec.times, q, str(bag))
     qd = rec.frame['velocity'][joints].to_numpy(dtype=float)
     watch = EffortWatch(InverseDynamics(model, joints), drive, settings, joints)
     run = watch.run(rec.times, q, qd if np.isfinite(qd).all() else None, effort)

@@ -5,7 +5,7 @@ damping b_j (N m s/rad), frictionloss fc_j (N m), offset o_j (effort unit); a pa
 flange: mass m (kg) and centre of mass c (m, flange frame), its inertia that of a point mass.
 The residual is the error of the predicted effort (the measurement's noise is on the effort)::
 
-    r_j = (tau_links_j + Y_j pi(m, c) + Ia_j qdd_j + b_j qd_j + fc_j s(qd_j)) / k_j + o_j - e_j
+    r_j = (tau_links_j + Y_j pi(m, c) + Ia_j qdd_j + b_j qd_j + fc_j s_j) / k_j + o_j - e_j
 
 each joint's rows weighted by 1 / the RMS of its residual. For a fixed payload, r_j is linear in
 (1/k_j, Ia_j/k_j, b_j/k_j, fc_j/k_j, o_j), and for fixed gains it is linear in everything else:
@@ -18,17 +18,15 @@ each joint's rows weighted by 1 / the RMS of its residual. For a fixed payload, 
    with every joint's unknowns solved exactly (bounded, linear) for each payload tried, i.e.
    variable projection (Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973).
 
-The band of the friction's smooth sign, s(qd) = tanh(qd / v), is chosen per joint from
-:data:`FRICTION_VELOCITIES` (the v whose joint fit is best, payload fixed) after stages 2 and 3.
+The presliding distance d of the friction's state s (:mod:`shadow_twin.simulation.friction`: it
+follows the motion's sign over a travel of a few d and holds at rest) and the effort's delay are
+chosen per joint from the regressors' candidates (the pair whose joint fit is best, payload fixed)
+after stages 2 and 3.
 With the links' inertial parameters fixed to the model's, the gains are identifiable: the
 links' gravity and inertia torques set the scale.
 
-Identifiability (same formulas and thresholds as ``shadow-twin calibrate``,
-:mod:`shadow_twin.calibration.identifiability`): covariance s^2 (J^T J)^-1 of the weighted
-residual's Jacobian J in the unknowns above (s^2 = SSR / (R - D)), 95 % t intervals of the
-physical parameters by the delta method; directions with a collinearity index over 15 (Brun et
-al. 2001) in the column-normalised J are reported as not identifiable. Samples are correlated
-in time, so the intervals are lower bounds of the uncertainty.
+Identifiability: :mod:`~shadow_twin.identification.uncertainty` (intervals and the directions
+the data cannot identify).
 """
 
 from __future__ import annotations
@@ -38,22 +36,18 @@ from typing import Sequence
 
 import numpy as np
 import scipy.optimize
-import scipy.stats
 import threadpoolctl
 
-from shadow_twin.calibration.identifiability import Direction, covariance, normalised_svd, combination
+from shadow_twin.calibration.identifiability import Direction
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.identification.priors import GainPrior
 from shadow_twin.identification.regressor import Regressors, point_mass_inertia
-from shadow_twin.simulation.effort import smooth_sign
+from shadow_twin.identification.uncertainty import identifiability
 
 #: Per-joint parameters, in the order of the unknown vector.
 JOINT_PARAMETERS = ('drive_gain', 'armature', 'damping', 'frictionloss', 'offset')
 #: Payload parameters of the unknown vector (mass, first moment m c in the flange frame).
 PAYLOAD_UNKNOWNS = ('mass', 'mx', 'my', 'mz')
-#: rad/s: the friction velocities tried per joint (the band of the smooth sign; the one that
-#: fits the joint's efforts best is kept).
-FRICTION_VELOCITIES = tuple(np.geomspace(1e-3, 0.1, 11))
 
 
 @dataclass
@@ -66,8 +60,8 @@ class DynamicsParameters:
         drive_gain: N m per effort unit; armature kg m^2; damping N m s/rad; frictionloss N m;
         offset: effort unit.
         payload_mass: kg; payload_com: (3,) m in the flange frame (zeros without a payload).
-        friction_velocity: (J,) rad/s, the band of each joint's smooth sign, or None (the
-            regressors' own, :data:`~shadow_twin.simulation.effort.FRICTION_VELOCITY`).
+        presliding_distance: (J,) rad, each joint's presliding distance, and effort_delay (J,) s
+            its effort's delay (a pair among the regressors' ``candidates``), or None (their first).
     """
 
     joints: list[str]
@@ -79,12 +73,16 @@ class DynamicsParameters:
     offset: np.ndarray
     payload_mass: float = 0.0
     payload_com: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    friction_velocity: np.ndarray | None = None
+    presliding_distance: np.ndarray | None = None
+    effort_delay: np.ndarray | None = None
 
     def sign(self, reg: Regressors) -> np.ndarray:
-        """(N, J) smooth sign of the velocities with :attr:`friction_velocity` (rad/s, per joint;
-        None: the regressors' own)."""
-        return reg.sign if self.friction_velocity is None else smooth_sign(reg.qd, self.friction_velocity)
+        """(N, J) the friction's presliding states with :attr:`presliding_distance` and
+        :attr:`effort_delay`. Raises ValueError: a pair ``reg`` was not evaluated for."""
+        if self.presliding_distance is None:
+            return reg.friction()
+        delay = np.zeros(len(self.joints)) if self.effort_delay is None else self.effort_delay
+        return reg.friction([reg.candidate_of(d, s) for d, s in zip(self.presliding_distance, delay)])
 
     def payload_vector(self) -> np.ndarray:
         """(10,) the payload's inertial parameters (point mass) of :data:`PAYLOAD_PARAMETERS`."""
@@ -133,8 +131,7 @@ class FitResult:
 
 def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_unit: str, payload: bool = True,
           max_samples: int = 20000, iterations: int = 3,
-          friction_velocities: Sequence[float] | None = FRICTION_VELOCITIES,
-          gain_prior: GainPrior | None = None) -> FitResult:
+          choose_distance: bool = True, gain_prior: GainPrior | None = None) -> FitResult:
     """Fit the effort model to (N, J) measured efforts along ``reg`` (stages: module doc).
 
     BLAS runs on one thread here (``threadpoolctl``): the problems are many and small (QR factors
@@ -145,19 +142,19 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
     Args:
         max_samples: the fit uses every ``ceil(N / max_samples)``-th sample (decimation).
         iterations: rounds of stage 2 (reweighting, payload inertia).
-        friction_velocities: rad/s, the bands of the smooth sign tried per joint (None or
-            empty: the regressors' own, ``reg.sign``).
+        choose_distance: choose each joint's presliding distance among the regressors'
+            candidates (``reg.distances``); False: the first.
         gain_prior: the drive gains' prior (:mod:`~shadow_twin.identification.priors`; efforts in
             A only), one more equation per joint on 1/k from the first reweighting on; None: none.
     Raises:
         RecordingError: fewer equations than unknowns.
     """
     with threadpoolctl.threadpool_limits(limits=1, user_api='blas'):
-        return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities,
+        return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, choose_distance,
                       gain_prior)
 
 
-def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, friction_velocities,
+def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, choose_distance,
            gain_prior) -> FitResult:
     effort = np.asarray(effort, dtype=float)
     n, nj = effort.shape
@@ -181,7 +178,7 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
         lower[p0] = 0.0
     x = np.zeros(nx)
     inertia = np.zeros(6)
-    signs = np.array(reg.sign)
+    signs = np.array(reg.friction())
     prior_sigma = np.full(nj, np.nan)       # the residual's RMS the prior's equations are weighted with
     prior = gain_prior if has_gain else None
 
@@ -215,17 +212,25 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
             out[:, j] = cols @ xv[j * npj:(j + 1) * npj] - target
         return out
 
-    friction_velocity = np.full(nj, np.nan)
+    choice = np.zeros(nj, dtype=int)
+    choose_distance = choose_distance and reg.candidates.shape[0] > 1
 
-    def choose_friction_velocity(pv):
-        """Per joint, the friction velocity whose (linear) fit is best, payload ``pv`` fixed."""
-        best = np.full(nj, np.inf)
-        for v in friction_velocities:
-            signs[:] = smooth_sign(reg.qd, v)
-            rms = _rms(inner(pv, x))
-            better = rms < best
-            best[better], friction_velocity[better] = rms[better], v
-        signs[:] = smooth_sign(reg.qd, friction_velocity)
+    distances, delays = (np.unique(reg.candidates[:, i]).size for i in (0, 1))    # delay-major grid
+
+    def choose_presliding_distance(pv):
+        """Per joint, the (presliding distance, effort delay) whose (linear) fit is best, payload
+        ``pv`` fixed: the distance, then the delay, then the distance again (a coordinate search
+        over the grid: 2 K + M fits instead of K M)."""
+        for axis in (0, 1, 0):
+            best = np.full(nj, np.inf)
+            k, m = choice % distances, choice // distances
+            for i in range(distances if axis == 0 else delays):
+                trial = m * distances + i if axis == 0 else i * distances + k
+                signs[:] = reg.friction(trial)
+                rms = _rms(inner(pv, x))
+                better = rms < best
+                best[better], choice[better] = rms[better], trial[better]
+        signs[:] = reg.friction(choice)
 
     # stage 1: per joint, no payload (linear)
     sigma = _rms(inner(np.zeros(4), x))
@@ -245,8 +250,8 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
             inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
         sigma = _rms(inner(x[p0:p0 + 4], x))
         prior_sigma[:] = sigma
-    if friction_velocities:
-        choose_friction_velocity(x[p0:p0 + 4] if payload else np.zeros(4))
+    if choose_distance:
+        choose_presliding_distance(x[p0:p0 + 4] if payload else np.zeros(4))
         sigma = _rms(inner(x[p0:p0 + 4] if payload else np.zeros(4), x))
     # stage 3 (polish, variable projection: Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973):
     # the payload (which multiplies the gains) by nonlinear least squares, every joint's
@@ -268,8 +273,8 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
                                               diff_step=1e-4)
         x[p0:p0 + 4] = payload_of(result.x)
         evaluations = int(result.nfev)
-        if friction_velocities:
-            choose_friction_velocity(x[p0:p0 + 4])
+        if choose_distance:
+            choose_presliding_distance(x[p0:p0 + 4])
         inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
     inner(x[p0:p0 + 4] if payload else np.zeros(4), x)
 
@@ -293,13 +298,12 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, f
             f'{joint}.offset']
     names += [f'payload.{p}' for p in PAYLOAD_UNKNOWNS] if payload else []
     params = _parameters(x, joints, effort_unit, per_joint, payload)
-    if friction_velocities:
-        params.friction_velocity = friction_velocity
+    params.presliding_distance, params.effort_delay = reg.candidates[choice, 0], reg.candidates[choice, 1]
     shares = [None] * nj
     if prior is not None:
         tp = payload_torque(x)
         shares = [prior.share(j, reg.tau_links[:, j] + tp[:, j], prior_sigma[j]) for j in range(nj)]
-    intervals, unidentified, singular = _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
+    intervals, unidentified, singular = identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
     fit_sigma = _rms(params.predict(reg) - effort)
     return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma,
                      prior, shares)
@@ -349,63 +353,3 @@ def _parameters(x, joints, effort_unit, per_joint, payload) -> DynamicsParameter
         com = x[npj * nj + 1:npj * nj + 4] / mass if mass > 0 else np.zeros(3)
     return DynamicsParameters(list(joints), effort_unit, gain, rest[:, 0] * gain, rest[:, 1] * gain,
                               rest[:, 2] * gain, rest[:, 3].copy(), mass, com)
-
-
-def _identifiability(Jw, rw, x, names, joints, has_gain, npj, payload):
-    """Intervals of the reported parameters (delta method from the unknowns) and the
-    unidentifiable directions of the weighted Jacobian ``Jw`` (R, D) at ``x``."""
-    rows, nx = Jw.shape
-    dof = rows - nx
-    s2 = float(rw @ rw) / dof
-    # J = Q R: R (D, D) has J's singular values and right singular vectors and its column norms
-    r_factor = np.linalg.qr(Jw, mode='r')
-    cov, infinite = covariance(r_factor, s2)
-    t = float(scipy.stats.t.ppf(0.975, dof))
-    intervals = {}
-
-    def add(name, value, gradient):
-        idx = np.flatnonzero(gradient)
-        if infinite[idx].any():
-            sd = np.inf
-        else:
-            sd = float(np.sqrt(max(gradient[idx] @ cov[np.ix_(idx, idx)] @ gradient[idx], 0.0)))
-        intervals[name] = {'value': float(value), 'sd': sd, 'low': float(value - t * sd), 'high': float(value + t * sd)}
-
-    for j, joint in enumerate(joints):
-        base = j * npj
-        a = x[base] if has_gain else 1.0
-        off = 1 if has_gain else 0
-        if has_gain:
-            grad = np.zeros(nx)
-            grad[base] = -1.0 / a ** 2
-            add(f'{joint}.drive_gain', 1.0 / a, grad)
-        for p, name in enumerate(('armature', 'damping', 'frictionloss')):
-            grad = np.zeros(nx)
-            grad[base + off + p] = 1.0 / a
-            if has_gain:
-                grad[base] = -x[base + off + p] / a ** 2
-            add(f'{joint}.{name}', x[base + off + p] / a, grad)
-        grad = np.zeros(nx)
-        grad[base + off + 3] = 1.0
-        add(f'{joint}.offset', x[base + off + 3], grad)
-    if payload:
-        m0 = npj * len(joints)
-        mass = x[m0]
-        grad = np.zeros(nx)
-        grad[m0] = 1.0
-        add('payload.mass', mass, grad)
-        for i, axis in enumerate('xyz'):
-            grad = np.zeros(nx)
-            if mass > 0:
-                grad[m0 + 1 + i] = 1.0 / mass
-                grad[m0] = -x[m0 + 1 + i] / mass ** 2
-                add(f'payload.com_{axis}', x[m0 + 1 + i] / mass, grad)
-            else:
-                intervals[f'payload.com_{axis}'] = {'value': 0.0, 'sd': np.inf, 'low': -np.inf, 'high': np.inf}
-    singular, directions = normalised_svd(r_factor, np.linalg.norm(r_factor, axis=0))
-    unidentified = []
-    for value, vector, kind in directions:
-        coefficients = {name: float(c) for name, c in zip(names, vector) if abs(c) >= 0.01}
-        index = float(1.0 / value) if kind == 'collinear' and value > 0 else float('inf')
-        unidentified.append(Direction(combination(coefficients), coefficients, float(value), index, kind))
-    return intervals, unidentified, [float(v) for v in singular]

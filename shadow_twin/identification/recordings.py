@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import mujoco
 import numpy as np
 import yaml
 
@@ -36,6 +37,16 @@ GAP_FACTOR = 3.0
 MIN_MOTION = 1e-3
 #: A recording of which more than this fraction is dropped is refused (mostly unusable).
 MAX_DROPPED_FRACTION = 0.5
+#: rad (m for a slide joint): a recorded position this far outside its joint's range in the model is refused.
+RANGE_MARGIN = 0.5
+#: rad (m): bound on the recorded positions of a joint the model gives no range (far beyond the
+#: turns of any recording): 1e300 is not a position.
+UNLIMITED_BOUND = 1e4
+#: The largest value in degrees a revolute joint's position takes (two turns): positions beyond the
+#: joint's range by far but within this are reported as degrees.
+DEGREES_BOUND = 720.0
+#: An effort whose peak-to-peak over a fitted recording is at most this (its unit) is constant.
+CONSTANT_EFFORT = 1e-9
 #: Keys of :attr:`EffortRecording.dropped`.
 DROP_KEYS = ('cut_rows', 'nan_rows', 'clock_back_rows', 'clock_gaps', 'short_segment_rows')
 
@@ -136,6 +147,60 @@ def clean(name: str, source: str, joints: Sequence[str], times, positions, effor
                            blocks[2] if velocities is not None else None)
 
 
+def check_efforts(recording: EffortRecording) -> None:
+    """Refuse a recording to fit whose effort on a joint is constant (a drive that reported nothing,
+    zeros, or one value): nothing to fit, and the fit's drive gain would run to its bound.
+
+    Raises:
+        RecordingError: a joint's effort with a peak to peak of at most :data:`CONSTANT_EFFORT`.
+    """
+    flat = np.flatnonzero(np.ptp(recording.efforts, axis=0) <= CONSTANT_EFFORT)
+    if flat.size:
+        k = int(flat[0])
+        raise RecordingError(f'{recording.source}: effort of {recording.joints[k]} is constant: '
+                             f'{recording.efforts[0, k]:g} {recording.effort_unit} in all {recording.times.size} '
+                             'samples (its drive reported no current; identification needs the measured effort '
+                             'of every joint, or leave the joint out with --joints)')
+
+
+def check_positions(model: mujoco.MjModel, joints: Sequence[str], times, positions, source: str,
+                    names: Sequence[str] | None = None) -> None:
+    """Refuse recorded positions far outside the model's joint ranges (degrees, a wrong scale, 1e300).
+
+    Args:
+        model: the model; ``joints`` J of its joint names (those it lacks are not checked).
+        times: (N,) s; positions: (N, J) rad (m for a slide joint); NaN is not checked (dropped
+            or refused by the readers).
+        names: J names to print (e.g. the ROS names; default ``joints``).
+    Raises:
+        RecordingError: a position more than :data:`RANGE_MARGIN` outside its joint's range (beyond
+            :data:`UNLIMITED_BOUND` for a joint without a range), naming the joint, the sample and
+            its time, and saying "degrees" where the values fit angles in degrees.
+    """
+    positions = np.asarray(positions, dtype=float)
+    for k, joint in enumerate(joints):
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint)
+        if jid < 0:
+            continue
+        limited = bool(model.jnt_limited[jid])
+        low, high = model.jnt_range[jid] if limited else (-UNLIMITED_BOUND, UNLIMITED_BOUND)
+        margin = RANGE_MARGIN if limited else 0.0
+        with np.errstate(invalid='ignore'):
+            bad = np.flatnonzero((positions[:, k] < low - margin) | (positions[:, k] > high + margin))
+        if not bad.size:
+            continue
+        i = int(bad[0])
+        value = positions[i, k]
+        revolute = model.jnt_type[jid] == mujoco.mjtJoint.mjJNT_HINGE
+        unit = 'rad' if revolute else 'm'
+        degrees = revolute and abs(value) <= DEGREES_BOUND
+        hint = 'the positions look like degrees (the recording must hold rad)' if degrees else 'not a joint position'
+        where = f"the model's range [{low:.4g}, {high:.4g}] {unit}" if limited else f'+-{UNLIMITED_BOUND:g} {unit}'
+        raise RecordingError(f'{source}: {(names or joints)[k]} position {value:.6g} {unit} at sample {i} '
+                             f'(t = {float(np.asarray(times)[i]):.3f} s) is far outside {where} ({bad.size} such '
+                             f'sample(s)): {hint}')
+
+
 def _counts_text(counts: Mapping[str, int]) -> str:
     return ', '.join(f'{k} {v}' for k, v in counts.items() if v) or 'none'
 
@@ -189,7 +254,9 @@ class ColumnMap:
         ``positions`` etc. are lists of J columns or a pattern with ``{i}`` (0..J-1).
 
         Raises:
-            ConfigError: a missing key, an unknown key, or a list of the wrong length.
+            ConfigError: not a mapping, a missing or unknown key, a list of the wrong length, a
+            column that is neither a name nor an index >= 0, a malformed pattern, a ``header``
+            that is not a boolean, a ``time_scale`` that is not a positive number.
         """
         if not isinstance(data, Mapping):
             raise ConfigError('column map: expected a mapping with time, positions, efforts')
@@ -202,21 +269,33 @@ class ColumnMap:
             if key not in data:
                 raise ConfigError(f'column map: {key!r} missing')
 
+        def column(key, value):
+            if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                return value
+            raise ConfigError(f'column map: {key}: a column is a header name or a 0-based index, got {value!r}')
+
         def columns(key):
             value = data.get(key)
-            if value is None:
+            if value is None and key == 'velocities':
                 return None
             if isinstance(value, str):
-                if '{i}' not in value:
+                try:
+                    names = tuple(value.format(i=i) for i in range(joints)) if '{i}' in value else None
+                except (ValueError, IndexError, KeyError) as exc:
+                    raise ConfigError(f'column map: {key} {value!r}: {exc} (a pattern holds {{i}} once)') from None
+                if names is None:
                     raise ConfigError(f'column map: {key} {value!r} needs {{i}} or a list of {joints} columns')
-                return tuple(value.format(i=i) for i in range(joints))
+                return names
             if not isinstance(value, (list, tuple)) or len(value) != joints:
                 raise ConfigError(f'column map: {key} must list {joints} columns, got {value!r}')
-            return tuple(value)
+            return tuple(column(key, v) for v in value)
 
+        column('time', data['time'])
         header = data.get('header', not isinstance(data['time'], int))
+        if not isinstance(header, bool):
+            raise ConfigError(f'column map: header {header!r} must be true or false')
         scale = data.get('time_scale', 1.0)
-        if not isinstance(scale, (int, float)) or not np.isfinite(scale) or scale <= 0:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not np.isfinite(scale) or scale <= 0:
             raise ConfigError(f'column map: time_scale {scale!r} must be a positive number')
         delimiter = str(data.get('delimiter', 'auto'))
         if delimiter not in ('auto', ',', ';', '\t', ' '):

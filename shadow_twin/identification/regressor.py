@@ -4,7 +4,7 @@ Per joint j and sample (Khalil & Dombre, *Modeling, Identification and Control o
 ch. 12; Swevers et al., IEEE TRA 1997; the payload as in Atkeson, An & Hollerbach, *Estimation of
 inertial parameters of manipulator loads and links*, IJRR 5(3), 1986)::
 
-    k_j e_j = tau_links_j(q, qd, qdd) + Y_j(q, qd, qdd) pi + Ia_j qdd_j + b_j qd_j + fc_j s(qd_j) + k_j o_j
+    k_j e_j = tau_links_j(q, qd, qdd) + Y_j(q, qd, qdd) pi + Ia_j qdd_j + b_j qd_j + fc_j s_j + k_j o_j
 
 * ``e_j``: the measured effort (A or N m); ``k_j`` the drive gain (N m/A; 1 for N m) and
   ``o_j`` the offset (in the effort's unit);
@@ -19,7 +19,9 @@ inertial parameters of manipulator loads and links*, IJRR 5(3), 1986)::
   origin is ``f = m a + a_w x h + w x (w x h)``, ``n = I a_w + w x (I w) + h x a`` (h = m c), and
   the joint torques are ``J_p^T R f + J_r^T R n`` (``mj_jacSite``);
 * ``Ia, b, fc``: MJCF ``armature`` (kg m^2), ``damping`` (N m s/rad), ``frictionloss`` (N m);
-  ``s`` the smooth sign of :func:`~shadow_twin.simulation.effort.smooth_sign`.
+  ``s`` the friction's presliding state along the motion
+  (:func:`~shadow_twin.simulation.friction.presliding_states`), for each of C candidate
+  (presliding distance, effort delay) pairs.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.simulation.effort import InverseDynamics, smooth_sign
+from shadow_twin.simulation.effort import InverseDynamics
+from shadow_twin.simulation.friction import (EFFORT_DELAYS, PRESLIDING_DISTANCES, delayed_positions,
+                                             presliding_states)
 
 #: Names of the payload's 10 inertial parameters (flange frame; kg, kg m, kg m^2).
 PAYLOAD_PARAMETERS = ('mass', 'mx', 'my', 'mz', 'ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
@@ -48,7 +52,9 @@ class Regressors:
         tau_links: (N, J) N m, rigid-body torques of the model's links (no payload).
         payload: (N, J, 10) N m per payload parameter (:data:`PAYLOAD_PARAMETERS`).
         qd, qdd: (N, J) rad/s, rad/s^2 (the columns of damping and armature).
-        sign: (N, J) smooth sign of qd (the column of frictionloss).
+        sign: (N, J, C) the friction's presliding state for each of the C ``candidates`` (the
+            column of frictionloss; each contiguous motion starts from 0, unknown).
+        candidates: (C, 2) the (presliding distance rad, effort delay s) of each column of ``sign``.
         links: (N, J, 10 B) N m per inertial parameter of each of the B moving bodies of the arm
             (:attr:`EffortRegressor.link_bodies`, each body's :data:`PAYLOAD_PARAMETERS` in its
             own frame, about its origin), or None (not asked for).
@@ -59,19 +65,39 @@ class Regressors:
     qd: np.ndarray
     qdd: np.ndarray
     sign: np.ndarray
+    candidates: np.ndarray
     links: np.ndarray | None = None
 
     def take(self, index) -> Regressors:
         """The samples ``index`` (a slice or index array)."""
         return Regressors(self.tau_links[index], self.payload[index], self.qd[index], self.qdd[index],
-                          self.sign[index], None if self.links is None else self.links[index])
+                          self.sign[index], self.candidates, None if self.links is None else self.links[index])
+
+    def friction(self, choice: np.ndarray | None = None) -> np.ndarray:
+        """(N, J) the presliding states of ``choice``: (J,) indices into :attr:`candidates`, one
+        per joint; None: the first candidate for every joint."""
+        if choice is None:
+            return self.sign[:, :, 0]
+        return self.sign[:, np.arange(self.sign.shape[1]), np.asarray(choice, dtype=int)]
+
+    def candidate_of(self, distance: float, delay: float) -> int:
+        """The index of (``distance`` rad, ``delay`` s) in :attr:`candidates`.
+
+        Raises:
+            ValueError: not among them.
+        """
+        hit = np.flatnonzero(np.isclose(self.candidates[:, 0], distance, rtol=1e-9, atol=0.0)
+                             & np.isclose(self.candidates[:, 1], delay, rtol=0.0, atol=1e-9))
+        if not hit.size:
+            raise ValueError(f'presliding distance {distance:g} rad with effort delay {delay:g} s was not evaluated')
+        return int(hit[0])
 
     @staticmethod
     def concatenate(parts: Sequence[Regressors]) -> Regressors:
-        """Samples of several recordings one after another."""
+        """Samples of several recordings one after another (the same :attr:`distances`)."""
         links = None if any(p.links is None for p in parts) else np.concatenate([p.links for p in parts])
         return Regressors(*(np.concatenate([getattr(p, f) for p in parts]) for f in
-                            ('tau_links', 'payload', 'qd', 'qdd', 'sign')), links)
+                            ('tau_links', 'payload', 'qd', 'qdd', 'sign')), parts[0].candidates, links)
 
 
 def point_mass_inertia(mass: float, h: np.ndarray, inertia_com: np.ndarray | None = None) -> np.ndarray:
@@ -91,15 +117,23 @@ class EffortRegressor:
     Args:
         model: compiled MJCF (copied).
         joints: J hinge joints (the arm's), the columns of every array.
-        friction_velocity: rad/s of the smooth sign.
+        presliding_distances: (K,) rad, the candidate presliding distances of the friction state
+            (default :data:`~shadow_twin.simulation.friction.PRESLIDING_DISTANCES`).
+        effort_delays: (M,) s, the candidate effort delays (default
+            :data:`~shadow_twin.simulation.friction.EFFORT_DELAYS`); every pair is a candidate.
     Raises:
         ModelError: a joint missing, or no flange frame (:data:`FLANGE_SITES`, :data:`FLANGE_BODIES`).
     """
 
-    def __init__(self, model: mujoco.MjModel, joints: Sequence[str], friction_velocity: float | None = None) -> None:
+    def __init__(self, model: mujoco.MjModel, joints: Sequence[str],
+                 presliding_distances: Sequence[float] = PRESLIDING_DISTANCES,
+                 effort_delays: Sequence[float] = EFFORT_DELAYS) -> None:
         self.dynamics = InverseDynamics(model, joints)     # no contact or joint-limit forces
         self.joints = list(joints)
-        self.friction_velocity = friction_velocity
+        self.distances = np.asarray(presliding_distances, dtype=float).reshape(-1)
+        self.delays = np.asarray(effort_delays, dtype=float).reshape(-1)
+        #: (C, 2) every (distance, delay) pair, delay-major.
+        self.candidates = np.array([(d, s) for s in self.delays for d in self.distances]).reshape(-1, 2)
         m = self.dynamics.model
         self.frame = None
         for name in FLANGE_SITES:
@@ -134,9 +168,14 @@ class EffortRegressor:
             out.append(np.concatenate([[mass], mass * com, point_mass_inertia(mass, mass * com, inertia_com)]))
         return np.concatenate(out)
 
-    def evaluate(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, links: bool = False) -> Regressors:
-        """Regressors for (N, J) positions (rad), velocities (rad/s), accelerations (rad/s^2);
-        ``links``: also the columns of the links' inertial parameters (:attr:`Regressors.links`)."""
+    def evaluate(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, links: bool = False,
+                 path: np.ndarray | None = None, times: np.ndarray | None = None) -> Regressors:
+        """Regressors for (N, J) positions (rad), velocities (rad/s), accelerations (rad/s^2) of
+        one contiguous motion. The friction states run along ``path`` ((M >= N, J) measured
+        positions, rad, whose last N rows are these samples: the motion since the recording's
+        start) from 0 at its first row, each delayed by its candidate's effort delay along
+        ``times`` ((M,) s); ``path`` None: along ``q`` from its first sample; ``times`` None: no
+        delay (every candidate's delay taken as 0). ``links``: also the columns of the links' inertial parameters (:attr:`Regressors.links`)."""
         q, qd, qdd = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, qd, qdd))
         m, d = self.dynamics.model, self.dynamics.data
         n, nj = q.shape
@@ -183,8 +222,19 @@ class EffortRegressor:
         payload = payload_columns(motion, jac)
         link_columns = (np.concatenate([payload_columns(link_motion[i], link_jac[i]) for i in range(len(bodies))],
                                        axis=2) if links else None)
-        sign = smooth_sign(qd) if self.friction_velocity is None else smooth_sign(qd, self.friction_velocity)
-        return Regressors(tau, payload, qd, qdd, sign, link_columns)
+        return Regressors(tau, payload, qd, qdd, self._friction(q if path is None else path, times, n),
+                          self.candidates, link_columns)
+
+    def _friction(self, path: np.ndarray, times: np.ndarray | None, n: int) -> np.ndarray:
+        """(n, J, C) presliding states of :attr:`candidates` for the last n rows of ``path``."""
+        path = np.atleast_2d(np.asarray(path, dtype=float))
+        nj = path.shape[1]
+        # every delay's path side by side: one pass over the samples for all candidates
+        paths = np.hstack([path if times is None or delay == 0.0 else delayed_positions(times, path, delay)
+                           for delay in self.delays])
+        states = presliding_states(paths, np.broadcast_to(self.distances, (paths.shape[1], self.distances.size)))
+        states = states[path.shape[0] - n:].reshape(n, self.delays.size, nj, self.distances.size)
+        return states.transpose(0, 2, 1, 3).reshape(n, nj, -1)      # (n, J, delay-major candidates)
 
 
 def payload_columns(motion: np.ndarray, jac: np.ndarray) -> np.ndarray:

@@ -173,20 +173,19 @@ def drive_parameters(params: DynamicsParameters, residual_sigma: np.ndarray | No
     """The ``parameters.yaml`` contents (``residual_sigma`` None: none yet)."""
     gains = {j: float(params.drive_gain[k]) for k, j in enumerate(params.joints)} \
         if params.effort_unit == 'A' else {}
-    velocity = {} if params.friction_velocity is None else \
-        {j: float(params.friction_velocity[k]) for k, j in enumerate(params.joints)}
-    return DriveParameters(params.effort_unit, gains,
-                           {j: float(params.offset[k]) for k, j in enumerate(params.joints)},
-                           {} if residual_sigma is None else
-                           {j: float(residual_sigma[k]) for k, j in enumerate(params.joints)}, velocity)
+    def table(values):
+        return {} if values is None else {j: float(values[k]) for k, j in enumerate(params.joints)}
+    return DriveParameters(params.effort_unit, gains, table(params.offset), table(residual_sigma),
+                           table(params.presliding_distance), table(params.effort_delay))
 
 
 def parameters_text(drive: DriveParameters) -> str:
     """``parameters.yaml``'s text (the :class:`DriveParameters` layout, with its header)."""
     return drive.yaml_text(header=(
         'shadow-twin identify: per joint drive_gain (N m per effort unit), offset and residual_sigma\n'
-        '(std of the validation residual) in the effort unit; friction_velocity: rad/s of the\n'
-        'Coulomb friction smooth sign tanh(qd / v) (docs/identify.md)'))
+        '(std of the validation residual) in the effort unit; presliding_distance: rad of travel\n'
+        'over which the Coulomb friction builds up after a reversal (it holds at rest); effort_delay:\n'
+        's the effort is measured late (docs/identify.md)'))
 
 
 def physical_section(params: DynamicsParameters) -> dict:
@@ -196,8 +195,10 @@ def physical_section(params: DynamicsParameters) -> dict:
         joints[j] = {'drive_gain': float(params.drive_gain[k]), 'armature': float(params.armature[k]),
                      'damping': float(params.damping[k]), 'frictionloss': float(params.frictionloss[k]),
                      'offset': float(params.offset[k])}
-        if params.friction_velocity is not None:
-            joints[j]['friction_velocity'] = float(params.friction_velocity[k])
+        if params.presliding_distance is not None:
+            joints[j]['presliding_distance'] = float(params.presliding_distance[k])
+        if params.effort_delay is not None:
+            joints[j]['effort_delay'] = float(params.effort_delay[k])
     return {'joints': joints, 'payload': {'mass': float(params.payload_mass),
                                           'com': [float(v) for v in params.payload_com]}}
 

@@ -24,6 +24,10 @@ import scipy.signal
 
 from shadow_twin.common.errors import ConfigError
 
+#: The lowest cut-off a user may ask for, as a fraction of the sample rate (0.5 Hz at 100 Hz): below
+#: it the filter flattens the excitation itself (a few Hz) and its coefficients lose their precision.
+MIN_CUTOFF_FRACTION = 0.005
+
 
 @dataclass(frozen=True)
 class FilterSettings:
@@ -47,6 +51,19 @@ class FilterSettings:
             raise ConfigError(f'filter order {self.order!r} must be 1..8')
         if not 0 < self.max_fraction < 0.5:
             raise ConfigError(f'max_fraction {self.max_fraction!r} must be in (0, 0.5)')
+
+    def check_rate(self, rate_hz: float, source: str) -> None:
+        """Refuse a cut-off asked for (``--cutoff``) that is meaningless at ``rate_hz`` samples/s.
+
+        Raises:
+            ConfigError: ``cutoff_hz`` below :data:`MIN_CUTOFF_FRACTION` of the rate or at or above
+                its Nyquist frequency (half the rate), the allowed range in Hz named.
+        """
+        low, nyquist = MIN_CUTOFF_FRACTION * rate_hz, 0.5 * rate_hz
+        if not low * (1 - 1e-9) <= self.cutoff_hz < nyquist:
+            raise ConfigError(f'--cutoff {self.cutoff_hz:g} Hz is outside the usable range for the {rate_hz:.4g} Hz '
+                              f'samples of {source}: {low:.3g} Hz <= cutoff < {nyquist:.4g} Hz (the Nyquist '
+                              f'frequency; at least {MIN_CUTOFF_FRACTION:g} of the sample rate)')
 
     def cutoff_for(self, rate_hz: float) -> float:
         """The cut-off used at ``rate_hz`` samples per second, Hz."""

@@ -16,7 +16,12 @@ Per sample (positions q in rad, velocities qd in rad/s, efforts in the recording
   ``max_gap`` restarts the window.
 * **Prediction**: :class:`shadow_twin.simulation.effort.InverseDynamics` (rigid-body inverse
   dynamics plus armature, damping and frictionloss, N m) through the drive parameters
-  (:class:`~shadow_twin.simulation.effort.DriveParameters`: torque / drive gain + offset).
+  (:class:`~shadow_twin.simulation.effort.DriveParameters`: torque / drive gain + offset). The
+  friction's presliding state (:class:`~shadow_twin.simulation.friction.FrictionState`, each joint's
+  ``presliding_distance``) is carried from centre sample to centre sample: at rest the predicted
+  friction is what the last motion left; a restarted window starts it from 0 (unknown). It is
+  taken at the position ``effort_delay`` before the sample (interpolated in the window), as the
+  drive measures its effort late.
 * **Residual** = measured - predicted (the recording's unit).
 * **Status**: a sample is over WARN when ``|residual| >= k_warn * sigma``, over ERROR from
   ``k_error * sigma``; sigma = the identification's ``residual_sigma`` of the joint, else the
@@ -46,6 +51,7 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.effort_settings import EffortSettings, glob_value
 from shadow_twin.monitoring.thresholds import ERROR, LEVEL_NAMES, OK, WARN
 from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
+from shadow_twin.simulation.friction import FrictionState, delayed_positions
 
 #: s: stamp differences this close to a debounce or hold time count as reaching it (float stamps).
 STAMP_EPS = 1e-9
@@ -245,6 +251,8 @@ class EffortWatch:
         self._stamps: list[object] = []
         self._levels = [_JointLevel() for _ in self.joints]
         self._columns: tuple | None = None
+        self._friction = FrictionState(self.drive.presliding_distances(self.joints))
+        self._delays = self.drive.effort_delays(self.joints)
         self.transitions: list[Transition] = []
 
     def levels(self) -> tuple[int, ...]:
@@ -298,6 +306,7 @@ class EffortWatch:
             return None
         if self._t and (t - self._t[-1] > self.settings.max_gap or (qd is None) != (self._qd[-1] is None)):
             self._t, self._q, self._qd, self._effort, self._stamps = [], [], [], [], []
+            self._friction.reset()
         for buf, value in ((self._t, t), (self._q, q), (self._qd, qd), (self._effort, e), (self._stamps, stamp)):
             buf.append(value)
             if len(buf) > self.settings.window:
@@ -314,8 +323,13 @@ class EffortWatch:
             qdd = _centre_derivatives(t, np.asarray(self._qd))[0]
         else:
             qd, qdd = _centre_derivatives(t, np.asarray(self._q))
-        torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None],
-                                      friction_velocity=self.drive.friction_velocities(self.joints))
+        # the friction's state at the positions the effort's delay looks back to (in the window)
+        delay = self._delays
+        if self._friction.last_q is None:       # a new window: its samples before the centre are the path so far
+            for q in delayed_positions(t, np.asarray(self._q), delay, at=t[:c]):
+                self._friction.advance(q)
+        friction = self._friction.advance(delayed_positions(t, np.asarray(self._q), delay, at=t[c:c + 1])[0])
+        torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None], friction[None])
         predicted = self.drive.to_effort(torque, self.joints)[0]
         measured = self._effort[c]
         residual = measured - predicted

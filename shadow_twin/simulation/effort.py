@@ -4,22 +4,22 @@ One implementation of the effort model, shared by the arm's identification
 (``shadow-twin identify``), the offline effort evaluation (``shadow-twin evaluate --effort``)
 and the monitor's live external-force watch:
 
-    tau = ID_rigid(q, qd, qdd) + armature * qdd + damping * qd + frictionloss * s(qd)   [N m]
+    tau = ID_rigid(q, qd, qdd) + armature * qdd + damping * qd + frictionloss * s      [N m]
     effort = tau / drive_gain + offset                                                [A or N m]
 
 ``ID_rigid`` is MuJoCo's inverse dynamics (``mj_inverse``) of the model with the named joints'
 armature, damping and frictionloss set to zero and no constraint forces, so that the joint dynamics appear as separate,
 linear terms (the classic rigid-body + friction model of arm identification: Khalil & Dombre,
 *Modeling, Identification and Control of Robots*, 2002, ch. 12; Swevers et al., IEEE TRA 1997).
-``s(qd) = tanh(qd / friction_velocity)`` is a smooth sign (MuJoCo's frictionloss is a soft
-constraint that also passes through zero over a small velocity band). Joints of the model that
+``s`` is the friction's presliding state in [-1, 1] (:mod:`shadow_twin.simulation.friction`): it
+follows the sign of the motion over a small travel and keeps its value at rest. Joints of the model that
 are not named (a hand on the flange, the mobile base) stay at their ``qpos0`` and at rest
 unless a full ``qpos`` is given.
 
 ``ur_robot_driver`` publishes the joint currents (A) as ``effort`` on CB3 and e-Series alike:
 :class:`DriveParameters` holds, per joint, the drive gain (N m/A) that turns them into torque,
-the offset (in the recording's unit) and the standard deviation of the identification's
-validation residual (the monitor's threshold is k times it).
+the offset (in the recording's unit), the standard deviation of the identification's
+validation residual (the monitor's threshold is k times it) and the presliding distance.
 """
 
 from __future__ import annotations
@@ -37,16 +37,12 @@ import yaml
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.files import read_text_limited, write_text_atomic
 from shadow_twin.common.state_files import load_yaml
+from shadow_twin.simulation.friction import PRESLIDING_DISTANCE, presliding_states
 
 #: Units of a recording's ``effort``: joint current (ur_robot_driver) or joint torque.
 EFFORT_UNITS = ('A', 'Nm')
-#: rad/s: the velocity over which the smooth sign of the Coulomb friction goes from -0.76 to 0.76.
-FRICTION_VELOCITY = 0.005
-
-
-def smooth_sign(qd: np.ndarray, friction_velocity: float = FRICTION_VELOCITY) -> np.ndarray:
-    """tanh(qd / friction_velocity), the same shape as ``qd`` (rad/s)."""
-    return np.tanh(np.asarray(qd, dtype=float) / friction_velocity)
+#: s: the longest effort delay a drive-parameter file may hold (a drive reports within ms).
+MAX_EFFORT_DELAY = 0.1
 
 
 @dataclass
@@ -63,9 +59,10 @@ class JointDynamics:
     damping: np.ndarray
     frictionloss: np.ndarray
 
-    def torques(self, qd: np.ndarray, qdd: np.ndarray, friction_velocity: float = FRICTION_VELOCITY) -> np.ndarray:
-        """(N, J) N m: armature * qdd + damping * qd + frictionloss * s(qd) for (N, J) qd, qdd."""
-        return self.armature * qdd + self.damping * qd + self.frictionloss * smooth_sign(qd, friction_velocity)
+    def torques(self, qd: np.ndarray, qdd: np.ndarray, friction: np.ndarray) -> np.ndarray:
+        """(N, J) N m: armature * qdd + damping * qd + frictionloss * s for (N, J) qd (rad/s), qdd
+        (rad/s^2) and presliding states s (:func:`~shadow_twin.simulation.friction.presliding_states`)."""
+        return self.armature * qdd + self.damping * qd + self.frictionloss * friction
 
 
 class InverseDynamics:
@@ -116,11 +113,15 @@ class InverseDynamics:
             out[k] = d.qfrc_inverse[self.dof_adr]
         return out
 
-    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, qpos: np.ndarray | None = None,
-                friction_velocity: float = FRICTION_VELOCITY) -> np.ndarray:
-        """(N, J) N m: rigid-body torques plus the model's own joint dynamics (see the module doc)."""
+    def torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, friction: np.ndarray | None = None,
+                qpos: np.ndarray | None = None) -> np.ndarray:
+        """(N, J) N m: rigid-body torques plus the model's own joint dynamics (see the module doc);
+        ``friction``: (N, J) the friction's presliding states; None: along ``q`` as one motion
+        from rest with :data:`~shadow_twin.simulation.friction.PRESLIDING_DISTANCE`."""
+        if friction is None:
+            friction = presliding_states(q, PRESLIDING_DISTANCE)
         return self.rigid_torques(q, qd, qdd, qpos) + self.joint_dynamics.torques(
-            np.atleast_2d(qd), np.atleast_2d(qdd), friction_velocity)
+            np.atleast_2d(qd), np.atleast_2d(qdd), np.atleast_2d(friction))
 
 
 def rigid_copy(model: mujoco.MjModel, dof_adr: np.ndarray) -> mujoco.MjModel:
@@ -151,15 +152,18 @@ class DriveParameters:
         offsets: {joint: effort offset, in ``effort_unit``}.
         residual_sigma: {joint: standard deviation of the validation residual, in
             ``effort_unit``} (empty until identified).
-        friction_velocity: {joint: rad/s, the band of the Coulomb friction's smooth sign}
-            (identified; :data:`FRICTION_VELOCITY` where not given).
+        presliding_distance: {joint: rad, the travel over which its Coulomb friction builds up
+            after a reversal} (identified; :data:`~shadow_twin.simulation.friction.PRESLIDING_DISTANCE`
+            where not given).
+        effort_delay: {joint: s, how late the effort is measured} (identified; 0 where not given).
     """
 
     effort_unit: str = 'A'
     drive_gains: dict[str, float] = field(default_factory=dict)
     offsets: dict[str, float] = field(default_factory=dict)
     residual_sigma: dict[str, float] = field(default_factory=dict)
-    friction_velocity: dict[str, float] = field(default_factory=dict)
+    presliding_distance: dict[str, float] = field(default_factory=dict)
+    effort_delay: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.effort_unit not in EFFORT_UNITS:
@@ -168,11 +172,14 @@ class DriveParameters:
             for joint, value in table.items():
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                     raise ConfigError(f'{name} of {joint}: {value!r} is not a finite number')
-        for name, table in (('drive_gain', self.drive_gains), ('friction_velocity', self.friction_velocity),
+        for name, table in (('drive_gain', self.drive_gains), ('presliding_distance', self.presliding_distance),
                             ('residual_sigma', self.residual_sigma)):
             for joint, value in table.items():
                 if value <= 0.0:
                     raise ConfigError(f'{name} of {joint}: {value!r} must be > 0')
+        for joint, value in self.effort_delay.items():
+            if not 0.0 <= value <= MAX_EFFORT_DELAY:
+                raise ConfigError(f'effort_delay of {joint}: {value!r} s must be within 0-{MAX_EFFORT_DELAY:g} s')
 
     def check_covers(self, joints: Sequence[str], source: str) -> None:
         """That these parameters serve ``joints`` (the watch's arm joints): in A, every joint has a
@@ -191,7 +198,8 @@ class DriveParameters:
 
     def _tables(self) -> tuple[tuple[str, dict[str, float]], ...]:
         return (('drive_gain', self.drive_gains), ('offset', self.offsets),
-                ('residual_sigma', self.residual_sigma), ('friction_velocity', self.friction_velocity))
+                ('residual_sigma', self.residual_sigma), ('presliding_distance', self.presliding_distance),
+                ('effort_delay', self.effort_delay))
 
     def gains(self, joints: Sequence[str]) -> np.ndarray:
         """(J,) drive gains of ``joints`` (1.0 where not given)."""
@@ -201,9 +209,13 @@ class DriveParameters:
         """(J,) offsets of ``joints`` in ``effort_unit`` (0.0 where not given)."""
         return np.array([float(self.offsets.get(j, 0.0)) for j in joints])
 
-    def friction_velocities(self, joints: Sequence[str]) -> np.ndarray:
-        """(J,) rad/s: the smooth sign's band of ``joints`` (:data:`FRICTION_VELOCITY` where not given)."""
-        return np.array([float(self.friction_velocity.get(j, FRICTION_VELOCITY)) for j in joints])
+    def presliding_distances(self, joints: Sequence[str]) -> np.ndarray:
+        """(J,) rad: the presliding distances of ``joints`` (:data:`PRESLIDING_DISTANCE` where not given)."""
+        return np.array([float(self.presliding_distance.get(j, PRESLIDING_DISTANCE)) for j in joints])
+
+    def effort_delays(self, joints: Sequence[str]) -> np.ndarray:
+        """(J,) s: how late the effort of ``joints`` is measured (0 where not given)."""
+        return np.array([float(self.effort_delay.get(j, 0.0)) for j in joints])
 
     def to_torque(self, effort: np.ndarray, joints: Sequence[str]) -> np.ndarray:
         """(N, J) N m from (N, J) measured efforts in ``effort_unit``: (effort - offset) * gain."""
@@ -216,7 +228,7 @@ class DriveParameters:
     @classmethod
     def from_mapping(cls, data: Mapping) -> DriveParameters:
         """From ``{'effort_unit': 'A', 'joints': {name: {drive_gain, offset, residual_sigma,
-        friction_velocity}}}``.
+        presliding_distance, effort_delay}}}``.
 
         Raises:
             ConfigError: not that layout, or a value that is not a finite number.
@@ -224,17 +236,20 @@ class DriveParameters:
         if not isinstance(data, Mapping) or not isinstance(data.get('joints', {}), Mapping):
             raise ConfigError("drive parameters: expected a mapping with 'effort_unit' and 'joints'")
         tables: dict[str, dict[str, float]] = {'drive_gain': {}, 'offset': {}, 'residual_sigma': {},
-                                               'friction_velocity': {}}
+                                               'presliding_distance': {}, 'effort_delay': {}}
         for joint, entry in (data.get('joints') or {}).items():
             if not isinstance(entry, Mapping):
                 raise ConfigError(f'drive parameters of {joint}: expected a mapping, got {entry!r}')
             unknown = set(entry) - set(tables)
+            if 'friction_velocity' in unknown:      # written by identify before its friction had memory
+                raise ConfigError(f'drive parameters of {joint}: friction_velocity is from an older '
+                                  '`shadow-twin identify` (a smooth sign without memory): run identify again')
             if unknown:
                 raise ConfigError(f'drive parameters of {joint}: unknown key(s) {", ".join(sorted(map(str, unknown)))}')
             for key, value in entry.items():
                 tables[key][str(joint)] = value
         return cls(str(data.get('effort_unit', 'A')), tables['drive_gain'], tables['offset'], tables['residual_sigma'],
-                   tables['friction_velocity'])
+                   tables['presliding_distance'], tables['effort_delay'])
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DriveParameters:

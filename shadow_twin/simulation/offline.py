@@ -241,7 +241,14 @@ class TrajectorySimulator:
 
         J follows ``controller.joint_names``; row k is the state at ``times[k]``.
         """
-        return self._rollout(models, nthread)[:, :, 1 + self.controller.qpos_adr]  # state = [time, qpos, ...]
+        return self.run_with_clock(models, nthread)[0]
+
+    def run_with_clock(self, models: Sequence[mujoco.MjModel], nthread: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`run`, with each state's simulation clock: ((M, nstep, J) positions, rad,
+        (M, nstep) clock, s). A clock that stops advancing marks a run MuJoCo reset as unstable
+        (:func:`shadow_twin.calibration.stability.unstable_times`)."""
+        state = self._rollout(models, nthread)          # state = [time, qpos, ...]
+        return state[:, :, 1 + self.controller.qpos_adr], state[:, :, 0]
 
     def run_base(self, models: Sequence[mujoco.MjModel], nthread: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Simulate every model; returns ((M, nstep, J) joint positions as :meth:`run`, rad,

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from shadow_twin.common.errors import ConfigError, ModelError
-from shadow_twin.simulation.effort import DriveParameters, InverseDynamics, smooth_sign
+from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
+from shadow_twin.simulation.friction import PRESLIDING_DISTANCE
 
 UR5 = Path(__file__).resolve().parents[2] / 'shadow_twin' / 'model' / 'builtin' / 'ur5.xml'
 
@@ -78,11 +79,11 @@ def test_joint_dynamics_are_the_linear_terms(ur5):
     assert np.allclose(inverse.joint_dynamics.armature, model.dof_armature)
     qd = np.array([[0.5, -0.5, 0.0, 1.0, -1.0, 0.2]])
     qdd = np.array([[1.0, 2.0, -1.0, 0.0, 0.5, 0.0]])
-    expected = model.dof_armature * qdd + model.dof_damping * qd + model.dof_frictionloss * np.tanh(qd / 0.005)
-    assert np.allclose(inverse.joint_dynamics.torques(qd, qdd), expected)
+    friction = np.array([[1.0, -1.0, 0.3, 0.0, -0.2, 1.0]])
+    expected = model.dof_armature * qdd + model.dof_damping * qd + model.dof_frictionloss * friction
+    assert np.allclose(inverse.joint_dynamics.torques(qd, qdd, friction), expected)
     # the copy used for the rigid part has none; the caller's model is untouched
     assert not inverse.model.dof_damping.any() and model.dof_damping.all()
-    assert smooth_sign(np.array([1.0, -1.0, 0.0])).tolist() == pytest.approx([1.0, -1.0, 0.0])
 
 
 def test_unknown_joint_is_a_model_error(ur5):
@@ -93,7 +94,7 @@ def test_unknown_joint_is_a_model_error(ur5):
 
 def test_drive_parameters_round_trip_and_convert(tmp_path):
     params = DriveParameters('A', {'elbow_joint': 13.0}, {'elbow_joint': 0.1}, {'elbow_joint': 0.05},
-                             {'elbow_joint': 0.01})
+                             {'elbow_joint': 0.002})
     path = params.write_yaml(tmp_path / 'parameters.yaml', header='written by a test')
     assert path.read_text().startswith('# written by a test\n')
     again = DriveParameters.from_yaml(path)
@@ -103,13 +104,14 @@ def test_drive_parameters_round_trip_and_convert(tmp_path):
     effort = again.to_effort(torque, joints)
     assert effort.tolist() == [[2.1, 3.0]]           # 26/13 + 0.1; a joint not given: gain 1, offset 0
     assert np.allclose(again.to_torque(effort, joints), torque)
-    assert again.friction_velocities(joints).tolist() == [0.01, 0.005]
+    assert again.presliding_distances(joints).tolist() == [0.002, PRESLIDING_DISTANCE]
 
 
 @pytest.mark.parametrize('text, problem', [
     ('effort_unit: mA\n', "effort_unit 'mA'"),
     ('joints: {elbow_joint: {drive_gain: -1}}\n', 'must be > 0'),
-    ('joints: {elbow_joint: {friction_velocity: 0}}\n', 'friction_velocity of elbow_joint: 0 must be > 0'),
+    ('joints: {elbow_joint: {presliding_distance: 0}}\n', 'presliding_distance of elbow_joint: 0 must be > 0'),
+    ('joints: {elbow_joint: {friction_velocity: 0.005}}\n', 'friction_velocity is from an older'),
     ('joints: {elbow_joint: {drive_gain: .nan}}\n', 'not a finite number'),
     ("joints: {elbow_joint: {drive_gain: '13'}}\n", 'not a finite number'),
     ('joints: {elbow_joint: {gain: 1}}\n', "unknown key(s) gain"),

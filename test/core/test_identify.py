@@ -258,7 +258,7 @@ def test_the_baseline_is_ordinary_least_squares_per_joint():
     rng = np.random.default_rng(0)
     n, nj = 500, 2
     reg = Regressors(rng.normal(size=(n, nj)), np.zeros((n, nj, 10)), rng.normal(size=(n, nj)),
-                     rng.normal(size=(n, nj)), np.tanh(rng.normal(size=(n, nj))))
+                     rng.normal(size=(n, nj)), np.tanh(rng.normal(size=(n, nj, 1))), np.array([[1e-3, 0.0]]))
     truth = np.array([[0.1, 0.5, 0.2, 0.3, -0.05], [0.08, 0.0, 0.9, 0.1, 0.02]])
     effort = Baseline(truth).predict(reg)
     fitted = Baseline.fit(reg, effort)

@@ -156,12 +156,12 @@ def test_least_squares_recovers_known_damping(problem, method):
 def test_jacobian_columns_are_one_batched_rollout(problem, monkeypatch, tmp_path):
     evaluator, space, truth = problem
     sizes = []
-    run = TrajectorySimulator.run
+    run = TrajectorySimulator.run_with_clock
 
     def counting(self, models, nthread=1):
         sizes.append((len(models), nthread))
         return run(self, models, nthread)
-    monkeypatch.setattr(TrajectorySimulator, 'run', counting)
+    monkeypatch.setattr(TrajectorySimulator, 'run_with_clock', counting)
     result = Calibration(evaluator, space, CalibrationSettings('lsq', 25, workers=2), tmp_path).run()
     sizes = sizes[1:]  # the model as given
     assert {n for n, _ in sizes} <= {1, 2} and all(t == 2 for _, t in sizes)
