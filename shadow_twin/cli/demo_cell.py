@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
-from geometry_msgs.msg import Transform
+from geometry_msgs.msg import Transform, Twist
 from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
@@ -110,7 +110,10 @@ def planar(x: float, y: float, yaw: float) -> Transform:
 
 
 def cell_goal(start: np.ndarray) -> FollowJointTrajectory.Goal:
-    """Arm to ``ARM_TARGET`` and hand closed in 4 s, base on a quarter arc (from pose ``start``)."""
+    """Arm to ``ARM_TARGET`` and hand closed in 4 s, base on a quarter arc (from pose ``start``)
+    along a quintic time law, every 0.5 s a pose with its velocities, as MoveIt sends a planar
+    joint (poses alone are joined by straight segments: the base's velocity stepped at every
+    point, and the arm's shoulder lift was predicted over its 150 N m limit at the first one)."""
     goal = FollowJointTrajectory.Goal()
     goal.trajectory.joint_names = ARM + list(HAND_CLOSE)
     goal.trajectory.points = [JointTrajectoryPoint(positions=ARM_TARGET + list(HAND_CLOSE.values()),
@@ -118,11 +121,26 @@ def cell_goal(start: np.ndarray) -> FollowJointTrajectory.Goal:
     goal.goal_tolerance = [JointTolerance(name=j, position=0.05) for j in goal.trajectory.joint_names]
     goal.multi_dof_trajectory.header.frame_id = 'odom'
     goal.multi_dof_trajectory.joint_names = ['virtual_joint']
-    for k in range(1, 9):
+    for k in range(1, 17):
+        u = k / 16
+        s, ds = 10 * u ** 3 - 15 * u ** 4 + 6 * u ** 5, (30 * u ** 2 - 60 * u ** 3 + 30 * u ** 4) / ARC_SECONDS
         goal.multi_dof_trajectory.points.append(MultiDOFJointTrajectoryPoint(
-            transforms=[planar(*arc_pose(start, (math.pi / 2) * k / 8))],
-            time_from_start=duration_msg(ARC_SECONDS * k / 8)))
+            transforms=[planar(*arc_pose(start, (math.pi / 2) * s))],
+            velocities=[arc_velocity(start, (math.pi / 2) * s, (math.pi / 2) * ds)],
+            time_from_start=duration_msg(ARC_SECONDS * u)))
     return goal
+
+
+def arc_velocity(start: np.ndarray, angle: float, rate: float) -> Twist:
+    """d/dt of :func:`arc_pose` at ``angle`` rad turning at ``rate`` rad/s: x_dot, y_dot (m/s, odom)
+    and the yaw rate (rad/s), as MoveIt fills a planar joint's velocities."""
+    yaw0 = start[2]
+    dlx, dly = ARC_RADIUS * math.cos(angle) * rate, ARC_RADIUS * math.sin(angle) * rate
+    twist = Twist()
+    twist.linear.x = dlx * math.cos(yaw0) - dly * math.sin(yaw0)
+    twist.linear.y = dlx * math.sin(yaw0) + dly * math.cos(yaw0)
+    twist.angular.z = float(rate)
+    return twist
 
 
 def arc_pose(start: np.ndarray, angle: float) -> np.ndarray:
