@@ -324,11 +324,11 @@ class EffortWatch:
         else:
             qd, qdd = _centre_derivatives(t, np.asarray(self._q))
         # the friction's state at the positions the effort's delay looks back to (in the window)
-        delay = self._delays
-        if self._friction.last_q is None:       # a new window: its samples before the centre are the path so far
-            for q in delayed_positions(t, np.asarray(self._q), delay, at=t[:c]):
-                self._friction.advance(q)
-        friction = self._friction.advance(delayed_positions(t, np.asarray(self._q), delay, at=t[c:c + 1])[0])
+        new = self._friction.last_q is None     # a new window: its samples before the centre are the path so far
+        path = delayed_positions(t, np.asarray(self._q), self._delays, at=t[:c + 1] if new else t[c:c + 1])
+        for q in path[:-1]:
+            self._friction.advance(q)
+        friction = self._friction.advance(path[-1])
         torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None], friction[None])
         predicted = self.drive.to_effort(torque, self.joints)[0]
         measured = self._effort[c]
