@@ -68,9 +68,13 @@ class DriveEffects:
             the order of the decrease Bittencourt & Gunnarsson, J. Dyn. Syst. Meas. Control 134(4),
             2012, measured on a robot joint between 30 and 50 C): -15 %.
         drift_time: s, of the drift; it runs linearly with the mock's clock over the runs recorded.
-        joint_stiffness: N m/rad, quasi-static flexibility of the three big joints (the position
-            is read before the gears' deflection tau / K; ~3e4 N m/rad, the order Kufieta, NTNU
-            2014, measured on a UR5's big joints). 0: rigid.
+        joint_stiffness: N m/rad, the gears' stiffness K of the three big joints: a spring
+            between the motor (its armature, the current's torque, the encoder) and the link, a
+            second hinge on the same axis in the mock's MJCF; the position is read on the motor's
+            side, before the deflection (~3e4 N m/rad, the order Kufieta, NTNU 2014, measured on a
+            UR5's big joints: a resonance near 9 Hz with the UR10e's upper arm). 0: rigid.
+        joint_damping: N m s/rad, the gears' structural damping across that spring (200 assumed:
+            a damping ratio near 0.2 at that resonance).
     """
 
     presliding_angle: float = 0.002
@@ -81,13 +85,19 @@ class DriveEffects:
     friction_drift: float = -0.15
     drift_time: float = 1200.0
     joint_stiffness: float = 3.0e4
+    joint_damping: float = 200.0
 
     @classmethod
     def off(cls) -> DriveEffects:
         """None of the effects: the model's own structure."""
-        return cls(PRESLIDING_DISTANCE, 0.0, 202.0, 0.0, 0.0, 0.0, 1200.0, 0.0)
+        return cls(PRESLIDING_DISTANCE, 0.0, 202.0, 0.0, 0.0, 0.0, 1200.0, 0.0, 0.0)
 
 
+#: s the mock runs before its recording starts: started on its trajectory with no torque, its servo
+#: takes up the arm's weight over the first ~0.1 s (the current swings by 1 A within 50 ms while the
+#: positions, through the flexible joints, move by 0.5 mrad). No recording of a real arm holds that
+#: start: a robot is recorded once it holds itself.
+SETTLE = 0.5
 #: The three big joints (the flexible ones of :attr:`DriveEffects.joint_stiffness`).
 BIG_JOINTS = (0, 1, 2)
 
@@ -113,7 +123,9 @@ def nominal_xml(arm_type: str = 'ur10e') -> str:
 
 
 def true_model(xml: str, truth: MockTruth) -> mujoco.MjModel:
-    """The mock arm: ``xml`` with scaled joint dynamics and the payload, contacts off."""
+    """The mock arm: ``xml`` with scaled joint dynamics and the payload, contacts off; with
+    :attr:`DriveEffects.joint_stiffness`, a spring joint ``<joint>_gear`` between each big joint's
+    motor and its link."""
     spec = mujoco.MjSpec.from_string(xml)
     model = spec.compile()
     for k, name in enumerate(JOINTS):
@@ -122,6 +134,12 @@ def true_model(xml: str, truth: MockTruth) -> mujoco.MjModel:
         joint.armature = float(model.dof_armature[dof] * truth.armature[k])
         joint.damping = [float(model.dof_damping[dof] * truth.damping[k]), 0.0, 0.0]
         joint.frictionloss = 0.0   # applied as an explicit Coulomb law by simulate()
+        if k in BIG_JOINTS and truth.effects.joint_stiffness > 0:
+            gear = spec.body(model.body(int(model.jnt_bodyid[model.joint(name).id])).name).add_joint()
+            gear.name, gear.type, gear.axis, gear.pos = f'{name}_gear', joint.type, joint.axis, joint.pos
+            gear.stiffness = [truth.effects.joint_stiffness, 0.0, 0.0]
+            gear.damping = [truth.effects.joint_damping, 0.0, 0.0]
+            gear.limited = mujoco.mjtLimited.mjLIMITED_FALSE
     site = spec.site('tool0')
     body = spec.body('wrist_3_link').add_body(name='mock_payload', pos=site.pos, quat=site.quat)
     body.mass = truth.payload_mass
@@ -167,11 +185,12 @@ def still_bag(path: Path, xml: str, truth: MockTruth, friction: np.ndarray, cloc
 
 def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: float, truth: MockTruth,
              friction: np.ndarray, seed: int = 0, rate_hz: float = 100.0, push: tuple | None = None,
-             clock: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             clock: float = 0.0, settle: float = SETTLE) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Track ``trajectory`` for ``duration`` s with Coulomb friction ``friction`` (6,) N m and the
     drive effects of ``truth.effects`` (:class:`DriveEffects`); ``push``: (body name, (3,) world
     force N, start s): an external force from ``start`` on; ``clock``: s of the mock's clock at the
-    run's start (the friction's drift).
+    run's start (the friction's drift). The mock starts ``settle`` s before the recording, on the
+    trajectory (:data:`SETTLE`).
     Returns (N,) times (s), (N, 6) positions (rad), velocities (rad/s) and currents (A) at
     ``rate_hz``."""
     model = copy_model(model)
@@ -179,8 +198,9 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
     order = [controller.joint_names.index(j) for j in JOINTS]
     data = mujoco.MjData(model)
     h = model.opt.timestep
-    steps = int(round(duration / h))
-    t = np.arange(steps + 1) * h
+    pre = int(round(settle / h))
+    steps = pre + int(round(duration / h))
+    t = (np.arange(steps + 1) - pre) * h
     q_des, qd_des, _ = trajectory.sample(t)
     qadr = controller.qpos_adr[order]
     dadr = controller.dof_adr[order]
@@ -203,7 +223,7 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
         data.ctrl[:] = ctrl[k]
         if pushed is not None and t[k] >= pushed[2]:
             data.xfrc_applied[pushed[0], :3] = pushed[1]
-        fc = friction * (1.0 + fx.friction_drift * min((clock + t[k]) / fx.drift_time, 1.0))
+        fc = friction * (1.0 + fx.friction_drift * min(max(clock + t[k], 0.0) / fx.drift_time, 1.0))
         fc = fc * (1.0 + fx.ripple * np.sin(fx.ripple_cycles * data.qpos[qadr]))
         v = data.qvel[dadr]
         settled = fc * np.sign(v)         # Dahl, integrated exactly over the step for constant v
@@ -218,16 +238,13 @@ def simulate(model: mujoco.MjModel, trajectory: FourierTrajectory, duration: flo
     # difference of the positions at t_k (semi-implicit Euler: q_k+1 = q_k + h v_k+1)
     half = 2
     lag = int(round(fx.current_delay / h))
-    samples = np.arange(every + lag, steps - half, every)
+    samples = np.arange(pre + every + lag, steps - half, every)
     torque = np.stack([tau[s - lag - half:s - lag + half + 1].mean(axis=0) for s in samples])
     current = torque / truth.drive_gain + truth.offset
     current += np.random.default_rng(seed).normal(0.0, truth.noise, current.shape)
     if fx.current_step > 0:
         current = np.round(current / fx.current_step) * fx.current_step
-    position = q[samples].copy()
-    if fx.joint_stiffness > 0:            # the encoder before the gears' deflection
-        position[:, BIG_JOINTS] += torque[:, BIG_JOINTS] / fx.joint_stiffness
-    return t[samples], position, qd[samples], current
+    return t[samples], q[samples].copy(), qd[samples], current
 
 
 def copy_model(model: mujoco.MjModel) -> mujoco.MjModel:

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         follower = StatusFollower(ros.node, args.node)
         try:
             answer = request_calibration(ros.node, args.node, args.service_timeout,
-                                         out=lambda line: print(line, flush=True))
+                                         out=lambda line: print(line, flush=True), follower=follower)
         except ShadowTwinError as exc:
             print(f'shadow-twin calibrate-live: error: {exc} (is the calibration_node running on the '
                   f'ROS_DOMAIN_ID this shell uses?)', file=sys.stderr)

@@ -132,7 +132,7 @@ class DemoClient:
     def calibrate(self, timeout: float) -> tuple[int, dict]:
         """Trigger the calibration node and follow it; (exit status as calibrate-live, last status)."""
         try:
-            answer = request_calibration(self.node, '/calibration_node', 30.0)
+            answer = request_calibration(self.node, '/calibration_node', 30.0, follower=self.follower)
         except ShadowTwinError as exc:
             raise ShadowTwinError(f'the calibration node did not come up: {exc} '
                                   '(see logs/calibration_node.log)') from None

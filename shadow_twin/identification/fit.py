@@ -19,9 +19,15 @@ each joint's rows weighted by 1 / the RMS of its residual. For a fixed payload, 
    variable projection (Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973).
 
 The presliding distance d of the friction's state s (:mod:`shadow_twin.simulation.friction`: it
-follows the motion's sign over a travel of a few d and holds at rest) and the effort's delay are
-chosen per joint from the regressors' candidates (the pair whose joint fit is best, payload fixed)
-after stages 2 and 3.
+follows the motion's sign over a travel of a few d and holds at rest) and the effort's delay (the
+drive measures its effort late) are chosen per joint from the candidates, the pair whose joint fit
+is best with the payload fixed: a coordinate search over the grid once the payload is polished
+(stage 3; on a rough payload a delay would compensate its error), then the polish again and a
+search among the neighbours while that changes a pair (:data:`POLISH_ROUNDS`); without a payload,
+after stage 2. A delay reads the joint's regressors that much earlier
+(:meth:`~shadow_twin.identification.regressor.Regressors.late`): the model's side is shifted, never
+the measurement (interpolating the measured effort would average its noise, and a fit would take
+the smaller residual for a better model).
 With the links' inertial parameters fixed to the model's, the gains are identifiable: the
 links' gravity and inertia torques set the scale.
 
@@ -48,6 +54,9 @@ from shadow_twin.identification.uncertainty import identifiability
 JOINT_PARAMETERS = ('drive_gain', 'armature', 'damping', 'frictionloss', 'offset')
 #: Payload parameters of the unknown vector (mass, first moment m c in the flange frame).
 PAYLOAD_UNKNOWNS = ('mass', 'mx', 'my', 'mz')
+#: Most rounds of the payload's polish, each followed by the search of the joints' presliding
+#: distances and effort delays (a round ends the loop when the search changes none).
+POLISH_ROUNDS = 3
 
 
 @dataclass
@@ -60,8 +69,9 @@ class DynamicsParameters:
         drive_gain: N m per effort unit; armature kg m^2; damping N m s/rad; frictionloss N m;
         offset: effort unit.
         payload_mass: kg; payload_com: (3,) m in the flange frame (zeros without a payload).
-        presliding_distance: (J,) rad, each joint's presliding distance, and effort_delay (J,) s
-            its effort's delay (a pair among the regressors' ``candidates``), or None (their first).
+        presliding_distance: (J,) rad, each joint's presliding distance (one of the regressors'
+            ``distances``), or None (their first); effort_delay: (J,) s, how late its effort is
+            measured (:meth:`predict` reads the regressors that much earlier), or None (0).
     """
 
     joints: list[str]
@@ -77,12 +87,11 @@ class DynamicsParameters:
     effort_delay: np.ndarray | None = None
 
     def sign(self, reg: Regressors) -> np.ndarray:
-        """(N, J) the friction's presliding states with :attr:`presliding_distance` and
-        :attr:`effort_delay`. Raises ValueError: a pair ``reg`` was not evaluated for."""
+        """(N, J) the friction's presliding states with :attr:`presliding_distance`. Raises
+        ValueError: a distance ``reg`` was not evaluated for."""
         if self.presliding_distance is None:
             return reg.friction()
-        delay = np.zeros(len(self.joints)) if self.effort_delay is None else self.effort_delay
-        return reg.friction([reg.candidate_of(d, s) for d, s in zip(self.presliding_distance, delay)])
+        return reg.friction([reg.index_of(d) for d in self.presliding_distance])
 
     def payload_vector(self) -> np.ndarray:
         """(10,) the payload's inertial parameters (point mass) of :data:`PAYLOAD_PARAMETERS`."""
@@ -90,12 +99,14 @@ class DynamicsParameters:
         return np.concatenate([[self.payload_mass], h, point_mass_inertia(self.payload_mass, h)])
 
     def torque(self, reg: Regressors) -> np.ndarray:
-        """(N, J) N m the joints need along ``reg``."""
+        """(N, J) N m the joints need along ``reg``, as measured (:attr:`effort_delay` late)."""
+        if self.effort_delay is not None:
+            reg = reg.late(self.effort_delay)
         return (reg.tau_links + reg.payload @ self.payload_vector() + self.armature * reg.qdd
                 + self.damping * reg.qd + self.frictionloss * self.sign(reg))
 
     def predict(self, reg: Regressors) -> np.ndarray:
-        """(N, J) efforts in ``effort_unit``: torque / drive_gain + offset."""
+        """(N, J) efforts in ``effort_unit`` as measured: torque / drive_gain + offset."""
         return self.torque(reg) / self.drive_gain + self.offset
 
 
@@ -131,7 +142,8 @@ class FitResult:
 
 def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_unit: str, payload: bool = True,
           max_samples: int = 20000, iterations: int = 3,
-          choose_distance: bool = True, gain_prior: GainPrior | None = None) -> FitResult:
+          choose_distance: bool = True, gain_prior: GainPrior | None = None,
+          delays: Sequence[float] | None = None) -> FitResult:
     """Fit the effort model to (N, J) measured efforts along ``reg`` (stages: module doc).
 
     BLAS runs on one thread here (``threadpoolctl``): the problems are many and small (QR factors
@@ -143,7 +155,8 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
         max_samples: the fit uses every ``ceil(N / max_samples)``-th sample (decimation).
         iterations: rounds of stage 2 (reweighting, payload inertia).
         choose_distance: choose each joint's presliding distance among the regressors'
-            candidates (``reg.distances``); False: the first.
+            ``reg.distances`` and its effort delay among ``delays`` (s; None: 0 only, which needs no
+            stamps in ``reg``); False: the first of each.
         gain_prior: the drive gains' prior (:mod:`~shadow_twin.identification.priors`; efforts in
             A only), one more equation per joint on 1/k from the first reweighting on; None: none.
     Raises:
@@ -151,16 +164,32 @@ def solve(reg: Regressors, effort: np.ndarray, joints: Sequence[str], effort_uni
     """
     with threadpoolctl.threadpool_limits(limits=1, user_api='blas'):
         return _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, choose_distance,
-                      gain_prior)
+                      gain_prior, delays)
 
 
-def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, choose_distance,
-           gain_prior) -> FitResult:
+def _solve(prompt, effort, joints, effort_unit, payload, max_samples, iterations, choose_distance,
+           gain_prior, delays) -> FitResult:
     effort = np.asarray(effort, dtype=float)
+    delays = np.zeros(1) if delays is None else np.asarray(delays, dtype=float).reshape(-1)
     n, nj = effort.shape
     step = max(1, int(np.ceil(n / max_samples)))
-    reg, effort = reg.take(slice(None, None, step)), effort[::step]
+    every = slice(None, None, step)
+    effort = effort[::step]
     n = effort.shape[0]
+    late_regs: dict[int, Regressors] = {}
+    mixed: list = [None, None]                  # the last mix: (key, regressors)
+
+    def at_delays(m):
+        """The decimated regressors with joint j read ``delays[m[j]]`` late (each delay's, and the
+        last mix, computed once)."""
+        key = tuple(int(i) for i in m)
+        if mixed[0] != key:
+            for i in set(key) - set(late_regs):
+                late_regs[i] = prompt.late(delays[i]).take(every)
+            mixed[:] = [key, Regressors.per_joint([late_regs[i] for i in key])]
+        return mixed[1]
+
+    reg = at_delays(np.zeros(nj, dtype=int))    # the regressors at each joint's chosen delay, decimated
     has_gain = effort_unit == 'A'
     per_joint = [p for p in JOINT_PARAMETERS if has_gain or p != 'drive_gain']
     npj = len(per_joint)
@@ -212,24 +241,30 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, c
             out[:, j] = cols @ xv[j * npj:(j + 1) * npj] - target
         return out
 
-    choice = np.zeros(nj, dtype=int)
-    choose_distance = choose_distance and reg.candidates.shape[0] > 1
+    choice = np.zeros(nj, dtype=int)            # each joint's presliding distance (index)
+    late = np.zeros(nj, dtype=int)              # each joint's effort delay (index)
+    distances = reg.distances.size
+    choose_distance = choose_distance and distances * delays.size > 1
 
-    distances, delays = (np.unique(reg.candidates[:, i]).size for i in (0, 1))    # delay-major grid
-
-    def choose_presliding_distance(pv):
+    def choose_presliding_distance(pv, near: bool = False):
         """Per joint, the (presliding distance, effort delay) whose (linear) fit is best, payload
         ``pv`` fixed: the distance, then the delay, then the distance again (a coordinate search
-        over the grid: 2 K + M fits instead of K M)."""
+        over the grid: 2 K + M fits instead of K M; ``near``: among each joint's neighbours only)."""
+        nonlocal reg
         for axis in (0, 1, 0):
             best = np.full(nj, np.inf)
-            k, m = choice % distances, choice // distances
-            for i in range(distances if axis == 0 else delays):
-                trial = m * distances + i if axis == 0 else i * distances + k
-                signs[:] = reg.friction(trial)
+            size = distances if axis == 0 else delays.size
+            current = choice if axis == 0 else late
+            for i in (-1, 0, 1) if near else range(size):
+                trial = np.clip(current + i, 0, size - 1) if near else np.full(nj, i)
+                trial_k, trial_m = (trial, late) if axis == 0 else (choice, trial)
+                reg = at_delays(trial_m)
+                signs[:] = reg.friction(trial_k)
                 rms = _rms(inner(pv, x))
                 better = rms < best
-                best[better], choice[better] = rms[better], trial[better]
+                best[better] = rms[better]
+                choice[better], late[better] = trial_k[better], trial_m[better]
+        reg = at_delays(late)
         signs[:] = reg.friction(choice)
 
     # stage 1: per joint, no payload (linear)
@@ -250,9 +285,9 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, c
             inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
         sigma = _rms(inner(x[p0:p0 + 4], x))
         prior_sigma[:] = sigma
-    if choose_distance:
-        choose_presliding_distance(x[p0:p0 + 4] if payload else np.zeros(4))
-        sigma = _rms(inner(x[p0:p0 + 4] if payload else np.zeros(4), x))
+    if choose_distance and not payload:
+        choose_presliding_distance(np.zeros(4))
+        sigma = _rms(inner(np.zeros(4), x))
     # stage 3 (polish, variable projection: Golub & Pereyra, SIAM J. Numer. Anal. 10(2), 1973):
     # the payload (which multiplies the gains) by nonlinear least squares, every joint's
     # unknowns solved exactly (bounded, linear) for each payload tried.
@@ -266,15 +301,22 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, c
         def projected(mc):
             return (inner(payload_of(mc), scratch) / sigma).reshape(-1)
 
-        mass0 = max(x[p0], 1e-3)
-        start = np.concatenate([[mass0], x[p0 + 1:p0 + 4] / mass0 if x[p0] > 0 else np.zeros(3)])
-        result = scipy.optimize.least_squares(projected, start, bounds=([0.0, -np.inf, -np.inf, -np.inf], np.inf),
-                                              method='trf', x_scale=np.array([1.0, 0.05, 0.05, 0.05]),
-                                              diff_step=1e-4)
-        x[p0:p0 + 4] = payload_of(result.x)
-        evaluations = int(result.nfev)
-        if choose_distance:
-            choose_presliding_distance(x[p0:p0 + 4])
+        for polished in range(POLISH_ROUNDS):     # again while the search changes a joint's (distance, delay)
+            chosen = np.concatenate([choice, late])
+            mass0 = max(x[p0], 1e-3)
+            start = np.concatenate([[mass0], x[p0 + 1:p0 + 4] / mass0 if x[p0] > 0 else np.zeros(3)])
+            result = scipy.optimize.least_squares(projected, start, bounds=([0.0, -np.inf, -np.inf, -np.inf], np.inf),
+                                                  method='trf', x_scale=np.array([1.0, 0.05, 0.05, 0.05]),
+                                                  diff_step=1e-4)
+            x[p0:p0 + 4] = payload_of(result.x)
+            evaluations += int(result.nfev)
+            if not choose_distance:
+                break
+            # the first search once the payload is polished (a rough payload is compensated by a delay)
+            choose_presliding_distance(x[p0:p0 + 4], near=polished > 0)
+            if (np.concatenate([choice, late]) == chosen).all():
+                break
+            sigma = _rms(inner(x[p0:p0 + 4], x))
         inertia = point_mass_inertia(x[p0], x[p0 + 1:p0 + 4])
     inner(x[p0:p0 + 4] if payload else np.zeros(4), x)
 
@@ -298,13 +340,13 @@ def _solve(reg, effort, joints, effort_unit, payload, max_samples, iterations, c
             f'{joint}.offset']
     names += [f'payload.{p}' for p in PAYLOAD_UNKNOWNS] if payload else []
     params = _parameters(x, joints, effort_unit, per_joint, payload)
-    params.presliding_distance, params.effort_delay = reg.candidates[choice, 0], reg.candidates[choice, 1]
+    params.presliding_distance, params.effort_delay = reg.distances[choice], delays[late]
     shares = [None] * nj
     if prior is not None:
         tp = payload_torque(x)
         shares = [prior.share(j, reg.tau_links[:, j] + tp[:, j], prior_sigma[j]) for j in range(nj)]
     intervals, unidentified, singular = identifiability(Jw, rw, x, names, joints, has_gain, npj, payload)
-    fit_sigma = _rms(params.predict(reg) - effort)
+    fit_sigma = _rms(params.predict(prompt)[every] - effort)
     return FitResult(params, intervals, unidentified, singular, n * nj, n, step, evaluations, fit_sigma,
                      prior, shares)
 

@@ -23,7 +23,7 @@ from shadow_twin.identification.regressor import EffortRegressor, Regressors
 from shadow_twin.identification.samples import prepare
 from shadow_twin.identification.signals import FilterSettings
 from shadow_twin.monitoring.effort_settings import nominal_drive
-from shadow_twin.simulation.effort import DriveParameters
+from shadow_twin.simulation.effort import EFFORT_DELAYS, DriveParameters
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def identify(spec: mujoco.MjSpec, joints: Sequence[str], fit_recs: Sequence[Effo
     effort = np.concatenate([s.effort for s in fit_samples])
     prior = GainPrior.for_joints(joints)
     result = solve(reg, effort, joints, options.effort_unit, payload=options.payload, max_samples=options.max_samples,
-                   gain_prior=prior if options.effort_unit == 'A' else None)
+                   gain_prior=prior if options.effort_unit == 'A' else None, delays=EFFORT_DELAYS)
     fitted = time.perf_counter()
     every = 'all of them' if result.decimation == 1 else f'one in {result.decimation}'
     log(f'fitted {result.samples} samples ({every}) in {fitted - prepared:.2f} s; '

@@ -20,6 +20,8 @@ to one set of link inertias, so ``calibrated.xml`` keeps the model's links.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Sequence
 
 import numpy as np
@@ -55,6 +57,8 @@ def solve_links(reg: Regressors, effort: np.ndarray, params: DynamicsParameters,
         raise RecordingError('--links: the regressors hold no link columns')
     effort = np.asarray(effort, dtype=float)
     step = max(1, int(np.ceil(effort.shape[0] / max_samples)))
+    if params.effort_delay is not None:      # the regressors as measured, once
+        reg, params = reg.late(params.effort_delay), dataclasses.replace(params, effort_delay=None)
     reg, effort = reg.take(slice(None, None, step)), effort[::step]
     n, nj = effort.shape
     a = 1.0 / params.drive_gain

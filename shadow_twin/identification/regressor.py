@@ -20,8 +20,8 @@ inertial parameters of manipulator loads and links*, IJRR 5(3), 1986)::
   the joint torques are ``J_p^T R f + J_r^T R n`` (``mj_jacSite``);
 * ``Ia, b, fc``: MJCF ``armature`` (kg m^2), ``damping`` (N m s/rad), ``frictionloss`` (N m);
   ``s`` the friction's presliding state along the motion
-  (:func:`~shadow_twin.simulation.friction.presliding_states`), for each of C candidate
-  (presliding distance, effort delay) pairs.
+  (:func:`~shadow_twin.simulation.friction.presliding_states`), for each of K candidate presliding
+  distances.
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.simulation.effort import InverseDynamics
-from shadow_twin.simulation.friction import (EFFORT_DELAYS, PRESLIDING_DISTANCES, delayed_positions,
-                                             presliding_states)
+from shadow_twin.simulation.effort import InverseDynamics, shifted
+from shadow_twin.simulation.friction import PRESLIDING_DISTANCES, presliding_states
 
 #: Names of the payload's 10 inertial parameters (flange frame; kg, kg m, kg m^2).
 PAYLOAD_PARAMETERS = ('mass', 'mx', 'my', 'mz', 'ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
@@ -52,12 +51,14 @@ class Regressors:
         tau_links: (N, J) N m, rigid-body torques of the model's links (no payload).
         payload: (N, J, 10) N m per payload parameter (:data:`PAYLOAD_PARAMETERS`).
         qd, qdd: (N, J) rad/s, rad/s^2 (the columns of damping and armature).
-        sign: (N, J, C) the friction's presliding state for each of the C ``candidates`` (the
+        sign: (N, J, K) the friction's presliding state for each of the K ``distances`` (the
             column of frictionloss; each contiguous motion starts from 0, unknown).
-        candidates: (C, 2) the (presliding distance rad, effort delay s) of each column of ``sign``.
+        distances: (K,) rad, the presliding distance of each column of ``sign``.
         links: (N, J, 10 B) N m per inertial parameter of each of the B moving bodies of the arm
             (:attr:`EffortRegressor.link_bodies`, each body's :data:`PAYLOAD_PARAMETERS` in its
             own frame, about its origin), or None (not asked for).
+        t: (N,) s, the samples' stamps, or None (unknown: no delay can be applied).
+        block: (N,) int, the contiguous motion each sample belongs to (stamps increase within one).
     """
 
     tau_links: np.ndarray
@@ -65,39 +66,84 @@ class Regressors:
     qd: np.ndarray
     qdd: np.ndarray
     sign: np.ndarray
-    candidates: np.ndarray
+    distances: np.ndarray
     links: np.ndarray | None = None
+    t: np.ndarray | None = None
+    block: np.ndarray | None = None
+
+    #: The fields of one value per sample and joint (and column), in the constructor's order.
+    COLUMNS = ('tau_links', 'payload', 'qd', 'qdd', 'sign')
 
     def take(self, index) -> Regressors:
         """The samples ``index`` (a slice or index array)."""
-        return Regressors(self.tau_links[index], self.payload[index], self.qd[index], self.qdd[index],
-                          self.sign[index], self.candidates, None if self.links is None else self.links[index])
+        def part(a):
+            return None if a is None else a[index]
+        return Regressors(*(getattr(self, f)[index] for f in self.COLUMNS), self.distances, part(self.links),
+                          part(self.t), part(self.block))
+
+    def late(self, delay) -> Regressors:
+        """The regressors as the drive measures them ``delay`` s late (a scalar or (J,) s): each
+        joint's columns read ``delay`` earlier within its contiguous motion (linear interpolation
+        between samples, held at the motion's first; the effort model is linear in them, so this is
+        its prediction read ``delay`` earlier).
+
+        Raises:
+            ValueError: a delay other than 0 without the samples' stamps.
+        """
+        delay = np.broadcast_to(np.asarray(delay, dtype=float), (self.qd.shape[1],))
+        if not delay.any():
+            return self
+        if self.t is None or self.block is None:
+            raise ValueError('an effort delay needs the samples\' stamps (Regressors.t)')
+        fields = [getattr(self, f) for f in self.COLUMNS] + ([] if self.links is None else [self.links])
+        out = [np.empty_like(a) for a in fields]
+        for b in np.unique(self.block):
+            rows = np.flatnonzero(self.block == b)
+            for a, o in zip(fields, out):
+                o[rows] = shifted(self.t[rows], a[rows], -delay)
+        return Regressors(*out[:5], self.distances, out[5] if self.links is not None else None, self.t, self.block)
 
     def friction(self, choice: np.ndarray | None = None) -> np.ndarray:
-        """(N, J) the presliding states of ``choice``: (J,) indices into :attr:`candidates`, one
-        per joint; None: the first candidate for every joint."""
+        """(N, J) the presliding states of ``choice``: (J,) indices into :attr:`distances`, one
+        per joint; None: the first distance for every joint."""
         if choice is None:
             return self.sign[:, :, 0]
         return self.sign[:, np.arange(self.sign.shape[1]), np.asarray(choice, dtype=int)]
 
-    def candidate_of(self, distance: float, delay: float) -> int:
-        """The index of (``distance`` rad, ``delay`` s) in :attr:`candidates`.
+    def index_of(self, distance: float) -> int:
+        """The index of ``distance`` (rad) in :attr:`distances`.
 
         Raises:
             ValueError: not among them.
         """
-        hit = np.flatnonzero(np.isclose(self.candidates[:, 0], distance, rtol=1e-9, atol=0.0)
-                             & np.isclose(self.candidates[:, 1], delay, rtol=0.0, atol=1e-9))
+        hit = np.flatnonzero(np.isclose(self.distances, distance, rtol=1e-9, atol=0.0))
         if not hit.size:
-            raise ValueError(f'presliding distance {distance:g} rad with effort delay {delay:g} s was not evaluated')
+            raise ValueError(f'presliding distance {distance:g} rad was not evaluated')
         return int(hit[0])
 
     @staticmethod
+    def per_joint(parts: Sequence[Regressors]) -> Regressors:
+        """Joint j's columns from ``parts[j]`` (J regressors of the same samples, e.g. each read
+        with another delay); the links' columns are left out."""
+        if all(p is parts[0] for p in parts):
+            return parts[0]
+        j = np.arange(len(parts))
+        fields = [np.stack([getattr(p, f)[:, k] for k, p in zip(j, parts)], axis=1) for f in Regressors.COLUMNS]
+        return Regressors(*fields, parts[0].distances, None, parts[0].t, parts[0].block)
+
+    @staticmethod
     def concatenate(parts: Sequence[Regressors]) -> Regressors:
-        """Samples of several recordings one after another (the same :attr:`distances`)."""
-        links = None if any(p.links is None for p in parts) else np.concatenate([p.links for p in parts])
-        return Regressors(*(np.concatenate([getattr(p, f) for p in parts]) for f in
-                            ('tau_links', 'payload', 'qd', 'qdd', 'sign')), parts[0].candidates, links)
+        """Samples of several recordings one after another (the same :attr:`distances`; each part's
+        motions stay apart in :attr:`block`)."""
+        def joined(name):
+            return None if any(getattr(p, name) is None for p in parts) else np.concatenate([getattr(p, name)
+                                                                                             for p in parts])
+        t, block = joined('t'), None
+        if t is not None and all(p.block is not None for p in parts):
+            offsets = np.cumsum([0] + [int(p.block.max()) + 1 if p.block.size else 0 for p in parts[:-1]])
+            block = np.concatenate([p.block + o for p, o in zip(parts, offsets)])
+        return Regressors(*(np.concatenate([getattr(p, f) for p in parts]) for f in Regressors.COLUMNS),
+                          parts[0].distances, joined('links'), t if block is not None else None, block)
 
 
 def point_mass_inertia(mass: float, h: np.ndarray, inertia_com: np.ndarray | None = None) -> np.ndarray:
@@ -119,21 +165,15 @@ class EffortRegressor:
         joints: J hinge joints (the arm's), the columns of every array.
         presliding_distances: (K,) rad, the candidate presliding distances of the friction state
             (default :data:`~shadow_twin.simulation.friction.PRESLIDING_DISTANCES`).
-        effort_delays: (M,) s, the candidate effort delays (default
-            :data:`~shadow_twin.simulation.friction.EFFORT_DELAYS`); every pair is a candidate.
     Raises:
         ModelError: a joint missing, or no flange frame (:data:`FLANGE_SITES`, :data:`FLANGE_BODIES`).
     """
 
     def __init__(self, model: mujoco.MjModel, joints: Sequence[str],
-                 presliding_distances: Sequence[float] = PRESLIDING_DISTANCES,
-                 effort_delays: Sequence[float] = EFFORT_DELAYS) -> None:
+                 presliding_distances: Sequence[float] = PRESLIDING_DISTANCES) -> None:
         self.dynamics = InverseDynamics(model, joints)     # no contact or joint-limit forces
         self.joints = list(joints)
         self.distances = np.asarray(presliding_distances, dtype=float).reshape(-1)
-        self.delays = np.asarray(effort_delays, dtype=float).reshape(-1)
-        #: (C, 2) every (distance, delay) pair, delay-major.
-        self.candidates = np.array([(d, s) for s in self.delays for d in self.distances]).reshape(-1, 2)
         m = self.dynamics.model
         self.frame = None
         for name in FLANGE_SITES:
@@ -173,9 +213,9 @@ class EffortRegressor:
         """Regressors for (N, J) positions (rad), velocities (rad/s), accelerations (rad/s^2) of
         one contiguous motion. The friction states run along ``path`` ((M >= N, J) measured
         positions, rad, whose last N rows are these samples: the motion since the recording's
-        start) from 0 at its first row, each delayed by its candidate's effort delay along
-        ``times`` ((M,) s); ``path`` None: along ``q`` from its first sample; ``times`` None: no
-        delay (every candidate's delay taken as 0). ``links``: also the columns of the links' inertial parameters (:attr:`Regressors.links`)."""
+        start) from 0 at its first row; ``path`` None: along ``q`` from its first sample.
+        ``times``: (N,) s, the samples' stamps (needed for :meth:`Regressors.late`).
+        ``links``: also the columns of the links' inertial parameters (:attr:`Regressors.links`)."""
         q, qd, qdd = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (q, qd, qdd))
         m, d = self.dynamics.model, self.dynamics.data
         n, nj = q.shape
@@ -222,19 +262,15 @@ class EffortRegressor:
         payload = payload_columns(motion, jac)
         link_columns = (np.concatenate([payload_columns(link_motion[i], link_jac[i]) for i in range(len(bodies))],
                                        axis=2) if links else None)
-        return Regressors(tau, payload, qd, qdd, self._friction(q if path is None else path, times, n),
-                          self.candidates, link_columns)
+        t = None if times is None else np.asarray(times, dtype=float).reshape(n)
+        return Regressors(tau, payload, qd, qdd, self._friction(q if path is None else path, n),
+                          self.distances.copy(), link_columns, t, None if t is None else np.zeros(n, dtype=int))
 
-    def _friction(self, path: np.ndarray, times: np.ndarray | None, n: int) -> np.ndarray:
-        """(n, J, C) presliding states of :attr:`candidates` for the last n rows of ``path``."""
+    def _friction(self, path: np.ndarray, n: int) -> np.ndarray:
+        """(n, J, K) presliding states of :attr:`distances` for the last n rows of ``path``."""
         path = np.atleast_2d(np.asarray(path, dtype=float))
-        nj = path.shape[1]
-        # every delay's path side by side: one pass over the samples for all candidates
-        paths = np.hstack([path if times is None or delay == 0.0 else delayed_positions(times, path, delay)
-                           for delay in self.delays])
-        states = presliding_states(paths, np.broadcast_to(self.distances, (paths.shape[1], self.distances.size)))
-        states = states[path.shape[0] - n:].reshape(n, self.delays.size, nj, self.distances.size)
-        return states.transpose(0, 2, 1, 3).reshape(n, nj, -1)      # (n, J, delay-major candidates)
+        states = presliding_states(path, np.broadcast_to(self.distances, (path.shape[1], self.distances.size)))
+        return states[path.shape[0] - n:]
 
 
 def payload_columns(motion: np.ndarray, jac: np.ndarray) -> np.ndarray:

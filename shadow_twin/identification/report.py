@@ -42,11 +42,15 @@ def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsP
             baseline: Baseline | None = None) -> dict:
     """One recording's figures against its raw efforts (the recording's unit): ``{'static', 'rmse_before',
     'rmse_after', 'reduction_percent', 'joints': {joint: {rmse_before, rmse_after, mean_error,
-    explained_variance, residual_sigma, baseline_rmse, baseline_explained_variance, below_baseline}},
-    ...}``. ``static``: the recording stands still (its joints move less than :data:`STATIC_SPAN`); its
-    explained variances are None (the effort's variance is noise there) and it is judged by RMSE and mean error. ``baseline``: the plain
-    OLS baseline (:mod:`~shadow_twin.identification.baseline`); ``below_baseline``: the method's RMSE
-    is above the baseline's (for a moving recording: its explained variance is below)."""
+    friction_band, explained_variance, residual_sigma, baseline_rmse, baseline_explained_variance,
+    below_baseline}}, ...}``. ``static``: the recording stands still (its joints move less than
+    :data:`STATIC_SPAN`); its explained variances are None (the effort's variance is noise there)
+    and it is judged by RMSE and mean error. ``friction_band``: the identified frictionloss over the
+    drive gain: a joint that has stood still since the recording began holds an unknown friction
+    within +- that band (the model takes 0), so a static recording's mean error is only resolved to
+    it. ``baseline``: the plain OLS baseline (:mod:`~shadow_twin.identification.baseline`);
+    ``below_baseline``: the method's RMSE is above the baseline's (for a moving recording: its
+    explained variance is below)."""
     e = samples.effort
     static = bool(np.ptp(samples.recording.positions, axis=0).max() < STATIC_SPAN)
     before = nominal.predict(samples.regressors) - e
@@ -60,6 +64,7 @@ def metrics(samples: Samples, nominal: DynamicsParameters, identified: DynamicsP
         out[joint] = {'rmse_before': rb, 'rmse_after': ra,
                       'reduction_percent': 100.0 * (1 - ra / rb) if rb > 0 else 0.0,
                       'mean_error': float(np.mean(after[:, j])),
+                      'friction_band': float(identified.frictionloss[j] / identified.drive_gain[j]),
                       'explained_variance': None if static else _finite(explained[j]),
                       'residual_sigma': float(np.std(after[:, j]))}
         if base is not None:
@@ -87,7 +92,7 @@ def table_lines(kind: str, figures: dict) -> list[str]:
         text = f'  {joint:24s} {m["rmse_before"]:.4f} -> {m["rmse_after"]:.4f}'
         text += f' ({base:.4f})' if base is not None else ''
         if figures['static']:
-            text += f'   {m["mean_error"]:+.4f}'
+            text += f'   {m["mean_error"]:+.4f} (friction band +-{m["friction_band"]:.4f})'
         elif m['explained_variance'] is not None:
             text += f'   {m["explained_variance"]:.4f}'
             bev = m.get('baseline_explained_variance')

@@ -57,7 +57,7 @@ def prepare(recording: EffortRecording, regressor: EffortRegressor, settings: Fi
         keep = slice(pad, b - a - pad)
         # the friction's state runs along the measured positions from the segment's first sample
         parts.append(regressor.evaluate(q[keep], qd[keep], qdd[keep], links,
-                                        path=recording.positions[a:a + keep.stop], times=t[:keep.stop]))
+                                        path=recording.positions[a:a + keep.stop], times=t[keep]))
         index.append(np.arange(a + pad, b - pad))
     index = np.concatenate(index) if index else np.zeros(0, dtype=int)
     empty = np.zeros((0, len(recording.joints)))

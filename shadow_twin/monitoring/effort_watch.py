@@ -19,12 +19,17 @@ Per sample (positions q in rad, velocities qd in rad/s, efforts in the recording
   (:class:`~shadow_twin.simulation.effort.DriveParameters`: torque / drive gain + offset). The
   friction's presliding state (:class:`~shadow_twin.simulation.friction.FrictionState`, each joint's
   ``presliding_distance``) is carried from centre sample to centre sample: at rest the predicted
-  friction is what the last motion left; a restarted window starts it from 0 (unknown). It is
-  taken at the position ``effort_delay`` before the sample (interpolated in the window), as the
-  drive measures its effort late.
+  friction is what the last motion left; a restarted window starts it from 0 (unknown). The drive
+  measures its effort late: the measured effort of the centre sample is compared with the
+  prediction ``effort_delay`` before it, interpolated between the predictions of the last centre
+  samples (:meth:`~shadow_twin.simulation.effort.DriveParameters.measured`; held at the window's
+  first prediction after a restart).
 * **Residual** = measured - predicted (the recording's unit).
-* **Status**: a sample is over WARN when ``|residual| >= k_warn * sigma``, over ERROR from
-  ``k_error * sigma``; sigma = the identification's ``residual_sigma`` of the joint, else the
+* **Status**: a sample is over WARN when ``|residual| >= k_warn * sigma + band``, over ERROR from
+  ``k_error * sigma + band``; ``band`` is the static friction the watch cannot know: a joint that
+  has not moved since the window (re)started holds whatever friction it had before, up to its
+  frictionloss (over its drive gain); the band shrinks as ``exp(-travel / presliding_distance)``
+  (:class:`~shadow_twin.simulation.friction.FrictionState`: 5 % after three distances of travel); sigma = the identification's ``residual_sigma`` of the joint, else the
   first matching glob of ``sigma_overrides``, else ``fallback_sigma``. A joint enters a level
   after ``debounce_samples`` consecutive samples over it, or once it has been over it for
   ``debounce_time`` s of stamps (0: samples only); it leaves it (to the highest level seen
@@ -50,8 +55,8 @@ import numpy as np
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.effort_settings import EffortSettings, glob_value
 from shadow_twin.monitoring.thresholds import ERROR, LEVEL_NAMES, OK, WARN
-from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
-from shadow_twin.simulation.friction import FrictionState, delayed_positions
+from shadow_twin.simulation.effort import DriveParameters, InverseDynamics, shifted
+from shadow_twin.simulation.friction import FrictionState
 
 #: s: stamp differences this close to a debounce or hold time count as reaching it (float stamps).
 STAMP_EPS = 1e-9
@@ -62,7 +67,8 @@ class EffortSample:
     """One evaluated sample: the residual of the stamp ``t`` (s), known at ``known_at`` (s, the
     newest sample of the acceleration window). (J,) arrays in the watch's joint order, effort unit;
     ``levels``: the debounced level of each joint after this sample; ``stamp``: the centre
-    sample's original stamp object (e.g. a ROS ``Time``), or None."""
+    sample's original stamp object (e.g. a ROS ``Time``), or None; ``band``: (J,) the static
+    friction the watch cannot know yet, added to both thresholds (effort unit)."""
 
     t: float
     known_at: float
@@ -71,6 +77,7 @@ class EffortSample:
     residual: np.ndarray
     levels: tuple[int, ...]
     stamp: object = None
+    band: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -253,6 +260,9 @@ class EffortWatch:
         self._columns: tuple | None = None
         self._friction = FrictionState(self.drive.presliding_distances(self.joints))
         self._delays = self.drive.effort_delays(self.joints)
+        self._past: list[tuple[float, np.ndarray]] = []     # (stamp, prediction) of the last centre samples
+        # effort per unit of the friction's state: the band of an unknown state
+        self._friction_effort = np.abs(self.inverse.joint_dynamics.frictionloss / self.drive.gains(self.joints))
         self.transitions: list[Transition] = []
 
     def levels(self) -> tuple[int, ...]:
@@ -305,7 +315,7 @@ class EffortWatch:
             self._drop('stamps not after the previous one', f'{t:.6f} after {self._t[-1]:.6f}')
             return None
         if self._t and (t - self._t[-1] > self.settings.max_gap or (qd is None) != (self._qd[-1] is None)):
-            self._t, self._q, self._qd, self._effort, self._stamps = [], [], [], [], []
+            self._t, self._q, self._qd, self._effort, self._stamps, self._past = [], [], [], [], [], []
             self._friction.reset()
         for buf, value in ((self._t, t), (self._q, q), (self._qd, qd), (self._effort, e), (self._stamps, stamp)):
             buf.append(value)
@@ -323,25 +333,31 @@ class EffortWatch:
             qdd = _centre_derivatives(t, np.asarray(self._qd))[0]
         else:
             qd, qdd = _centre_derivatives(t, np.asarray(self._q))
-        # the friction's state at the positions the effort's delay looks back to (in the window)
-        new = self._friction.last_q is None     # a new window: its samples before the centre are the path so far
-        path = delayed_positions(t, np.asarray(self._q), self._delays, at=t[:c + 1] if new else t[c:c + 1])
-        for q in path[:-1]:
-            self._friction.advance(q)
-        friction = self._friction.advance(path[-1])
+        if self._friction.last_q is None:       # a new window: its samples before the centre are the path so far
+            for q in self._q[:c]:
+                self._friction.advance(q)
+        friction = self._friction.advance(self._q[c])
         torque = self.inverse.torques(self._q[c][None], qd[None], qdd[None], friction[None])
-        predicted = self.drive.to_effort(torque, self.joints)[0]
+        tc = float(t[c])
+        self._past.append((tc, self.drive.to_effort(torque, self.joints)[0]))
+        while len(self._past) > 2 and self._past[1][0] <= tc - self._delays.max():
+            del self._past[0]
+        # as measured: the prediction effort_delay before the centre sample
+        predicted = shifted(np.array([p[0] for p in self._past]), np.array([p[1] for p in self._past]),
+                            -self._delays, at=np.array([tc]))[0]
         measured = self._effort[c]
         residual = measured - predicted
         warn, error = self.thresholds
+        band = self._friction.unknown * self._friction_effort
+        warn, error = warn + band, error + band
         size = np.abs(residual)
-        tc, known = float(t[c]), float(t[-1])
+        known = float(t[-1])
         for j, jl in enumerate(self._levels):
             raw = ERROR if size[j] >= error[j] else WARN if size[j] >= warn[j] else OK
             before = jl.level
             if jl.update(tc, raw, self.settings) != before:
                 self.transitions.append(Transition(self.joints[j], tc, known, jl.level, before, float(residual[j])))
-        return EffortSample(tc, known, measured, predicted, residual, self.levels(), self._stamps[c])
+        return EffortSample(tc, known, measured, predicted, residual, self.levels(), self._stamps[c], band)
 
     # -- offline ----------------------------------------------------------------------------------
     def run(self, t: np.ndarray, q: np.ndarray, qd: np.ndarray | None, effort: np.ndarray) -> EffortRun:

@@ -69,7 +69,7 @@ def run_dir_of(answer) -> str:
 
 
 def request_calibration(node, node_name: str, service_timeout: float, answer_timeout: float = 10.0,
-                        tries: int = 3, out=None):
+                        tries: int = 3, out=None, follower: StatusFollower | None = None):
     """Call ``<node_name>/calibrate`` from ``node`` (spun elsewhere); returns the Trigger response.
 
     Its ``message`` names the run directory (:func:`run_dir_of`) when ``success``. An answer can be
@@ -77,10 +77,14 @@ def request_calibration(node, node_name: str, service_timeout: float, answer_tim
     response reader drops it after 100 ms (rmw_fastrtps logs "failed to send response (timeout):
     client will not receive response"; discovery is slower on a loaded PC). So a request not
     answered within ``answer_timeout`` s is sent again, up to ``tries`` times in all (a late answer
-    to an earlier request still counts). When a
-    repeated request finds a run going on, that run is the one the unanswered request started
-    (or another caller's): the answer returned is then successful, naming it (a line goes to
-    ``out`` when given).
+    to an earlier request still counts). When a repeated request finds a run going on, that run is
+    the one the unanswered request started (or another caller's): the answer returned is then
+    successful, naming it (a line goes to ``out`` when given).
+
+    With ``follower`` (the node's ``~/status``), the request is sent once its latched status has
+    arrived (up to ``service_timeout`` s), and before any repeat the statuses are read: a run that
+    started since the first request is the one it started, and is followed without a repeat (a
+    repeat after that run had ended would start a second calibration).
 
     Raises ShadowTwinError: no such service within ``service_timeout`` s, or no answer to any try.
     """
@@ -88,8 +92,15 @@ def request_calibration(node, node_name: str, service_timeout: float, answer_tim
     client = node.create_client(Trigger, name)
     if not client.wait_for_service(timeout_sec=service_timeout):
         raise ShadowTwinError(f'no service {name} within {service_timeout:g} s')
+    seen = len(follower.wait_next(0, service_timeout)) if follower is not None else 0
     sent = []
     for _ in range(tries):
+        started = follower.run_started_since(seen) if follower is not None and sent else None
+        if started is not None:
+            if out is not None:
+                out(f'{name}: {len(sent)} request(s) got no answer; following the run they started')
+            return Trigger.Response(success=True, message=going_on_message(started['run_dir'], started['phase'],
+                                                                           started['message']))
         sent.append(client.call_async(Trigger.Request()))
         if not any_done_within(sent, answer_timeout):
             continue
@@ -136,6 +147,17 @@ class StatusFollower:
         with self._cond:
             self._cond.wait_for(lambda: len(self.statuses) > seen, timeout)
             return self.statuses[seen:]
+
+    def run_started_since(self, seen: int) -> dict | None:
+        """The newest status of a run that started after the first ``seen`` statuses (one of them has
+        phase 'starting' and a run_dir), or None."""
+        with self._cond:
+            later = self.statuses[seen:]
+        starts = [k for k, status in enumerate(later) if status.get('phase') == 'starting' and status.get('run_dir')]
+        if not starts:
+            return None
+        run_dir = later[starts[-1]]['run_dir']
+        return [status for status in later if status.get('run_dir') == run_dir][-1]
 
 
 def _worth_printing(status: dict, previous: dict) -> bool:

@@ -16,7 +16,8 @@
 * ``/diagnostics``: per joint ``twin_monitor: external force: <joint>`` (OK / WARN / ERROR;
   STALE while no sample came for ``stale_after`` s), values ``residual``, ``predicted``,
   ``measured``, ``sigma``, ``warn_threshold``, ``error_threshold`` (effort unit, named in
-  ``unit``) and ``sigma_source`` (identified / configured). Published with the monitor's other
+  ``unit``; both include ``friction_band``, the static friction a joint standing since the watch
+  began may hold) and ``sigma_source`` (identified / configured). Published with the monitor's other
   statuses every ``diagnostics_period``, and at once, alone, when a joint's level changes, stamped
   with the newest sample's stamp (the moment the change was known): a push is not held for the
   period.
@@ -28,6 +29,8 @@
 from __future__ import annotations
 
 import time
+
+import numpy as np
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.qos import QoSProfile
@@ -154,7 +157,9 @@ class EffortMonitor:
         arrival, sample = self._last
         stale = (time.monotonic() if now is None else now) - arrival > self.stale_after
         watch, unit = self.watch, self.drive.effort_unit
+        band = np.zeros(len(self.joints)) if sample.band is None else sample.band
         warn, error = watch.thresholds
+        warn, error = warn + band, error + band       # the static friction a standing joint may hold
         out = []
         for j, joint in enumerate(self.joints):
             level = STALE if stale else sample.levels[j]
@@ -166,6 +171,7 @@ class EffortMonitor:
             values = {'residual': f'{r:.4f}', 'predicted': f'{sample.predicted[j]:.4f}',
                       'measured': f'{sample.measured[j]:.4f}', 'unit': unit, 'sigma': f'{watch.sigma[j]:.4f}',
                       'warn_threshold': f'{warn[j]:.4f}', 'error_threshold': f'{error[j]:.4f}',
+                      'friction_band': f'{band[j]:.4f}',
                       'sigma_source': 'identified' if joint in self.drive.residual_sigma else 'configured',
                       'stamp': f'{sample.t:.6f}', 'model_path': self.model_path}
             out.append(self._status(level, STATUS_PREFIX + joint, message, values))

@@ -43,6 +43,35 @@ from shadow_twin.simulation.friction import PRESLIDING_DISTANCE, presliding_stat
 EFFORT_UNITS = ('A', 'Nm')
 #: s: the longest effort delay a drive-parameter file may hold (a drive reports within ms).
 MAX_EFFORT_DELAY = 0.1
+#: s: the effort delays ``shadow-twin identify`` tries per joint (the one whose fit of the joint's
+#: efforts is best is kept).
+EFFORT_DELAYS = (0.0, 0.002, 0.004, 0.006, 0.008, 0.010, 0.012, 0.016)
+
+
+def shifted(t: np.ndarray, values: np.ndarray, shift, at: np.ndarray | None = None) -> np.ndarray:
+    """``values`` sampled at (M,) increasing times ``t`` (s), read ``shift`` s later than the times
+    ``at`` ((N,), default ``t``): ``values(at + shift)`` by linear interpolation, held at the first
+    and last sample. ``values``: (M, J, ...); ``shift``: s, a scalar or (J,), one per column j
+    (negative: earlier). Returns (N, J, ...).
+
+    The measured effort lags the torque (a UR reports its currents a few ms late: measurement and
+    filtering in a 500 Hz controller), so the effort measured at t is the torque of ``t - delay``:
+    the prediction, or the regressors it is linear in, are read ``delay`` earlier
+    (:meth:`DriveParameters.measured`, ``Regressors.late`` of the identification)."""
+    t = np.asarray(t, dtype=float)
+    values = np.asarray(values, dtype=float)
+    at = t if at is None else np.asarray(at, dtype=float)
+    shift = np.broadcast_to(np.asarray(shift, dtype=float), (values.shape[1],))
+    x = at[:, None] + shift[None, :]                                 # (N, J) times read
+    last = t.size - 1
+    i = np.clip(np.searchsorted(t, x, side='right') - 1, 0, last)
+    i1 = np.minimum(i + 1, last)
+    span = t[i1] - t[i]
+    w = np.where(span > 0, np.clip((x - t[i]) / np.where(span > 0, span, 1.0), 0.0, 1.0), 0.0)
+    columns = np.arange(values.shape[1])
+    low, high = values[i, columns], values[i1, columns]
+    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
+    return low + w * (high - low)
 
 
 @dataclass
@@ -155,7 +184,8 @@ class DriveParameters:
         presliding_distance: {joint: rad, the travel over which its Coulomb friction builds up
             after a reversal} (identified; :data:`~shadow_twin.simulation.friction.PRESLIDING_DISTANCE`
             where not given).
-        effort_delay: {joint: s, how late the effort is measured} (identified; 0 where not given).
+        effort_delay: {joint: s, how late the effort is measured: the effort of stamp t is the
+            torque of t - delay} (identified; 0 where not given).
     """
 
     effort_unit: str = 'A'
@@ -224,6 +254,12 @@ class DriveParameters:
     def to_effort(self, torque: np.ndarray, joints: Sequence[str]) -> np.ndarray:
         """(N, J) in ``effort_unit`` from (N, J) N m: torque / gain + offset."""
         return np.asarray(torque, dtype=float) / self.gains(joints) + self.offset(joints)
+
+    def measured(self, t: np.ndarray, predicted: np.ndarray, joints: Sequence[str]) -> np.ndarray:
+        """(N, J) the efforts measured at the (N,) increasing stamps ``t`` (s) of one contiguous
+        motion, from (N, J) efforts ``predicted`` at those stamps: each joint's read its
+        :attr:`effort_delay` earlier (:func:`shifted`; held at the first stamp)."""
+        return shifted(t, predicted, -self.effort_delays(joints))
 
     @classmethod
     def from_mapping(cls, data: Mapping) -> DriveParameters:

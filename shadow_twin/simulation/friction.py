@@ -17,15 +17,10 @@ harmonic drive ``d`` is of the order of 1 mrad (Tjahjowidodo et al., *Friction c
 and compensation in electro-mechanical systems*, J. Sound Vib. 308, 2007). The term ``fc * s`` is
 linear in ``fc``: identification stays linear for a given ``d``.
 
-The measured effort lags the torque: a UR reports its joint currents a few ms late
-(measurement and filtering in a 500 Hz controller). The friction is the fast part of the torque
-(it turns over a travel of a few ``d``, milliseconds at speed); the rest changes slowly. So the
-delay is applied to the friction: its state is taken at the position the joint had ``delay`` s
-before the sample (:func:`delayed_positions`).
-
-One implementation for ``shadow-twin identify`` (the regressors, a grid of ``d`` and delay per
-joint), ``evaluate --effort`` and the monitor's live watch (a :class:`FrictionState` carried from
-sample to sample).
+One implementation for ``shadow-twin identify`` (the regressors, a grid of ``d`` per joint),
+``evaluate --effort`` and the monitor's live watch (a :class:`FrictionState` carried from sample to
+sample). The state is that of the sample's own position: the effort's delay is the drive's, on the
+whole torque (:meth:`shadow_twin.simulation.effort.DriveParameters.measured`).
 """
 
 from __future__ import annotations
@@ -37,19 +32,6 @@ PRESLIDING_DISTANCE = 1e-3
 #: rad: the presliding distances ``shadow-twin identify`` tries per joint (the one whose fit of
 #: the joint's efforts is best is kept).
 PRESLIDING_DISTANCES = tuple(float(d) for d in np.geomspace(1e-4, 1e-2, 9))
-#: s: the effort delays ``shadow-twin identify`` tries per joint.
-EFFORT_DELAYS = (0.0, 0.002, 0.004, 0.006, 0.008, 0.010, 0.012, 0.016)
-
-
-def delayed_positions(t: np.ndarray, q: np.ndarray, delay, at: np.ndarray | None = None) -> np.ndarray:
-    """Positions ``delay`` s before the times ``at`` (default ``t``), by linear interpolation of
-    the (M, J) positions ``q`` (rad) sampled at (M,) increasing times ``t`` (s); held at the first
-    sample before it. ``delay``: s, a scalar or (J,). Returns (len(at), J) rad."""
-    t = np.asarray(t, dtype=float)
-    q = np.atleast_2d(np.asarray(q, dtype=float))
-    at = t if at is None else np.asarray(at, dtype=float)
-    delay = np.broadcast_to(np.asarray(delay, dtype=float), (q.shape[1],))
-    return np.column_stack([np.interp(at - delay[j], t, q[:, j]) for j in range(q.shape[1])])
 
 
 def presliding_states(q: np.ndarray, distance, start: np.ndarray | None = None,
@@ -97,18 +79,29 @@ def presliding_states(q: np.ndarray, distance, start: np.ndarray | None = None,
 class FrictionState:
     """The presliding state of J joints carried along a stream of positions (the live watch).
 
+    The state before the stream is unknown (taken as 0). Dahl's state is linear in its start: the
+    true state is the one carried here plus ``unknown`` x the start's, with ``unknown`` the product
+    of the decays ``exp(-|dq| / d)`` over the travel since (1 at the start, 0.05 after 3 d). So a
+    joint that has stood still since the stream began holds an unknown friction of up to
+    ``unknown`` x frictionloss.
+
     Args:
         distance: (J,) presliding distances, rad > 0.
+
+    Attributes:
+        state: (J,) the carried state in [-1, 1].  unknown: (J,) in [0, 1], the weight of the
+        unknown start in the true state.  last_q: (J,) rad, the last position, or None.
     """
 
     def __init__(self, distance: np.ndarray) -> None:
         self.distance = np.asarray(distance, dtype=float)
-        self.state = np.zeros(self.distance.shape)
-        self.last_q: np.ndarray | None = None
+        self.reset()
 
     def advance(self, q: np.ndarray) -> np.ndarray:
         """(J,) the state at position ``q`` (J,) rad, reached from the previous one."""
         q = np.asarray(q, dtype=float)
+        if self.last_q is not None:
+            self.unknown = self.unknown * np.exp(-np.abs(q - self.last_q) / self.distance)
         self.state = presliding_states(q[None], self.distance, self.state, self.last_q)[0]
         self.last_q = q.copy()
         return self.state.copy()
@@ -116,4 +109,5 @@ class FrictionState:
     def reset(self) -> None:
         """Forget the path (a gap in the data): the state is unknown again (0)."""
         self.state = np.zeros(self.distance.shape)
-        self.last_q = None
+        self.unknown = np.ones(self.distance.shape)
+        self.last_q: np.ndarray | None = None

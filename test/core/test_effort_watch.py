@@ -191,3 +191,34 @@ def test_bad_settings_are_refused_in_one_line(settings, message):
     with pytest.raises(ConfigError, match=message) as err:
         EffortSettings(**settings)
     assert '\n' not in str(err.value)
+
+
+def test_a_joint_standing_since_the_start_holds_a_friction_the_watch_cannot_know(inverse):
+    """Standing since the watch began, a joint's current holds whatever static friction its last
+    move left: its thresholds widen by frictionloss / drive gain, and a residual inside that band
+    is not flagged. Once the joint has moved ten presliding distances the band is gone, and the same
+    residual, standing again, is flagged."""
+    from shadow_twin.simulation.friction import PRESLIDING_DISTANCE
+    model = TwinModel('package://shadow_twin/models/ur5.xml').model
+    dofs = [model.jnt_dofadr[model.joint(j).id] for j in UR5_JOINTS]
+    model.dof_frictionloss[dofs] = 6.0                                  # N m
+    rough = InverseDynamics(model, UR5_JOINTS)
+    drive = nominal_drive(UR5_JOINTS)
+    band = 6.0 / drive.gains(UR5_JOINTS)
+    t = np.arange(0.0, 5.0, DT)
+    q = np.zeros((t.size, 6))
+    ramp = np.clip((t - 2.0) / 0.5, 0.0, 1.0)
+    q[:, 1] = 10 * PRESLIDING_DISTANCE * ramp * ramp * (3 - 2 * ramp)    # 10 mrad, 2.0-2.5 s, then still
+    qd, qdd = np.gradient(q, t, axis=0), np.gradient(np.gradient(q, t, axis=0), t, axis=0)
+    effort = drive.to_effort(rough.torques(q, qd, qdd), UR5_JOINTS)
+    residual = 3.0 * SIGMA + 0.8 * band[1]                              # over k_warn sigma, inside the band
+    effort[(t < 1.5) | (t > 3.5), 1] += residual
+    watch = EffortWatch(rough, drive, EffortSettings(fallback_sigma=SIGMA, k_warn=3.0, k_error=5.0))
+    samples = [s for s in (watch.add(tk, UR5_JOINTS, qk, qdk, ek) for tk, qk, qdk, ek in zip(t, q, qd, effort))
+               if s is not None]
+    first, later = samples[0], next(s for s in samples if s.t > 3.5)
+    assert first.band == pytest.approx(band)                            # nothing moved yet: the whole band
+    assert later.band[1] < 1e-3 * band[1] and later.band[0] == pytest.approx(band[0])
+    flagged = [tr for tr in watch.transitions if tr.level >= WARN]
+    assert flagged and {tr.joint for tr in flagged} == {'shoulder_lift_joint'}, flagged
+    assert min(tr.t for tr in flagged) > 3.5                            # the same residual: flagged only then

@@ -223,7 +223,10 @@ def test_a_static_holdout_is_evaluated_not_refused(runs, tmp_path, capsys):
     assert hold['static'] is True
     for joint, m in hold['joints'].items():
         assert m['explained_variance'] is None and m['baseline_explained_variance'] is None
-        assert abs(m['mean_error']) < 0.05 and m['rmse_after'] < 0.05, (joint, m)    # gravity, offsets: right
+        # gravity and offsets right, to the static friction a recording that never moves cannot resolve
+        assert abs(m['mean_error']) < m['friction_band'] + 0.03 and m['rmse_after'] < m['friction_band'] + 0.05, \
+            (joint, m)
+        assert 0.05 < m['friction_band'] < 0.3, (joint, m)
     before, after = (np.mean([m[k] for m in hold['joints'].values()]) for k in ('rmse_before', 'rmse_after'))
     assert before > 2 * after                                        # the nominal model misses the offsets
 
@@ -258,7 +261,7 @@ def test_the_baseline_is_ordinary_least_squares_per_joint():
     rng = np.random.default_rng(0)
     n, nj = 500, 2
     reg = Regressors(rng.normal(size=(n, nj)), np.zeros((n, nj, 10)), rng.normal(size=(n, nj)),
-                     rng.normal(size=(n, nj)), np.tanh(rng.normal(size=(n, nj, 1))), np.array([[1e-3, 0.0]]))
+                     rng.normal(size=(n, nj)), np.tanh(rng.normal(size=(n, nj, 1))), np.array([1e-3]))
     truth = np.array([[0.1, 0.5, 0.2, 0.3, -0.05], [0.08, 0.0, 0.9, 0.1, 0.02]])
     effort = Baseline(truth).predict(reg)
     fitted = Baseline.fit(reg, effort)

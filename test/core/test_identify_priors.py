@@ -27,7 +27,7 @@ def _synthetic(known_scale: tuple[float, float], gains=(12.0, 7.0), n: int = 300
     qd = np.column_stack([np.sin(0.7 * t), np.cos(1.1 * t)])
     qdd = np.column_stack([0.7 * np.cos(0.7 * t), -1.1 * np.sin(1.1 * t)])
     tau = np.column_stack([s * np.sin(0.3 * t + k) for k, s in enumerate(known_scale)]) * np.sqrt(2)
-    reg = Regressors(tau, np.zeros((n, 2, 10)), qd, qdd, np.tanh(qd / 0.01)[:, :, None], np.array([[1e-3, 0.0]]))
+    reg = Regressors(tau, np.zeros((n, 2, 10)), qd, qdd, np.tanh(qd / 0.01)[:, :, None], np.array([1e-3]))
     torque = tau + 0.5 * qd + 2.0 * np.tanh(qd / 0.01)
     effort = torque / np.array(gains) + 0.05 + rng.normal(0.0, 0.02, (n, 2))
     return reg, effort

@@ -334,7 +334,7 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     resumes from its checkpoint (auto_resume) and completes; the bridge keeps its model meanwhile."""
     from shadow_twin.calibration.run import CHECKPOINT
     from shadow_twin.calibration.job import RESULT
-    from shadow_twin.ros.calibration_client import request_calibration, run_dir_of
+    from shadow_twin.ros.calibration_client import StatusFollower, request_calibration, run_dir_of
     helpers, client = ros
     bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()) if b.name != 'rejected')
     # bo+lsq spends its whole budget (auto may stop early): the kill lands mid-run, the resume has work left
@@ -342,8 +342,10 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
     model_before = bridge_model_path(client)
     first = node_process(helpers, 'offline_calibration', tmp_path, *params)
     try:
-        # sent again when its answer is lost (a new node may answer before it has matched this client)
-        answer = request_calibration(client.node, '/offline_calibration', START_TIMEOUT, answer_timeout=30.0)
+        # sent again when its answer is lost (a new node may answer before it has matched this client), unless
+        # its status shows the run it started (the run would end before a 30 s wait, and a repeat start another)
+        answer = request_calibration(client.node, '/offline_calibration', START_TIMEOUT, answer_timeout=5.0,
+                                     follower=StatusFollower(client.node, '/offline_calibration'))
         assert answer.success, answer.message
         run_dir = Path(run_dir_of(answer))
         moves_before = cell['real'].count()
@@ -507,6 +509,53 @@ def test_a_request_whose_answer_is_lost_is_sent_again_and_follows_the_run():
     assert not answer.success and answer.message == busy.message
     with pytest.raises(Exception, match='did not answer 3 request'):
         request_calibration(FakeNode([None] * 3), '/calibration_node', 1.0, answer_timeout=0.01)
+
+
+def test_a_lost_answer_whose_run_started_is_not_sent_again():
+    """request_calibration with the node's ~/status: the first answer lost, the status shows the run
+    it started (here already done, as an offline run on a fast PC can be before the answer times out):
+    no second request (it would start a second calibration and install it), the run is followed; a
+    lost answer with no run started is sent again."""
+    pytest.importorskip('std_srvs.srv')
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+    from rclpy.task import Future
+    from shadow_twin.ros.calibration_client import StatusFollower, request_calibration, run_dir_of
+
+    def status(phase, run_dir=None):
+        values = [KeyValue(key='phase', value=phase)] + ([KeyValue(key='run_dir', value=run_dir)] if run_dir else [])
+        return DiagnosticStatus(message=f'{phase} message', values=values)
+
+    class FakeNode:
+        """A service that loses every answer; a request runs ``runs`` (statuses) on the node."""
+        def __init__(self, runs):
+            self.runs, self.calls, self.on_status = list(runs), 0, None
+
+        def create_client(self, srv_type, name):
+            return self
+
+        def create_subscription(self, msg_type, topic, callback, qos):
+            self.on_status = callback
+            callback(status('done', '/runs/6'))           # the latched status of an earlier run
+
+        def wait_for_service(self, timeout_sec):
+            return True
+
+        def call_async(self, request):
+            self.calls += 1
+            for msg in self.runs.pop(0):
+                self.on_status(msg)
+            return Future()
+    node, lines = FakeNode([[status('starting', '/runs/7'), status('calibrating', '/runs/7'),
+                             status('done', '/runs/7')]]), []
+    answer = request_calibration(node, '/calibration_node', 1.0, answer_timeout=0.05, out=lines.append,
+                                 follower=StatusFollower(node, '/calibration_node'))
+    assert node.calls == 1 and answer.success and run_dir_of(answer) == '/runs/7', answer
+    assert lines == ['/calibration_node/calibrate: 1 request(s) got no answer; following the run they started']
+    node = FakeNode([[], [status('calibrating', '/runs/6')], []])    # no run started: a status of another run
+    with pytest.raises(Exception, match='did not answer 3 request'):
+        request_calibration(node, '/calibration_node', 1.0, answer_timeout=0.01,
+                            follower=StatusFollower(node, '/calibration_node'))
+    assert node.calls == 3
 
 
 def test_calibrate_live_without_a_node_says_so(ros):
