@@ -21,6 +21,7 @@ The scenarios are shared with ``benchmarks/faults.py`` (test/cell_fault_scenario
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import pytest
@@ -107,7 +108,12 @@ def test_a_killed_mir_bridge_aborts_naming_it_and_its_respawn_restores_service(r
     helpers, client = ros
     outcome = faults.kill_base_mid_goal(helpers, client, cell)
     assert outcome.status == 6 and 'real base' in outcome.error_string and '/odom' in outcome.error_string, outcome
-    assert outcome.answer_s < 1.0, outcome
+    # judged on the twin's own clock: it names how old the newest odometry was when it gave up (its
+    # control ticks at 50 Hz: two ticks past base.odom_timeout 0.5 s); the answer's arrival here,
+    # on this process's clock, only within 2 s (a loaded CI took 1.15 s from the kill)
+    age = re.search(r'the newest is ([0-9.]+) s old', outcome.error_string)
+    assert age and 0.5 < float(age.group(1)) < 1.0, outcome
+    assert outcome.answer_s < 2.0, outcome
     assert outcome.others_alive, outcome
     assert outcome.respawned, cell.up.output()[-3000:]
     # the twin matches the respawned bridge's odometry when DDS discovery lets it (up to Fast DDS's
