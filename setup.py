@@ -39,8 +39,8 @@ setup(
         'console_scripts': [
             'shadow-twin = shadow_twin.cli.main:main',
             'mujoco_bridge = mujoco_bridge.main:main',
-            'twin_server = shadow_twin.ros.twin_server:main',
-            'twin_monitor = shadow_twin.ros.twin_monitor:main',
+            'twin_server = shadow_twin.ros.twin.server:main',
+            'twin_monitor = shadow_twin.ros.monitor.node:main',
             'calibration_node = calibration_node.node:main',
         ],
     },

@@ -47,10 +47,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from shadow_twin.calibration.plan import ATTEMPTS  # noqa: E402
+from shadow_twin.calibration.jobs.plan import ATTEMPTS  # noqa: E402
 from shadow_twin.cli.processes import ChildProcesses  # noqa: E402
 from shadow_twin.common.paths import config_path  # noqa: E402
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf  # noqa: E402
 from shadow_twin.model.mock_models import write_base_stand_in_mjcf  # noqa: E402
 from shadow_twin.ros.dds import isolate_domain  # noqa: E402
 

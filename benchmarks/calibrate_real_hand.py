@@ -79,7 +79,7 @@ def cli(*args: str, engine: str | None = None) -> subprocess.CompletedProcess:
 
 
 def replication() -> None:
-    from shadow_twin.calibration.metrics import PUBLISHED_DEFAULT_MSE
+    from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
     print('== 1. Replication: Shadow model, default parameters, vs real recording')
     if not SHADOW_MODEL.exists():
         print(f'  skipped: {SHADOW_MODEL} is not available')
@@ -123,9 +123,9 @@ def hand_problem():
     """(Evaluator, SearchSpace) of the calibrations in this process: the built-in model and gains,
     the shared recording against its ``hand_closing`` trajectory on :data:`OBJECTIVE_JOINTS`, and
     ``fingers_j123.yaml`` (what ``shadow-twin calibrate`` builds from the same arguments)."""
-    from shadow_twin.calibration.evaluation import Evaluator
-    from shadow_twin.calibration.recording import read_joint_states
-    from shadow_twin.calibration.search_space import SearchSpace
+    from shadow_twin.calibration.scoring.evaluation import Evaluator
+    from shadow_twin.calibration.recordings.recording import read_joint_states
+    from shadow_twin.calibration.search.search_space import SearchSpace
     from shadow_twin.common.paths import config_path
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.control.trajectory import parse_trajectory_arg
@@ -139,7 +139,7 @@ def hand_problem():
 def engines(budget: int, workers: int = 2) -> list[tuple[str, object, float, float]]:
     """Least squares from the model as given in this process with each engine: [(name, result,
     wall s, hold-out MSE rad^2)]."""
-    from shadow_twin.calibration.least_squares import fit_least_squares
+    from shadow_twin.calibration.search.least_squares import fit_least_squares
     evaluator, space = hand_problem()
 
     def residuals(points):
@@ -227,9 +227,9 @@ def main() -> int:
     if not BAG.exists():
         print(f'needs the real recording at {BAG}', file=sys.stderr)
         return 1
-    from shadow_twin.calibration.identifiability import summary_lines
-    from shadow_twin.calibration.report import phase_lines
-    from shadow_twin.calibration.run import CalibrationSettings
+    from shadow_twin.calibration.search.identifiability import summary_lines
+    from shadow_twin.calibration.engine.report import phase_lines
+    from shadow_twin.calibration.engine.run import CalibrationSettings
     default = CalibrationSettings().optimizer
     if 'replication' not in args.skip:
         replication()

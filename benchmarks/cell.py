@@ -47,10 +47,10 @@ sys.path.insert(0, str(ROOT))
 
 from shadow_twin.common.paths import config_path  # noqa: E402
 from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
-from shadow_twin.model.cell import arm_joint_names, write_cell_mjcf  # noqa: E402
-from shadow_twin.model.cell_config import CellConfig  # noqa: E402
+from shadow_twin.model.cell.assembly import arm_joint_names, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.cell.config import CellConfig  # noqa: E402
 from shadow_twin.model.mjcf import builtin_model_path  # noqa: E402
-from shadow_twin.simulation.live import LiveSimulation  # noqa: E402
+from shadow_twin.simulation.live.simulation import LiveSimulation  # noqa: E402
 
 CELL_GAINS = config_path('controllers', 'cell.yaml')
 CPU_MAX_PERCENT = 60.0

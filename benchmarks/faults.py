@@ -118,7 +118,7 @@ def faults(client, states, folder: Path, kills: int, stalls: int, check: Checks)
     from control_msgs.action import FollowJointTrajectory
     sim = ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(CONFIG / 'mujoco_bridge.yaml')],
                                   folder / 'sim.log')
-    twin = ros_helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin.yaml')],
+    twin = ros_helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(CONFIG / 'twin.yaml')],
                                    folder / 'twin.log')
     mock = start_mock(folder, 0)
     latencies = {'SIGKILL': [], 'SIGSTOP': []}
@@ -365,7 +365,7 @@ def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) 
 def sampling_ratio(check: Checks) -> None:
     """Per-tick cost of LiveSimulation.step following a 10,000-point vs a 10-point trajectory."""
     from shadow_twin.control.trajectory import JointTrajectory
-    from shadow_twin.simulation.live import LiveSimulation
+    from shadow_twin.simulation.live.simulation import LiveSimulation
     costs = {}
     for points in (10, 10_000):
         sim = LiveSimulation()

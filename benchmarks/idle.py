@@ -61,9 +61,9 @@ MOCK_PROCESSES = ('mock hand', 'mock UR5', 'mock MiR')
 
 def label_of(cmdline: str) -> str | None:
     """Which of ``up``'s nodes a command line runs (None: not one of them)."""
-    if 'shadow_twin.ros.twin_server' in cmdline:
+    if 'shadow_twin.ros.twin.server' in cmdline:
         return 'twin server'
-    if 'shadow_twin.ros.twin_monitor' in cmdline:
+    if 'shadow_twin.ros.monitor.node' in cmdline:
         return 'twin monitor'
     if 'mujoco_bridge' in cmdline:
         for remap, name in (('__node:=mock_hardware', 'mock hand'), ('__node:=mock_ur', 'mock UR5'),

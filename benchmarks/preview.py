@@ -2,7 +2,7 @@
 
 1. Latency: the preview of a 5 s hand goal on the hand model and of a 5 s cell goal (arm, hand
    and a base part, closed-loop) on the cell model, through the code the twin server runs
-   (``shadow_twin.simulation.preview_checks.preview_goal``: simulation and every check), repeated
+   (``shadow_twin.simulation.preview.checks.preview_goal``: simulation and every check), repeated
    ``--repeats`` times: p50 and p90. Targets on this 2-core PC: p50 <= 150 ms (hand), <= 500 ms (cell).
 2. Agreement: ``--goals`` (200) random hand goals, some failing by construction (a fast move with a
    tight path tolerance), are previewed from the mock hand's current state with the sim's model and
@@ -40,14 +40,14 @@ sys.path[:0] = [str(REPO), str(REPO / 'test'), str(REPO / 'benchmarks')]
 
 from shadow_twin.common.paths import config_path  # noqa: E402
 from shadow_twin.control import jtc  # noqa: E402
-from shadow_twin.control.base_trajectory import BaseTrajectory  # noqa: E402
+from shadow_twin.control.base.trajectory import BaseTrajectory  # noqa: E402
 from shadow_twin.control.controller import ControllerGains  # noqa: E402
 from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
-from shadow_twin.model.cell import build_cell_spec  # noqa: E402
+from shadow_twin.model.cell.assembly import build_cell_spec  # noqa: E402
 from shadow_twin.model.mjcf import TwinModel  # noqa: E402
-from shadow_twin.simulation.preview import BasePart, GoalPredictor, PreviewGoal, StartState  # noqa: E402
-from shadow_twin.simulation.preview_checks import preview_goal  # noqa: E402
-from shadow_twin.simulation.preview_config import PreviewConfig  # noqa: E402
+from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState  # noqa: E402
+from shadow_twin.simulation.preview.checks import preview_goal  # noqa: E402
+from shadow_twin.simulation.preview.config import PreviewConfig  # noqa: E402
 
 HAND_P50_MAX, CELL_P50_MAX = 0.150, 0.500      # s
 AGREEMENT_MIN = 0.95

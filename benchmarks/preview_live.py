@@ -78,10 +78,10 @@ class Twin:
 
         from shadow_twin.common.paths import config_path
         from shadow_twin.control.controller import ControllerGains
-        from shadow_twin.model.cell import CellConfig, build_cell_spec, write_cell_mjcf
+        from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec, write_cell_mjcf
         from shadow_twin.model.mjcf import TwinModel
-        from shadow_twin.simulation.preview import GoalPredictor
-        from shadow_twin.simulation.preview_config import PreviewConfig
+        from shadow_twin.simulation.preview.predictor import GoalPredictor
+        from shadow_twin.simulation.preview.config import PreviewConfig
         self.cell, params = cell, ('twin_cell.yaml' if cell else 'twin.yaml')
         self.cut = 0                  # spans judged on the states received when the later ones came too late
         self.lead = start_lead(params)
@@ -100,7 +100,7 @@ class Twin:
             self.procs = cell_helpers.cell_bridges(folder, model)
         else:
             self.procs = cell_helpers.hand_bridges(folder)
-        self.procs['twin'] = ros_helpers.NodeProcess('shadow_twin.ros.twin_server',
+        self.procs['twin'] = ros_helpers.NodeProcess('shadow_twin.ros.twin.server',
                                                      ['--params-file', str(CONFIG / params)], folder / 'twin.log')
 
     def start(self) -> None:
@@ -152,7 +152,7 @@ class Twin:
 
     def start_state(self):
         """The sim's state now, as the twin's preview starts from it (``StartState``)."""
-        from shadow_twin.simulation.preview import StartState
+        from shadow_twin.simulation.preview.predictor import StartState
         msg = ros_helpers.current(self.rec['sim'], WAIT)
         return StartState(dict(zip(msg.name, msg.position)), dict(zip(msg.name, msg.velocity)))
 
@@ -222,8 +222,8 @@ def predicted(twin: Twin, msg, traj, joints, tries: list) -> tuple | None:
     None unless it fails 2-5 s after the start."""
     from shadow_twin.control.jtc import tolerances_for_goal
     from shadow_twin.ros.parameters import load_constraints
-    from shadow_twin.simulation.preview import PreviewGoal
-    from shadow_twin.simulation.preview_checks import preview_goal
+    from shadow_twin.simulation.preview.predictor import PreviewGoal
+    from shadow_twin.simulation.preview.checks import preview_goal
     tol = tolerances_for_goal(load_constraints(), msg, twin.predictor.joint_names)
     goal = PreviewGoal(traj, tol, start=twin.start_state())
     first = preview_goal(twin.predictor, goal).first

@@ -36,7 +36,7 @@ OVERHEAD_TARGET = 15.0   # % of a batch
 
 def calibrate(evaluator, space, executor, budget: int, batch: int):
     """(evaluations [(x, objective)], rollouts, simulation s, batches)."""
-    from shadow_twin.calibration.run import Calibration, CalibrationSettings
+    from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
     settings = CalibrationSettings('random+lsq', budget, 2, batch, 0)
     with tempfile.TemporaryDirectory() as out:
         result = Calibration(evaluator, space, settings, out, {}, executor=executor).run()
@@ -45,7 +45,7 @@ def calibrate(evaluator, space, executor, budget: int, batch: int):
 
 
 def sensitivity(evaluator, space, executor, samples: int, batch: int):
-    from shadow_twin.calibration.sensitivity import screen
+    from shadow_twin.calibration.engine.sensitivity import screen
     t0 = time.perf_counter()
     result = screen(evaluator, space, samples, 2, 0, batch_size=batch, executor=executor)
     return list(result.objectives), samples, time.perf_counter() - t0, -(-samples // batch)
@@ -77,7 +77,7 @@ def main() -> int:
         return 1
     from ray.cluster_utils import Cluster
     from calibrate_real_hand import hand_problem   # the same problem as that benchmark's (this directory)
-    from shadow_twin.calibration.executor import LocalExecutor, RayExecutor
+    from shadow_twin.calibration.engine.executor import LocalExecutor, RayExecutor
     evaluator, space = hand_problem()
     t0 = time.perf_counter()
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 0})

@@ -19,7 +19,7 @@ from control_msgs.action import FollowJointTrajectory
 from rclpy.node import Node
 
 from calibration_node.twin_lead import StartLead, goal_points
-from shadow_twin.calibration.recording import TRAJECTORY, trajectory_cdr
+from shadow_twin.calibration.recordings.recording import TRAJECTORY, trajectory_cdr
 from shadow_twin.common.errors import GoalRejectedError, TrajectoryError
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_seconds
 from shadow_twin.control.trajectory import JointTrajectory

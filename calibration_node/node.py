@@ -30,7 +30,7 @@ AR1..AR3 of the MiR250 + UR5 twin study; :mod:`calibration_node.protocol_runner`
 the rest pose, then one goal of arm and base from the base's newest odometry pose, recording
 joint states, the base's velocity commands, both odometries (and a motion-capture pose topic)
 into ``<run>/bags/<RUN>``; offline, bags named after the runs are used. Then
-:class:`~shadow_twin.calibration.cell_job.CellCalibrationJob` screens, fits and validates (the
+:class:`~shadow_twin.calibration.jobs.cell_job.CellCalibrationJob` screens, fits and validates (the
 validation runs before and after) and decides; an accepted model is installed as above (the
 bridge keeps its gains file).
 
@@ -67,10 +67,10 @@ from calibration_node.protocol_runner import OdometryWatch, ProtocolRunner, Runn
 from calibration_node.recorder import BagRecorder
 from calibration_node.status import StatusBoard
 from calibration_node.twin_lead import StartLead, TwinLeadReader
-from shadow_twin.calibration.cell_job import CellCalibrationJob
-from shadow_twin.calibration.job import CalibrationJob, publish_gains, publish_model
-from shadow_twin.calibration.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, new_run_dir, unfinished_runs
-from shadow_twin.calibration.recording import largest_gap, read_joint_states
+from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob
+from shadow_twin.calibration.jobs.job import CalibrationJob, publish_gains, publish_model
+from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, new_run_dir, unfinished_runs
+from shadow_twin.calibration.recordings.recording import largest_gap, read_joint_states
 from shadow_twin.common.errors import ConfigError, GoalRejectedError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import versioned_path
 from shadow_twin.common.stamps import from_nanoseconds

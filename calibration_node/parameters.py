@@ -11,8 +11,8 @@ from __future__ import annotations
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from nav_msgs.msg import Odometry
 
-from shadow_twin.calibration.optimisers import OPTIMISERS
-from shadow_twin.calibration.run import DEFAULT_OPTIMIZER
+from shadow_twin.calibration.search.optimisers import OPTIMISERS
+from shadow_twin.calibration.engine.run import DEFAULT_OPTIMIZER
 from shadow_twin.ros.parameters import ParameterSpec
 
 SPECS = (

@@ -9,10 +9,10 @@ from rclpy.exceptions import InvalidTopicNameException
 from rclpy.validate_topic_name import validate_topic_name
 
 from calibration_node.parameters import BASE_TOPICS
-from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
-from shadow_twin.calibration.protocol import CellProtocol
-from shadow_twin.calibration.run import CalibrationSettings
+from shadow_twin.calibration.recordings.frame import FrameCalibration
+from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
+from shadow_twin.calibration.jobs.protocol import CellProtocol
+from shadow_twin.calibration.engine.run import CalibrationSettings
 from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.control.trajectory import load_waypoint_yaml

@@ -1,6 +1,6 @@
 """Run the cell's calibration protocol live through the twin, one recorded bag per run.
 
-Each run of a :class:`~shadow_twin.calibration.protocol.CellProtocol` (IN1, ..., AR1, ...):
+Each run of a :class:`~shadow_twin.calibration.jobs.protocol.CellProtocol` (IN1, ..., AR1, ...):
 
 1. **positioning** (not recorded): the arm's six joints to the protocol's rest pose in
    ``POSITIONING_TIME`` s through the twin's action (no base part); before a base run, then the
@@ -41,10 +41,10 @@ from sensor_msgs.msg import JointState
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
 from calibration_node.twin_lead import StartLead
-from shadow_twin.calibration.plan import CalibrationPlan
-from shadow_twin.calibration.protocol import CellProtocol, ProtocolRun, RunGoal
+from shadow_twin.calibration.jobs.plan import CalibrationPlan
+from shadow_twin.calibration.jobs.protocol import CellProtocol, ProtocolRun, RunGoal
 from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError, TrajectoryError
-from shadow_twin.control.base_trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
+from shadow_twin.control.base.trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.conversions import duration_msg, planar_trajectory_msg, trajectory_msg
 from shadow_twin.ros.guard import guarded_subscription

@@ -2,7 +2,7 @@
 
 :class:`BagRecorder` subscribes with ``raw=True`` (the serialized message, as
 ``ros2 bag record`` stores it), buffers between :meth:`start` and :meth:`stop`
-and writes one MCAP bag with :func:`shadow_twin.calibration.recording.write_serialized_bag`
+and writes one MCAP bag with :func:`shadow_twin.calibration.recordings.recording.write_serialized_bag`
 (atomically; an existing bag is never overwritten). Receive times come from the
 node's clock (ns); the messages keep their own header stamps.
 """
@@ -20,7 +20,7 @@ from typing import Sequence
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 
-from shadow_twin.calibration.recording import write_serialized_bag
+from shadow_twin.calibration.recordings.recording import write_serialized_bag
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.spinning import BackgroundSpinner

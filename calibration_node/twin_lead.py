@@ -1,7 +1,7 @@
 """The start lead of the goals the calibration node sends to the twin, from what the twin needs.
 
 The twin server declares ``start_lead`` (s) and ``start_lead_per_point`` (s per trajectory point)
-(:mod:`shadow_twin.ros.twin_parameters`, config/twin.yaml, config/twin_cell.yaml): the time it
+(:mod:`shadow_twin.ros.twin.parameters`, config/twin.yaml, config/twin_cell.yaml): the time it
 gives itself from an unstamped goal's arrival to the common start, within which every controller
 must accept its part. A goal this node stamps ``now + start_lead + start_lead_per_point * points
 + send_margin`` therefore reaches the twin with at least the time the twin would give itself: the

@@ -42,7 +42,7 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.ros.launch_support import PACKAGE, config_file, require_executables, stop_all
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG

@@ -41,10 +41,10 @@ from simulation_interfaces.srv import SetEntityState
 from tf2_msgs.msg import TFMessage
 
 from shadow_twin.common.stamps import to_seconds
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.ros.guard import guarded_service, guarded_subscription
 from shadow_twin.ros.message_checks import BadMessage, check_finite, check_pose, check_twist_stamped
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.mobile_base import BaseOdometry
 
 #: Shortest interval between two warnings of late velocity commands, s.

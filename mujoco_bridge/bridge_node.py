@@ -79,7 +79,7 @@ from shadow_twin.ros.conversions import doubles, time_msg, time_msg_ns
 from shadow_twin.ros.guard import guarded_service, guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_speed_scaling
 from shadow_twin.ros.spinning import BackgroundSpinner
-from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.live.simulation import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.reload import BackgroundBuild
 
 NODE_NAME = 'mujoco_bridge'

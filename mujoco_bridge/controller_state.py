@@ -14,7 +14,7 @@ from control_msgs.msg import JointTrajectoryControllerState
 from rclpy.node import Node
 
 from shadow_twin.ros.conversions import doubles
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: The topic's last name segment, beside the controller's action (``<controller>/follow_joint_trajectory``).
 TOPIC_NAME = 'controller_state'

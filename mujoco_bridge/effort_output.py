@@ -34,7 +34,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.effort_settings import nominal_drive
-from shadow_twin.ros.monitor_parameters import drive_gains
+from shadow_twin.ros.monitor.parameters import drive_gains
 from shadow_twin.ros.parameters import yaml_mapping
 
 WRENCH_PARAMETER = 'external_wrench'

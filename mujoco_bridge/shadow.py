@@ -30,7 +30,7 @@ judged against this node's clock and its source's history: one more than :data:`
 ahead of now, more than :data:`STAMP_AGE_LIMIT` old, or going back from the source's last accepted
 one is dropped, and only accepted stamps become that history (a stamp from the future does not
 make the good ones after it look old). An odometry twist beyond the base's limits
-(:class:`~shadow_twin.control.base_trajectory.BaseLimits`, the MiR250's 2 m/s and 1.5 rad/s, with
+(:class:`~shadow_twin.control.base.trajectory.BaseLimits`, the MiR250's 2 m/s and 1.5 rad/s, with
 :data:`ODOMETRY_SLACK`) is dropped. Each such glitch is logged once per source and kind (one line,
 then counted in :attr:`ShadowSources.glitches`); joints the sim does not know are left out, with one
 warning per source naming them.
@@ -51,11 +51,11 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 from shadow_twin.common.errors import BadMessage, ShadowTwinError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
-from shadow_twin.control.base_trajectory import BaseLimits
+from shadow_twin.control.base.trajectory import BaseLimits
 from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.message_checks import check_finite, check_joint_state, check_odometry, check_stamp, \
     check_twist_stamped
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: ROS parameters of shadow mode (all read-only; empty = that kind of source is not used).
 SOURCE_PARAMETERS = ('shadow.controller_state_topics', 'shadow.joint_trajectory_topics',

@@ -1,5 +1,5 @@
 """The simulated joint trajectory controller: a ``control_msgs/action/FollowJointTrajectory``
-server that drives a :class:`shadow_twin.simulation.live.LiveSimulation`.
+server that drives a :class:`shadow_twin.simulation.live.simulation.LiveSimulation`.
 
 Semantics follow ros2_controllers' joint_trajectory_controller (through
 ``shadow_twin.control.jtc``): goals are validated (joint names, points, stamps, model
@@ -37,7 +37,7 @@ from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.action_server import PREEMPTED, AcceptedGoal, FollowJointTrajectoryServer
 from shadow_twin.simulation import trajectory_queue
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: Seconds a new goal waits for the one it preempted to stop (holding is immediate).
 HANDOVER_TIMEOUT = 1.0

@@ -21,7 +21,7 @@ import time
 import warnings
 
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 
 def display_problem() -> str | None:

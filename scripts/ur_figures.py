@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model.ur_description import find_ur_description
-from shadow_twin.model.ur_figures import shipped_figures_path, write_figures
+from shadow_twin.model.ur.description import find_ur_description
+from shadow_twin.model.ur.figures import shipped_figures_path, write_figures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,7 +77,7 @@ def shadow_model() -> Path:
 @pytest.fixture(scope='session')
 def real_recording(real_bag):
     """The real recording, read once (tests must not modify it)."""
-    from shadow_twin.calibration.recording import read_joint_states
+    from shadow_twin.calibration.recordings.recording import read_joint_states
     return read_joint_states(real_bag)
 
 
@@ -98,7 +98,7 @@ def write_joint_state_bag(path, stamps, names, positions, *, bag_times=None, vel
     a list of lists (one per message). Returns the bag path.
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from shadow_twin.calibration.recording import JOINT_STATE, typestore
+    from shadow_twin.calibration.recordings.recording import JOINT_STATE, typestore
     store = typestore()
     JointState = store.types[JOINT_STATE]
     Header = store.types['std_msgs/msg/Header']
@@ -123,7 +123,7 @@ def write_joint_state_bag(path, stamps, names, positions, *, bag_times=None, vel
 def write_string_bag(path, storage='mcap'):
     """A ROS 2 bag with one ``std_msgs/msg/String`` message and no JointState topic."""
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from shadow_twin.calibration.recording import typestore
+    from shadow_twin.calibration.recordings.recording import typestore
     store = typestore()
     String = store.types['std_msgs/msg/String']
     plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
@@ -136,7 +136,7 @@ def write_string_bag(path, storage='mcap'):
 def write_empty_joint_state_bag(path, storage='mcap'):
     """A ROS 2 bag with a JointState connection but no messages."""
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from shadow_twin.calibration.recording import JOINT_STATE, typestore
+    from shadow_twin.calibration.recordings.recording import JOINT_STATE, typestore
     plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
     with Writer(Path(path), version=9, storage_plugin=plugin) as writer:
         writer.add_connection('/joint_states', JOINT_STATE, typestore=typestore())

@@ -30,7 +30,7 @@ from ros_helpers import ros_now, stamp_s, stamped_at, wait_until
 
 #: The UR5's joints, in the effort watch's order (config/twin_monitor_cell.yaml effort.joints).
 JOINTS = list(ARM)
-#: The name of the watch's per-joint status, followed by the joint (shadow_twin/ros/monitor_effort.py).
+#: The name of the watch's per-joint status, followed by the joint (shadow_twin/ros/monitor/effort.py).
 STATUS_PREFIX = 'twin_monitor: external force: '
 #: A 30 N push down on the forearm's centre of mass (N, world frame; config/mock_ur.yaml external_wrench).
 PUSH = '{body: forearm_link, force: [0, 0, -30]}'

@@ -31,10 +31,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+from shadow_twin.calibration.recordings.recording import JointStateRecording, write_joint_states
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.identification.excitation import FourierTrajectory, random_coefficients
-from shadow_twin.model.ur_arm import arm_xml
+from shadow_twin.model.ur.arm import arm_xml
 from shadow_twin.simulation.friction import PRESLIDING_DISTANCE
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,10 @@
-"""Calibration, ROS-free: JointState recordings from ROS 1/2 bags (``recording``), time
-alignment (``alignment``), errors (``metrics``), scoring models against recordings
-(``evaluation``), search spaces over MJCF parameters (``search_space``), ask/tell
-optimisers (``optimisers``), a checkpointed run (``run``), the calibration node's job
-and plan (``job``, ``plan``), the written outputs (``report``; figures drawn by
-``shadow_twin.plots``) and the real and simulated streams of a bag (``bag_comparison``)."""
+"""Calibration, ROS-free, one folder per concept: the recordings compared with (``recordings``:
+bags, alignment, the base's runs), scoring a model against them (``scoring``), where and how to
+search (``search``: spaces, optimisers, least squares, identifiability), running a calibration
+(``engine``: the checkpointed run, rollout batches, screening, the written outputs) and the jobs
+(``jobs``: the hand's, the cell's protocol, the node's plan). The old flat module names stay
+importable for one release (:mod:`shadow_twin.common.moved`)."""
+
+from shadow_twin.common.moved import install as _install_moved
+
+_install_moved()

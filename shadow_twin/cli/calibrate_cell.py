@@ -7,7 +7,7 @@
 
 The bags are one per protocol run, named after it (``DIR/IN1``, ``DIR/CY``...: what the
 calibration node records into ``<run>/bags``). The job is the calibration node's
-(:mod:`shadow_twin.calibration.cell_job`): screening and fit of the arm on its arm
+(:mod:`shadow_twin.calibration.jobs.cell_job`): screening and fit of the arm on its arm
 identification runs and of the base on IN1, IN2, CN1; every run scored before and after
 (printed as a table); ``report.json``, ``parameters.yaml``, the calibrated MJCF and a PNG per
 run in ``--out``. ``--model``: the cell MJCF the sim ran (default: the cell of ``--cell-config``,
@@ -26,15 +26,15 @@ import logging
 import sys
 from pathlib import Path
 
-from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec, CellTopics
-from shadow_twin.calibration.cell_result import result_lines
-from shadow_twin.calibration.executor import parse_cluster
-from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob, CellJobSpec, CellTopics
+from shadow_twin.calibration.jobs.cell_result import result_lines
+from shadow_twin.calibration.engine.executor import parse_cluster
+from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.cli.inputs import nonnegative_int
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 
 PROG = 'shadow-twin calibrate'
 

@@ -36,10 +36,10 @@ from sensor_msgs.msg import JointState
 
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
-from shadow_twin.calibration.bag_comparison import plot_bag
-from shadow_twin.calibration.job import RecordingSource, recorded_mse
-from shadow_twin.calibration.metrics import reduction_percent
-from shadow_twin.calibration.plan import holdout_names
+from shadow_twin.calibration.recordings.bag_comparison import plot_bag
+from shadow_twin.calibration.jobs.job import RecordingSource, recorded_mse
+from shadow_twin.calibration.scoring.metrics import reduction_percent
+from shadow_twin.calibration.jobs.plan import holdout_names
 from shadow_twin.cli import demo_cell
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.cli.up import READY_REPORT

@@ -44,9 +44,9 @@ from shadow_twin.cli.up import READY_REPORT
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
-from shadow_twin.model.cell import arm_joint_names
+from shadow_twin.model.cell.assembly import arm_joint_names
 from shadow_twin.plots.demo_figures import plot_base
 from shadow_twin.ros.calibration_client import SpinningNode
 from shadow_twin.ros.conversions import duration_msg

@@ -4,7 +4,7 @@
 
 The points are in capture coordinates (m): A is the origin, B lies on the +x axis, C in the
 x-y plane on the +y side (MiR250 + UR5 digital twin, IMECE 2023, frame calibration from three
-recorded points; formulas in :mod:`shadow_twin.calibration.frame`). Prints the origin, the
+recorded points; formulas in :mod:`shadow_twin.calibration.recordings.frame`). Prints the origin, the
 axes, the quaternion (x, y, z, w) and roll-pitch-yaw, or one JSON object with ``--json``;
 ``--out`` writes the frame as YAML (:meth:`FrameCalibration.from_dict` reads it back) and never
 overwrites a file. Exits 0; bad input (a non-numeric coordinate, A and B coinciding, collinear
@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from shadow_twin.calibration.frame import FrameCalibration
+from shadow_twin.calibration.recordings.frame import FrameCalibration
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic

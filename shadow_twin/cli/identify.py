@@ -33,8 +33,8 @@ from shadow_twin.identification.job import Identification, IdentifyOptions, iden
 from shadow_twin.identification.regressor import EffortRegressor
 from shadow_twin.identification.signals import MIN_CUTOFF_FRACTION, FilterSettings, sample_rate
 from shadow_twin.model.mjcf import load_spec
-from shadow_twin.model.ur_arm import arm_xml
-from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
+from shadow_twin.model.ur.arm import arm_xml
+from shadow_twin.model.ur.description import JOINTS as UR_JOINTS
 
 PROG = 'shadow-twin identify'
 HELP = "identify an arm's friction, armature, drive gains and payload from its joint efforts"

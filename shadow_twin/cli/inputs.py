@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import logging
 import math
 import os
@@ -19,13 +18,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-from shadow_twin.calibration.evaluator_set import EvaluatorSet
-from shadow_twin.calibration.executor import make_executor
-from shadow_twin.calibration.recording import TRAJECTORY, bag_topics, read_commanded_trajectory, read_joint_states
+from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
+from shadow_twin.calibration.engine.executor import make_executor
+from shadow_twin.calibration.recordings.recording import (TRAJECTORY, bag_topics, read_commanded_trajectory,
+                                                          read_joint_states)
 from shadow_twin.cli.input_files import load_trajectory
 from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import sha256_of
+from shadow_twin.common.globs import matching
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import START_TOLERANCE, JointTrajectory
@@ -288,7 +289,7 @@ def match_joints(patterns: list[str], trajectory: JointTrajectory) -> list[str]:
     that matches none of the trajectory's joints."""
     joints: list[str] = []
     for pattern in patterns:
-        found = [j for j in trajectory.joint_names if fnmatch.fnmatchcase(j, pattern)]
+        found = matching(trajectory.joint_names, [pattern])
         if not found:
             raise ConfigError(f'--joints {pattern!r} matches none of the joints of trajectory {trajectory.name!r}: '
                               f'{", ".join(trajectory.joint_names)}')

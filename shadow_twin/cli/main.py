@@ -31,13 +31,14 @@ import signal
 import sys
 from pathlib import Path
 
-from shadow_twin.calibration import identifiability, metrics
-from shadow_twin.calibration.job import install_decision
-from shadow_twin.calibration.optimisers import OPTIMISERS
-from shadow_twin.calibration.report import phase_lines, write_outputs
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
-from shadow_twin.calibration.search_space import SearchSpace
-from shadow_twin.calibration.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
+from shadow_twin.calibration.search import identifiability
+from shadow_twin.calibration.scoring import metrics
+from shadow_twin.calibration.jobs.job import install_decision
+from shadow_twin.calibration.search.optimisers import OPTIMISERS
+from shadow_twin.calibration.engine.report import phase_lines, write_outputs
+from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.calibration.engine.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
 from shadow_twin.cli.input_files import load_params
 from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, add_run_options, capped_workers,
                                     fingerprints, input_files, load_setup, open_executor, positive_int, progress_bar)
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     default = CalibrationSettings.optimizer
     cal.add_argument('--optimizer', choices=OPTIMISERS, default=default,
                      help=f'optimiser: {", ".join(OPTIMISERS)} (default: {default}); '
-                          'see shadow_twin/calibration/optimisers.py')
+                          'see shadow_twin/calibration/search/optimisers.py')
     cal.add_argument('--budget', type=int, default=150,
                      help='rollouts (simulations) in all, screening included; the model as given, the plots and '
                           'the hold-outs are scored in addition (default: 150)')
@@ -208,7 +209,7 @@ def cmd_calibrate(args) -> int:
 
 def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_after: float) -> dict:
     """Hold-out errors (rad^2) with the model as given and as calibrated, and the calibration node's
-    install decision (:func:`~shadow_twin.calibration.job.install_decision`) for them."""
+    install decision (:func:`~shadow_twin.calibration.jobs.job.install_decision`) for them."""
     errors = {}
     for rec in setup.holdout:
         before, after = rec.evaluator.evaluate([{}, best_values])

@@ -6,7 +6,7 @@
 
 ``--arm`` is one of ur3, ur3e, ur5, ur5e, ur10, ur10e, ur16e, ur20, ur30 (default: the config's
 ``arm.type``, else ur5, the built-in ur5.xml). Types other than the built-in UR5 are generated from
-Universal Robots' ROS 2 description (shadow_twin/model/ur_arm.py): ``--ur-description`` (a
+Universal Robots' ROS 2 description (shadow_twin/model/ur/arm.py): ``--ur-description`` (a
 Universal_Robots_ROS2_Description checkout or its config folder), else the config's
 ``arm.ur_description``, else ``SHADOW_TWIN_UR_DESCRIPTION``, else the installed ``ur_description``
 ROS package.
@@ -30,9 +30,9 @@ from pathlib import Path
 from shadow_twin.cli.errors import run_reporting_errors
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.model.cell import CellConfig, summary, write_cell_mjcf
-from shadow_twin.model.ur_arm import UR_TYPES, write_arm_mjcf
-from shadow_twin.model.ur_description import check_arm_type
+from shadow_twin.model.cell.assembly import CellConfig, summary, write_cell_mjcf
+from shadow_twin.model.ur.arm import UR_TYPES, write_arm_mjcf
+from shadow_twin.model.ur.description import check_arm_type
 
 PROG = 'shadow-twin model'
 HELP = 'write a model MJCF: --cell = MiR250 + cabinet + UR arm + hand in one file; --arm TYPE alone = that arm'
@@ -40,7 +40,8 @@ HELP = 'write a model MJCF: --cell = MiR250 + cabinet + UR arm + hand in one fil
 
 def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument('--cell', action='store_true',
-                        help='build the cell: MiR250 base, cabinet, UR arm (--arm), hand (shadow_twin/model/cell.py)')
+                        help='build the cell: MiR250 base, cabinet, UR arm (--arm), hand '
+                             '(shadow_twin/model/cell/assembly.py)')
     parser.add_argument('--arm', default=None, metavar='TYPE',
                         help=f"UR arm type: {'|'.join(UR_TYPES)}; without --cell, write that arm alone "
                              "(default with --cell: the config's arm.type, else ur5)")

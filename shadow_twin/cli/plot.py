@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from shadow_twin.calibration.bag_comparison import MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, compare_bag
+from shadow_twin.calibration.recordings.bag_comparison import MOVING_RANGE, REAL_TOPIC, SIM_TOPIC, compare_bag
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.cli.inputs import OneLineParser
 from shadow_twin.common.exit_codes import ExitCode

@@ -1,5 +1,5 @@
 """Sensitivity screening on the command line: ``shadow-twin sensitivity`` and ``calibrate --screen K``
-(see :mod:`shadow_twin.calibration.sensitivity`)."""
+(see :mod:`shadow_twin.calibration.engine.sensitivity`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import logging
 from pathlib import Path
 
-from shadow_twin.calibration.search_space import SearchSpace
-from shadow_twin.calibration.sensitivity import (MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG, most_influential,
-                                                 ranking_lines, screen, write_sensitivity)
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.calibration.engine.sensitivity import (MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG, most_influential,
+                                                        ranking_lines, screen, write_sensitivity)
 from shadow_twin.cli.inputs import (Setup, capped_workers, fingerprints, input_files, load_setup, open_executor,
                                     progress_bar)
 from shadow_twin.common.errors import ConfigError

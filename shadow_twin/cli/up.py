@@ -65,7 +65,7 @@ from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
@@ -76,8 +76,8 @@ CELL_HAND_JOINT_STATES = '/rh/joint_states'
 #: the bridge once it steps and publishes (``mujoco_bridge.main``), the twin server at the end of its
 #: start (``TwinServer``), the monitor once its subscriptions and timers exist (``TwinMonitor``).
 READY_LINES = {'mujoco_bridge.main': r'(?:^|\]: )ready: stepping\b',
-               'shadow_twin.ros.twin_server': r'(?:^|\]: )serving ',
-               'shadow_twin.ros.twin_monitor': r'(?:^|\]: )ready: comparing '}
+               'shadow_twin.ros.twin.server': r'(?:^|\]: )serving ',
+               'shadow_twin.ros.monitor.node': r'(?:^|\]: )ready: comparing '}
 #: The line ``up`` prints once every node is ready (:func:`_report`), for a tool that starts ``up``.
 READY_REPORT = r'^\[shadow-twin up\] ready: '
 #: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
@@ -151,11 +151,11 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
                                       '-r', '__node:=mock_mir')
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
-    out['shadow_twin'] = command('shadow_twin.ros.twin_server', args.config or config_path(twin), *mode)
+    out['shadow_twin'] = command('shadow_twin.ros.twin.server', args.config or config_path(twin), *mode)
     if not args.no_monitor:
         watch = () if args.mode != 'shadow' else (
             '--params-file', str(config_path(SHADOW_MONITOR_CONFIG[cell_model is not None])))
-        out['twin_monitor'] = command('shadow_twin.ros.twin_monitor', args.monitor_config or config_path(monitor),
+        out['twin_monitor'] = command('shadow_twin.ros.monitor.node', args.monitor_config or config_path(monitor),
                                       *watch)
     return out
 

@@ -43,3 +43,8 @@ class BadMessage(ShadowTwinError, ValueError):
 
 class ConfigError(ShadowTwinError):
     """A configuration YAML (gains, joint map, CLI arguments) is invalid."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line (MuJoCo's compiler and parser errors span several)."""
+    return ' '.join(str(exc).split())

@@ -28,7 +28,6 @@ The integral term is not simulated: a non-zero ``i`` is rejected.
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -38,6 +37,7 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.globs import first_match
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import ParameterTarget
 
@@ -145,11 +145,7 @@ class ControllerGains:
         """Gains of ROS joint ``name``."""
         if name in self.entries:
             return self.entries[name]
-        hit = self.default
-        for pattern, gains in self.entries.items():
-            if fnmatch.fnmatchcase(name, pattern):
-                hit = gains
-        return hit
+        return first_match(name, reversed(list(self.entries.items())), self.default)   # the last glob wins
 
     def to_dict(self, joints: list[str]) -> dict:
         """YAML-ready ``controller`` mapping with explicit gains for ``joints``."""

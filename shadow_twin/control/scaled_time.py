@@ -7,7 +7,7 @@ control cycle, ``scaling`` being the robot's speed scaling (the teach pendant's 
 times any slow-down the robot chooses itself; 0 when paused). At 10 % a 0.5 s move takes 5 s.
 :class:`ScaledClock` is that clock: it integrates how far the scaled joints' trajectory time is
 behind the (sim or wall) time since the start, its *lag*, across changes of the scaling. Both
-the sim bridge's controller (``shadow_twin.simulation.live``) and the twin server's desired state
+the sim bridge's controller (``shadow_twin.simulation.live.simulation``) and the twin server's desired state
 (``shadow_twin.control.twin_split.DesiredSampler``) use it.
 
 :func:`checked_speed_scaling` is the check every reader of a speed scaling message applies.
@@ -18,12 +18,12 @@ Units: times s, scaling a fraction 0..1 (:func:`checked_speed_scaling`: percent)
 from __future__ import annotations
 
 import math
-from fnmatch import fnmatchcase
 from typing import Sequence
 
 import numpy as np
 
 from shadow_twin.common.errors import BadMessage
+from shadow_twin.common.globs import matches
 
 
 class SpeedScalingError(BadMessage):
@@ -45,7 +45,7 @@ def checked_speed_scaling(percent: float) -> float:
 def scaled_mask(joints: Sequence[str], globs: Sequence[str]) -> np.ndarray:
     """(J,) bool: which of ``joints`` (ROS names) match one of ``globs`` (fnmatch, case-sensitive),
     the speed-scaled joints (ROS parameter ``speed_scaled_joints``)."""
-    return np.array([any(fnmatchcase(j, g) for g in globs) for j in joints], dtype=bool)
+    return np.array([matches(j, globs) for j in joints], dtype=bool)
 
 
 class ScaledClock:

@@ -1,4 +1,4 @@
-"""ROS-free logic of the twin's trajectory action server (``shadow_twin.ros.twin_server``).
+"""ROS-free logic of the twin's trajectory action server (``shadow_twin.ros.twin.server``).
 
 * :class:`ControllerSpec` / :func:`controllers_from_config`: the real trajectory
   controllers and the joints (fnmatch globs on ROS names) each one drives.
@@ -15,7 +15,7 @@
   JTC interpolates it (from the state at acceptance to the first point), the speed-scaled
   (UR) joints on the scaled clock.
 * :func:`state_arrays`: actual state in goal joint order (sim minus real per
-  joint is ``shadow_twin.monitoring.joint_error.joint_error``, published by the twin monitor).
+  joint is ``shadow_twin.monitoring.joint.error.joint_error``, published by the twin monitor).
 * :func:`oldest_state`: the liveness rule, how old a controller's newest data for
   its joints is (a controller is gone when that exceeds ``joint_state_timeout``).
 * :class:`ControllerResult` / :func:`decide`: the twin's verdict from its own
@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.globs import matches
 from shadow_twin.control import jtc
 from shadow_twin.control.scaled_time import ScaledClock
 from shadow_twin.control.trajectory import JointTrajectory
@@ -61,7 +61,7 @@ class ControllerSpec:
 
     def matches(self, joint: str) -> bool:
         """True if ``joint`` matches one of the globs (case-sensitive)."""
-        return any(fnmatchcase(joint, pattern) for pattern in self.joints)
+        return matches(joint, self.joints)
 
 
 def controllers_from_config(names: Sequence[str], entries: Mapping[str, Mapping[str, Any]]) -> list[ControllerSpec]:

@@ -14,11 +14,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from shadow_twin.calibration.recording import read_joint_states
+from shadow_twin.calibration.recordings.recording import read_joint_states
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.identification.recordings import check_positions
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.model.ur_description import JOINTS as UR_JOINTS
+from shadow_twin.model.ur.description import JOINTS as UR_JOINTS
 from shadow_twin.monitoring.effort_settings import EffortSettings, nominal_drive
 from shadow_twin.monitoring.effort_watch import EffortWatch
 from shadow_twin.monitoring.thresholds import LEVEL_NAMES

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.optimize
 import threadpoolctl
 
-from shadow_twin.calibration.identifiability import Direction
+from shadow_twin.calibration.search.identifiability import Direction
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.identification.priors import GainPrior
 from shadow_twin.identification.regressor import Regressors, point_mass_inertia

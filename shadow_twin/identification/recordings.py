@@ -1,7 +1,7 @@
 """Effort recordings: joint positions and the efforts the drives report, from bags and CSV logs.
 
 * **Bags** (ROS 1 / ROS 2): ``sensor_msgs/JointState`` with ``effort``, read by
-  :func:`shadow_twin.calibration.recording.read_joint_states`. ``ur_robot_driver`` publishes the
+  :func:`shadow_twin.calibration.recordings.recording.read_joint_states`. ``ur_robot_driver`` publishes the
   joint currents (A) as ``effort`` on CB3 and e-Series alike.
 * **CSV logs**: a :class:`ColumnMap` names the columns of time, positions, velocities and
   efforts, by header name or by 0-based index (headerless files); the built-in ``rtde`` map reads
@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 import yaml
 
-from shadow_twin.calibration.recording import read_joint_states
+from shadow_twin.calibration.recordings.recording import read_joint_states
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import read_text_limited
 from shadow_twin.simulation.effort import EFFORT_UNITS

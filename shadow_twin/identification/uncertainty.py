@@ -1,6 +1,6 @@
 """How well the data determine the identified parameters (``shadow-twin identify``).
 
-Same formulas and thresholds as ``shadow-twin calibrate`` (:mod:`shadow_twin.calibration.identifiability`):
+Same formulas and thresholds as ``shadow-twin calibrate`` (:mod:`shadow_twin.calibration.search.identifiability`):
 the covariance s^2 (J^T J)^-1 of the weighted residual's Jacobian J in the fit's unknowns
 (:mod:`~shadow_twin.identification.fit`; s^2 = SSR / (R - D)), 95 % t intervals of the physical
 parameters by the delta method (the drive gain k = 1 / (1/k), armature = (Ia/k) / (1/k)...);
@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import scipy.stats
 
-from shadow_twin.calibration.identifiability import Direction, combination, covariance, normalised_svd
+from shadow_twin.calibration.search.identifiability import Direction, combination, covariance, normalised_svd
 
 
 def identifiability(Jw: np.ndarray, rw: np.ndarray, x: np.ndarray, names: Sequence[str], joints: Sequence[str],

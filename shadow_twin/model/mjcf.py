@@ -17,7 +17,6 @@ how MuJoCo's own ``<position>`` actuator is built.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass
@@ -28,8 +27,9 @@ from typing import Iterable, Sequence
 import mujoco
 import numpy as np
 
-from shadow_twin.common.errors import ModelError, ModelTooLarge
+from shadow_twin.common.errors import ModelError, ModelTooLarge, one_line
 from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.globs import matching
 
 JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
                     'range_lower', 'range_upper')
@@ -173,11 +173,7 @@ def load_spec(path: str | os.PathLike, max_bytes: int | None = None) -> mujoco.M
     try:
         return mujoco.MjSpec.from_file(str(path), include=stubs or None)
     except Exception as exc:  # mujoco raises ValueError with its own message
-        raise ModelError(f'{path}: MJCF does not parse: {_one_line(exc)}') from None
-
-
-def _one_line(exc: Exception) -> str:
-    return ' '.join(str(exc).split())
+        raise ModelError(f'{path}: MJCF does not parse: {one_line(exc)}') from None
 
 
 class TwinModel:
@@ -198,7 +194,7 @@ class TwinModel:
         try:
             self.model = self.spec.compile()
         except Exception as exc:
-            raise ModelError(f'{self.path}: MJCF does not compile: {_one_line(exc)}') from None
+            raise ModelError(f'{self.path}: MJCF does not compile: {one_line(exc)}') from None
 
     # -- names -----------------------------------------------------------------------
     @property
@@ -240,7 +236,7 @@ class TwinModel:
         names = {'joint': self.joint_names, 'actuator': self.actuator_names, 'geom': self.geom_names}[kind]
         chosen: set[str] = set()
         for pattern in patterns:
-            hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+            hits = matching(names, [pattern])
             if not hits:
                 raise ModelError(f'{self.path.name}: no {kind} matches {pattern!r}')
             chosen.update(hits)
@@ -436,7 +432,7 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
         spec.compile()
         xml = spec.to_xml()
     except Exception as exc:
-        raise ModelError(f'calibrated model does not compile: {_one_line(exc)}') from None
+        raise ModelError(f'calibrated model does not compile: {one_line(exc)}') from None
     header = (f'<!-- Calibrated by shadow_twin from {source.path.name}. '
               f'Parameters: {len(values)}. -->\n')
     return write_text_atomic(out_path, header + xml)

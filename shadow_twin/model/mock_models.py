@@ -2,7 +2,7 @@
 cell reduced to its arm (:func:`write_arm_stand_in_mjcf`) or to its base (:func:`write_base_stand_in_mjcf`).
 The functions keep their ``stand_in`` names, which tests and benchmarks import.
 
-See :mod:`shadow_twin.model.cell` for the cell they are cut from.
+See :mod:`shadow_twin.model.cell.assembly` for the cell they are cut from.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Callable, Mapping
 import mujoco
 import numpy as np
 
-from shadow_twin.common.errors import ConfigError, ModelError
+from shadow_twin.common.errors import ConfigError, ModelError, one_line
 from shadow_twin.common.files import write_text_atomic
-from shadow_twin.model.cell import _hand_file, _one_line, build_cell_spec, compile_cell, summary
-from shadow_twin.model.cell_config import CellConfig
-from shadow_twin.model.cell_names import arm_joint_names
+from shadow_twin.model.cell.assembly import build_cell_spec, compile_cell, hand_model_file, summary
+from shadow_twin.model.cell.config import CellConfig
+from shadow_twin.model.cell.names import arm_joint_names
 
 
 def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
@@ -110,7 +110,7 @@ def _write_mock_model(config: CellConfig | str | os.PathLike | None, out_path: s
         config = CellConfig.from_yaml(config)
     config = config or CellConfig()
     out = Path(out_path)
-    hand_file = _hand_file(config, hand_path)
+    hand_file = hand_model_file(config, hand_path)
     if out.is_dir():
         raise ConfigError(f'{out} is a directory')
     if out.exists() and out.resolve() == hand_file.resolve():
@@ -123,7 +123,7 @@ def _write_mock_model(config: CellConfig | str | os.PathLike | None, out_path: s
     try:
         xml = spec.to_xml()
     except Exception as exc:
-        raise ModelError(f'the mock {what} model cannot be written as MJCF: {_one_line(exc)}') from None
+        raise ModelError(f'the mock {what} model cannot be written as MJCF: {one_line(exc)}') from None
     header = (f'<!-- shadow_twin mock {what} model: the cell (arm prefix {prefix!r}, hand {hand_file}) {description}. '
               f'{summary(model)}. -->\n')
     try:

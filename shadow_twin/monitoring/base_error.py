@@ -8,11 +8,11 @@ two ``odom`` frames coincide at start and the poses compare directly.
 * :class:`PlanarPose`: stamp ``t`` (s), position ``x``, ``y`` (m) and ``yaw`` (rad) of a
   base in its odom frame; :func:`planar_pose` makes one from an odometry's position and
   orientation quaternion (yaw = ``atan2(2 (w z + x y), 1 - 2 (y^2 + z^2))``, the z-y-x
-  Euler angle, :func:`shadow_twin.control.base_trajectory.yaw_from_quaternion`).
+  Euler angle, :func:`shadow_twin.control.base.trajectory.yaw_from_quaternion`).
 * :class:`PoseHistory`: the recent poses of one stream, interpolated linearly at a time
   (yaw along the shorter arc: the history keeps yaw unwrapped, each yaw within pi of the
   previous one: continuous for 50 Hz odometry turning slower than 157 rad/s). It is a
-  :class:`~shadow_twin.monitoring.joint_error.JointStateHistory` of three "joints"
+  :class:`~shadow_twin.monitoring.joint.error.JointStateHistory` of three "joints"
   (``x``, ``y``, ``yaw``), so poses are interpolated in time as joint states are.
 * :func:`base_error`: sim minus real at one stamp: ``x``, ``y`` (m, odom frame), ``yaw``
   (rad, wrapped into [-pi, pi), :func:`shadow_twin.control.diff_drive.wrap_angle`) and
@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
-from shadow_twin.monitoring.joint_comparison import ErrorWindow, JointError
-from shadow_twin.monitoring.joint_samples import JointSample, JointStateHistory
+from shadow_twin.monitoring.joint.comparison import ErrorWindow, JointError
+from shadow_twin.monitoring.joint.samples import JointSample, JointStateHistory
 from shadow_twin.monitoring.sim_real_monitor import stale_phrase
 from shadow_twin.monitoring.thresholds import LEVEL_NAMES, OK, STALE, Threshold, checked_threshold
 

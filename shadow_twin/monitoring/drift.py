@@ -1,7 +1,7 @@
 """Drift watch: a long-window trend of each joint's sim-real error, its baseline, and which
 joints have drifted from it (the real hand wears: grease, tendon tension), persisted in a file.
 
-Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint_error` has the overview).
+Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint.error` has the overview).
 
 * Buckets: the comparisons (sim - real position error, rad, at real stamps, s) are summed per
   joint into buckets of ``bucket`` s by stamp: sum of squared errors, count, and the span of

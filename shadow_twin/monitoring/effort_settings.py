@@ -4,12 +4,12 @@ identification's ``parameters.yaml``."""
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.globs import first_match
 from shadow_twin.simulation.effort import DriveParameters
 
 #: Drive gains (N m/A) a UR5 plausibly has: motor torque constant x gear ratio 101, with torque
@@ -22,10 +22,8 @@ NOMINAL_UR_DRIVE_GAINS = {'*shoulder_pan_joint': 13.6, '*shoulder_lift_joint': 1
 
 def glob_value(table: Mapping[str, float], name: str, default: float | None = None) -> float | None:
     """The value of the first glob of ``table`` (fnmatch, case-sensitive) matching ``name``, else ``default``."""
-    for pattern, value in table.items():
-        if fnmatch.fnmatchcase(name, pattern):
-            return float(value)
-    return default
+    value = first_match(name, table)
+    return default if value is None else float(value)
 
 
 def nominal_drive(joints: Sequence[str], effort_unit: str = 'A',

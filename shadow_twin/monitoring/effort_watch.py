@@ -1,7 +1,7 @@
 """External-force watch: each arm joint's measured effort against the effort the model predicts
 along the measured motion, with a debounced OK / WARN / ERROR status per joint.
 
-The one implementation behind the twin monitor's live watch (``shadow_twin.ros.monitor_effort``)
+The one implementation behind the twin monitor's live watch (``shadow_twin.ros.monitor.effort``)
 and the offline ``shadow-twin evaluate --effort`` (:meth:`EffortWatch.run` over arrays), so both
 flag the same samples. Everything is judged on the samples' stamps.
 
@@ -29,8 +29,9 @@ Per sample (positions q in rad, velocities qd in rad/s, efforts in the recording
   ``k_error * sigma + band``; ``band`` is the static friction the watch cannot know: a joint that
   has not moved since the window (re)started holds whatever friction it had before, up to its
   frictionloss (over its drive gain); the band shrinks as ``exp(-travel / presliding_distance)``
-  (:class:`~shadow_twin.simulation.friction.FrictionState`: 5 % after three distances of travel); sigma = the identification's ``residual_sigma`` of the joint, else the
-  first matching glob of ``sigma_overrides``, else ``fallback_sigma``. A joint enters a level
+  (:class:`~shadow_twin.simulation.friction.FrictionState`: 5 % after three distances of travel);
+  sigma = the identification's ``residual_sigma`` of the joint, else the first matching glob of
+  ``sigma_overrides``, else ``fallback_sigma``. A joint enters a level
   after ``debounce_samples`` consecutive samples over it, or once it has been over it for
   ``debounce_time`` s of stamps (0: samples only); it leaves it (to the highest level seen
   meanwhile) once the samples have stayed under it for ``hold_time`` s of stamps.

@@ -1,6 +1,6 @@
 """How much of the sim-real error is lag (a time shift) and how much is model: the lag share.
 
-Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint_error` has the overview).
+Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint.error` has the overview).
 Over a comparison window with the real positions ``real(t)`` and the sim's at the same stamps
 ``sim(t)``, per joint::
 

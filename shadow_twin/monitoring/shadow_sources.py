@@ -1,7 +1,7 @@
 """Shadow sources: the topics the sim follows in shadow mode, which joints each carries, and which
 have gone silent (their joints are then STALE in the twin monitor).
 
-Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint_error` has the overview). In
+Part of the twin monitor's core (:mod:`shadow_twin.monitoring.joint.error` has the overview). In
 shadow mode the sim bridge follows the real controllers' setpoints (``~/controller_state``:
 ``control_msgs/JointTrajectoryControllerState``; ``~/joint_trajectory``:
 ``trajectory_msgs/JointTrajectory``), or the robot's joint states, and the base's velocity

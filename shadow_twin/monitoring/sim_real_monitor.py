@@ -1,7 +1,7 @@
 """The sim-vs-real monitor as the twin monitor node uses it: the sim and one or more real joint-state
 streams in, time-aligned errors and a level per joint (with a summary) out.
 
-Part of the twin monitor's core; :mod:`shadow_twin.monitoring.joint_error` has the overview.
+Part of the twin monitor's core; :mod:`shadow_twin.monitoring.joint.error` has the overview.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from shadow_twin.monitoring.joint_comparison import (ErrorWindow, JointError, JointStats, aligned, joint_error,
+from shadow_twin.monitoring.joint.comparison import (ErrorWindow, JointError, JointStats, aligned, joint_error,
                                                      merge_errors)
-from shadow_twin.monitoring.joint_samples import JointSample, JointStateHistory
+from shadow_twin.monitoring.joint.samples import JointSample, JointStateHistory
 from shadow_twin.monitoring.thresholds import ERROR, LEVEL_NAMES, STALE, WARN, Threshold, Thresholds
 
 

@@ -1,19 +1,19 @@
 """Levels (OK / WARN / ERROR / STALE, as ``diagnostic_msgs/DiagnosticStatus``) and the warn / error
 thresholds of the RMS position error that set them, per joint glob.
 
-Part of the twin monitor's core; :mod:`shadow_twin.monitoring.joint_error` has the overview.
+Part of the twin monitor's core; :mod:`shadow_twin.monitoring.joint.error` has the overview.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 
 import yaml
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.globs import first_index, first_match
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = {OK: 'OK', WARN: 'WARN', ERROR: 'ERROR', STALE: 'STALE'}
@@ -113,7 +113,7 @@ class Thresholds:
         """The pair of ``joint``: the first matching override, else the default."""
         found = self._cache.get(joint)
         if found is None:
-            found = next((t for glob, t in self.overrides if fnmatchcase(joint, glob)), self.default)
+            found = first_match(joint, self.overrides, self.default)
             self._cache[joint] = found
         return found
 
@@ -126,7 +126,7 @@ class Thresholds:
         (a typo?), or an earlier glob takes every joint they match."""
         used = set()
         for joint in joints:
-            k = next((k for k, (glob, _) in enumerate(self.overrides) if fnmatchcase(joint, glob)), None)
+            k = first_index(joint, [glob for glob, _ in self.overrides])
             if k is not None:
                 used.add(k)
         return [glob for k, (glob, _) in enumerate(self.overrides) if k not in used]

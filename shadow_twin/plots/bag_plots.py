@@ -1,5 +1,5 @@
 """PNGs of real vs simulated joint positions of a bag (``shadow-twin plot``), drawn from a
-:class:`BagComparison` (read by :func:`shadow_twin.calibration.bag_comparison.compare_bag`):
+:class:`BagComparison` (read by :func:`shadow_twin.calibration.recordings.bag_comparison.compare_bag`):
 
 * ``<joint>.png`` per joint: upper panel real vs sim position (rad), lower
   panel sim - real (rad) with its RMS;
@@ -7,7 +7,7 @@
 
 Time axes are seconds from the first real sample. A comparison of a single JointState
 stream is plotted alone (no error panel). Library use: :func:`write_plots` (or
-:func:`shadow_twin.calibration.bag_comparison.plot_bag`, which reads the bag too).
+:func:`shadow_twin.calibration.recordings.bag_comparison.plot_bag`, which reads the bag too).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One figure per run of the cell's calibration protocol (:mod:`shadow_twin.calibration.cell_job`).
+"""One figure per run of the cell's calibration protocol (:mod:`shadow_twin.calibration.jobs.cell_job`).
 
 Left: the base's path in the plane (x, y relative to its start pose, m), real against
 the simulation with the model as given and as calibrated. Right: the arm joints over

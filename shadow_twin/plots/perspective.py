@@ -8,9 +8,9 @@ Two perspectives, one rqt window each, side by side on a 1920 x 1080 screen:
   of ``<error topic>/position[k]`` for all chosen joints (sim - real, rad);
 * **monitor** (``config/shadow_twin_monitor.perspective``, 640 x 1000 px at the right):
   ``rqt_robot_monitor`` on ``/diagnostics_agg`` (the twin monitor publishes it, see
-  ``shadow_twin.ros.twin_monitor``), its list of all devices tall enough for every joint.
+  ``shadow_twin.ros.monitor.node``), its list of all devices tall enough for every joint.
 
-And two for the cell (MiR250 + UR5 + hand, ``shadow_twin.model.cell``), in the same places:
+And two for the cell (MiR250 + UR5 + hand, ``shadow_twin.model.cell.assembly``), in the same places:
 
 * **cell plots** (``config/shadow_twin_cell_plots.perspective``): real vs sim of four arm
   joints (``DEFAULT_CELL_JOINTS``; the arm's real joint states on ``/joint_states``, the
@@ -66,10 +66,10 @@ from typing import Any, Sequence
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
-from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.plots import qt_layout
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 PROG = 'shadow-twin perspective'
 #: Joints of the shipped plots perspective.

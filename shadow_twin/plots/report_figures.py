@@ -1,4 +1,4 @@
-"""The figures of a calibration's outputs (:mod:`shadow_twin.calibration.report`): the convergence
+"""The figures of a calibration's outputs (:mod:`shadow_twin.calibration.engine.report`): the convergence
 of the objective, and real against simulated joint angles per recording. Drawn with matplotlib's
 Agg backend from plain arrays and written atomically."""
 

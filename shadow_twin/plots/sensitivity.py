@@ -1,4 +1,4 @@
-"""Tornado chart of a sensitivity screening (:mod:`shadow_twin.calibration.sensitivity`).
+"""Tornado chart of a sensitivity screening (:mod:`shadow_twin.calibration.engine.sensitivity`).
 
 One horizontal bar per parameter, its influence index (Pearson r of the parameter with
 the objective, in [-1, 1]) signed: red to the right, raising the parameter raises the

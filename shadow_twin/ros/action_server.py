@@ -1,7 +1,7 @@
 """One ``control_msgs/action/FollowJointTrajectory`` server: goal intake, preemption, cancel, finish.
 
 :class:`FollowJointTrajectoryServer` is what the simulated controller
-(``mujoco_bridge.trajectory_server``) and the twin (``shadow_twin.ros.twin_server``)
+(``mujoco_bridge.trajectory_server``) and the twin (``shadow_twin.ros.twin.server``)
 share. Like ros2/examples' ``minimal_action_server`` it registers explicit
 callbacks on an ``ActionServer`` in a ``ReentrantCallbackGroup``; the goal's
 lifecycle, as ros2_controllers' joint_trajectory_controller (``goal_received_callback``,

@@ -7,7 +7,7 @@ Each node lists its parameters once, as a tuple of :class:`ParameterSpec`, and c
 :func:`declare`: the parameters several nodes declare are listed here, once, in named groups
 (:data:`GOAL_HANDLING_SPECS`, :data:`DIAGNOSTICS_SPECS`, :data:`JOINT_STATE_INPUT_SPECS`); each
 node's list lives beside the node (``mujoco_bridge.parameters``, ``calibration_node.parameters``,
-``shadow_twin.ros.twin_parameters``, ``shadow_twin.ros.monitor_parameters``).
+``shadow_twin.ros.twin.parameters``, ``shadow_twin.ros.monitor.parameters``).
 Parameters load from a ros2 params YAML (``--params-file``) or ``-p name:=value``. Float
 parameters accept integers (``publish_rate:=1000``).
 A value of the wrong type, out of range or not among the allowed choices stops the
@@ -84,7 +84,7 @@ class ParameterSpec:
 
 
 #: The former name of :class:`ParameterSpec`, kept for the code that still uses it
-#: (``shadow_twin.ros.base_settings``, test/ros/test_parameters.py).
+#: (``shadow_twin.ros.twin.base.settings``, test/ros/test_parameters.py).
 Spec = ParameterSpec
 
 

@@ -1,4 +1,4 @@
-"""Following another robot (:meth:`~shadow_twin.simulation.live.LiveSimulation.follow`): the
+"""Following another robot (:meth:`~shadow_twin.simulation.live.simulation.LiveSimulation.follow`): the
 followed state, moved on at its velocity and acceleration for a short while, and joined from where
 the sim's target was along a path within the joints' speed and acceleration limits; or a trajectory
 the other robot's controller was sent (:class:`FollowedTrajectory`), sampled on its own clock.
@@ -69,7 +69,7 @@ FOLLOW_REST_SPEED = 1e-3
 
 
 @dataclass(frozen=True)
-class _Followed:
+class Followed:
     """The state :meth:`LiveSimulation.follow` tracks, all (K,) over its controller ``columns``:
     the goal's positions (rad, the integral ``bias`` included), velocities (rad/s) and accelerations
     (rad/s^2) at sim time ``since`` (s); the correction (target minus goal) at ``since``, rad,
@@ -152,10 +152,10 @@ def closing_speed(gap: np.ndarray, goal_speed: np.ndarray, max_speed: float = FO
     return np.clip(goal_speed + speed, -limit, limit) - goal_speed
 
 
-def follow_target(previous: _Followed | None, names: Sequence[str], columns: np.ndarray,
+def follow_target(previous: Followed | None, names: Sequence[str], columns: np.ndarray,
                   positions: Mapping[str, float], velocities: Mapping[str, float] | None, at: float,
                   hold: np.ndarray, measured: Mapping[str, float] | None = None,
-                  actual: np.ndarray | None = None) -> _Followed:
+                  actual: np.ndarray | None = None) -> Followed:
     """The state to follow after a new one arrives (see :meth:`LiveSimulation.follow` and the
     module's join rule).
 
@@ -200,4 +200,4 @@ def follow_target(previous: _Followed | None, names: Sequence[str], columns: np.
     correction[joined] = 0.0
     correction_speed[joined] = 0.0
     closing = closing_speed(-correction, given)
-    return _Followed(columns, goal, given, acceleration, at, correction, correction_speed, closing, bias)
+    return Followed(columns, goal, given, acceleration, at, correction, correction_speed, closing, bias)

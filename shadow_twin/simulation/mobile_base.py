@@ -35,10 +35,10 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import (MIR250_TOP_SPEED, ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D,
                                             WheelRates, saturate_twist, wheel_rates)
-from shadow_twin.model.cell import LATENCY_NUMERIC
+from shadow_twin.model.cell.assembly import LATENCY_NUMERIC
 
 #: Joint names of the drive wheels (DFKI's mir_description, the real MiR's joint states).
 LEFT_WHEEL, RIGHT_WHEEL = 'left_wheel_joint', 'right_wheel_joint'

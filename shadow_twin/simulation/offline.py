@@ -17,7 +17,7 @@ import mujoco.rollout
 import numpy as np
 
 from shadow_twin.common.errors import ModelError, TrajectoryError
-from shadow_twin.control.base_trajectory import yaw_from_quaternion
+from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation.mobile_base import SimMobileBase, TwistCommands, wheel_rate_schedule
@@ -246,7 +246,7 @@ class TrajectorySimulator:
     def run_with_clock(self, models: Sequence[mujoco.MjModel], nthread: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`run`, with each state's simulation clock: ((M, nstep, J) positions, rad,
         (M, nstep) clock, s). A clock that stops advancing marks a run MuJoCo reset as unstable
-        (:func:`shadow_twin.calibration.stability.unstable_times`)."""
+        (:func:`shadow_twin.calibration.scoring.stability.unstable_times`)."""
         state = self._rollout(models, nthread)          # state = [time, qpos, ...]
         return state[:, :, 1 + self.controller.qpos_adr], state[:, :, 0]
 

@@ -5,7 +5,6 @@ from the twin; see :class:`ParameterOverrides`)."""
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ import mujoco
 import yaml
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.globs import matching
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, apply_parameters, get_parameter
 
@@ -149,7 +149,7 @@ class ParameterOverrides:
         changes = []
         for rule in self.rules:
             names = geoms if rule.kind == 'geom' else ros_joint_names
-            hits = [n for n in names if fnmatch.fnmatchcase(n, rule.glob)]
+            hits = matching(names, [rule.glob])
             if not hits:
                 raise ConfigError(f'override {rule.describe()}: no {rule.kind} matches {rule.glob!r}')
             for name in hits:

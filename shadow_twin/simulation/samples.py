@@ -1,4 +1,4 @@
-"""The states and reports :class:`~shadow_twin.simulation.live.LiveSimulation` hands out: a joint
+"""The states and reports :class:`~shadow_twin.simulation.live.simulation.LiveSimulation` hands out: a joint
 state sample, a trajectory's tracking sample, what a reload did and a reload prepared but not yet
 swapped in."""
 

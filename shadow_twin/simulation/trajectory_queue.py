@@ -12,7 +12,7 @@ moves anything.
 :class:`TrajectoryQueue` holds the waiting trajectories (tokens increase with
 acceptance) and remembers, for a bounded number of tokens, why a trajectory ended
 (:data:`PREEMPTED`, :data:`CANCELED`, :data:`STOPPED`), so that its action goal can
-end with the right reason. ROS-free; :class:`~shadow_twin.simulation.live.LiveSimulation`
+end with the right reason. ROS-free; :class:`~shadow_twin.simulation.live.simulation.LiveSimulation`
 uses it under its lock.
 """
 

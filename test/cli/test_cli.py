@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from shadow_twin.cli import main as cli
-from shadow_twin.calibration.alignment import detect_motion_onset
-from shadow_twin.calibration.metrics import PUBLISHED_DEFAULT_MSE
-from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+from shadow_twin.calibration.recordings.alignment import detect_motion_onset
+from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
+from shadow_twin.calibration.recordings.recording import JointStateRecording, write_joint_states
 
 from conftest import FF_JOINTS, README_JOINTS, calibrate_args, snapshot
 

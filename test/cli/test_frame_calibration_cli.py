@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration.frame import FrameCalibration
+from shadow_twin.calibration.recordings.frame import FrameCalibration
 from shadow_twin.cli import frame_calibration
 from shadow_twin.cli import main as cli
 

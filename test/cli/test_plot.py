@@ -1,5 +1,5 @@
 """``shadow-twin plot`` PNGs of real vs sim joint positions from a bag: the bag read by
-shadow_twin.calibration.bag_comparison, drawn by shadow_twin.plots.bag_plots.
+shadow_twin.calibration.recordings.bag_comparison, drawn by shadow_twin.plots.bag_plots.
 
 Synthetic ROS 2 MCAP bags hold a real stream (/joint_states) and a sim stream
 (/sim/joint_states, another rate and clock phase) where sim = real + a known
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from shadow_twin.cli import plot as plot_cli
-from shadow_twin.calibration import bag_comparison as plot
+from shadow_twin.calibration.recordings import bag_comparison as plot
 from shadow_twin.common.errors import ConfigError, RecordingError
-from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+from shadow_twin.calibration.recordings.recording import JointStateRecording, write_joint_states
 from shadow_twin.plots.bag_plots import default_out_dir
 
 JOINTS = ['rh_FFJ3', 'rh_MFJ3', 'rh_THJ1']  # offset joint, extra-motion joint, still joint

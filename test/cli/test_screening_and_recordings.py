@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import FF_JOINTS, FINGERS_SPACE
 
-from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
-from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.recordings.recording import JointStateRecording, write_joint_states
+from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.cli import inputs
 from shadow_twin.cli import main as cli
 from shadow_twin.common.files import sha256_of

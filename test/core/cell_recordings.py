@@ -16,11 +16,12 @@ from typing import Mapping
 
 import numpy as np
 
-from shadow_twin.calibration.base_evaluation import BaseObjectiveSettings
-from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED, BaseRecording, base_recording_messages
-from shadow_twin.calibration.protocol import CellProtocol
-from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording, joint_state_messages,
-                                               trajectory_cdr, write_serialized_bag)
+from shadow_twin.calibration.scoring.base_evaluation import BaseObjectiveSettings
+from shadow_twin.calibration.recordings.base_recording import (ODOMETRY, TWIST_STAMPED, BaseRecording,
+                                                               base_recording_messages)
+from shadow_twin.calibration.jobs.protocol import CellProtocol
+from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
+                                                          joint_state_messages, trajectory_cdr, write_serialized_bag)
 from shadow_twin.control.controller import SimController
 from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
 from shadow_twin.simulation.mobile_base import TwistCommands

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-from shadow_twin.calibration.recording import JointStateRecording
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.recordings.recording import JointStateRecording
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import load_waypoint_yaml

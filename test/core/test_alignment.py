@@ -1,10 +1,10 @@
-"""shadow_twin.calibration.alignment: motion onset, delay fit, resampling and nearest-timestamp matching."""
+"""shadow_twin.calibration.recordings.alignment: motion onset, delay fit, resampling and nearest-timestamp matching."""
 
 import numpy as np
 import pytest
 from conftest import README_JOINTS
 
-from shadow_twin.calibration import alignment
+from shadow_twin.calibration.recordings import alignment
 from shadow_twin.common.errors import RecordingError
 from shadow_twin.control.trajectory import JointTrajectory
 

@@ -33,17 +33,17 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording, joint_state_messages,
-                                               trajectory_cdr, write_serialized_bag)
-from shadow_twin.calibration.run import Calibration, CalibrationSettings
-from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
+                                                          joint_state_messages, trajectory_cdr, write_serialized_bag)
+from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
+from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
-from shadow_twin.model.cell import UR5_JOINTS, arm_joint_names, write_cell_mjcf
+from shadow_twin.model.cell.assembly import UR5_JOINTS, arm_joint_names, write_cell_mjcf
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel, get_parameter
-from shadow_twin.simulation.live import ParameterOverrides
+from shadow_twin.simulation.live.simulation import ParameterOverrides
 from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -317,7 +317,7 @@ def test_arm_space_resolves_against_the_cell_and_holds_the_model_values(tmp_path
     with nothing clipped, and ranges over a decade or more are searched on a log scale."""
     path = cell_file if not prefix else write_cell_mjcf(None, tmp_path / 'cell_ra.xml', arm_prefix=prefix)[0]
     twin, _ = load_cell(path)
-    with caplog.at_level(logging.WARNING, logger='shadow_twin.calibration.search_space'):
+    with caplog.at_level(logging.WARNING, logger='shadow_twin.calibration.search.search_space'):
         space = SearchSpace.from_yaml(space_file, twin)
     assert not caplog.records, [r.getMessage() for r in caplog.records]
     arm = arm_joint_names(prefix)

@@ -23,9 +23,9 @@ import yaml
 from test_calibration_defects import first_finger_recording
 from test_offline_bad_input import FF, SPACE
 
-from shadow_twin.calibration import stability
-from shadow_twin.calibration.evaluation import Evaluator
-from shadow_twin.calibration.recording import read_joint_states, write_joint_states
+from shadow_twin.calibration.scoring import stability
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.recordings.recording import read_joint_states, write_joint_states
 from shadow_twin.cli.input_files import load_trajectory
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController

@@ -10,23 +10,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shadow_twin.calibration.base_evaluation import COORDINATES, BaseEvaluator, BaseObjectiveSettings
-from shadow_twin.calibration.base_recording import (ODOMETRY, POSE_STAMPED, TWIST_STAMPED, BaseRecording,
-                                                    base_recording_messages, read_base_recording, write_base_recording)
-from shadow_twin.calibration.frame import FrameCalibration
-from shadow_twin.calibration.protocol import ArmMotion, BaseMotion, CellProtocol
-from shadow_twin.calibration.recording import JointStateRecording, typestore, write_serialized_bag
-from shadow_twin.calibration.run import Calibration, CalibrationSettings
-from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.scoring.base_evaluation import COORDINATES, BaseEvaluator, BaseObjectiveSettings
+from shadow_twin.calibration.recordings.base_recording import (ODOMETRY, POSE_STAMPED, TWIST_STAMPED, BaseRecording,
+                                                               base_recording_messages, read_base_recording,
+                                                               write_base_recording)
+from shadow_twin.calibration.recordings.frame import FrameCalibration
+from shadow_twin.calibration.jobs.protocol import ArmMotion, BaseMotion, CellProtocol
+from shadow_twin.calibration.recordings.recording import JointStateRecording, typestore, write_serialized_bag
+from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
+from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ModelError, RecordingError
 from shadow_twin.common.paths import config_path
 from shadow_twin.common.stamps import to_nanoseconds, to_sec_nanosec
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.cell import UR5_JOINTS, CellConfig, write_cell_mjcf
+from shadow_twin.model.cell.assembly import UR5_JOINTS, CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import (ParameterTarget, TwinModel, apply_parameters, builtin_model_path, get_parameter,
                                     write_calibrated_mjcf)
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
 

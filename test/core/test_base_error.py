@@ -10,7 +10,7 @@ import pytest
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring import base_error as b
-from shadow_twin.monitoring.joint_error import ERROR, OK, STALE, WARN, Threshold
+from shadow_twin.monitoring.joint.error import ERROR, OK, STALE, WARN, Threshold
 
 
 def pose(t, x=0.0, y=0.0, yaw=0.0, stamp=None):

@@ -1,4 +1,4 @@
-"""Tests of the base goal rules beyond the speed limits (shadow_twin.control.base_goal_rules):
+"""Tests of the base goal rules beyond the speed limits (shadow_twin.control.base.goal_rules):
 point 0 by the JTC's rule, drivable segments, the start delay, and the follower's caps to the
 trajectory's own speed profile. Messages are types.SimpleNamespace stand-ins."""
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from cell_scenarios import base_points, left_arc, straight
 
-from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.common.stamps import to_sec_nanosec
-from shadow_twin.control.base_follower import BaseTolerances, BaseTrajectoryFollower, move_on, tracking_command
-from shadow_twin.control.base_goal_rules import (MAX_START_DELAY, PROFILE_MARGIN, PROFILE_SPEED_FLOOR,
+from shadow_twin.control.base.follower import BaseTolerances, BaseTrajectoryFollower, move_on, tracking_command
+from shadow_twin.control.base.goal_rules import (MAX_START_DELAY, PROFILE_MARGIN, PROFILE_SPEED_FLOOR,
                                                  PROFILE_YAW_RATE_FLOOR, START_POSITION_TOLERANCE, profile_caps,
                                                  sideways_motion)
-from shadow_twin.control.base_trajectory import base_trajectory_from_msg, validate_base_goal
+from shadow_twin.control.base.trajectory import base_trajectory_from_msg, validate_base_goal
 from shadow_twin.control.jtc import INVALID_GOAL, GoalOutcome, GoalRejected
 
 PERIOD = 0.02   # s, control period of the follower loops

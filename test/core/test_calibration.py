@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.run (and report): an end-to-end calibration on the real recording,
+"""shadow_twin.calibration.engine.run (and report): an end-to-end calibration on the real recording,
 checkpoints and resuming after a crash."""
 
 import hashlib
@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.calibration.evaluation import Evaluator
-from shadow_twin.calibration.metrics import PUBLISHED_DEFAULT_MSE
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
 from shadow_twin.model.mjcf import TwinModel, builtin_model_path, get_parameter
-from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.search.search_space import SearchSpace
 
 from conftest import CALIBRATION_BUDGET, FF_JOINTS, FINGERS_SPACE, GAINS, README_JOINTS, calibrate_args
 from shadow_twin.cli import main as cli

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration import evaluation
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
-from shadow_twin.calibration.least_squares import fit_least_squares
-from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording, joint_state_messages,
-                                               read_joint_states, trajectory_cdr, write_serialized_bag)
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.scoring import evaluation
+from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.search.least_squares import fit_least_squares
+from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
+                                                          joint_state_messages, read_joint_states, trajectory_cdr,
+                                                          write_serialized_bag)
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.cli import main as cli
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController

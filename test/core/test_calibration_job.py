@@ -10,21 +10,20 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration import metrics
-from shadow_twin.calibration.run import CalibrationSettings
-from shadow_twin.calibration.job import (RESULT, CalibrationJob, JobSpec, RecordingSource, install_decision,
-                                         objective_joints_of, publish_model)
-from shadow_twin.calibration.plan import (CalibrationPlan, PlanEntry, holdout_names, new_run_dir,
-                                          unfinished_runs)
+from shadow_twin.calibration.scoring import metrics
+from shadow_twin.calibration.engine.run import CalibrationSettings
+from shadow_twin.calibration.jobs.job import (RESULT, CalibrationJob, JobSpec, RecordingSource, install_decision,
+                                              objective_joints_of, publish_model)
+from shadow_twin.calibration.jobs.plan import CalibrationPlan, PlanEntry, holdout_names, new_run_dir, unfinished_runs
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError, RecordingError
-from shadow_twin.calibration.evaluation import Evaluator
-from shadow_twin.calibration.evaluator_set import EvaluatorSet
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.model.mjcf import TwinModel, apply_parameters, builtin_model_path
 from shadow_twin.common.paths import config_path
-from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording, joint_state_messages,
-                                   largest_gap, read_commanded_trajectory, read_joint_states, trajectory_cdr,
-                                   write_serialized_bag)
+from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
+                                                          joint_state_messages, largest_gap, read_commanded_trajectory,
+                                                          read_joint_states, trajectory_cdr, write_serialized_bag)
 from shadow_twin.simulation.offline import TrajectorySimulator
 from shadow_twin.control.trajectory import load_waypoint_yaml
 
@@ -308,7 +307,7 @@ def test_holdout_names():
 
 def test_calibrated_controller_gains_are_published_for_the_bridge(bags, tmp_path):
     """Gains are not MJCF: a space with controller gains yields a gains YAML the bridge loads."""
-    from shadow_twin.calibration.job import publish_gains
+    from shadow_twin.calibration.jobs.job import publish_gains
     space = tmp_path / 'space.yaml'
     space.write_text(yaml.safe_dump({'parameters': [
         {'name': 'FJ3_kp', 'actuators': ['rh_[FMRL]FJ3'], 'attribute': 'kp', 'bounds': [2.0, 8.0]},
@@ -332,7 +331,7 @@ def test_calibrated_controller_gains_are_published_for_the_bridge(bags, tmp_path
 
 def test_recorded_mse_is_the_live_error_as_recorded(bags):
     """The sim-vs-robot error of a bag as recorded (no simulation), over trajectory + settling."""
-    from shadow_twin.calibration.job import recorded_mse
+    from shadow_twin.calibration.jobs.job import recorded_mse
     source = RecordingSource('curl_all', bags['curl_all']).resolved()
     mse = recorded_mse(source, [FINGERS], 3.0)
     assert set(mse) == set(objective_joints_of([FINGERS], source.trajectory)) and min(mse.values()) > 0

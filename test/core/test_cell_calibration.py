@@ -13,24 +13,24 @@ import pytest
 import yaml
 from cell_recordings import write_protocol_bags
 
-from shadow_twin.calibration.base_evaluation import BaseEvaluator
-from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED, BaseRecording
-from shadow_twin.calibration.cell_job import CellCalibrationJob, CellJobSpec
-from shadow_twin.calibration.cell_result import (ARM_RMSE_RESOLUTION, VALIDATION_TOLERANCE, GroupFit,
-                                                 cell_install_decision, run_metrics)
-from shadow_twin.calibration.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion, BaseMotion,
-                                              CellProtocol)
-from shadow_twin.calibration.bag_reader import open_bag_reader, typestore
-from shadow_twin.calibration.recording import JointStateRecording, write_serialized_bag
-from shadow_twin.calibration.search_space import SearchSpace
+from shadow_twin.calibration.scoring.base_evaluation import BaseEvaluator
+from shadow_twin.calibration.recordings.base_recording import ODOMETRY, TWIST_STAMPED, BaseRecording
+from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob, CellJobSpec
+from shadow_twin.calibration.jobs.cell_result import (ARM_RMSE_RESOLUTION, VALIDATION_TOLERANCE, GroupFit,
+                                                      cell_install_decision, run_metrics)
+from shadow_twin.calibration.jobs.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion,
+                                                   BaseMotion, CellProtocol)
+from shadow_twin.calibration.recordings.bag_reader import open_bag_reader, typestore
+from shadow_twin.calibration.recordings.recording import JointStateRecording, write_serialized_bag
+from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.cli import main as cli
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.model.cell import write_cell_mjcf
+from shadow_twin.model.cell.assembly import write_cell_mjcf
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.mock_models import write_base_stand_in_mjcf
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 GAINS = config_path('controllers', 'cell.yaml')
 SMALL = {'protocol': {'rest_pose': dict(CellProtocol.from_yaml().rest_pose), 'arm_space': 'ur5_arm_dynamics.yaml',

@@ -1,5 +1,5 @@
 """The cell models: the built-in UR5 and MiR250, the assembled cell (MiR250 + cabinet + UR5 +
-hand, shadow_twin/model/cell.py) and ``shadow-twin model --cell`` (shadow_twin/cli/model.py).
+hand, shadow_twin/model/cell/assembly.py) and ``shadow-twin model --cell`` (shadow_twin/cli/model.py).
 
 Figures checked here come from the sources cited in ur5.xml and mir250.xml: the UR5 DH
 parameters of Universal Robots' ROS 2 description (config/ur5), and the MiR250 figures of the
@@ -22,9 +22,9 @@ from shadow_twin.common.errors import ConfigError, ModelError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.model.cell import (BASE_CASTER_JOINTS, BASE_WHEEL_JOINTS, UR5_JOINTS, BaseConfig, CellConfig,
-                                    arm_joint_names, arm_root_name, base_free_joint_name, build_cell_spec, compile_cell,
-                                    write_cell_mjcf)
+from shadow_twin.model.cell.assembly import (BASE_CASTER_JOINTS, BASE_WHEEL_JOINTS, UR5_JOINTS, BaseConfig, CellConfig,
+                                             arm_joint_names, arm_root_name, base_free_joint_name, build_cell_spec,
+                                             compile_cell, write_cell_mjcf)
 from shadow_twin.model.mjcf import BUILTIN_MODELS, TwinModel, builtin_model_path
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf, write_base_stand_in_mjcf
 from shadow_twin.simulation.mobile_base import SimMobileBase
@@ -472,7 +472,7 @@ def test_ur5_servo_moves_at_speed_from_a_velocity_step():
     forces under implicitfast it reached 0.11 of 0.5 rad after 2 s: ur5.xml's header)."""
     from shadow_twin.common.paths import config_path
     from shadow_twin.control.trajectory import JointTrajectory
-    from shadow_twin.simulation.live import LiveSimulation
+    from shadow_twin.simulation.live.simulation import LiveSimulation
     sim = LiveSimulation(builtin_model_path('ur5'), gains=config_path('controllers', 'ur5.yaml'))
     sim.set_trajectory(JointTrajectory(['shoulder_pan_joint'], np.array([1.0]), np.array([[0.5]])))
     sim.step(int(round(1.5 / sim.dt)))

@@ -11,13 +11,13 @@ import json
 import numpy as np
 import pytest
 
-from shadow_twin.calibration.evaluation import Score
-from shadow_twin.calibration.optimisers import (AUTO, CONVERGED_GAIN, STALL_FRACTION, global_phase_reasons, on_bounds,
-                                                outside_space)
-from shadow_twin.calibration.report import phase_lines
-from shadow_twin.calibration import run as run_module
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.scoring.evaluation import Score
+from shadow_twin.calibration.search.optimisers import (AUTO, CONVERGED_GAIN, STALL_FRACTION, global_phase_reasons,
+                                                       on_bounds, outside_space)
+from shadow_twin.calibration.engine.report import phase_lines
+from shadow_twin.calibration.engine import run as run_module
+from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.model.mjcf import ParameterTarget
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model.cell_names import UR5_JOINTS
+from shadow_twin.model.cell.names import UR5_JOINTS
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.monitoring.effort_settings import NOMINAL_UR_DRIVE_GAINS, EffortSettings, nominal_drive
 from shadow_twin.monitoring.effort_watch import EffortWatch, detection_delay

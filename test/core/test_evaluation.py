@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.evaluation: scoring models against the real recording."""
+"""shadow_twin.calibration.scoring.evaluation: scoring models against the real recording."""
 
 import logging
 
@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from conftest import FF_JOINTS, GAINS
 
-from shadow_twin.calibration import alignment
-from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator, list_occurrences
-from shadow_twin.calibration.metrics import PUBLISHED_DEFAULT_MSE
-from shadow_twin.calibration.recording import JointStateRecording
+from shadow_twin.calibration.recordings import alignment
+from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator, list_occurrences
+from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
+from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
@@ -193,7 +193,7 @@ def test_two_executions_in_one_recording(real_recording, hand_closing, builtin_e
     found = list_occurrences(doubled, hand_closing)
     assert [o.complete for o in found] == [True, True]
     assert found[1].onset - found[0].onset == pytest.approx(shift, abs=1e-6)
-    with caplog.at_level(logging.INFO, logger='shadow_twin.calibration.evaluation'):
+    with caplog.at_level(logging.INFO, logger='shadow_twin.calibration.scoring.evaluation'):
         first = make_evaluator(doubled, hand_closing)
     for occurrence in found:
         assert occurrence.describe(doubled.times[0]) in caplog.text

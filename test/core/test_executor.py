@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.executor: local threads give today's answers bit for bit; a Ray cluster
+"""shadow_twin.calibration.engine.executor: local threads give today's answers bit for bit; a Ray cluster
 (two nodes on this machine, ``ray.cluster_utils.Cluster``, one per module) gives the same answers,
 survives a worker node killed mid-run with every evaluation checkpointed once, refuses a node with
 another MuJoCo build before any rollout; a wrong address is one line and exit 2; a ray:// run whose
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shadow_twin.calibration import executor as executor_module
-from shadow_twin.calibration.executor import (ClusterError, LocalExecutor, RayExecutor, make_executor, parse_cluster,
-                                              split_sizes)
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings
-from shadow_twin.calibration.sensitivity import screen
+from shadow_twin.calibration.engine import executor as executor_module
+from shadow_twin.calibration.engine.executor import (ClusterError, LocalExecutor, RayExecutor, make_executor,
+                                                     parse_cluster, split_sizes)
+from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.engine.sensitivity import screen
 from synthetic_hand import make_problem
 
 from conftest import REPO, calibrate_args
@@ -193,8 +193,8 @@ CHILD = r'''
 import sys, time
 sys.path.insert(0, sys.argv[3])
 from synthetic_hand import make_problem
-from shadow_twin.calibration.executor import RayExecutor
-from shadow_twin.calibration.run import Calibration, CalibrationSettings
+from shadow_twin.calibration.engine.executor import RayExecutor
+from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
 from shadow_twin.common.errors import ShadowTwinError
 evaluator, space, _ = make_problem()
 def progress(done, budget, best):

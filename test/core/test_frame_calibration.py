@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.frame: the floor frame of a motion-capture system from three recorded
+"""shadow_twin.calibration.recordings.frame: the floor frame of a motion-capture system from three recorded
 points (MiR250 + UR5 digital twin, IMECE 2023).
 
 Every expectation is built here from a known floor frame (a rotation given as axis and angle,
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration.frame import FrameCalibration
+from shadow_twin.calibration.recordings.frame import FrameCalibration
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 
 

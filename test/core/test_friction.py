@@ -86,7 +86,7 @@ def test_a_late_effort_is_fitted_with_its_delay():
     from shadow_twin.identification.fit import DynamicsParameters, solve
     from shadow_twin.identification.regressor import EffortRegressor
     from shadow_twin.model.mjcf import TwinModel
-    from shadow_twin.model.ur_description import JOINTS
+    from shadow_twin.model.ur.description import JOINTS
     model = TwinModel('package://shadow_twin/models/ur5.xml').model
     t = np.arange(0.0, 8.0, 0.01)
     regressor = EffortRegressor(model, JOINTS, presliding_distances=(1e-3,))

@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.identifiability: intervals, unidentifiable directions, bounds.
+"""shadow_twin.calibration.search.identifiability: intervals, unidentifiable directions, bounds.
 
 A linear model with noise has exact Gauss-Newton intervals, so their coverage is known;
 the simulated hand (synthetic_hand) adds a parameter without any effect on the objective.
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from synthetic_hand import make_problem
 
-from shadow_twin.calibration import identifiability
-from shadow_twin.calibration.least_squares import fit_least_squares
-from shadow_twin.calibration.run import CalibrationResult, Evaluation
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.search import identifiability
+from shadow_twin.calibration.search.least_squares import fit_least_squares
+from shadow_twin.calibration.engine.run import CalibrationResult, Evaluation
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 
 NAMES = ('a', 'b', 'c', 'd', 'e')
 

@@ -56,7 +56,7 @@ def test_holdout_rmse_at_least_80_percent_lower(identified):
 
 
 def test_bag_without_effort_is_one_line_exit_2(runs, tmp_path, capsys):
-    from shadow_twin.calibration.recording import JointStateRecording, write_joint_states
+    from shadow_twin.calibration.recordings.recording import JointStateRecording, write_joint_states
     t = np.arange(200) * 0.01
     q = np.tile(H.HOME, (200, 1)) + 0.1 * np.sin(t)[:, None]
     bag = write_joint_states(tmp_path / 'noeffort', [JointStateRecording.from_arrays(t + 1, H.JOINTS, q)])
@@ -79,7 +79,7 @@ def test_unknown_arm_and_cut_csv_header(runs, tmp_path, capsys):
 
 def test_arm_type_without_a_description_on_a_fresh_install(runs, tmp_path, monkeypatch):
     """``--arm ur10e`` with no UR description anywhere: UR's figures shipped with the project."""
-    from shadow_twin.model import ur_figures
+    from shadow_twin.model.ur import figures as ur_figures
     monkeypatch.delenv('SHADOW_TWIN_UR_DESCRIPTION', raising=False)
     monkeypatch.setattr(ur_figures, 'find_ur_description', lambda explicit=None: None)
     out = tmp_path / 'out'
@@ -195,7 +195,7 @@ def test_links_base_parameters_agree_with_the_true_links(runs, tmp_path):
 def test_a_bag_whose_clock_jumps_back_is_read_with_those_samples_dropped_and_counted(runs, tmp_path):
     """A ROS clock stepped back mid-recording (NTP): identify drops the samples stamped before the
     latest one already read, and counts them; the strict reader of the calibration refuses it."""
-    from shadow_twin.calibration.recording import read_joint_states
+    from shadow_twin.calibration.recordings.recording import read_joint_states
     from shadow_twin.common.errors import RecordingError
     from shadow_twin.identification.recordings import from_bag
     good = from_bag(runs['holdout'], H.JOINTS)

@@ -72,7 +72,7 @@ def test_implausible_gains_and_payloads_are_named():
 def test_currents_scaled_by_1e9_are_refused_and_nothing_is_written(tmp_path, capsys):
     """The adversary's case: currents in nA where A were expected gave gains at the solver's limit
     and "78 % lower", exit 0. Now: one line, exit 2, no --out."""
-    from shadow_twin.calibration.recording import read_joint_states
+    from shadow_twin.calibration.recordings.recording import read_joint_states
     runs = H.mock_runs(tmp_path / 'mock', 'ur10e', seeds=(1,), holdout_seed=9, duration=10.0)
     rec = read_joint_states(runs['bags'][0])
     frame = rec.frame

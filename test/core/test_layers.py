@@ -4,11 +4,16 @@
   every ROS interface package and the node packages blocked (``sys.modules[name] = None``),
   and no core module mentions them in any import, not even inside a function.
 * Inside the core, likewise one way, in the order of :data:`CORE_ORDER` (lowest first):
-  common <- model <- control <- simulation <- monitoring <- plots <- calibration. No core
-  subpackage imports one later in the order, not even inside a function; the top-level
-  ``shadow_twin`` modules (``__init__``) count as the lowest and import no subpackage.
+  common <- model <- control <- simulation <- monitoring <- plots <- calibration <-
+  identification. No core subpackage imports one later in the order, not even inside a
+  function; the top-level ``shadow_twin`` modules (``__init__``) count as the lowest and import
+  no subpackage.
 * Figures are drawn in ``shadow_twin/plots`` only: no other module of the package or the
   node packages imports matplotlib.
+* Inside ``calibration``, its folders one way too (:data:`CALIBRATION_ORDER`): recordings <-
+  scoring <- search <- engine <- jobs.
+* ``shadow_twin.ros``'s toolkit (``ros/*.py``) imports neither ``ros.twin`` nor ``ros.monitor``,
+  and those two not each other; no module imports a name issue 35 moved (``common/moved.py``).
 * ``shadow_twin.ros`` imports neither node package nor the CLI; ``mujoco_bridge`` and
   ``calibration_node`` do not import each other (nor the CLI).
 * Imports sit at module top, except the optional heavy dependencies of :data:`LAZY`.
@@ -38,7 +43,7 @@ PLOTTING = ('matplotlib', 'mpl_toolkits', 'pylab')
 #: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
 LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python', 'mujoco.viewer', 'glfw',
         'mujoco_bridge.viewer',
-        'ray')  # shadow_twin/calibration/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
+        'ray')  # shadow_twin/calibration/engine/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
 
 
 def python_files(package: str) -> list[Path]:
@@ -135,6 +140,29 @@ def test_no_core_subpackage_imports_one_later_in_the_core_order():
     assert back_arrows(core) == []
 
 
+#: The calibration's folders, lowest first: each imports only those before it (and itself).
+CALIBRATION_ORDER = ('recordings', 'scoring', 'search', 'engine', 'jobs')
+
+
+def test_the_calibration_folders_depend_one_way():
+    """recordings <- scoring <- search <- engine <- jobs; no module at the package's top."""
+    root = REPO / 'shadow_twin' / 'calibration'
+    paths = python_files('shadow_twin/calibration')
+    folders = {p.relative_to(root).parts[0] for p in paths if p.parent != root}
+    assert folders == set(CALIBRATION_ORDER) and {p.name for p in paths if p.parent == root} == {'__init__.py'}
+    found = []
+    for path in paths:
+        if path.parent == root:
+            continue
+        rank = CALIBRATION_ORDER.index(path.relative_to(root).parts[0])
+        for line, name, _ in imported_names(path):
+            parts = name.split('.')
+            if parts[:2] == ['shadow_twin', 'calibration'] and len(parts) > 2 and parts[2] in CALIBRATION_ORDER \
+                    and CALIBRATION_ORDER.index(parts[2]) > rank:
+                found.append(f'{path.relative_to(REPO)}:{line} imports {name}')
+    assert found == []
+
+
 def test_only_plots_imports_matplotlib():
     """Every figure is drawn in shadow_twin/plots; the rest of the package calls it."""
     paths = [p for package in ('shadow_twin', *NODE_PACKAGES) for p in python_files(package)]
@@ -145,6 +173,50 @@ def test_only_plots_imports_matplotlib():
 def test_ros_layer_imports_no_node_package_and_no_cli():
     ros = python_files('shadow_twin/ros')
     assert violations(ros, lambda n: n.startswith(NODE_PACKAGES + ('shadow_twin.cli',))) == []
+
+
+def test_the_ros_toolkit_serves_the_twin_and_the_monitor_which_do_not_import_each_other():
+    """``shadow_twin/ros/*.py`` (the toolkit) imports neither the twin's node (``ros/twin/``) nor the
+    monitor's (``ros/monitor/``); those two import each other nowhere."""
+    toolkit = [p for p in python_files('shadow_twin/ros') if p.parent == REPO / 'shadow_twin' / 'ros']
+    twin, monitor = python_files('shadow_twin/ros/twin'), python_files('shadow_twin/ros/monitor')
+    assert len(toolkit) > 8 and len(twin) > 8 and len(monitor) > 5
+    nodes = ('shadow_twin.ros.twin', 'shadow_twin.ros.monitor')
+    assert violations(toolkit, lambda n: n.startswith(nodes)) == []
+    assert violations(twin, lambda n: n.startswith(nodes[1])) == []
+    assert violations(monitor, lambda n: n.startswith(nodes[0])) == []
+
+
+def test_no_module_imports_a_name_issue_35_moved():
+    """The old flat names (importable for one release, :mod:`shadow_twin.common.moved`) are for
+    users: the project, its tests and benchmarks import the new ones."""
+    from shadow_twin.common.moved import MOVED
+    every = [p for package in ('shadow_twin', *NODE_PACKAGES, 'test', 'benchmarks') for p in python_files(package)]
+    old = tuple(MOVED)
+    assert len(old) > 20
+    assert violations(every, lambda n: n in old or n.startswith(tuple(f'{o}.' for o in old))) == []
+
+
+def private_imports(paths, root: Path = REPO) -> list[str]:
+    """``from <project module> import _name`` (another module's private name) in ``paths``."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or '').startswith(
+                    ('shadow_twin', *NODE_PACKAGES))):
+                found += [f'{path.relative_to(root)}:{node.lineno} imports {alias.name}' for alias in node.names
+                          if alias.name.startswith('_') and not alias.name.startswith('__')]
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    assert private_imports(p for package in ('shadow_twin', *NODE_PACKAGES) for p in python_files(package)) == []
+
+
+def test_the_checker_sees_a_private_name_imported(tmp_path):
+    probe = tmp_path / 'probe.py'
+    probe.write_text('from shadow_twin.model.mjcf import (\n    _secret, public)\nfrom .x import _y\nfrom os import _exit\n')
+    assert [f.split(' imports ')[1] for f in private_imports([probe], tmp_path)] == ['_secret', '_y']
 
 
 def test_node_packages_do_not_import_each_other_or_the_cli():
@@ -210,9 +282,9 @@ def test_the_checker_sees_top_level_function_level_and_relative_imports(tmp_path
 
 
 @pytest.mark.parametrize('module, source, expected', [
-    ('plots/probe.py', 'from shadow_twin.calibration.report import write_outputs\n',
-     ['shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.report',
-      'shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.report.write_outputs']),
+    ('plots/probe.py', 'from shadow_twin.calibration.engine.report import write_outputs\n',
+     ['shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.engine.report',
+      'shadow_twin/plots/probe.py:1 imports shadow_twin.calibration.engine.report.write_outputs']),
     ('common/probe.py', 'def f():\n    from .. import model\n',
      ['shadow_twin/common/probe.py:2 imports shadow_twin.model']),
     ('probe.py', 'import shadow_twin.common.files\n', ['shadow_twin/probe.py:1 imports shadow_twin.common.files']),

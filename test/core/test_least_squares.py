@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from synthetic_hand import make_problem
 
-from shadow_twin.calibration.evaluator_set import EvaluatorSet
-from shadow_twin.calibration.least_squares import finite_difference_jacobian, fit_least_squares
-from shadow_twin.calibration.optimisers import ASK_TELL, LEAST_SQUARES, OPTIMISERS, phases
-from shadow_twin.calibration.run import CHECKPOINT, Calibration, CalibrationSettings, default_global_budget
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
+from shadow_twin.calibration.search.least_squares import finite_difference_jacobian, fit_least_squares
+from shadow_twin.calibration.search.optimisers import ASK_TELL, LEAST_SQUARES, OPTIMISERS, phases
+from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings, default_global_budget
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.simulation.offline import TrajectorySimulator
 

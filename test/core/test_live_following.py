@@ -1,4 +1,4 @@
-"""Tests of shadow_twin.simulation.live following other robots' states and trajectories (shadow
+"""Tests of shadow_twin.simulation.live.simulation following other robots' states and trajectories (shadow
 mode's core, no ROS needed): stamped states extrapolated, sources followed at once, a followed
 trajectory on its own clock. The stepping, reload and override tests: test_live_sim.py."""
 
@@ -10,8 +10,8 @@ import pytest
 from shadow_twin.common.errors import TrajectoryError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation.following import (FOLLOW_EXTRAPOLATION, FOLLOW_JOIN_ACCELERATION, FOLLOW_JOIN_SPEED,
-                                               FOLLOW_MAX_ACCELERATION, FOLLOW_MAX_SPEED)
-from shadow_twin.simulation.live import LiveSimulation
+                                              FOLLOW_MAX_ACCELERATION, FOLLOW_MAX_SPEED)
+from shadow_twin.simulation.live.simulation import LiveSimulation
 from test_live_sim import run
 
 

@@ -1,4 +1,4 @@
-"""Tests of shadow_twin.simulation.live (no ROS needed): stepping, the live path against
+"""Tests of shadow_twin.simulation.live.simulation (no ROS needed): stepping, the live path against
 the offline simulator, reload by joint name, parameter overrides."""
 
 from pathlib import Path
@@ -12,7 +12,7 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
-from shadow_twin.simulation.live import LiveSimulation, ParameterOverrides
+from shadow_twin.simulation.live.simulation import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 GAINS = config_path('controllers', 'shadow_hand_e.yaml')

@@ -1,9 +1,9 @@
-"""shadow_twin.calibration.metrics against plain numpy computations."""
+"""shadow_twin.calibration.scoring.metrics against plain numpy computations."""
 
 import numpy as np
 import pytest
 
-from shadow_twin.calibration import metrics
+from shadow_twin.calibration.scoring import metrics
 
 JOINTS = ['rh_FFJ1', 'rh_FFJ2', 'rh_FFJ3', 'rh_FFJ4', 'rh_MFJ1', 'rh_THJ1']
 
@@ -62,7 +62,7 @@ def test_shape_mismatch(streams):
 
 
 def test_reduction_percent():
-    from shadow_twin.calibration.metrics import reduction_percent
+    from shadow_twin.calibration.scoring.metrics import reduction_percent
     assert reduction_percent(0.5, 0.1) == pytest.approx(80.0)
     assert reduction_percent(0.1, 0.3) == pytest.approx(-200.0)
     assert reduction_percent(0.0, 0.3) == 0.0

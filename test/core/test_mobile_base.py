@@ -14,9 +14,9 @@ import pytest
 from shadow_twin.common.errors import ConfigError, ModelError, TrajectoryError
 from shadow_twin.control.diff_drive import MIR250_WHEEL_RADIUS, MIR250_WHEEL_SEPARATION
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.cell import LATENCY_NUMERIC
+from shadow_twin.model.cell.assembly import LATENCY_NUMERIC
 from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT
 
 

@@ -1,4 +1,4 @@
-"""ROS-free tests of the twin monitor's core (shadow_twin.monitoring.joint_error): history and
+"""ROS-free tests of the twin monitor's core (shadow_twin.monitoring.joint.error): history and
 interpolation, sim minus real, the RMS window, thresholds and levels, the monitor, several real
 streams (the cell's arm and hand topics) each compared on its own stamps and merged; and of its
 rqt perspectives, the hand's and the cell's (shadow_twin.plots.perspective, window layout from
@@ -18,7 +18,7 @@ import pytest
 
 from shadow_twin.cli import perspective as persp_cli
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.monitoring import joint_error as m
+from shadow_twin.monitoring.joint import error as m
 from shadow_twin.plots import perspective as persp
 
 NAMES = ('a', 'b')
@@ -655,7 +655,7 @@ def cell_joint_order() -> list[str]:
     """The cell's hinge/slide joints in model order (what the sim bridge publishes), read with MuJoCo."""
     import mujoco
 
-    from shadow_twin.model.cell import CellConfig, build_cell_spec, compile_cell
+    from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec, compile_cell
     model = compile_cell(build_cell_spec(CellConfig.from_yaml(CONFIG / 'cell.yaml')))
     kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
     return [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) in kinds and model.joint(j).name]

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from test_calibration_defects import first_finger_recording
 
-from shadow_twin.calibration.recording import write_joint_states
+from shadow_twin.calibration.recordings.recording import write_joint_states
 from shadow_twin.cli import main as cli
 from shadow_twin.cli import plot as plot_cli
 from shadow_twin.cli.inputs import capped_workers

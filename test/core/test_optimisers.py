@@ -1,11 +1,11 @@
-"""shadow_twin.calibration.optimisers: ask/tell optimisers on a cheap quadratic."""
+"""shadow_twin.calibration.search.optimisers: ask/tell optimisers on a cheap quadratic."""
 
 import numpy as np
 import pytest
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.calibration.optimisers import ASK_TELL, OPTIMISERS, make_optimiser
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.search.optimisers import ASK_TELL, OPTIMISERS, make_optimiser
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 
 CENTRE = np.array([0.7, 1.2, 0.05])
 

@@ -1,4 +1,4 @@
-"""Tests of the goal preview core (shadow_twin.simulation.preview*, no ROS): each failure kind is
+"""Tests of the goal preview core (shadow_twin.simulation.preview.predictor*, no ROS): each failure kind is
 found on the hand and on the cell with its joint or pair, time and amount; good goals pass."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import pytest
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control import jtc
-from shadow_twin.control.base_trajectory import BaseTrajectory
+from shadow_twin.control.base.trajectory import BaseTrajectory
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
-from shadow_twin.model.cell import build_cell_spec
+from shadow_twin.model.cell.assembly import build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.preview import BasePart, GoalPredictor, PreviewGoal, StartState
-from shadow_twin.simulation.preview_checks import effort_limit_of, preview_goal
-from shadow_twin.simulation.preview_config import PreviewConfig
+from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.checks import effort_limit_of, preview_goal
+from shadow_twin.simulation.preview.config import PreviewConfig
 
 CONFIG = PreviewConfig.from_yaml(config_path('preview.yaml'))
 

@@ -1,4 +1,4 @@
-"""The preview in windows (shadow_twin/simulation/preview_windows.py) and the limit rule that counts
+"""The preview in windows (shadow_twin/simulation/preview/windows.py) and the limit rule that counts
 only what a goal drives (preview_checks): on the built-in hand model, no ROS."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.preview import GoalPredictor, PreviewGoal, StartState
-from shadow_twin.simulation.preview_checks import judge, preview_goal
-from shadow_twin.simulation.preview_config import PreviewConfig
-from shadow_twin.simulation.preview_windows import LIVE_SETTLE, GoalWatch, WindowStart, merge, preview_in_windows
+from shadow_twin.simulation.preview.predictor import GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.checks import judge, preview_goal
+from shadow_twin.simulation.preview.config import PreviewConfig
+from shadow_twin.simulation.preview.windows import LIVE_SETTLE, GoalWatch, WindowStart, merge, preview_in_windows
 
 
 @pytest.fixture(scope='module')

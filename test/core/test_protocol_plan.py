@@ -1,4 +1,4 @@
-"""The calibration plan of a cell protocol run (shadow_twin.calibration.plan, ROS-free): one entry per
+"""The calibration plan of a cell protocol run (shadow_twin.calibration.jobs.plan, ROS-free): one entry per
 protocol run in the protocol's order, the validation runs held out, live bags under bags/<RUN>,
 offline bags matched to runs by name, and a plan.yaml that reads back (resume)."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shadow_twin.calibration.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, protocol_entries
-from shadow_twin.calibration.protocol import CellProtocol
+from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, protocol_entries
+from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.paths import config_path
 
@@ -108,14 +108,14 @@ def test_plan_checks_its_protocol_fields(protocol, tmp_path):
 
 
 def test_cell_job_spec_names_a_missing_bag(protocol, tmp_path):
-    pytest.importorskip('shadow_twin.calibration.cell_job')
+    pytest.importorskip('shadow_twin.calibration.jobs.cell_job')
     plan = plan_of(SHIPPED, protocol_entries(protocol))
     with pytest.raises(RecordingError, match="protocol run 'AR1': bag .* does not exist"):
         plan.cell_job_spec(tmp_path)
 
 
 def test_cell_job_spec_of_an_offline_plan(protocol, tmp_path):
-    cell_job = pytest.importorskip('shadow_twin.calibration.cell_job')
+    cell_job = pytest.importorskip('shadow_twin.calibration.jobs.cell_job')
     bags = []
     for r in RUNS:
         (tmp_path / r).mkdir()
@@ -134,7 +134,7 @@ def test_cell_job_spec_of_an_offline_plan(protocol, tmp_path):
 
 def test_attempts_of_each_recording_are_kept_over_a_resumed_run(tmp_path):
     import json
-    from shadow_twin.calibration.plan import ATTEMPTS
+    from shadow_twin.calibration.jobs.plan import ATTEMPTS
     CalibrationPlan.note_attempts(tmp_path, 'AR1', 1)
     CalibrationPlan.note_attempts(tmp_path, 'CY', 2)
     CalibrationPlan.note_attempts(tmp_path, 'AR1', 3)          # recorded anew after a resume

@@ -1,11 +1,11 @@
-"""shadow_twin.calibration.recording: JointState bags in (ROS 1 and ROS 2) and out (ROS 2 MCAP / sqlite3)."""
+"""shadow_twin.calibration.recordings.recording: JointState bags in (ROS 1 and ROS 2) and out (ROS 2 MCAP / sqlite3)."""
 
 import numpy as np
 import pytest
 
 from shadow_twin.common.errors import RecordingError
-from shadow_twin.calibration.recording import (JointStateRecording, joint_state_topics, read_joint_states,
-                                   write_joint_states)
+from shadow_twin.calibration.recordings.recording import (JointStateRecording, joint_state_topics, read_joint_states,
+                                                          write_joint_states)
 
 from conftest import README_JOINTS
 

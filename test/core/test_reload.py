@@ -13,7 +13,7 @@ import pytest
 from shadow_twin.common.errors import ModelError, ModelTooLarge
 from shadow_twin.model import mjcf
 from shadow_twin.model.mjcf import TwinModel, builtin_model_path
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.reload import BackgroundBuild, BuildBusy, BuildCancelled, BuildTimeout
 
 

@@ -164,7 +164,7 @@ def test_twin_speed_scaling_reader_drops_invalid_values_with_one_line_per_5_s(mo
     from std_msgs.msg import Float64
     from shadow_twin.common.errors import BadMessage
     from shadow_twin.ros import guard as guards
-    from shadow_twin.ros import twin_inputs
+    from shadow_twin.ros.twin import inputs as twin_inputs
     clock = [1000.0]
     monkeypatch.setattr(guards.time, 'monotonic', lambda: clock[0])
     log = FakeLog()

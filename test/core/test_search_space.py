@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.search_space: resolving search-space YAML against a model."""
+"""shadow_twin.calibration.search.search_space: resolving search-space YAML against a model."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import yaml
 from shadow_twin.control.controller import SimController
 from shadow_twin.common.errors import SearchSpaceError
 from shadow_twin.model.mjcf import TwinModel, get_parameter
-from shadow_twin.calibration.search_space import LOG_FLOOR, RANGE_GAP, Dimension, SearchSpace
+from shadow_twin.calibration.search.search_space import LOG_FLOOR, RANGE_GAP, Dimension, SearchSpace
 
 from conftest import FINGERS_SPACE, THUMB_SPACE
 
@@ -158,7 +158,7 @@ def _thumb_entries(fraction: float, log: bool) -> list[dict]:
 
 def test_thumb_space_at_200_percent_is_clipped_at_zero_with_a_warning(tmp_path, caplog):
     """+/-200 % around a positive default gives a negative low: clipped to 0 (linear scale)."""
-    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search.search_space')
     space = _load(tmp_path, _thumb_entries(2.0, log=False))
     assert len(space.dimensions) == 10
     for dim in space.dimensions:
@@ -174,7 +174,7 @@ def test_thumb_space_at_200_percent_is_clipped_at_zero_with_a_warning(tmp_path, 
 
 
 def test_thumb_space_at_200_percent_on_a_log_scale_starts_at_the_floor(tmp_path, caplog):
-    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search.search_space')
     space = _load(tmp_path, _thumb_entries(2.0, log=True))
     for dim in space.dimensions:
         assert dim.log and dim.low == pytest.approx(LOG_FLOOR * dim.high) and dim.low > 0
@@ -186,7 +186,7 @@ def test_thumb_space_at_200_percent_on_a_log_scale_starts_at_the_floor(tmp_path,
 
 
 def test_bounds_inside_the_domain_are_kept_without_a_warning(tmp_path, caplog):
-    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search.search_space')
     space = _load(tmp_path, _thumb_entries(0.7, log=True))
     for dim in space.dimensions:
         assert (dim.low, dim.high) == pytest.approx((0.3 * dim.default, 1.7 * dim.default))
@@ -198,7 +198,7 @@ def test_range_ends_stay_on_their_side_of_the_other_limit(tmp_path, caplog):
     upper = get_parameter(twin.model, twin.target('joint', 'rh_FFJ3', 'range_upper'))
     lower = get_parameter(twin.model, twin.target('joint', 'rh_FFJ3', 'range_lower'))
     assert lower < upper
-    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search.search_space')
     space = _load(tmp_path, [
         {'name': 'lo', 'joints': ['rh_FFJ3'], 'attribute': 'range_lower', 'bounds': [lower - 1, upper + 1]},
         {'name': 'hi', 'joints': ['rh_MFJ3'], 'attribute': 'range_upper', 'bounds': [lower - 1, upper + 1]}])
@@ -216,7 +216,7 @@ def test_actuator_gains_are_clipped_to_their_domain(tmp_path, caplog):
     path.write_text(yaml.safe_dump({'parameters': [
         {'name': 'J0_kp', 'actuators': ['rh_*J0'], 'attribute': 'kp', 'bounds': [-1.0, 8.0]},
         {'name': 'J0_kd', 'actuators': ['rh_*J0'], 'attribute': 'kd', 'bounds': [-0.1, 0.5]}]}))
-    caplog.set_level('WARNING', logger='shadow_twin.calibration.search_space')
+    caplog.set_level('WARNING', logger='shadow_twin.calibration.search.search_space')
     kp, kd = SearchSpace.from_yaml(path, twin).dimensions
     assert (kp.low, kp.high) == pytest.approx((LOG_FLOOR * 8.0, 8.0)) and kp.low > 0  # kp > 0
     assert (kd.low, kd.high) == (0.0, 0.5)                                           # kd >= 0

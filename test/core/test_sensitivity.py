@@ -1,4 +1,4 @@
-"""shadow_twin.calibration.sensitivity: uniform samples, Pearson influence index, JSON + tornado.
+"""shadow_twin.calibration.engine.sensitivity: uniform samples, Pearson influence index, JSON + tornado.
 
 A synthetic evaluator stands in for the simulation: its objective is a known function of
 the parameters, so which parameter drives it is known.
@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from shadow_twin.calibration.evaluation import Score
-from shadow_twin.calibration.search_space import Dimension, SearchSpace
-from shadow_twin.calibration.sensitivity import (SENSITIVITY_JSON, TORNADO_PNG, draw_samples, influence_indices,
-                                                 most_influential, screen, write_sensitivity)
+from shadow_twin.calibration.scoring.evaluation import Score
+from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
+from shadow_twin.calibration.engine.sensitivity import (SENSITIVITY_JSON, TORNADO_PNG, draw_samples, influence_indices,
+                                                        most_influential, screen, write_sensitivity)
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.mjcf import ParameterTarget
 

@@ -13,7 +13,8 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from shadow_twin.calibration.recording import JointStateRecording, joint_state_messages, trajectory_cdr, typestore
+from shadow_twin.calibration.recordings.recording import (JointStateRecording, joint_state_messages, trajectory_cdr,
+                                                          typestore)
 from shadow_twin.common.stamps import (from_nanoseconds, split_nanoseconds, to_nanoseconds, to_sec_nanosec,
                                        to_seconds)
 from shadow_twin.control.trajectory import JointTrajectory

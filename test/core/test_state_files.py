@@ -25,7 +25,7 @@ def read_drift(path: Path) -> tuple[object, list[str]]:
 
 def read_plan(path: Path) -> tuple[object, list[str]]:
     """The calibration node's reader of an interrupted run's plan (its line is the ConfigError)."""
-    from shadow_twin.calibration.plan import CalibrationPlan
+    from shadow_twin.calibration.jobs.plan import CalibrationPlan
     try:
         return CalibrationPlan.read(path.parent), []
     except ConfigError as exc:

@@ -8,7 +8,7 @@ import pytest
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation import trajectory_queue as tq
-from shadow_twin.simulation.live import LiveSimulation
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 GAINS = config_path('controllers', 'shadow_hand_e.yaml')
 JOINTS = ['rh_FFJ3', 'rh_MFJ3']

@@ -1,4 +1,4 @@
-"""Every UR arm type from Universal Robots' description files (shadow_twin/model/ur_arm.py,
+"""Every UR arm type from Universal Robots' description files (shadow_twin/model/ur/arm.py,
 ur_description.py), the regenerated built-in ur5.xml, and ``shadow-twin model --arm``.
 
 Tests that read UR's description use the copy in ../shared/reference/ur_description and are
@@ -17,11 +17,11 @@ import yaml
 
 from shadow_twin.cli import model as model_cli
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model.cell import CellConfig, arm_joint_names, arm_root_name, build_cell_spec, compile_cell
+from shadow_twin.model.cell.assembly import CellConfig, arm_joint_names, arm_root_name, build_cell_spec, compile_cell
 from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.model.ur_arm import (UR_TYPES, arm_xml, effort_limits, find_ur_description, model_effort_limits,
+from shadow_twin.model.ur.arm import (UR_TYPES, arm_xml, effort_limits, find_ur_description, model_effort_limits,
                                       write_arm_mjcf)
-from shadow_twin.model.ur_description import DESCRIPTION_ENV, JOINTS, LINKS, read_arm_description
+from shadow_twin.model.ur.description import DESCRIPTION_ENV, JOINTS, LINKS, read_arm_description
 from test_cell_model import pose_error, rot_x, rot_z, site_pose, trans
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""UR's figures shipped with the project (shadow_twin/model/ur_figures.py,
+"""UR's figures shipped with the project (shadow_twin/model/ur/figures.py,
 shadow_twin/model/builtin/ur_arms.yaml): the same facts as UR's description files, used when no
 description is given or installed, so ``--arm ur10e`` works on a fresh install."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model import ur_figures
-from shadow_twin.model.ur_arm import arm_xml, effort_limits
-from shadow_twin.model.ur_description import DESCRIPTION_ENV, UR_TYPES, read_arm_description
-from shadow_twin.model.ur_figures import arm_description, shipped_description, write_figures
+from shadow_twin.model.ur import figures as ur_figures
+from shadow_twin.model.ur.arm import arm_xml, effort_limits
+from shadow_twin.model.ur.description import DESCRIPTION_ENV, UR_TYPES, read_arm_description
+from shadow_twin.model.ur.figures import arm_description, shipped_description, write_figures
 from test_ur_arms import copy_description
 
 REPO = Path(__file__).resolve().parents[2]

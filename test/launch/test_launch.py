@@ -265,7 +265,7 @@ def test_offline_calibration_of_the_real_hand(ros, launch, calibration_params):
     """calibration.launch.py with the shared ROS 1 bag (no trajectory topic: trajectory:= gives it):
     install:=false ends done; then install true with no bridge answering ends done too, not installed."""
     from diagnostic_msgs.msg import DiagnosticStatus
-    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.jobs.job import RESULT
     helpers, client = ros
     statuses = client.record(DiagnosticStatus, '/calibration_node/status', depth=50)
     run = launch('calibration.launch.py', f'config:={calibration_params}', f'bag:={BAG}',

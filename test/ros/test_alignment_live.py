@@ -53,7 +53,7 @@ def at_rest(states, speed: float = 2e-3) -> bool:
 
 def recording_of(messages):
     """A JointStateRecording of received JointState messages, on their header stamps (s)."""
-    from shadow_twin.calibration.recording import JointStateRecording
+    from shadow_twin.calibration.recordings.recording import JointStateRecording
     from shadow_twin.common.stamps import to_seconds
     names = list(messages[0].name)
     assert all(list(m.name) == names for m in messages)
@@ -67,7 +67,7 @@ def test_point_0_away_from_rest_is_placed_at_its_stamped_start(ros, mock):
     from control_msgs.action import FollowJointTrajectory
     from std_srvs.srv import Trigger
 
-    from shadow_twin.calibration.evaluation import AlignmentSettings, Evaluator
+    from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
     from shadow_twin.common.stamps import from_nanoseconds
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.control.trajectory import JointTrajectory

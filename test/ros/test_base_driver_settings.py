@@ -1,4 +1,4 @@
-"""shadow_twin.ros.base_driver without processes: the base.* parameters (command latency) and
+"""shadow_twin.ros.twin.base.driver without processes: the base.* parameters (command latency) and
 when an odometry pose counts as measured (its stamp, unless the clocks do not match)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ pytest.importorskip('nav_msgs.msg')
 
 from shadow_twin.common.errors import ConfigError  # noqa: E402
 from shadow_twin.control.diff_drive import Pose2D  # noqa: E402
-from shadow_twin.ros.base_driver import OdomSample  # noqa: E402
-from shadow_twin.ros.base_settings import BASE_SPECS, read_base_settings  # noqa: E402
+from shadow_twin.ros.twin.base.driver import OdomSample  # noqa: E402
+from shadow_twin.ros.twin.base.settings import BASE_SPECS, read_base_settings  # noqa: E402
 
 DEFAULTS = {spec.name: spec.default for spec in BASE_SPECS}
 

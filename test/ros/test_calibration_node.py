@@ -118,7 +118,7 @@ def live_run(ros, cell, tmp_path_factory):
 
 # ------------------------------------------------------------------------------------- tests
 def test_live_calibration_through_the_service(ros, cell, live_run):
-    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.jobs.job import RESULT
     _, client = ros
     assert live_run['cli_code'] == 0, live_run['cli_output'] + live_run['log'][-3000:]
     out = live_run['cli_output']
@@ -147,10 +147,10 @@ def test_live_calibration_through_the_service(ros, cell, live_run):
 
 
 def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
-    from shadow_twin.calibration.recording import largest_gap, read_commanded_trajectory, read_joint_states
+    from shadow_twin.calibration.recordings.recording import largest_gap, read_commanded_trajectory, read_joint_states
     from shadow_twin.control.trajectory import load_waypoint_yaml
     from shadow_twin.common.paths import config_path
-    from shadow_twin.calibration.plan import ATTEMPTS
+    from shadow_twin.calibration.jobs.plan import ATTEMPTS
     bags = sorted(b for b in (live_run['run_dir'] / 'bags').iterdir() if b.name != 'rejected')
     assert [b.name for b in bags] == ['curl_all', 'stagger']
     attempts = json.loads((live_run['run_dir'] / ATTEMPTS).read_text())
@@ -171,12 +171,12 @@ def test_live_bags_are_readable_and_show_the_robot_moving(live_run):
 def test_live_sim_recording_is_reproduced_offline(live_run, cell):
     """The bridge's recorded motion equals the calibration's offline simulation of the same model:
     one controller implementation, live and offline."""
-    from shadow_twin.calibration.job import objective_joints_of
+    from shadow_twin.calibration.jobs.job import objective_joints_of
     from shadow_twin.control.controller import ControllerGains, SimController
-    from shadow_twin.calibration.evaluation import Evaluator
+    from shadow_twin.calibration.scoring.evaluation import Evaluator
     from shadow_twin.model.mjcf import TwinModel, builtin_model_path
     from shadow_twin.common.paths import config_path
-    from shadow_twin.calibration.recording import read_commanded_trajectory, read_joint_states
+    from shadow_twin.calibration.recordings.recording import read_commanded_trajectory, read_joint_states
     bag = live_run['run_dir'] / 'bags' / 'curl_all'
     twin = TwinModel(builtin_model_path())
     controller = SimController(twin.model, ControllerGains.from_yaml(config_path('controllers', 'shadow_hand_e.yaml')))
@@ -214,7 +214,7 @@ def test_live_goals_are_stamped_the_twins_lead_ahead(ros, live_run):
     + start_lead_per_point x points + send_margin ahead, and the twin started each at that stamp: the
     mock hardware rests in the recording until the stamp and moves after it (a late goal is rejected)."""
     import yaml
-    from shadow_twin.calibration.recording import read_commanded_trajectory, read_joint_states
+    from shadow_twin.calibration.recordings.recording import read_commanded_trajectory, read_joint_states
     _, client = ros
     base, per_point = twin_lead_parameters(client)
     margin = yaml.safe_load(NODE_PARAMS.read_text())['/**/calibration_node']['ros__parameters']['send_margin']
@@ -332,8 +332,8 @@ def test_a_twin_that_cannot_be_asked_gives_the_nodes_own_lead(ros, cell, tmp_pat
 def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path):
     """``bag:=`` the live bags: nothing moves; SIGKILL during the optimisation, restart: the run
     resumes from its checkpoint (auto_resume) and completes; the bridge keeps its model meanwhile."""
-    from shadow_twin.calibration.run import CHECKPOINT
-    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.engine.run import CHECKPOINT
+    from shadow_twin.calibration.jobs.job import RESULT
     from shadow_twin.ros.calibration_client import StatusFollower, request_calibration, run_dir_of
     helpers, client = ros
     bags = ','.join(str(b) for b in sorted((live_run['run_dir'] / 'bags').iterdir()) if b.name != 'rejected')
@@ -385,9 +385,10 @@ def test_offline_calibration_killed_midway_resumes(ros, cell, live_run, tmp_path
 def test_calibration_worsening_the_holdout_is_not_installed(ros, cell, live_run, tmp_path):
     """Hold-out bag where the robot moved exactly like the current sim: fitting the mock's
     recording makes it worse, so nothing is installed (calibrate-live exits 3)."""
-    from shadow_twin.calibration.job import RESULT
-    from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, joint_state_messages, read_commanded_trajectory,
-                                       read_joint_states, trajectory_cdr, write_serialized_bag)
+    from shadow_twin.calibration.jobs.job import RESULT
+    from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, joint_state_messages,
+                                                              read_commanded_trajectory, read_joint_states,
+                                                              trajectory_cdr, write_serialized_bag)
     helpers, client = ros
     stagger = live_run['run_dir'] / 'bags' / 'stagger'
     sim = read_joint_states(stagger, '/sim/joint_states')
@@ -455,7 +456,7 @@ def test_launch_description():
 def test_offline_ros1_bag_of_the_real_hand(ros, cell, tmp_path, real_bag, trajectories_yaml):
     """The rosbag-replay use on the real Shadow Hand recording (ROS 1, no trajectory topic, no start
     stamp: aligned by its motion onset); install:=false writes the model and leaves the bridge alone."""
-    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.jobs.job import RESULT
     helpers, client = ros
     model_before = bridge_model_path(client)
     node = node_process(helpers, 'replay_calibration', tmp_path, f'bag:={real_bag}',

@@ -80,7 +80,7 @@ def calibrate_live(helpers, node_name: str, timeout: float) -> subprocess.Comple
 def test_base_path_is_composed_onto_a_start_pose_at_yaw():
     pytest.importorskip('rclpy')
     from calibration_node.protocol_runner import compose_base_path
-    from shadow_twin.calibration.base_recording import poses_relative_to
+    from shadow_twin.calibration.recordings.base_recording import poses_relative_to
     start = np.array([1.0, -2.0, 2.5])            # yaw 2.5 rad: a quarter turn on is past pi
     relative = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, math.pi / 2], [0.0, -0.5, -0.3]])
     rates = np.array([[0.5, 0.0, 0.0], [0.0, 0.5, 0.5], [0.2, -0.1, -0.4]])
@@ -98,10 +98,10 @@ def test_base_path_is_composed_onto_a_start_pose_at_yaw():
 def test_a_run_goal_passes_the_twins_base_rules(small_protocol):
     pytest.importorskip('control_msgs.action')
     from calibration_node.protocol_runner import RUN_GOAL_TIME, rest_goal, run_goal_msg
-    from shadow_twin.calibration.protocol import CellProtocol
+    from shadow_twin.calibration.jobs.protocol import CellProtocol
     from shadow_twin.common.stamps import to_seconds
-    from shadow_twin.control.base_follower import BaseTolerances, base_tolerances_from_goal
-    from shadow_twin.control.base_trajectory import base_trajectory_from_msg
+    from shadow_twin.control.base.follower import BaseTolerances, base_tolerances_from_goal
+    from shadow_twin.control.base.trajectory import base_trajectory_from_msg
     protocol = CellProtocol.from_yaml(small_protocol)
     start = np.array([3.0, 1.0, -2.9])
     for run in protocol.runs:
@@ -188,10 +188,10 @@ def protocol_run(ros, cell, small_protocol, tmp_path_factory):
 @pytest.mark.slow
 def test_every_run_is_recorded_with_the_base_and_arm_topics(cell, protocol_run, small_protocol):
     from calibration_node.execution import TRAJECTORY_TOPIC
-    from shadow_twin.calibration.base_recording import ODOMETRY, TWIST_STAMPED, read_base_recording
-    from shadow_twin.calibration.protocol import CellProtocol
-    from shadow_twin.calibration.recording import (JOINT_STATE, TRAJECTORY, bag_topics, read_commanded_trajectory,
-                                                   read_joint_states)
+    from shadow_twin.calibration.recordings.base_recording import ODOMETRY, TWIST_STAMPED, read_base_recording
+    from shadow_twin.calibration.jobs.protocol import CellProtocol
+    from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, bag_topics,
+                                                              read_commanded_trajectory, read_joint_states)
     run_dir = protocol_run['run_dir']
     output = protocol_run['cli'].stdout + protocol_run['cli'].stderr
     assert run_dir is not None, output + protocol_run['log'][-3000:]
@@ -251,7 +251,7 @@ def test_every_goal_is_stamped_the_cell_twins_lead_ahead(ros, protocol_run, smal
 
     from calibration_node.protocol_runner import rest_goal, run_goal_msg
     from calibration_node.twin_lead import goal_points
-    from shadow_twin.calibration.protocol import CellProtocol
+    from shadow_twin.calibration.jobs.protocol import CellProtocol
     _, client = ros
     base, per_point = twin_lead_parameters(client)
     margin = yaml.safe_load(NODE_PARAMS.read_text())['/**/calibration_node']['ros__parameters']['send_margin']
@@ -274,7 +274,7 @@ def test_every_goal_is_stamped_the_cell_twins_lead_ahead(ros, protocol_run, smal
 
 @pytest.mark.slow
 def test_the_fit_ends_done_or_refused_with_every_validation_run(ros, cell, protocol_run):
-    from shadow_twin.calibration.job import RESULT
+    from shadow_twin.calibration.jobs.job import RESULT
     helpers, client = ros
     cli, run_dir = protocol_run['cli'], protocol_run['run_dir']
     output = cli.stdout + cli.stderr
@@ -306,8 +306,8 @@ def test_offline_protocol_from_the_live_bags(ros, cell, protocol_run, small_prot
     all three the node fits and validates from them (install:=false), and nothing moves."""
     from std_srvs.srv import Trigger
 
-    from shadow_twin.calibration.job import RESULT
-    from shadow_twin.calibration.plan import CalibrationPlan
+    from shadow_twin.calibration.jobs.job import RESULT
+    from shadow_twin.calibration.jobs.plan import CalibrationPlan
     helpers, client = ros
     bags = {p.name: p for p in (protocol_run['run_dir'] / 'bags').iterdir() if p.name != 'rejected'}
     name = 'cell_calibration_offline'

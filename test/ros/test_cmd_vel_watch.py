@@ -1,5 +1,5 @@
 """The twin's own velocity commands are recognised by their writer's sequence number and send
-time (shadow_twin/ros/cmd_vel_watch.py), not by content: a message of another writer with the
+time (shadow_twin/ros/twin/base/cmd_vel_watch.py), not by content: a message of another writer with the
 same content, the same sequence number or a time inside a publish window is not the twin's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from shadow_twin.ros.cmd_vel_watch import ForeignMessage, OwnWrites  # noqa: E402
+from shadow_twin.ros.twin.base.cmd_vel_watch import ForeignMessage, OwnWrites  # noqa: E402
 
 
 class StampingPublisher:

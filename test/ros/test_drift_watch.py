@@ -120,7 +120,7 @@ def twin(ros, tmp_path_factory):
     errors = client.record(JointState, '/twin/joint_error', depth=10)
     diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=100)
     procs = {**cell_helpers.hand_bridges(folder),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
                  '--params-file', str(MONITOR_PARAMS), '-p', f'drift.window:={WINDOW}', '-p', f'drift.bucket:={BUCKET}',
                  '-p', 'drift.min_error:=0.01', '-p', f'drift.state_file:={state}', '-p', 'drift.auto_calibrate:=true',
                  '-p', f'drift.idle_time:={IDLE}', '-p', f'drift.calibrate_service:={CALIBRATE}'], folder / 'monitor.log')}

@@ -6,7 +6,7 @@ import pytest
 
 from mujoco_bridge.effort_output import parse_wrench
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.ros.monitor_parameters import drive_gains, parse_sigmas
+from shadow_twin.ros.monitor.parameters import drive_gains, parse_sigmas
 
 
 def test_good_values_parse():

@@ -49,7 +49,7 @@ def arm(ros, topics, tmp_path_factory):
     helpers, _ = ros
     folder = tmp_path_factory.mktemp('effort_watch')
     procs = {'ur': cell_helpers.bridge(folder, 'mock_ur', 'mock_ur.yaml'),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
                  '--params-file', str(MONITOR_PARAMS), '-p', 'effort.model_path:=package://shadow_twin/models/ur5.xml',
                  '-p', 'drift.enabled:=false', '-p', 'diagnostics_period:=0.5'], folder / 'monitor.log')}
     cell_helpers.wait_started(procs, [topics['real'], topics['error']], START_TIMEOUT, 'the mock UR and the monitor')

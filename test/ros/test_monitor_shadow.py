@@ -109,7 +109,7 @@ def setup(ros, tmp_path_factory):
     folder = tmp_path_factory.mktemp('shadow')
     streams = Streams(client.node)
     diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=200)
-    monitor = helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+    monitor = helpers.NodeProcess('shadow_twin.ros.monitor.node', [
         '--params-file', str(MONITOR_PARAMS), '-p', 'diagnostics_period:=0.1', '-p', 'real_odom_topic:=/odom',
         '-p', 'sim_odom_topic:=/sim/odom', '-p', f'shadow_source_timeout:={TIMEOUT}',
         '-p', f'shadow_sources:=[{CONTROLLER_STATE}, {JOINT_STATES}, {CMD_VEL}, {NEVER}]',

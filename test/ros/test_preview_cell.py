@@ -46,12 +46,12 @@ def rec(ros):
 def cell(ros, rec, tmp_path_factory):
     from control_msgs.action import FollowJointTrajectory
 
-    from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+    from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
     helpers, client = ros
     folder = tmp_path_factory.mktemp('preview_cell')
     cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
     procs = {**cell_helpers.cell_bridges(folder, cell_xml),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server',
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server',
                                          ['--params-file', str(CONFIG / 'twin_cell.yaml')], folder / 'twin.log')}
     flowing = [rec[k] for k in ('arm', 'hand', 'sim', 'odom', 'sim_odom')]
     cell_helpers.wait_started(procs, flowing, START_TIMEOUT)

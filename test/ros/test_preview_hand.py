@@ -74,9 +74,9 @@ def procs(ros, rec, tmp_path_factory):
                    '-p', f'action_name:={SHADOW_ACTION}', '-p', f'preview_action_name:={SHADOW_PREVIEW}',
                    '-p', 'preview_result_topic:=/shadow_twin_shadow/preview_result']
     procs = {**cell_helpers.hand_bridges(folder),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(TWIN_PARAMS)],
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(TWIN_PARAMS)],
                                          folder / 'twin.log'),
-             'shadow': helpers.NodeProcess('shadow_twin.ros.twin_server', shadow_args, folder / 'shadow.log')}
+             'shadow': helpers.NodeProcess('shadow_twin.ros.twin.server', shadow_args, folder / 'shadow.log')}
     cell_helpers.wait_started(procs, [rec['real'], rec['sim']], START_TIMEOUT)
     try:
         for action in (TWIN_ACTION, PREVIEW_ACTION, SHADOW_ACTION, SHADOW_PREVIEW):

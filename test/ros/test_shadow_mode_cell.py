@@ -50,8 +50,8 @@ def topics(ros):
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
     """The cell's sim bridge in shadow mode and the three unperturbed mocks."""
-    from shadow_twin.model.cell import write_cell_mjcf
-    from shadow_twin.model.cell_config import BaseConfig, CellConfig
+    from shadow_twin.model.cell.assembly import write_cell_mjcf
+    from shadow_twin.model.cell.config import BaseConfig, CellConfig
     folder = tmp_path_factory.mktemp('shadow_cell')
     model, _ = write_cell_mjcf(CellConfig(base=BaseConfig(command_latency=COMMAND_LATENCY)), folder / 'cell.xml')
     procs = {'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', '--params-file',

@@ -64,7 +64,7 @@ def twin(ros, ur, tmp_path_factory):
               'joint_state_timeout': 0.5, 'feedback_timeout': 2.0}
     params = folder / 'ur_twin.yaml'
     params.write_text(yaml.safe_dump({'/**/ur_twin': {'ros__parameters': values}}))
-    proc = helpers.NodeProcess('shadow_twin.ros.twin_server', ['-r', '__node:=ur_twin', '--params-file', str(params)],
+    proc = helpers.NodeProcess('shadow_twin.ros.twin.server', ['-r', '__node:=ur_twin', '--params-file', str(params)],
                                folder / 'ur_twin.log')
     try:
         client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)

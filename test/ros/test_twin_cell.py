@@ -1,7 +1,7 @@
 """Integration tests of the twin for the cell (hand on a UR5 on a MiR250): real processes over DDS.
 
 Five processes on a ROS domain private to this test run: the sim bridge running the cell MJCF
-(written to tmp by ``shadow_twin.model.cell.write_cell_mjcf``), the mock UR
+(written to tmp by ``shadow_twin.model.cell.assembly.write_cell_mjcf``), the mock UR
 (config/mock_ur.yaml: /joint_states, the scaled joint trajectory controller's action), the
 mock hand (config/mock_hardware.yaml with its joint states on /rh/joint_states: the twin merges
 two real joint state topics), the mock MiR (config/mock_mir.yaml: TwistStamped on /cmd_vel,
@@ -59,12 +59,12 @@ def cell(ros, topics, tmp_path_factory):
     """The five processes; yields {name: process}."""
     from control_msgs.action import FollowJointTrajectory
 
-    from shadow_twin.model.cell import CellConfig, write_cell_mjcf
+    from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
     helpers, client = ros
     folder = tmp_path_factory.mktemp('twin_cell')
     cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
     procs = {**cell_helpers.cell_bridges(folder, cell_xml),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server',
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server',
                                          ['--params-file', str(CONFIG / 'twin_cell.yaml')], folder / 'twin.log')}
 
     def fail(what: str):

@@ -28,7 +28,7 @@ def sim_and_twin(ros, states, tmp_path_factory):
     helpers, client = ros
     folder = tmp_path_factory.mktemp('faults')
     procs = {'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml'),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(CONFIG / 'twin.yaml')],
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(CONFIG / 'twin.yaml')],
                                          folder / 'twin.log')}
     yield procs
     cell_helpers.stop_all(procs)

@@ -78,7 +78,7 @@ def cell(ros, topics, tmp_path_factory):
     helpers, _ = ros
     folder = tmp_path_factory.mktemp('monitor')
     procs = {**cell_helpers.hand_bridges(folder),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
                  '--params-file', str(MONITOR_PARAMS), '-p', f'window:={WINDOW}', '-p', 'diagnostics_period:=0.25'],
                  folder / 'monitor.log')}
     cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
@@ -126,7 +126,7 @@ def aggregated_pair(topics, since: float):
 ])
 def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
     helpers, _ = ros
-    proc = helpers.NodeProcess('shadow_twin.ros.twin_monitor', ['--params-file', str(MONITOR_PARAMS), *args],
+    proc = helpers.NodeProcess('shadow_twin.ros.monitor.node', ['--params-file', str(MONITOR_PARAMS), *args],
                                tmp_path / 'monitor.log')
     try:
         status = proc.proc.wait(timeout=30)
@@ -285,7 +285,7 @@ def status(name: str, lvl: int, message: str = 'm'):
 def test_aggregated_follows_diagnostic_aggregator(ros):
     """Names, order, levels and header values of a GenericAnalyzer's report (ros/diagnostics:
     generic_analyzer_base.hpp, status_item.hpp removeLeadingNameChaff/getOutputName, analyzer_group.cpp)."""
-    from shadow_twin.ros.twin_monitor import aggregated
+    from shadow_twin.ros.monitor.node import aggregated
     out = aggregated([status('twin_monitor: b', 1, 'warn'), status('twin_monitor:  a/x', 0, 'ok'),
                       status('other: c', 3, 'stale')], '/top/mid/group', 'twin_monitor')
     # items sorted by their original names; the prefix, one ':' and spaces off; '/' -> ' '
@@ -304,7 +304,7 @@ def test_aggregated_follows_diagnostic_aggregator(ros):
 def test_aggregated_publishing_can_be_switched_off(ros):
     from rclpy.parameter import Parameter
 
-    from shadow_twin.ros.twin_monitor import TwinMonitor
+    from shadow_twin.ros.monitor.node import TwinMonitor
     _, client = ros
     off = TwinMonitor('twin_monitor_off', context=client.context,
                       parameter_overrides=[Parameter('publish_aggregated', value=False)])
@@ -324,7 +324,7 @@ def test_real_topics_from_the_list_or_the_deprecated_single_parameter(ros):
     replaces the list; the cell config has two real topics and the base."""
     from rclpy.parameter import Parameter
 
-    from shadow_twin.ros.twin_monitor import TwinMonitor
+    from shadow_twin.ros.monitor.node import TwinMonitor
     _, client = ros
 
     def params(path: Path) -> list:
@@ -372,7 +372,7 @@ def test_diagnostic_aggregator_config_covers_every_status_name():
     publishes: their names start with the publishing node's name."""
     from calibration_node.node import NODE_NAME as CALIBRATION
     from mujoco_bridge.bridge_node import NODE_NAME as BRIDGE
-    from shadow_twin.ros.twin_monitor import NODE_NAME as MONITOR
+    from shadow_twin.ros.monitor.node import NODE_NAME as MONITOR
     config = yaml.safe_load((REPO / 'config' / 'diagnostic_aggregator.yaml').read_text())
     analyzers = config['analyzers']['ros__parameters']
     groups = {k: v for k, v in analyzers.items() if isinstance(v, dict)}

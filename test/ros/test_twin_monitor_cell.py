@@ -78,13 +78,13 @@ def topics(ros):
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
     """Sim bridge on the cell, mock UR, mock hand, mock MiR and the monitor; yields {name: process}."""
-    from shadow_twin.model.cell import write_cell_mjcf
+    from shadow_twin.model.cell.assembly import write_cell_mjcf
     helpers, _ = ros
     folder = tmp_path_factory.mktemp('monitor_cell')
     model, _ = write_cell_mjcf(None, folder / 'cell.xml')
     began = time.monotonic()
     procs = {**cell_helpers.cell_bridges(folder, model),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', [
+             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
                  '--params-file', str(MONITOR_PARAMS), '-p', 'diagnostics_period:=0.25'], folder / 'monitor.log')}
     cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
     print(f'cell up after {time.monotonic() - began:.1f} s')

@@ -78,7 +78,7 @@ def cell(ros, states, tmp_path_factory):
     helpers, client = ros
     folder = tmp_path_factory.mktemp('twin')
     procs = {**cell_helpers.hand_bridges(folder),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin_server', ['--params-file', str(TWIN_PARAMS)],
+             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(TWIN_PARAMS)],
                                          folder / 'twin.log')}
     cell_helpers.wait_started(procs, [states['real'], states['sim']], START_TIMEOUT)
     wait_twin_ready(helpers, client, list(procs.values()), 'the twin server')
@@ -258,7 +258,7 @@ def second_twin(helpers, folder: Path, name: str, **changes):
     params[f'/**/{name}'] = {'ros__parameters': values}
     params_file = folder / f'{name}.yaml'
     params_file.write_text(yaml.safe_dump(params))
-    return helpers.NodeProcess('shadow_twin.ros.twin_server', ['-r', f'__node:={name}', '--params-file',
+    return helpers.NodeProcess('shadow_twin.ros.twin.server', ['-r', f'__node:={name}', '--params-file',
                                                            str(params_file)], folder / f'{name}.log')
 
 

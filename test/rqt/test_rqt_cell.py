@@ -41,7 +41,7 @@ def cell_twin(ros, rqt_installed, tmp_path_factory):
     from geometry_msgs.msg import Vector3Stamped
     from sensor_msgs.msg import JointState
 
-    from shadow_twin.model.cell import write_cell_mjcf
+    from shadow_twin.model.cell.assembly import write_cell_mjcf
     helpers, client = ros
     folder = tmp_path_factory.mktemp('cell')
     model, _ = write_cell_mjcf(None, folder / 'cell.xml')
@@ -50,7 +50,7 @@ def cell_twin(ros, rqt_installed, tmp_path_factory):
             client.record(DiagnosticArray, '/diagnostics_agg', depth=5)]
 
     procs = {**cell_helpers.cell_bridges(folder, model),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.twin_monitor', ['--params-file',
+             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', ['--params-file',
                                                                              str(CONFIG / 'twin_monitor_cell.yaml')],
                                             folder / 'monitor.log')}
     cell_helpers.wait_started(procs, seen, START_TIMEOUT)

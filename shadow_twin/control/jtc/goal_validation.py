@@ -22,7 +22,7 @@ from shadow_twin.control.trajectory import JointTrajectory
 LIMIT_SLACK = 1e-9
 # The JTC compares "-1" and "zero end velocity" with float's epsilon
 # (tolerances.hpp resolve_tolerance_source; validate_trajectory_msg).
-_FLOAT32_EPS = float(np.finfo(np.float32).eps)
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 
 @dataclass
@@ -69,7 +69,7 @@ class _Point:
     effort: list
 
 
-def _fmt(value: float) -> str:
+def format_value(value: float) -> str:
     return f'{value:.6g}'
 
 
@@ -80,10 +80,10 @@ def check_time_from_start(k: int, t: float, previous: float | None) -> None:
     if not math.isfinite(t):
         raise GoalRejected(INVALID_GOAL, f'point {k}: time_from_start is {t} (NaN or inf)')
     if previous is None and t < 0:
-        raise GoalRejected(INVALID_GOAL, f'point 0: time_from_start {_fmt(t)} s is negative')
+        raise GoalRejected(INVALID_GOAL, f'point 0: time_from_start {format_value(t)} s is negative')
     if previous is not None and t <= previous:
         raise GoalRejected(INVALID_GOAL, f'time_from_start is not strictly increasing: point {k - 1} at '
-                                         f'{_fmt(previous)} s, point {k} at {_fmt(t)} s')
+                                         f'{format_value(previous)} s, point {k} at {format_value(t)} s')
 
 
 def _validate(joint_names: Sequence[str], points: Sequence[_Point], known_joints: Sequence[str],
@@ -184,9 +184,9 @@ def _check_end_at_rest(names: list[str], points: Sequence[_Point],
     last = points[-1]
     if not allow_nonzero_velocity_at_trajectory_end:
         for j, value in enumerate(last.velocities):
-            if abs(float(value)) > _FLOAT32_EPS:
+            if abs(float(value)) > FLOAT32_EPS:
                 raise GoalRejected(INVALID_GOAL, f'last point ({len(points) - 1}): velocity of joint {names[j]!r} '
-                                                 f'is {_fmt(float(value))} rad/s, not 0 '
+                                                 f'is {format_value(float(value))} rad/s, not 0 '
                                                  f'(allow_nonzero_velocity_at_trajectory_end is false)')
 
 
@@ -211,7 +211,7 @@ def _check_limits(names: list[str], points: Sequence[_Point], limits: Mapping[st
             outside |= q > lim.upper + LIMIT_SLACK
         if outside.any():
             k = int(np.argmax(outside))
-            raise GoalRejected(INVALID_GOAL, f'point {k}: position {_fmt(q[k])} rad of joint {name!r} is outside '
+            raise GoalRejected(INVALID_GOAL, f'point {k}: position {format_value(q[k])} rad of joint {name!r} is outside '
                                              f'its limits [{_fmt_limit(lim.lower)}, {_fmt_limit(lim.upper)}] rad')
         if lim.max_velocity is None:
             continue
@@ -220,8 +220,8 @@ def _check_limits(names: list[str], points: Sequence[_Point], limits: Mapping[st
         fast = np.abs(velocity) > vmax + LIMIT_SLACK
         if fast.any():
             k = int(np.argmax(fast))
-            raise GoalRejected(INVALID_GOAL, f'point {k}: velocity {_fmt(velocity[k])} rad/s '
-                                             f'of joint {name!r} exceeds its limit {_fmt(vmax)} rad/s')
+            raise GoalRejected(INVALID_GOAL, f'point {k}: velocity {format_value(velocity[k])} rad/s '
+                                             f'of joint {name!r} exceeds its limit {format_value(vmax)} rad/s')
         start_q = None
         if current_positions is not None and name in current_positions and points[0].time > 0:
             start_q = float(current_positions[name])
@@ -237,8 +237,8 @@ def _check_limits(names: list[str], points: Sequence[_Point], limits: Mapping[st
             origin = 'the current state' if start_q is not None and i == 0 else f'point {k - 1}'
             speed = abs(dq[i]) / dt[i]
             raise GoalRejected(INVALID_GOAL, f'segment from {origin} to point {k}: joint {name!r} moves '
-                                             f'{_fmt(dq[i])} rad in {_fmt(dt[i])} s ({_fmt(speed)} rad/s on '
-                                             f'average), above its velocity limit {_fmt(vmax)} rad/s')
+                                             f'{format_value(dq[i])} rad in {format_value(dt[i])} s ({format_value(speed)} rad/s on '
+                                             f'average), above its velocity limit {format_value(vmax)} rad/s')
 
 
 def _points_well_formed(points: Sequence[_Point], n_joints: int) -> bool:
@@ -265,7 +265,7 @@ def _points_well_formed(points: Sequence[_Point], n_joints: int) -> bool:
 
 
 def _fmt_limit(value: float | None) -> str:
-    return '-inf' if value is None else _fmt(value)
+    return '-inf' if value is None else format_value(value)
 
 
 def validate_goal(trajectory: JointTrajectory, known_joints: Sequence[str], limits: Mapping[str, JointLimits],

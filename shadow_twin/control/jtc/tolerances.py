@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.stamps import to_seconds
-from shadow_twin.control.jtc.goal_validation import _FLOAT32_EPS, _fmt
+from shadow_twin.control.jtc.goal_validation import FLOAT32_EPS, format_value
 from shadow_twin.control.jtc.result_codes import INVALID_GOAL, GoalRejected
 
 #: control_msgs/JointTolerance special value: remove ("erase") the default check.
@@ -139,10 +139,10 @@ def resolve_tolerance(default: float, value: float, what: str = 'tolerance') -> 
         raise GoalRejected(INVALID_GOAL, f'{what} is NaN')
     if value > 0:
         return value
-    if abs(value - ERASE_TOLERANCE) < _FLOAT32_EPS:
+    if abs(value - ERASE_TOLERANCE) < FLOAT32_EPS:
         return 0.0
     if value < 0:
-        raise GoalRejected(INVALID_GOAL, f'{what} is {_fmt(value)}; use > 0 to set it, 0 for the default or -1 '
+        raise GoalRejected(INVALID_GOAL, f'{what} is {format_value(value)}; use > 0 to set it, 0 for the default or -1 '
                                          f'to remove the check')
     return float(default)
 

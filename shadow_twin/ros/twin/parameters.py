@@ -1,0 +1,113 @@
+"""The twin server's (the ``shadow_twin`` node's) ROS parameters: :data:`SPECS` (the shared groups
+of :mod:`shadow_twin.ros.parameters` it declares, its own, and the ``base.*`` ones of
+:mod:`shadow_twin.ros.twin.base.settings`).
+
+Its ``constraints.*`` parameters depend on the model's joints:
+:func:`shadow_twin.ros.parameters.constraint_specs` lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rclpy.node import Node
+
+from shadow_twin.control import twin_split as split
+from shadow_twin.model.cell.assembly import UR5_JOINTS
+from shadow_twin.ros import parameters as ros_params
+from shadow_twin.ros.twin.base.settings import BASE_SPECS, read_base_settings
+from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
+from shadow_twin.ros.twin.preview import preview_policy
+
+SPECS = GOAL_HANDLING_SPECS + (
+    ParameterSpec('cell_config', '', "Cell YAML (config/cell.yaml; package://shadow_twin/config/cell.yaml): when "
+                  "model_path is empty, goals are checked against the joints of the cell built from it (MiR250 + UR5 "
+                  "+ hand); empty = model_path's model.", read_only=True),
+    ParameterSpec('mode', 'both', 'sim | real | both: where goals go; shadow: the sim follows the robots\' own '
+                  'controllers (driven by other tools) and every goal is refused (the preview still answers).',
+                  read_only=True),
+    ParameterSpec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action served.',
+                  read_only=True),
+    ParameterSpec('sim_action', '/sim/follow_joint_trajectory', 'Action of the simulated controller.', read_only=True),
+) + JOINT_STATE_INPUT_SPECS + (
+    ParameterSpec('speed_scaling_topic', '', "std_msgs/Float64 speed scaling of the arm, percent (the UR driver's "
+                  '/speed_scaling_state_broadcaster/speed_scaling): the desired state of the speed_scaled_joints runs '
+                  'at it; empty = not followed (100 %).', read_only=True),
+    ParameterSpec('server_timeout', 1.0, 'Wait for a controller action server at goal time, s.', bounds=(0.0, 60.0)),
+    ParameterSpec('start_lead', 0.25, 'Start an unstamped goal this long after it arrives, s; every controller must '
+                  'accept its part by accept_margin before that start, or the goal is rejected and nothing moves.',
+                  bounds=(0.05, 10.0)),
+    ParameterSpec('accept_margin', 0.05, 'Every controller must accept its part this long before the common start, '
+                  's: the cancels of a goal refused then (another part late or rejected) must reach the controllers '
+                  "before its start, or its parts preempt the running goal's.", bounds=(0.01, 1.0)),
+    ParameterSpec('start_lead_per_point', 2e-4, 'Added to start_lead per trajectory point, s: each controller parses '
+                  'and checks every point before it accepts (10,000 points: +2 s).', bounds=(0.0, 0.01)),
+    ParameterSpec('joint_state_timeout', 0.2, 'A controller whose joint states (of the goal joints) are older than '
+                  'this counts as gone: a running goal aborts, a new goal is rejected, s.', bounds=(0.01, 10.0)),
+    ParameterSpec('sim_joint_state_timeout', 0.5, "The same for the sim's joint states, s: the sim runs on the lab PC "
+                  'beside the twin and a stalled sim moves nothing real, so a busy PC is given longer.',
+                  bounds=(0.01, 10.0)),
+    ParameterSpec('feedback_timeout', 1.0, 'A controller that sends no feedback on its running goal for this long '
+                  'counts as gone, s.', bounds=(0.05, 60.0)),
+) + BASE_SPECS + (
+    ParameterSpec('preview', 'auto', 'Goal preview (docs/preview.md): enforce = a goal predicted to fail is rejected '
+                  'before any controller is called; warn = it runs and the prediction is logged; off = no prediction; '
+                  'auto = enforce in modes real and both, off in sim and shadow.',
+                  choices=('auto', 'off', 'warn', 'enforce')),
+    ParameterSpec('preview_action_name', '/twin/preview', 'FollowJointTrajectory action that previews a goal '
+                  '(nothing moves).', read_only=True),
+    ParameterSpec('preview_result_topic', '/twin/preview_result', 'std_msgs/String: every prediction as JSON.',
+                  read_only=True),
+    ParameterSpec('preview_config', '', "The preview's checks and limits (YAML; config/preview.yaml); empty = the "
+                  'shipped config/preview.yaml.', read_only=True),
+    ParameterSpec('preview_gains_file', '', "The sim bridge's drive gains the preview simulates with; empty = "
+                  'the shipped config/controllers/<model>.yaml (cell.yaml for the cell, ur5.yaml for ur5.xml), else '
+                  'shadow_hand_e.yaml.',
+                  read_only=True),
+)
+#: The reason every goal gets in mode shadow.
+SHADOW_REJECTION = ('the twin is in shadow mode: the sim follows the robots\' own controllers; send goals to them, '
+                    'or restart the twin with mode sim/real/both')
+
+UR_ACTION = '/scaled_joint_trajectory_controller/follow_joint_trajectory'
+#: The real controllers' defaults by name (``real_controllers``; ``controllers.<name>.*`` override them).
+DEFAULT_CONTROLLERS = {
+    'hand': {'action': '/rh_trajectory_controller/follow_joint_trajectory', 'joints': ['rh_*']},
+    'arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
+    'ur_arm': {'action': UR_ACTION, 'joints': list(UR5_JOINTS)},
+}
+
+
+def declare_controllers(node: Node) -> list[split.ControllerSpec]:
+    """Declare and read ``real_controllers`` and each one's ``controllers.<name>.action`` and
+    ``.joints`` on ``node``. Raises ShadowTwinError for a bad configuration."""
+    names = node.declare_parameter('real_controllers', ['hand', 'arm']).value or []
+    entries = {}
+    for name in names:
+        default = DEFAULT_CONTROLLERS.get(name, {'action': '', 'joints': ['']})
+        action = node.declare_parameter(f'controllers.{name}.action', default['action']).value
+        joints = node.declare_parameter(f'controllers.{name}.joints', list(default['joints'])).value
+        entries[name] = {'action': action, 'joints': list(joints or [])}
+    return split.controllers_from_config(list(names), entries)
+
+
+def read_settings(p: Callable[[str], object], constraints: dict, base_enabled: bool, mode: str) -> dict:
+    """The twin's settings from its parameters (``p(name)``): what its goal handling reads at each
+    goal; ``constraints`` the JTC constraints read already, ``mode`` the twin's ('shadow' for
+    shadow mode). Raises ShadowTwinError (ConfigError) for a bad value."""
+    return {
+        'feedback_rate': float(p('feedback_rate')),
+        'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
+        'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
+        'constraints': constraints,
+        'server_timeout': float(p('server_timeout')),
+        'start_lead': float(p('start_lead')),
+        'start_lead_per_point': float(p('start_lead_per_point')),
+        'accept_margin': float(p('accept_margin')),
+        'joint_state_timeout': float(p('joint_state_timeout')),
+        'sim_joint_state_timeout': float(p('sim_joint_state_timeout')),
+        'feedback_timeout': float(p('feedback_timeout')),
+        'speed_scaled_joints': list(p('speed_scaled_joints') or []),
+        'base': read_base_settings(p) if base_enabled else None,
+        'preview': preview_policy(p('preview'), mode),
+    }

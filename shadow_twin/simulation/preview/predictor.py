@@ -1,0 +1,415 @@
+"""Goal preview: simulate a goal in a copy of the live model before anything moves (ROS-free).
+
+:class:`GoalPredictor` holds a copy of the MJCF the sim bridge runs (the hand, or the whole cell),
+converted by the same :class:`~shadow_twin.control.controller.SimController` with the same drive
+gains file, plus one ``jointactuatorfrc`` sensor per driven joint (sensors do not change the
+dynamics; they give the predicted effort at every step). :meth:`GoalPredictor.predict` runs a
+:class:`PreviewGoal` from a given start state (the sim's joint states and odometry):
+
+* the joints through the offline simulator
+  (:class:`~shadow_twin.simulation.offline.TrajectorySimulator`: the control sequence of the live
+  bridge, replayed by ``mujoco.rollout`` in C), at the arm's speed scaling for the speed-scaled
+  joints, as the live run;
+* a base part closed-loop, as the twin drives it: the twin's
+  :class:`~shadow_twin.control.base.follower.BaseTrajectoryFollower` ticks at ``control_rate`` on
+  the predicted odometry, its twist goes through the sim's
+  :class:`~shadow_twin.simulation.mobile_base.SimMobileBase` (saturation, command latency) to the
+  wheel drives, and the physics runs ``mujoco.rollout`` between ticks.
+
+The result, :class:`PredictedRun`, is judged by :mod:`shadow_twin.simulation.preview.checks`.
+Typical cost on a 2-core PC (simulation and checks): a 5 s goal of the hand 70-120 ms, of the cell with
+a base part 200 ms (``benchmarks/preview.py``, ``docs/preview.md``).
+
+Units: rad, rad/s, N m, m, m/s, s.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import mujoco
+import mujoco.rollout
+import numpy as np
+
+from shadow_twin.common.errors import ModelError
+from shadow_twin.control import jtc
+from shadow_twin.control.base.follower import BaseTolerances, BaseTrajectoryFollower, TrackingGains
+from shadow_twin.control.base.trajectory import BaseLimits, BaseTrajectory, yaw_from_quaternion
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.control.diff_drive import DiffDriveGeometry
+from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
+from shadow_twin.simulation.preview.config import PreviewConfig
+from shadow_twin.simulation.preview.contacts import ContactChecker
+
+#: Prefix of the effort sensors added to the preview copy.
+EFFORT_SENSOR_PREFIX = 'preview_effort_'
+
+
+@dataclass
+class StartState:
+    """Where the preview starts: the sim's current state.
+
+    Attributes:
+        positions: {ROS joint: rad}; driven joints not given start at ``qpos0``.
+        velocities: {ROS joint: rad/s}; others 0.
+        base_pose: the base's pose in the world (the sim's ``odom``): (x, y, yaw) m, m, rad, or
+            (x, y, z, qw, qx, qy, qz); None: the model's.
+        base_twist: (forward m/s, lateral m/s, yaw rate rad/s) in the base frame; None: at rest.
+        full_state: (mj_stateSize(mjSTATE_FULLPHYSICS),) the preview model's whole state to start
+            from (a window that continues the previous one: :attr:`PredictedRun.final_state`); it
+            replaces the positions, velocities and base pose given above. None: build the state from them.
+    """
+
+    positions: Mapping[str, float] = field(default_factory=dict)
+    velocities: Mapping[str, float] = field(default_factory=dict)
+    base_pose: Sequence[float] | None = None
+    base_twist: Sequence[float] | None = None
+    full_state: np.ndarray | None = None
+
+
+@dataclass
+class BasePart:
+    """The base part of a goal and how the twin follows it (``config/twin_cell.yaml`` ``base.*``).
+
+    Attributes:
+        trajectory: poses in the odometry frame, times from the common start, s.
+        tolerances: path/goal tolerances of the base.
+        gains, limits, geometry, command_latency: the follower's (see ``BaseTrajectoryFollower``).
+        control_rate: follower ticks per s (Hz, > 0).
+        start_pose: (x m, y m, yaw rad) of the base when the goal arrived, for a window that starts
+            later (:attr:`PreviewGoal.time_offset` > 0); None: the window's start pose.
+    """
+
+    trajectory: BaseTrajectory
+    tolerances: BaseTolerances = field(default_factory=BaseTolerances)
+    gains: TrackingGains = field(default_factory=TrackingGains)
+    limits: BaseLimits = field(default_factory=BaseLimits)
+    geometry: DiffDriveGeometry = field(default_factory=DiffDriveGeometry)
+    command_latency: float = 0.0
+    control_rate: float = 50.0
+    start_pose: Sequence[float] | None = None
+
+
+@dataclass
+class PreviewGoal:
+    """A goal to preview.
+
+    Attributes:
+        trajectory: the joint part (ROS names, times from the start), None for a base-only goal.
+        tolerances: its path/goal tolerances (``jtc.tolerances_for_goal``), None: the JTC defaults.
+        base: the base part, None without one.
+        start: the start state.
+        speed_scaling: fraction 0..1 at which the time of ``scaled_joints`` runs (the arm's).
+        scaled_joints: the goal joints whose time runs at ``speed_scaling``.
+        time_offset: s since the goal's start at which this prediction starts (a window of the goal
+            ahead of its execution, ``shadow_twin.simulation.preview.windows``); 0: at the start.
+        scaled_offset: the speed-scaled joints' trajectory time at ``time_offset``, s (their scaled
+            clock); None: ``time_offset``.
+        trajectory_start: {ROS joint: rad} the goal joints' positions when the goal started (the
+            point the JTC prepends at t = 0); None: the start state's (right for ``time_offset`` 0).
+        horizon: s simulated at most from ``time_offset``; None: to the goal's end and its goal-time
+            window.
+    """
+
+    trajectory: JointTrajectory | None
+    tolerances: jtc.Tolerances | None = None
+    base: BasePart | None = None
+    start: StartState = field(default_factory=StartState)
+    speed_scaling: float = 1.0
+    scaled_joints: Sequence[str] = ()
+    time_offset: float = 0.0
+    scaled_offset: float | None = None
+    trajectory_start: Mapping[str, float] | None = None
+    horizon: float | None = None
+
+
+@dataclass
+class PredictedRun:
+    """The predicted motion, one row per physics step.
+
+    Attributes:
+        times: (N,) s from the goal's start (the state after each step; a window's begin at its
+            ``time_offset``).
+        joint_names: the J driven joints (ROS names, the controller's order).
+        positions, velocities: (N, J) rad, rad/s.
+        efforts: (N, J) actuator effort on each joint, N m (unclamped where the model is).
+        desired_positions, desired_velocities: (N, J) what the controller was commanded.
+        qpos: (N, nq) the model's full positions (for the contact check).
+        goal_joints: the goal's joints (a subset of ``joint_names``).
+        end_time: s at which the last goal joint's trajectory ends (speed scaling included).
+        base_poses: (N, 3) x, y m, yaw rad (unwrapped) of the base, None without a base.
+        base_speeds: (N,) forward speed of the base, m/s, None without a base.
+        base_commands: (T, 3) follower ticks: t s, v m/s, omega rad/s; None without a base part.
+        base_verdict: the follower's verdict at the end, None without a base part.
+        base_reference: the base trajectory as the follower ran it, None without a base part.
+        base_done_at: s at which the follower's verdict was decided, None while it ran.
+        final_state: the model's whole state after the last step (mjSTATE_FULLPHYSICS), the start of
+            a next window; None when nothing was simulated.
+        goal_end: s from the goal's start at which the simulated span of the whole goal ends (its
+            end plus the goal-time window): a run whose ``times[-1]`` reaches it covers the goal.
+    """
+
+    times: np.ndarray
+    joint_names: list[str]
+    positions: np.ndarray
+    velocities: np.ndarray
+    efforts: np.ndarray
+    desired_positions: np.ndarray
+    desired_velocities: np.ndarray
+    qpos: np.ndarray
+    goal_joints: list[str]
+    end_time: float
+    base_poses: np.ndarray | None = None
+    base_speeds: np.ndarray | None = None
+    base_commands: np.ndarray | None = None
+    base_verdict: jtc.Verdict | None = None
+    base_reference: BaseTrajectory | None = None
+    base_done_at: float | None = None
+    final_state: np.ndarray | None = None
+    goal_end: float = 0.0
+
+
+def add_effort_sensors(spec: mujoco.MjSpec, joints: Sequence[str]) -> None:
+    """Add a ``jointactuatorfrc`` sensor (N m: the net actuator force on the joint) per MJCF joint
+    in ``joints`` to ``spec``, named :data:`EFFORT_SENSOR_PREFIX` + joint."""
+    for name in joints:
+        spec.add_sensor(name=EFFORT_SENSOR_PREFIX + name, type=mujoco.mjtSensor.mjSENS_JOINTACTFRC,
+                        objtype=mujoco.mjtObj.mjOBJ_JOINT, objname=name)
+
+
+class GoalPredictor:
+    """Predicts goals on a copy of the live model (module doc). Thread-safe: predictions on several
+    threads at once each use their own scratch data (the model is only read).
+
+    Args:
+        spec: the MJCF the sim runs, uncompiled (``TwinModel(path).spec`` or ``build_cell_spec()``);
+            it is copied, the original is not changed.
+        gains: the drive gains the sim bridge uses (its ``gains_file``).
+        config: the checks' figures (also ``settle_time``).
+        joint_map: ROS <-> MJCF joint names (identity by default).
+        interpolation: trajectory sampling of the sim bridge ('auto' as the JTC).
+    Raises:
+        ModelError: the spec does not compile. ConfigError: bad gains.
+    """
+
+    def __init__(self, spec: mujoco.MjSpec, gains: ControllerGains | None = None,
+                 config: PreviewConfig | None = None, joint_map: JointNameMap | None = None,
+                 interpolation: str = 'auto') -> None:
+        self.config = config or PreviewConfig()
+        self.interpolation = interpolation
+        spec = spec.copy()
+        try:
+            probe = spec.compile()
+        except Exception as exc:
+            raise ModelError(f'the preview model does not compile: {exc}') from None
+        driven = SimController(copy.copy(probe), gains, joint_map)
+        mjcf_joints = [probe.joint(int(j)).name for j in driven.joint_ids]
+        add_effort_sensors(spec, mjcf_joints)
+        try:
+            self.model = spec.compile()
+        except Exception as exc:
+            raise ModelError(f'the preview model does not compile with its effort sensors: {exc}') from None
+        #: The driven model (the same conversion as the live sim's).
+        self.controller = SimController(self.model, gains, joint_map)
+        self.sensor_adr = np.array([self.model.sensor_adr[self.model.sensor(EFFORT_SENSOR_PREFIX + n).id]
+                                    for n in mjcf_joints], dtype=int)
+        #: The contact check's copy of the model (every collision geom colliding).
+        self.contacts = ContactChecker(self.model, self.config)
+        self._scratch = threading.local()     # each thread its own MjData: the watch and requests run at once
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """This thread's scratch MjData of the rollouts."""
+        return self._thread_data('data')
+
+    @property
+    def _probe(self) -> mujoco.MjData:
+        """This thread's MjData for setting up a start state."""
+        return self._thread_data('probe')
+
+    def _thread_data(self, name: str) -> mujoco.MjData:
+        data = getattr(self._scratch, name, None)
+        if data is None:
+            data = mujoco.MjData(self.model)
+            setattr(self._scratch, name, data)
+        return data
+
+    @property
+    def joint_names(self) -> list[str]:
+        """ROS names of the driven joints."""
+        return list(self.controller.joint_names)
+
+    def predict(self, goal: PreviewGoal) -> PredictedRun:
+        """Simulate ``goal`` (module doc) for its duration plus the goal-tolerance window (the goal's
+        ``goal_time``, at most ``config.settle_time``; ``config.settle_time`` when it has none), or
+        the window of it that ``goal.time_offset`` and ``goal.horizon`` name.
+
+        Raises:
+            TrajectoryError: trajectory joints the model does not drive.
+            ValueError: a speed scaling outside (0, 1], a negative or non-finite offset or horizon.
+        """
+        if not 0.0 < goal.speed_scaling <= 1.0:
+            raise ValueError(f'speed scaling must be in (0, 1], got {goal.speed_scaling}')
+        offset = float(goal.time_offset)
+        if not (math.isfinite(offset) and offset >= 0.0):
+            raise ValueError(f'time_offset must be finite and >= 0, got {goal.time_offset}')
+        if goal.horizon is not None and not (math.isfinite(goal.horizon) and goal.horizon > 0):
+            raise ValueError(f'horizon must be finite and > 0, got {goal.horizon}')
+        traj = goal.trajectory
+        scaled = [] if traj is None else [j for j in traj.joint_names if j in set(goal.scaled_joints)]
+        scaled_offset = offset if goal.scaled_offset is None else float(goal.scaled_offset)
+        end = 0.0
+        if traj is not None:
+            end = (offset + max(0.0, traj.duration - scaled_offset) / goal.speed_scaling) if scaled else traj.duration
+        if goal.base is not None:
+            end = max(end, goal.base.trajectory.duration)
+        goal_time = 0.0 if goal.tolerances is None else goal.tolerances.goal_time
+        if goal.base is not None:
+            goal_time = max(goal_time, goal.base.tolerances.goal_time)
+        window = self.config.settle_time if goal_time <= 0 else min(goal_time, self.config.settle_time)
+        dt = self.model.opt.timestep
+        goal_end = end + window + dt
+        duration = max(goal_end - offset, dt)
+        if goal.horizon is not None:
+            duration = min(duration, goal.horizon)
+        if traj is not None and goal.trajectory_start is not None:
+            given = {**goal.start.positions, **goal.trajectory_start}
+            traj = traj.with_start([float(given.get(j, traj.positions[0][k])) for k, j in enumerate(traj.joint_names)])
+        sim = TrajectorySimulator(self.model, self.controller, traj, duration, goal.start.positions,
+                                  self.interpolation, goal.start.velocities, time_offset=offset)
+        if scaled and (goal.speed_scaling != 1.0 or scaled_offset != offset):
+            self._scale(sim, traj, scaled, goal.speed_scaling, scaled_offset)
+        if goal.start.full_state is not None:
+            sim.initial_state[:] = goal.start.full_state
+        else:
+            self._place_base(sim, goal.start)
+        if goal.base is None:
+            state, sensors = mujoco.rollout.rollout(self.model, self.data, sim.initial_state,
+                                                    sim.control(self.model))
+            state, sensors = state[0], sensors[0]
+            base = None
+        else:
+            state, sensors, base = self._run_base(sim, goal.base, offset)
+        nq, nv = self.model.nq, self.model.nv
+        qpos = state[:, 1:1 + nq]
+        qvel = state[:, 1 + nq:1 + nq + nv]
+        c = self.controller
+        run = PredictedRun(times=sim.times.copy(), joint_names=list(c.joint_names),
+                           positions=qpos[:, c.qpos_adr], velocities=qvel[:, c.dof_adr],
+                           efforts=sensors[:, self.sensor_adr], desired_positions=sim.desired_positions,
+                           desired_velocities=sim.desired_velocities, qpos=qpos,
+                           goal_joints=[] if traj is None else list(traj.joint_names), end_time=end,
+                           final_state=state[-1].copy() if len(state) else None, goal_end=goal_end)
+        if sim.base is not None:
+            adr = int(self.model.jnt_qposadr[sim.base.free_joint])
+            dof = int(self.model.jnt_dofadr[sim.base.free_joint])
+            quat = qpos[:, adr + 3:adr + 7]
+            yaw = np.unwrap(yaw_from_quaternion(quat[:, 1], quat[:, 2], quat[:, 3], quat[:, 0]))
+            run.base_poses = np.column_stack([qpos[:, adr], qpos[:, adr + 1], yaw])
+            run.base_speeds = qvel[:, dof] * np.cos(yaw) + qvel[:, dof + 1] * np.sin(yaw)
+        if base is not None:
+            run.base_commands, run.base_verdict, run.base_reference, run.base_done_at = base
+        return run
+
+    def hold_run(self, goal: PreviewGoal, nstep: int) -> np.ndarray:
+        """(nstep, J) predicted positions of the driven joints, rad, when every joint holds where it
+        starts (no goal: what the start state's own motion does, e.g. a finger still swinging into
+        its stop), from the same start as :meth:`predict` of ``goal``; the base's wheels hold."""
+        duration = max(1, int(nstep)) * self.model.opt.timestep
+        sim = TrajectorySimulator(self.model, self.controller, None, duration, goal.start.positions,
+                                  self.interpolation, goal.start.velocities, time_offset=goal.time_offset)
+        if goal.start.full_state is not None:
+            sim.initial_state[:] = goal.start.full_state
+        else:
+            self._place_base(sim, goal.start)
+        state, _ = mujoco.rollout.rollout(self.model, self.data, sim.initial_state, sim.control(self.model))
+        return state[0][:, 1:1 + self.model.nq][:, self.controller.qpos_adr]
+
+    def _scale(self, sim: TrajectorySimulator, traj: JointTrajectory, scaled: list[str], scaling: float,
+               scaled_offset: float) -> None:
+        """Run the time of the ``scaled`` joints at ``scaling`` (the live sampler's ScaledClock at a
+        constant scaling) from their trajectory time ``scaled_offset`` s at the simulation's start:
+        their desired state at t is the trajectory's at ``scaled_offset + scaling * t``."""
+        columns = [self.controller.joint_names.index(j) for j in scaled]
+        own = [traj.joint_names.index(j) for j in scaled]
+        part = JointTrajectory(scaled, traj.times, traj.positions[:, own],
+                               None if traj.velocities is None else traj.velocities[:, own],
+                               None if traj.accelerations is None else traj.accelerations[:, own])
+        part = part.with_start(sim.start_positions[columns])
+        t = scaled_offset + np.arange(sim.nstep) * sim.dt * scaling
+        pos, vel, _ = part.sample(t, self.interpolation)
+        sim.desired_positions[:, columns] = pos
+        sim.desired_velocities[:, columns] = vel * scaling
+
+    def _place_base(self, sim: TrajectorySimulator, start: StartState) -> None:
+        """Put the base at the start state's pose and twist in ``sim.initial_state``."""
+        if sim.base is None or start.base_pose is None:
+            return
+        data = self._probe
+        mujoco.mj_setState(self.model, data, sim.initial_state, FULL_STATE)
+        pose = [float(v) for v in start.base_pose]
+        adr = int(self.model.jnt_qposadr[sim.base.free_joint])
+        dof = int(self.model.jnt_dofadr[sim.base.free_joint])
+        if len(pose) == 7:
+            data.qpos[adr:adr + 7] = pose
+        elif len(pose) == 3:
+            sim.base.place(data, *pose)
+        else:
+            raise ValueError(f'base_pose needs 3 (x, y, yaw) or 7 (x, y, z, qw, qx, qy, qz) values, got {len(pose)}')
+        if start.base_twist is not None:
+            forward, lateral, omega = (float(v) for v in start.base_twist)
+            w, x, y, z = data.qpos[adr + 3:adr + 7]
+            yaw = yaw_from_quaternion(x, y, z, w)
+            data.qvel[dof:dof + 6] = 0.0
+            data.qvel[dof] = forward * math.cos(yaw) - lateral * math.sin(yaw)
+            data.qvel[dof + 1] = forward * math.sin(yaw) + lateral * math.cos(yaw)
+            data.qvel[dof + 5] = omega            # body-frame angular velocity; the base stands level
+        sim.base.stop()
+        self.controller.hold_integrators(self.model, data)
+        mujoco.mj_forward(self.model, data)
+        mujoco.mj_getState(self.model, data, sim.initial_state, FULL_STATE)
+
+    def _run_base(self, sim: TrajectorySimulator, part: BasePart, offset: float = 0.0):
+        """Closed-loop run: the follower ticks on the predicted odometry (module doc), its trajectory
+        ``offset`` s in at the simulation's start. Returns ((N, state) states, (N, nsensor) sensor
+        data, (commands, verdict, reference, done_at)); times of the commands and ``done_at`` from
+        the goal's start, s."""
+        if sim.base is None:
+            raise ModelError('the goal has a base part but the preview model has no mobile base')
+        model, base, probe = self.model, sim.base, self._probe
+        wheels = [self.controller.joint_names.index(self.controller.joint_map.to_ros(n)) for n in base.wheel_names]
+        mujoco.mj_setState(model, probe, sim.initial_state, FULL_STATE)
+        start = base.odometry(probe).pose
+        start = start if part.start_pose is None else tuple(part.start_pose)
+        follower = BaseTrajectoryFollower(part.trajectory, -offset, start_pose=start, gains=part.gains,
+                                          limits=part.limits, tolerances=part.tolerances, geometry=part.geometry,
+                                          command_latency=part.command_latency)
+        base.stop()
+        tick = max(1, int(round(1.0 / (part.control_rate * sim.dt))))
+        states, sensors, commands, done_at = [], [], [], None
+        state = sim.initial_state.copy()
+        for first in range(0, sim.nstep, tick):
+            last = min(first + tick, sim.nstep)
+            t = first * sim.dt
+            mujoco.mj_setState(model, probe, state, FULL_STATE)
+            odometry = base.odometry(probe)
+            step = follower.update(t, odometry.pose, (odometry.twist.v, odometry.twist.omega))
+            if follower.done and done_at is None:
+                done_at = offset + t
+            base.command(step.command, t)
+            commands.append((offset + t, step.command.v, step.command.omega))
+            step_times = np.arange(first, last) * sim.dt
+            sim.desired_velocities[first:last, wheels] = [base.wheel_rates(float(s)) for s in step_times]
+            ctrl = self.controller.ctrl(model, sim.desired_positions[first:last], sim.desired_velocities[first:last])
+            chunk, sens = mujoco.rollout.rollout(model, self.data, state, ctrl)
+            states.append(chunk[0])
+            sensors.append(sens[0])
+            state = chunk[0, -1]
+        return (np.concatenate(states), np.concatenate(sensors),
+                (np.array(commands), follower.verdict, follower.trajectory, done_at))
