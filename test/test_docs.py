@@ -244,6 +244,28 @@ def test_readme_links_every_docs_page():
     assert not missing, f'README.md links none of: {missing}'
 
 
+def nav_bar(text: str) -> str:
+    """The paragraph under a page's title that starts 'Part of the shadow_twin manual', or ''."""
+    paragraphs = text.split('\n\n')
+    return paragraphs[1].strip() if len(paragraphs) > 1 and paragraphs[1].startswith('Part of the shadow_twin manual') \
+        else ''
+
+
+def test_every_docs_page_has_the_same_nav_bar_linking_every_page():
+    bars = {_page_id(p): nav_bar(p.read_text(encoding='utf-8')) for p in PAGES[1:]}
+    assert all(bars.values()), f'pages without the nav bar: {[k for k, v in bars.items() if not v]}'
+    assert len(set(bars.values())) == 1, f'pages whose nav bar differs: {bars}'
+    linked = {relative_path(t) for _, t in link_targets(next(iter(bars.values())))}
+    missing = [p.name for p in PAGES[1:] if p.name not in linked]
+    assert not missing and '../README.md' in linked, f'the nav bar links none of {missing}'
+
+
+def test_the_nav_bar_check_sees_a_page_without_it():
+    assert nav_bar('# Title\n\nPart of the shadow_twin manual: [README](../README.md)\n\nText') \
+        == 'Part of the shadow_twin manual: [README](../README.md)'
+    assert nav_bar('# Title\n\nText first\n\nPart of the shadow_twin manual: x') == ''
+
+
 @pytest.mark.parametrize('page', PAGES, ids=_page_id)
 def test_relative_links_resolve(page: Path):
     broken = []
