@@ -266,6 +266,31 @@ def test_every_core_module_imports_with_rclpy_and_messages_blocked():
     assert report['failed'] == {} and report['loaded_ros'] == []
 
 
+FIRST_IMPORT = r"""
+import importlib, json, sys, traceback
+failed = {}
+for name in json.loads(sys.argv[1]):
+    for loaded in [m for m in sys.modules if m == 'shadow_twin' or m.startswith('shadow_twin.')]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception:
+        failed[name] = traceback.format_exc(limit=-3)
+print(json.dumps(failed))
+"""
+
+
+def test_every_core_module_imports_first():
+    """Each core module imported first, into an interpreter with no project module loaded: an
+    import circle that only some orders run into (a package re-exporting a module that imports,
+    through another, the package again) fails here, whatever order the rest of the suite uses."""
+    modules = [module_name(p) for p in python_files('shadow_twin') if is_core(p)]
+    out = subprocess.run([sys.executable, '-c', FIRST_IMPORT, json.dumps(modules)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}
+
+
 @pytest.mark.parametrize('source, expected', [
     ('import rclpy\n', [(1, 'rclpy', False)]),
     ('def f():\n    from sensor_msgs.msg import JointState\n',
