@@ -33,7 +33,8 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.simulation.effort import InverseDynamics, shifted
+from shadow_twin.common.interpolation import shifted
+from shadow_twin.simulation.effort import InverseDynamics
 from shadow_twin.simulation.friction import PRESLIDING_DISTANCES, presliding_states
 
 #: Names of the payload's 10 inertial parameters (flange frame; kg, kg m, kg m^2).

@@ -56,7 +56,7 @@ import numpy as np
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.monitoring.effort_settings import EffortSettings, glob_value
 from shadow_twin.monitoring.thresholds import ERROR, LEVEL_NAMES, OK, WARN
-from shadow_twin.simulation.effort import DriveParameters, InverseDynamics, shifted
+from shadow_twin.simulation.effort import DriveParameters, InverseDynamics
 from shadow_twin.simulation.friction import FrictionState
 
 #: s: stamp differences this close to a debounce or hold time count as reaching it (float stamps).
@@ -344,8 +344,8 @@ class EffortWatch:
         while len(self._past) > 2 and self._past[1][0] <= tc - self._delays.max():
             del self._past[0]
         # as measured: the prediction effort_delay before the centre sample
-        predicted = shifted(np.array([p[0] for p in self._past]), np.array([p[1] for p in self._past]),
-                            -self._delays, at=np.array([tc]))[0]
+        predicted = self.drive.measured(np.array([p[0] for p in self._past]), np.array([p[1] for p in self._past]),
+                                        self.joints)[-1]
         measured = self._effort[c]
         residual = measured - predicted
         warn, error = self.thresholds

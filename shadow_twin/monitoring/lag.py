@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shadow_twin.common.interpolation import shifted
+
 #: Default largest shift tried, s.
 DEFAULT_MAX_LAG = 0.2
 #: Fewest samples in the middle of the window for a share (fewer: NaN).
@@ -45,15 +47,6 @@ class LagShare:
     lag: float
     rms: float
     rms_shifted: float
-
-
-def _shifted(t: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``values`` (N, J) sampled at increasing ``t`` (N,), interpolated linearly at ``at`` (M,)
-    (inside ``t``'s span) -> (M, J)."""
-    k = np.clip(np.searchsorted(t, at, side='right') - 1, 0, len(t) - 2)
-    span = t[k + 1] - t[k]
-    w = np.where(span > 0, (at - t[k]) / np.where(span > 0, span, 1.0), 0.0)[:, None]
-    return values[k] + w * (values[k + 1] - values[k])
 
 
 def lag_shares(t, sim, real, max_lag: float = DEFAULT_MAX_LAG, step: float | None = None) -> list[LagShare]:
@@ -96,7 +89,7 @@ def lag_shares(t, sim, real, max_lag: float = DEFAULT_MAX_LAG, step: float | Non
     count = int(math.floor(max_lag / step + 1e-9)) if step > 0 and max_lag > 0 else 0
     taus = np.arange(-count, count + 1) * step
     ti, ri = t[inner], real[inner]
-    errors = np.array([np.mean((_shifted(t, sim, ti + tau) - ri) ** 2, axis=0) for tau in taus])   # (S, J)
+    errors = np.array([np.mean((shifted(t, sim, tau, at=ti) - ri) ** 2, axis=0) for tau in taus])   # (S, J)
     e0 = np.mean((sim[inner] - ri) ** 2, axis=0)
     best = np.argmin(errors, axis=0)
     out = []

@@ -35,6 +35,7 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ConfigError, ModelError
+from shadow_twin.common.interpolation import shifted
 from shadow_twin.common.files import read_text_limited, write_text_atomic
 from shadow_twin.common.state_files import load_yaml
 from shadow_twin.simulation.friction import PRESLIDING_DISTANCE, presliding_states
@@ -46,32 +47,6 @@ MAX_EFFORT_DELAY = 0.1
 #: s: the effort delays ``shadow-twin identify`` tries per joint (the one whose fit of the joint's
 #: efforts is best is kept).
 EFFORT_DELAYS = (0.0, 0.002, 0.004, 0.006, 0.008, 0.010, 0.012, 0.016)
-
-
-def shifted(t: np.ndarray, values: np.ndarray, shift, at: np.ndarray | None = None) -> np.ndarray:
-    """``values`` sampled at (M,) increasing times ``t`` (s), read ``shift`` s later than the times
-    ``at`` ((N,), default ``t``): ``values(at + shift)`` by linear interpolation, held at the first
-    and last sample. ``values``: (M, J, ...); ``shift``: s, a scalar or (J,), one per column j
-    (negative: earlier). Returns (N, J, ...).
-
-    The measured effort lags the torque (a UR reports its currents a few ms late: measurement and
-    filtering in a 500 Hz controller), so the effort measured at t is the torque of ``t - delay``:
-    the prediction, or the regressors it is linear in, are read ``delay`` earlier
-    (:meth:`DriveParameters.measured`, ``Regressors.late`` of the identification)."""
-    t = np.asarray(t, dtype=float)
-    values = np.asarray(values, dtype=float)
-    at = t if at is None else np.asarray(at, dtype=float)
-    shift = np.broadcast_to(np.asarray(shift, dtype=float), (values.shape[1],))
-    x = at[:, None] + shift[None, :]                                 # (N, J) times read
-    last = t.size - 1
-    i = np.clip(np.searchsorted(t, x, side='right') - 1, 0, last)
-    i1 = np.minimum(i + 1, last)
-    span = t[i1] - t[i]
-    w = np.where(span > 0, np.clip((x - t[i]) / np.where(span > 0, span, 1.0), 0.0, 1.0), 0.0)
-    columns = np.arange(values.shape[1])
-    low, high = values[i, columns], values[i1, columns]
-    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
-    return low + w * (high - low)
 
 
 @dataclass
@@ -258,7 +233,9 @@ class DriveParameters:
     def measured(self, t: np.ndarray, predicted: np.ndarray, joints: Sequence[str]) -> np.ndarray:
         """(N, J) the efforts measured at the (N,) increasing stamps ``t`` (s) of one contiguous
         motion, from (N, J) efforts ``predicted`` at those stamps: each joint's read its
-        :attr:`effort_delay` earlier (:func:`shifted`; held at the first stamp)."""
+        :attr:`effort_delay` earlier (held at the first stamp). The measured effort lags the torque
+        (a UR reports its currents a few ms late: measurement and filtering in a 500 Hz
+        controller), so the effort measured at t is the torque of ``t - delay``."""
         return shifted(t, predicted, -self.effort_delays(joints))
 
     @classmethod

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shadow_twin.simulation.effort import EFFORT_DELAYS, shifted
+from shadow_twin.common.interpolation import shifted
+from shadow_twin.simulation.effort import EFFORT_DELAYS
 from shadow_twin.simulation.friction import FrictionState, presliding_states
 
 
