@@ -47,6 +47,8 @@ _moved('shadow_twin.calibration', {
     'run': 'engine.run', 'report': 'engine.report', 'sensitivity': 'engine.sensitivity', 'job': 'jobs.job',
     'cell_job': 'jobs.cell_job', 'cell_result': 'jobs.cell_result', 'protocol': 'jobs.protocol',
     'plan': 'jobs.plan'})
+#: twin_split's concepts became the package shadow_twin.twin (its modules re-exported there).
+MOVED['shadow_twin.control.twin_split'] = 'shadow_twin.twin'
 _moved('shadow_twin.control', {
     'base_follower': 'base.follower', 'base_goal_rules': 'base.goal_rules', 'base_trajectory': 'base.trajectory'})
 _moved('shadow_twin.model', {

@@ -8,7 +8,7 @@ times any slow-down the robot chooses itself; 0 when paused). At 10 % a 0.5 s mo
 :class:`ScaledClock` is that clock: it integrates how far the scaled joints' trajectory time is
 behind the (sim or wall) time since the start, its *lag*, across changes of the scaling. Both
 the sim bridge's controller (``shadow_twin.simulation.live.simulation``) and the twin server's desired state
-(``shadow_twin.control.twin_split.DesiredSampler``) use it.
+(``shadow_twin.twin.desired.DesiredSampler``) use it.
 
 :func:`checked_speed_scaling` is the check every reader of a speed scaling message applies.
 

@@ -4,7 +4,7 @@
   every ROS interface package and the node packages blocked (``sys.modules[name] = None``),
   and no core module mentions them in any import, not even inside a function.
 * Inside the core, likewise one way, in the order of :data:`CORE_ORDER` (lowest first):
-  common <- model <- control <- simulation <- monitoring <- plots <- calibration <-
+  common <- model <- control <- twin <- simulation <- monitoring <- plots <- calibration <-
   identification. No core subpackage imports one later in the order, not even inside a
   function; the top-level ``shadow_twin`` modules (``__init__``) count as the lowest and import
   no subpackage.
@@ -37,7 +37,7 @@ NODE_PACKAGES = ('mujoco_bridge', 'calibration_node')
 #: The core's subpackages, lowest first: each imports only those before it (and itself).
 #: ``plots`` draws plain data (arrays, dicts, dataclasses of the layers below);
 #: ``calibration`` reads recordings, fits, and calls ``plots`` for its figures.
-CORE_ORDER = ('common', 'model', 'control', 'simulation', 'monitoring', 'plots', 'calibration', 'identification')
+CORE_ORDER = ('common', 'model', 'control', 'twin', 'simulation', 'monitoring', 'plots', 'calibration', 'identification')
 #: Top-level modules of plotting libraries: imported in ``shadow_twin/plots`` only.
 PLOTTING = ('matplotlib', 'mpl_toolkits', 'pylab')
 #: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
@@ -133,7 +133,7 @@ def test_core_never_imports_ros_messages_nodes_or_upper_layers():
 
 
 def test_no_core_subpackage_imports_one_later_in_the_core_order():
-    """common <- model <- control <- simulation <- monitoring <- plots <- calibration: no arrow runs back up."""
+    """common <- model <- control <- twin <- simulation <- monitoring <- plots <- calibration: no arrow runs back up."""
     core = [p for p in python_files('shadow_twin') if is_core(p)]
     subpackages = {p.relative_to(REPO / 'shadow_twin').parts[0] for p in core if p.parent != REPO / 'shadow_twin'}
     assert subpackages == set(CORE_ORDER)          # a new core subpackage takes its place in the order
@@ -185,6 +185,24 @@ def test_the_ros_toolkit_serves_the_twin_and_the_monitor_which_do_not_import_eac
     assert violations(toolkit, lambda n: n.startswith(nodes)) == []
     assert violations(twin, lambda n: n.startswith(nodes[1])) == []
     assert violations(monitor, lambda n: n.startswith(nodes[0])) == []
+
+
+#: The steps of a twin goal, in order (``docs/goal_lifecycle.md``): one module each.
+GOAL_STEPS = ('screening', 'preview', 'dispatch', 'follow')
+
+
+def test_each_step_of_the_goal_path_imports_neither_the_server_nor_another_step():
+    """screen -> preview -> dispatch -> follow: each step reads the one goal context and calls back
+    into nothing; only the server (and ``/twin/preview``'s server, which screens and previews) runs them."""
+    folder = REPO / 'shadow_twin' / 'ros' / 'twin'
+    steps = [folder / f'{step}.py' for step in GOAL_STEPS]
+    assert all(p.is_file() for p in steps)
+    forbidden = tuple(f'shadow_twin.ros.twin.{m}' for m in (*GOAL_STEPS, 'server', 'preview_server'))
+    for path in steps:
+        own = module_name(path)
+        found = [f'{module_name(path)}:{line} imports {name}' for line, name, _ in imported_names(path)
+                 if name.startswith(forbidden) and not name.startswith(own)]
+        assert found == []
 
 
 def test_no_module_imports_a_name_issue_35_moved():

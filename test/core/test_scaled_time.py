@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shadow_twin.control import jtc
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.desired import DesiredSampler
 from shadow_twin.control.scaled_time import ScaledClock, SpeedScalingError, checked_speed_scaling, scaled_mask
 from shadow_twin.control.trajectory import JointTrajectory
 
@@ -80,11 +80,11 @@ def test_checked_speed_scaling_passes_percentages():
 
 
 # ----------------------------------------------------------------------------------- the sampler
-def arm_and_hand(seconds: float = 0.5) -> split.DesiredSampler:
+def arm_and_hand(seconds: float = 0.5) -> DesiredSampler:
     """shoulder_pan_joint 0 -> 0.5 rad and rh_FFJ3 0 -> 1 rad in ``seconds``, started at 100 s at 10 %."""
     trajectory = JointTrajectory(['shoulder_pan_joint', 'rh_FFJ3'], [seconds], [[0.5, 1.0]])
     names = list(trajectory.joint_names)
-    return split.DesiredSampler(trajectory, [0.0, 0.0], 100.0, scaled_mask(names, GLOBS), 0.1)
+    return DesiredSampler(trajectory, [0.0, 0.0], 100.0, scaled_mask(names, GLOBS), 0.1)
 
 
 def test_sampler_runs_the_scaled_joints_on_the_scaled_clock():
@@ -106,8 +106,8 @@ def test_sampler_runs_the_scaled_joints_on_the_scaled_clock():
 
 def test_sampler_scales_acceleration_by_the_square():
     trajectory = JointTrajectory(['elbow_joint'], [1.0], [[1.0]], velocities=[[0.0]])     # cubic
-    fast = split.DesiredSampler(trajectory, [0.0], 0.0, [True], 1.0)
-    slow = split.DesiredSampler(trajectory, [0.0], 0.0, [True], 0.5)
+    fast = DesiredSampler(trajectory, [0.0], 0.0, [True], 1.0)
+    slow = DesiredSampler(trajectory, [0.0], 0.0, [True], 0.5)
     p1, v1, a1, _ = fast.at(0.2)
     p2, v2, a2, _ = slow.at(0.4)
     assert p2[0] == pytest.approx(p1[0]) and v2[0] == pytest.approx(0.5 * v1[0])
@@ -132,7 +132,7 @@ def test_sampler_follows_scaling_changes_and_keeps_an_end_it_passed():
 
 def test_sampler_without_scaled_joints_keeps_the_unscaled_clock():
     trajectory = JointTrajectory(['rh_FFJ3'], [1.0], [[1.0]])
-    sampler = split.DesiredSampler(trajectory, [0.0], 10.0, scaled_mask(['rh_FFJ3'], GLOBS), 0.1)
+    sampler = DesiredSampler(trajectory, [0.0], 10.0, scaled_mask(['rh_FFJ3'], GLOBS), 0.1)
     assert sampler.end_s == 11.0
     assert sampler.at(10.5)[0][0] == pytest.approx(0.5)
 

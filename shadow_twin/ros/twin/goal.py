@@ -14,25 +14,28 @@ from rclpy.action.client import ClientGoalHandle
 from rclpy.task import Future
 
 from shadow_twin.control import jtc
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.config import SIM
+from shadow_twin.twin.desired import DesiredSampler
+from shadow_twin.twin.split import GoalSplit
+from shadow_twin.twin.verdict import ControllerResult, REACHED_JOINTS
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.twin.base.driver import BaseGoal, BaseRun
 
 
 def part_source(name: str) -> str:
-    """Whose joint states show the joints of controller ``name``: 'sim' for ``split.SIM``, else 'real'."""
-    return 'sim' if name == split.SIM else 'real'
+    """Whose joint states show the joints of controller ``name``: 'sim' for ``SIM``, else 'real'."""
+    return 'sim' if name == SIM else 'real'
 
 
 def describe_part(name: str, action_names: dict[str, str]) -> str:
     """Controller ``name`` as messages name it: 'sim', or '<name> controller (<action>)'.
 
     Args:
-        name: the controller (``split.SIM`` for the sim).
+        name: the controller (``SIM`` for the sim).
         action_names: {controller name: its action}; raises KeyError for a name not in it.
     """
-    return 'sim' if name == split.SIM else f'{name} controller ({action_names[name]})'
+    return 'sim' if name == SIM else f'{name} controller ({action_names[name]})'
 
 
 @dataclass
@@ -52,7 +55,7 @@ class SubGoal:
     source: str
     handle: ClientGoalHandle | None = None
     result_future: Future | None = None
-    result: split.ControllerResult | None = None      # once its goal has ended (or the controller is gone)
+    result: ControllerResult | None = None      # once its goal has ended (or the controller is gone)
     last_heard: float = field(default_factory=time.monotonic)
     gone: bool = False
 
@@ -90,13 +93,13 @@ class TwinGoalState:
 
     stamp_s: float = 0.0
     trajectory: JointTrajectory | None = None
-    goal_split: split.GoalSplit = field(default_factory=lambda: split.GoalSplit([], {}))
+    goal_split: GoalSplit = field(default_factory=lambda: GoalSplit([], {}))
     tolerances: jtc.Tolerances | None = None
     base_goal: BaseGoal | None = None
     subs: list[SubGoal] = field(default_factory=list)
     base_runs: list[BaseRun] = field(default_factory=list)
     start_s: float = 0.0
-    sampler: split.DesiredSampler | None = None
+    sampler: DesiredSampler | None = None
     reached: bool = False
     order: int = 0
     taken_over: frozenset = frozenset()
@@ -108,9 +111,9 @@ class TwinGoalState:
     def reached_text(self) -> str:
         """What the goal's success reached (for its result message)."""
         if self.base_goal is None:
-            return split.REACHED_JOINTS
+            return REACHED_JOINTS
         base = 'the base within its goal tolerances'
-        return base if self.trajectory is None else f'{split.REACHED_JOINTS}, {base}'
+        return base if self.trajectory is None else f'{REACHED_JOINTS}, {base}'
 
     @property
     def parts(self) -> list[str]:

@@ -13,7 +13,7 @@ from std_msgs.msg import Float64
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.paths import resolve_share_url
 from shadow_twin.control import jtc
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.timing import oldest_state
 from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec, compile_cell
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.ros.message_checks import check_speed_scaling
@@ -89,7 +89,7 @@ class JointStateCache:
     def oldest(self, source: str, joints: list[str]) -> tuple[str, float]:
         """The joint of ``joints`` with the oldest ``source`` state and its age, s (inf if never)."""
         with self._lock:
-            return split.oldest_state(self._received[source], joints, time.monotonic())
+            return oldest_state(self._received[source], joints, time.monotonic())
 
     def topic_of(self, source: str, joint: str) -> str:
         """The topic ``joint``'s newest ``source`` state came on (every topic of the source, joined,

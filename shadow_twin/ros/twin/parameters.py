@@ -12,7 +12,7 @@ from typing import Callable
 
 from rclpy.node import Node
 
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.config import ControllerSpec, controllers_from_config
 from shadow_twin.model.cell.assembly import UR5_JOINTS
 from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.twin.base.settings import BASE_SPECS, read_base_settings
@@ -78,7 +78,7 @@ DEFAULT_CONTROLLERS = {
 }
 
 
-def declare_controllers(node: Node) -> list[split.ControllerSpec]:
+def declare_controllers(node: Node) -> list[ControllerSpec]:
     """Declare and read ``real_controllers`` and each one's ``controllers.<name>.action`` and
     ``.joints`` on ``node``. Raises ShadowTwinError for a bad configuration."""
     names = node.declare_parameter('real_controllers', ['hand', 'arm']).value or []
@@ -88,7 +88,7 @@ def declare_controllers(node: Node) -> list[split.ControllerSpec]:
         action = node.declare_parameter(f'controllers.{name}.action', default['action']).value
         joints = node.declare_parameter(f'controllers.{name}.joints', list(default['joints'])).value
         entries[name] = {'action': action, 'joints': list(joints or [])}
-    return split.controllers_from_config(list(names), entries)
+    return controllers_from_config(list(names), entries)
 
 
 def read_settings(p: Callable[[str], object], constraints: dict, base_enabled: bool, mode: str) -> dict:

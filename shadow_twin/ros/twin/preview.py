@@ -45,9 +45,8 @@ from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.ros.twin.base.driver import BaseDriver
 from shadow_twin.ros.twin.goal import TwinGoalState
-from shadow_twin.ros.twin.inputs import JointStateCache, SpeedScaling
+from shadow_twin.ros.twin.context import GoalContext
 from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState
 from shadow_twin.simulation.preview.checks import Prediction, preview_goal
 from shadow_twin.simulation.preview.config import PreviewConfig
@@ -102,21 +101,21 @@ class TwinPreview:
         node: the twin's node (logger, clock, the result publisher).
         predictor: the predictor on the sim's model (its ``config`` gives the watch's and the
             requests' figures).
-        source: whose state the prediction starts from: 'sim', or 'real' (mode real).
-        states: the twin's joint states.
-        base: the base driver (its odometry gives the base's start), None without a base.
-        speed_scaling: the arm's speed scaling, None when not followed.
+        context: the goal path's :class:`~shadow_twin.ros.twin.context.GoalContext`: the joint
+            states, the base (its odometry gives the base's start), the arm's speed scaling; the
+            prediction starts from the robot in mode ``real``, else from the sim.
         result_topic: where the predictions go (``std_msgs/String``, JSON).
-        mode: the twin's mode (in every published prediction).
+        mode: the twin's mode as every published prediction names it (``shadow`` in mode shadow).
     """
 
-    def __init__(self, node: Node, predictor: GoalPredictor, source: str, states: JointStateCache,
-                 base: BaseDriver | None, speed_scaling: SpeedScaling | None, result_topic: str, mode: str) -> None:
+    def __init__(self, node: Node, predictor: GoalPredictor, context: GoalContext, result_topic: str,
+                 mode: str) -> None:
         self.node, self.log = node, node.get_logger()
         self.predictor = predictor
         self.config = predictor.config
-        self.source, self.states, self.base = source, states, base
-        self.speed_scaling = speed_scaling
+        #: Whose state a prediction starts from: the robot in mode real, else the sim.
+        self.source = 'real' if context.mode == 'real' else 'sim'
+        self.states, self.base, self.speed_scaling = context.states, context.base, context.speed_scaling
         self.mode = mode
         self.publisher = node.create_publisher(String, result_topic, QoSProfile(depth=10))
         # each goal's watch on a daemon thread of its own (a preempting goal's gate never waits for the
@@ -357,11 +356,9 @@ def make_predictor(param: Callable[[str], object]) -> GoalPredictor:
     return GoalPredictor(spec, gains, config)
 
 
-def make_preview(node: Node, predictor: GoalPredictor, param: Callable[[str], object], mode: str, shadow: bool,
-                 states: JointStateCache, base: BaseDriver | None, speed_scaling: SpeedScaling | None) -> TwinPreview:
-    """The twin's :class:`TwinPreview` on ``predictor`` (:func:`make_predictor`): the prediction starts
-    from the robot in mode ``real``, else from the sim."""
-    source = 'real' if mode == 'real' else 'sim'
+def make_preview(node: Node, predictor: GoalPredictor, param: Callable[[str], object], context: GoalContext,
+                 shadow: bool) -> TwinPreview:
+    """The twin's :class:`TwinPreview` on ``predictor`` (:func:`make_predictor`) for the goals of
+    ``context``; ``shadow``: the twin is in mode shadow."""
     preview_goal(predictor, PreviewGoal(None, horizon=0.05))      # warm up: the first goal's gate pays no first call
-    return TwinPreview(node, predictor, source, states, base, speed_scaling, param('preview_result_topic'),
-                       'shadow' if shadow else mode)
+    return TwinPreview(node, predictor, context, param('preview_result_topic'), 'shadow' if shadow else context.mode)

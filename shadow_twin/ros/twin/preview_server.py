@@ -22,6 +22,7 @@ from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectorySer
 from shadow_twin.ros.conversions import time_msg_ns
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.preview import TwinPreview, describe_prediction
+from shadow_twin.ros.twin.screening import GoalScreening
 
 #: s between two looks at a queued request.
 POLL_PERIOD = 0.02
@@ -33,24 +34,25 @@ class PreviewServer(FollowJointTrajectoryServer):
     Args:
         node: the twin's node.
         action_name: e.g. ``/twin/preview``.
-        screen: ``screen(request, settings) -> TwinGoalState``, the twin's screening without the
-            liveness checks; raises ``jtc.GoalRejected``.
+        screening: the twin's :class:`~shadow_twin.ros.twin.screening.GoalScreening` (its checks of the
+            goal itself, without the liveness of the controllers).
         preview: the :class:`TwinPreview`.
         settings: the twin's current settings.
     """
 
     preempts_on_accept = False
 
-    def __init__(self, node: Node, action_name: str, screen: Callable, preview: TwinPreview,
+    def __init__(self, node: Node, action_name: str, screening: GoalScreening, preview: TwinPreview,
                  settings: Callable[[], dict]) -> None:
-        self._screen, self.preview, self._settings = screen, preview, settings
+        self.screening, self.preview, self._settings = screening, preview, settings
         super().__init__(node, action_name, handover_timeout=0.0)
 
     def validate(self, request) -> TwinGoalState:
         """Screen and queue the request (its place is taken here, so a full queue rejects the goal)."""
         try:
-            plan = self._screen(request, self._settings())
-            plan.preview_request = self.preview.request(plan, self._settings())
+            settings = self._settings()
+            plan = self.screening.screen_goal(request, settings, preview=True)
+            plan.preview_request = self.preview.request(plan, settings)
         except jtc.GoalRejected as exc:
             self.preview.publish_rejection('preview', exc)
             raise

@@ -14,10 +14,12 @@ each rule is for, with measured figures: ``docs/twin.md``.
 
 The code: :class:`TwinTrajectoryServer` (this module) runs the goal's hooks on
 :class:`shadow_twin.ros.action_server.FollowJointTrajectoryServer` (intake, preemption,
-cancel, results); its ``validate`` screens the goal (``shadow_twin.ros.twin.screening``:
-pure checks, nothing sent), then dispatches it (``shadow_twin.ros.twin.dispatch``: the
-parts sent to the controllers); the goal's state is ``shadow_twin.ros.twin.goal``'s.
-:class:`TwinServer` is the node (parameters, joint states, speed scaling); the base part is
+cancel, results). A goal goes through four steps, one file each, all given the one
+:class:`~shadow_twin.ros.twin.context.GoalContext` (``context.py``): screen (``screening.py``:
+pure checks, nothing sent) -> preview (``preview.py``) -> dispatch (``dispatch.py``: the sim
+base re-anchored, the parts sent to the controllers) -> follow (``follow.py``: results,
+feedback, the verdict); the goal's state is ``goal.py``'s. :class:`TwinServer` is the node
+(parameters, joint states, speed scaling); the base part is
 :class:`shadow_twin.ros.twin.base.driver.BaseDriver`'s.
 
 Run: ``twin_server --ros-args --params-file config/twin.yaml`` (or
@@ -28,11 +30,7 @@ together: ``shadow-twin up``.
 from __future__ import annotations
 
 import sys
-import time
-from typing import Callable
 
-import numpy as np
-from control_msgs.action import FollowJointTrajectory
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -43,24 +41,24 @@ from std_srvs.srv import Trigger
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.control import jtc
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.config import ControllerSpec, SIM, base_sides, parse_mode
 from shadow_twin.ros import parameters as ros_params
-from shadow_twin.ros.action_client import LockedActionClient
-from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer, feedback_message
+from shadow_twin.ros.action_server import AcceptedGoal, FollowJointTrajectoryServer
 from shadow_twin.ros.twin.base.anchor import AnchorError
 from shadow_twin.ros.twin.base.driver import BaseDriver
 from shadow_twin.ros.twin.base.settings import read_base_topics
-from shadow_twin.ros.conversions import time_msg_ns
 from shadow_twin.ros.guard import guard_of, guarded_service, guarded_subscription
 from shadow_twin.ros.message_checks import check_joint_state
 from shadow_twin.ros.spinning import BackgroundSpinner, run_node
-from shadow_twin.ros.twin.dispatch import ANSWER_TIMEOUT, GoalDispatch, cancel_and_wait
+from shadow_twin.ros.twin.context import ANSWER_TIMEOUT, GoalContext
+from shadow_twin.ros.twin.dispatch import GoalDispatch, cancel_and_wait
+from shadow_twin.ros.twin.follow import GoalFollower
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.inputs import JointStateCache, SpeedScaling
 from shadow_twin.ros.twin.preview_server import PreviewServer
 from shadow_twin.ros.twin.parameters import SHADOW_REJECTION, SPECS, declare_controllers, read_settings
 from shadow_twin.ros.twin.preview import TwinPreview, make_predictor, make_preview
-from shadow_twin.ros.twin.screening import GoalScreening, check_joints
+from shadow_twin.ros.twin.screening import GoalScreening
 
 NODE_NAME = 'shadow_twin'
 #: Seconds a new goal waits for the goal it preempted to cancel its controller goals, so
@@ -70,86 +68,56 @@ EXECUTOR_THREADS = 6
 #: s: the twin process's interpreter switch interval (Python's default 0.005; see :func:`main`).
 PREVIEW_SWITCH_INTERVAL = 0.0005
 class TwinTrajectoryServer(FollowJointTrajectoryServer):
-    """The twin's FollowJointTrajectory server: forwards each goal, split by joint group,
-    to the controllers in ``action_names`` and its base part to ``base``, and checks it on
-    the actual state (``docs/goal_lifecycle.md``).
+    """The twin's FollowJointTrajectory server: each goal goes screen -> preview -> dispatch ->
+    follow (``docs/goal_lifecycle.md``), split by joint group among the controllers of the
+    context and, its base part, the base followers; checked on the actual state.
 
     Args:
         node: the owning node (logger, clock; the action clients are created on it).
         action_name: the action served, e.g. ``/twin/follow_joint_trajectory``.
-        mode: ``sim``, ``real`` or ``both``.
-        controllers: the real controllers (joint globs).
-        limits: {joint: JointLimits} of the model's joints (position limits, rad).
-        action_names: {controller name (``split.SIM`` for the sim): its action}.
-        settings: callable returning the current settings: ``feedback_rate`` (Hz),
-            ``allow_partial_joints_goal``, ``velocity_limits`` ({joint: rad/s}),
-            ``constraints``, ``server_timeout`` (s), ``start_lead`` (s), ``start_lead_per_point`` (s),
-            ``joint_state_timeout`` (s), ``feedback_timeout`` (s), ``speed_scaled_joints`` (globs),
-            ``base``
-            (:class:`~shadow_twin.ros.twin.base.settings.BaseSettings` or None).
-        joint_states: the node's :class:`JointStateCache`.
-        base: the base driver, None without a base.
-        speed_scaling: the node's :class:`SpeedScaling`, None when not followed.
-        preview: the goal preview (``docs/preview.md``; the ``preview`` policy is in ``settings``),
-            None: goals are not previewed.
-        shadow: mode shadow: every goal is rejected (``mode`` is then ``sim``, the sim being what
-            the screening reads).
+        context: what the steps read (:class:`~shadow_twin.ros.twin.context.GoalContext`); its
+            action clients are created here.
+        preview: the goal preview (``docs/preview.md``; the ``preview`` policy is in the
+            settings), None: goals are not previewed.
+        shadow: mode shadow: every goal is rejected (the context's mode is then ``sim``, the sim
+            being what the screening reads).
     """
 
-    def __init__(self, node: Node, action_name: str, mode: str, controllers: list[split.ControllerSpec],
-                 limits: dict[str, jtc.JointLimits], action_names: dict[str, str],
-                 settings: Callable[[], dict], joint_states: 'JointStateCache', base: BaseDriver | None = None,
-                 speed_scaling: 'SpeedScaling | None' = None, preview: TwinPreview | None = None,
+    def __init__(self, node: Node, action_name: str, context: GoalContext, preview: TwinPreview | None = None,
                  shadow: bool = False) -> None:
-        self.mode = mode
+        self.context = context
         self.preview = preview
         self.shadow = shadow
-        self.controllers = controllers
-        self.limits = limits
-        self.joints = list(limits)
-        self.action_names = action_names
-        self._settings = settings
-        self.states = joint_states
-        self.base = base
-        self.speed_scaling = speed_scaling
-        #: Where "actual" comes from: the sim in sim mode, else the robot.
-        self.actual_source = 'sim' if mode == 'sim' else 'real'
-        #: The bases a base goal drives.
-        self.base_sides = split.base_sides(mode)
-        started = time.monotonic()
         super().__init__(node, action_name, HANDOVER_TIMEOUT)
-        self.clients = {name: LockedActionClient(node, FollowJointTrajectory, action, callback_group=self.group)
-                        for name, action in action_names.items()}
-        self.screening = GoalScreening(mode, controllers, limits, action_names, self.clients, joint_states,
-                                       self.actual_source, base, self.base_sides, self._now_s, started)
-        self.dispatch = GoalDispatch(self.clients, action_names, base, self.base_sides, speed_scaling, self._actual,
-                                     self._now_s, self.preempt_running, self.screening.staleness, self.log)
-
-    def _actual(self) -> dict:
-        return self.states.get(self.actual_source)
-
-    def _now_s(self) -> float:
-        return from_nanoseconds(self.node.get_clock().now().nanoseconds)
+        context.connect(node, self.group)
+        self.screening = GoalScreening(context)
+        self.dispatch = GoalDispatch(context)
+        self.follow = GoalFollower(context)
 
     # -- hooks --------------------------------------------------------------------------------------
     def validate(self, request) -> TwinGoalState:
-        """Screen the goal (pure checks, nothing sent), preview it (``docs/preview.md``), then
-        dispatch it (every part sent and accepted); returns its plan. Mode shadow rejects every
-        goal. Raises ``jtc.GoalRejected`` with the reason."""
+        """The goal's path up to its start: screen it (pure checks, nothing sent), then, one goal
+        at a time, re-anchor the sim base if it stands apart, preview it (``docs/preview.md``), and
+        dispatch it (every part sent and accepted), taking over from the running goal; returns its
+        plan. Mode shadow rejects every goal. Raises ``jtc.GoalRejected`` with the reason."""
         if self.shadow:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, SHADOW_REJECTION)
-        settings = self._settings()
+        settings = self.context.settings()
         plan = self.screening.screen_goal(request, settings)
-        # the watch's gate is predicted while the parts are sent: the preview never delays the start.
-        # (Predicted after the hand-out instead, a cell goal's acceptance took 30-50 ms less, but the
-        # gate then ended after the start on a loaded PC: goals failing in their first window moved.)
-        plan.watch = None if self.preview is None else self.preview.watch(plan, settings)
-        try:
-            self.dispatch.dispatch_goal(request, plan, settings)
-        except BaseException:
-            if plan.watch is not None:
-                plan.watch.stop()
-            raise
+        with self.dispatch.one_at_a_time():
+            self.dispatch.anchor_base(plan, settings)
+            # the watch's gate is predicted while the parts are sent: the preview never delays the start.
+            # (Predicted after the hand-out instead, a cell goal's acceptance took 30-50 ms less, but the
+            # gate then ended after the start on a loaded PC: goals failing in their first window moved.)
+            plan.watch = None if self.preview is None else self.preview.watch(plan, settings)
+            try:
+                with self.dispatch.sending():
+                    self.dispatch.send(request, plan, settings)
+                    self.preempt_running(plan)
+            except BaseException:
+                if plan.watch is not None:
+                    plan.watch.stop()
+                raise
         return plan
 
     def start(self, goal: AcceptedGoal) -> str | None:
@@ -164,8 +132,8 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
             parts.append(f'base {len(plan.base_goal.trajectory.times)} points, '
                          f'{plan.base_goal.trajectory.duration:.3f} s')
         scaling = ''
-        if self.speed_scaling is not None:
-            scaling = f'; arm speed scaling {self.speed_scaling.describe()}'
+        if self.context.speed_scaling is not None:
+            scaling = f'; arm speed scaling {self.context.speed_scaling.describe()}'
             if plan.sampler is not None and plan.sampler.scaled.any():
                 scaling += f' (the time of {int(plan.sampler.scaled.sum())} speed-scaled joints runs at it)'
         self.log.info(f'accepted goal: {"; ".join(parts)}; accepted by {", ".join(plan.parts)}, starting at '
@@ -173,38 +141,20 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         return None
 
     def step(self, goal: AcceptedGoal) -> jtc.Verdict | None:
-        """Publish the feedback and decide: the twin's own check on the actual state, the
-        controllers' and the bases' results (:func:`split.decide`); None while it runs."""
+        """Follow the goal: the controllers' results, the preview's verdict, then the feedback and
+        the twin's own verdict (:class:`~shadow_twin.ros.twin.follow.GoalFollower`); None while it runs."""
         plan: TwinGoalState = goal.plan
         if self.dispatch.busy:        # a new goal is being accepted: it will preempt this one
             return None
-        settings = self._settings()
-        self.dispatch.collect_results(plan, settings)
+        settings = self.context.settings()
+        self.follow.collect_results(plan, settings)
         now_ns = self.node.get_clock().now().nanoseconds
-        now = from_nanoseconds(now_ns)
-        predicted = None if self.preview is None else self.preview.verdict_of(plan.watch, plan, settings, now)
+        predicted = None if self.preview is None else self.preview.verdict_of(plan.watch, plan, settings,
+                                                                              from_nanoseconds(now_ns))
         if predicted is not None:
             return predicted                 # stop() then stops every part, the sim with the robots
-        check = jtc.RUNNING_VERDICT
-        if plan.trajectory is None:
-            empty = np.zeros(0)
-            fb = feedback_message(time_msg_ns(now_ns), [], now - plan.start_s, (empty, empty, empty), (empty, empty))
-        else:
-            scaling = plan.sampler.scaling if self.speed_scaling is None else self.speed_scaling.fraction
-            if scaling != plan.sampler.scaling:
-                plan.sampler.set_scaling(now, scaling)        # the lag so far is integrated at the old one
-            desired, desired_vel, desired_acc, t = plan.sampler.at(now)
-            names = list(plan.trajectory.joint_names)
-            pos, vel = split.state_arrays(names, self._actual())
-            fb = feedback_message(time_msg_ns(now_ns), names, t, (desired, desired_vel, desired_acc), (pos, vel))
-            check = check_joints(plan, now, t, names, (desired, desired_vel), (pos, vel))
-        actual_run = next((r for r in plan.base_runs if r.endpoint.side == self.actual_source), None)
-        if actual_run is not None:
-            self.base.fill_feedback(fb, actual_run, now, plan.base_goal.trajectory.joint_name)
-        goal.handle.publish_feedback(fb)
-        results = {s.name: s.result for s in plan.subs}
-        results.update((run.name, run.result()) for run in plan.base_runs)
-        verdict = split.decide(check, plan.reached, results, plan.reached_text)
+        feedback, verdict = self.follow.step(plan, settings, now_ns)
+        goal.handle.publish_feedback(feedback)
         if verdict.outcome is jtc.GoalOutcome.RUNNING:
             return None
         if plan.watch is not None:
@@ -229,7 +179,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         stopped = []
         if plan.base_runs:
             reason = goal.verdict.message if goal.verdict is not None else 'the twin goal was aborted'
-            stopped = self.base.abort(plan.base_runs, f'twin goal aborted: {reason}')
+            stopped = self.context.base.abort(plan.base_runs, f'twin goal aborted: {reason}')
         canceled = cancel_and_wait([s for s in plan.subs if s.name not in plan.taken_over], results=False)
         if canceled or stopped:
             self.log.info(f'canceled the parts of: {", ".join(canceled + stopped)}')
@@ -240,12 +190,12 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         if plan.watch is not None:
             plan.watch.stop()
         if plan.base_runs:
-            self.base.cancel(plan.base_runs)
+            self.context.base.cancel(plan.base_runs)
         cancel_and_wait(plan.subs, results=True)
         return f'goal canceled; controller goals canceled: {", ".join(plan.parts)}'
 
     def period(self) -> float:
-        return 1.0 / self._settings()['feedback_rate']
+        return 1.0 / self.context.settings()['feedback_rate']
 
 
 class TwinServer(Node):
@@ -259,7 +209,7 @@ class TwinServer(Node):
         #: Mode shadow: the sim follows the robots' controllers; every goal is rejected (the
         #: screening and the preview read the sim, as in mode sim).
         self.shadow = str(p('mode')).strip().lower() == 'shadow'
-        self.mode = 'sim' if self.shadow else split.parse_mode(p('mode'))
+        self.mode = 'sim' if self.shadow else parse_mode(p('mode'))
         self.controllers = self._read_controllers()
         # the one model the twin builds: the preview's copy of the sim's MJCF gives the joint limits too
         self._predictor = make_predictor(p)
@@ -295,7 +245,7 @@ class TwinServer(Node):
         self.joint_states.request_turn = lambda: self._listener_spinner.call_soon(turn)
         self.base = None
         if self.base_enabled:
-            topics = {side: read_base_topics(p, side) for side in split.base_sides(self.mode)}
+            topics = {side: read_base_topics(p, side) for side in base_sides(self.mode)}
             anchor = p('base.anchor.service') if p('base.anchor.enabled') else ''
             self.base = BaseDriver(self.context, f'{self.get_name()}_base', self.get_namespace(), topics,
                                    settings=lambda: self._settings['base'],
@@ -303,24 +253,22 @@ class TwinServer(Node):
                                    anchor_service=anchor, answer_timeout=lambda: self._settings['server_timeout'])
             if self.base.anchor is not None:
                 guarded_service(self, Trigger, '~/anchor_base', self._on_anchor_base)
-        self.preview = make_preview(self, self._predictor, p, self.mode, self.shadow, self.joint_states, self.base,
-                                    self.speed_scaling)
         action_names: dict[str, str] = {}
         if self.shadow:
             pass                                        # nothing is sent anywhere
         elif self.mode in ('sim', 'both'):
-            action_names[split.SIM] = p('sim_action')
+            action_names[SIM] = p('sim_action')
         if self.mode in ('real', 'both'):
             action_names.update((c.name, c.action) for c in self.controllers)
-        self.trajectories = TwinTrajectoryServer(self, p('action_name'), self.mode, self.controllers, self.limits,
-                                                 action_names, settings=lambda: self._settings,
-                                                 joint_states=self.joint_states, base=self.base,
-                                                 speed_scaling=self.speed_scaling, preview=self.preview,
+        context = GoalContext(self.mode, self.controllers, self.limits, action_names, self.joint_states,
+                              settings=lambda: self._settings,
+                              now_s=lambda: from_nanoseconds(self.get_clock().now().nanoseconds),
+                              log=self.get_logger(), base=self.base, speed_scaling=self.speed_scaling)
+        self.preview = make_preview(self, self._predictor, p, context, self.shadow)
+        self.trajectories = TwinTrajectoryServer(self, p('action_name'), context, preview=self.preview,
                                                  shadow=self.shadow)
-        screening = self.trajectories.screening
-        self.preview_server = PreviewServer(
-            self, p('preview_action_name'), lambda request, settings: screening.screen_goal(request, settings, True),
-            self.preview, lambda: self._settings)
+        self.preview_server = PreviewServer(self, p('preview_action_name'), self.trajectories.screening, self.preview,
+                                            lambda: self._settings)
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
         base = 'none'
         if self.base is not None:
@@ -361,7 +309,7 @@ class TwinServer(Node):
     def _param(self, name: str):
         return self.get_parameter(name).value
 
-    def _read_controllers(self) -> list[split.ControllerSpec]:
+    def _read_controllers(self) -> list[ControllerSpec]:
         return declare_controllers(self)
 
     def _read_settings(self) -> dict:

@@ -59,7 +59,8 @@ from trajectory_msgs.msg import MultiDOFJointTrajectoryPoint
 
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
-from shadow_twin.control import twin_split as split
+from shadow_twin.twin.timing import goal_stamp
+from shadow_twin.twin.verdict import ControllerResult
 from shadow_twin.control.base.follower import BaseTolerances, BaseTrajectoryFollower, base_tolerances_from_goal
 from shadow_twin.control.base.trajectory import BaseSample, BaseTrajectory, base_trajectory_from_msg
 from shadow_twin.control.diff_drive import ZERO_TWIST, Pose2D, wrap_angle
@@ -108,8 +109,8 @@ def base_goal_from_request(request, settings: BaseSettings, now_s: float, curren
     trajectory's when the base's is 0: the twin starts both at it). Raises GoalRejected."""
     tolerances = base_tolerances_from_goal(settings.tolerances, request, settings.joint_name)
     joints = request.trajectory
-    stamp = split.goal_stamp(to_seconds(joints.header.stamp) if len(joints.joint_names) or len(joints.points)
-                             else None, to_seconds(request.multi_dof_trajectory.header.stamp))
+    stamp = goal_stamp(to_seconds(joints.header.stamp) if len(joints.joint_names) or len(joints.points)
+                       else None, to_seconds(request.multi_dof_trajectory.header.stamp))
     trajectory = base_trajectory_from_msg(request.multi_dof_trajectory, joint_name=settings.joint_name,
                                           expected_frame=settings.frame, limits=settings.limits, now=now_s,
                                           current_pose=current_pose, stamp=stamp,
@@ -139,12 +140,12 @@ class BaseRun:
         #: Control ticks in a row that found the odometry older than ``base.odom_timeout``.
         self.stale_ticks = 0
 
-    def result(self) -> split.ControllerResult | None:
+    def result(self) -> ControllerResult | None:
         """How the run ended, as a controller result (None while it runs)."""
         verdict = self.follower.verdict
         if verdict.outcome is jtc.GoalOutcome.RUNNING:
             return None
-        return split.ControllerResult(verdict.outcome, verdict.code, verdict.message, gone=self.gone is not None)
+        return ControllerResult(verdict.outcome, verdict.code, verdict.message, gone=self.gone is not None)
 
     def reference(self, now_s: float) -> BaseSample:
         """The desired state at ``now_s`` (s, the twin's clock)."""
