@@ -42,7 +42,8 @@ from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
 from calibration_node.twin_lead import StartLead
 from shadow_twin.calibration.jobs.plan import CalibrationPlan
-from shadow_twin.calibration.jobs.protocol import CellProtocol, ProtocolRun, RunGoal
+from shadow_twin.calibration.jobs.motions import RunGoal
+from shadow_twin.calibration.jobs.protocol import CellProtocol, ProtocolRun
 from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError, TrajectoryError
 from shadow_twin.control.base.trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, yaw_from_quaternion
 from shadow_twin.control.trajectory import JointTrajectory

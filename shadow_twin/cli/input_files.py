@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.common.errors import ConfigError, ModelError, TrajectoryError
 from shadow_twin.control.trajectory import JointTrajectory, parse_trajectory_arg
-from shadow_twin.model.mjcf import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, ModelError
+from shadow_twin.model.calibratable import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES
 
 
 def read_text_file(path: Path, what: str) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.engine.executor import make_executor
 from shadow_twin.calibration.recordings.recording import (TRAJECTORY, bag_topics, read_commanded_trajectory,

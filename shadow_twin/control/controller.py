@@ -39,7 +39,7 @@ import yaml
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.globs import first_match
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import ParameterTarget
+from shadow_twin.model.calibratable import ParameterTarget
 
 DEFAULT_GAINS = {'p': 4.0, 'i': 0.0, 'd': 0.1}
 EFFORT_PID, POSITION, VELOCITY = 'effort_pid', 'position', 'velocity'

@@ -1,25 +1,15 @@
-"""MJCF models: load (with includes and meshes), compile, name model parameters, read/set
-them on the compiled model in place, and write a calibrated MJCF.
+"""MJCF models: load (with includes and meshes), compile (:class:`TwinModel`), and write a
+calibrated MJCF (:func:`write_calibrated_mjcf`); the built-in models' paths.
 
-Calibratable model parameters are addressed by :class:`ParameterTarget` (a joint or
-actuator name and an attribute). They are read and written directly in the
-compiled ``mujoco.MjModel`` arrays, so an evaluation never re-parses XML; the
-``mujoco.MjSpec`` kept alongside is only used to write a calibrated MJCF.
-
-Joint attributes map to compiled fields as documented in the MuJoCo XML
-reference (``mjModel``): damping -> ``dof_damping``, frictionloss ->
-``dof_frictionloss``, armature -> ``dof_armature``, stiffness ->
-``jnt_stiffness``, springref -> ``qpos_spring``, range_lower/range_upper ->
-``jnt_range``. Actuator attributes kp/kd are the gains of a PD servo written as
-an affine-bias actuator (force = kp*ctrl - kp*length - kd*velocity), which is
-how MuJoCo's own ``<position>`` actuator is built.
+The model parameters calibration changes (:class:`~shadow_twin.model.calibratable.ParameterTarget`)
+are read and set on the compiled model in place by :mod:`shadow_twin.model.calibratable`; the
+``mujoco.MjSpec`` a :class:`TwinModel` keeps alongside is only used to write a calibrated MJCF.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -30,14 +20,8 @@ import numpy as np
 from shadow_twin.common.errors import ModelError, ModelTooLarge, one_line
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.globs import matching
+from shadow_twin.model.calibratable import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget
 
-JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springref',
-                    'range_lower', 'range_upper')
-#: kp, kd: position servo (kp N m/rad, kd N m s/rad); kv: velocity servo gain (N m s/rad; the MiR's wheels).
-ACTUATOR_ATTRIBUTES = ('kp', 'kd', 'kv')
-#: friction: sliding (Coulomb) friction coefficient of a geom, MuJoCo's ``friction[0]`` (with ``priority``
-#: it is the contact's: the MiR250's wheel geoms have priority 1 over the floor).
-GEOM_ATTRIBUTES = ('friction',)
 #: Models shipped in shadow_twin/model/builtin: the hand, and the UR5 arm and MiR250 base of the cell.
 BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml', 'ur5': 'ur5.xml', 'mir250': 'mir250.xml'}
 
@@ -68,18 +52,6 @@ def resolve_model_path(path: str | os.PathLike | None) -> Path:
             raise ModelError(f'{text}: no such built-in model; known: {sorted(known)}')
         return builtin_model_path(known[name])
     return Path(path)
-
-
-@dataclass(frozen=True)
-class ParameterTarget:
-    """One calibratable scalar: ``kind`` 'joint', 'actuator' or 'geom', element name, attribute."""
-
-    kind: str
-    name: str
-    attribute: str
-
-    def __str__(self) -> str:
-        return f'{self.name}.{self.attribute}'
 
 
 #: ``file`` attribute of an ``<include`` element, matched at the element's start.
@@ -268,92 +240,6 @@ class TwinModel:
         else:
             raise ModelError(f'unknown parameter kind {kind!r}')
         return ParameterTarget(kind, name, attribute)
-
-
-def _joint_slot(model: mujoco.MjModel, target: ParameterTarget) -> tuple[np.ndarray, tuple]:
-    jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, target.name)
-    if jid < 0:
-        raise ModelError(f'no joint named {target.name!r}')
-    dof, qpos = model.jnt_dofadr[jid], model.jnt_qposadr[jid]
-    return {
-        'damping': (model.dof_damping, (dof,)),
-        'frictionloss': (model.dof_frictionloss, (dof,)),
-        'armature': (model.dof_armature, (dof,)),
-        'stiffness': (model.jnt_stiffness, (jid,)),
-        'springref': (model.qpos_spring, (qpos,)),
-        'range_lower': (model.jnt_range, (jid, 0)),
-        'range_upper': (model.jnt_range, (jid, 1)),
-    }[target.attribute]
-
-
-def get_parameter(model: mujoco.MjModel, target: ParameterTarget) -> float:
-    """Current value of ``target`` in a compiled model (SI units: N m s/rad, N m, rad...)."""
-    if target.kind == 'joint':
-        array, index = _joint_slot(model, target)
-        return float(array[index])
-    if target.kind == 'geom':
-        return float(model.geom_friction[_geom_id(model, target.name), 0])
-    aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
-    if aid < 0:
-        raise ModelError(f'no actuator named {target.name!r}')
-    return float(-model.actuator_biasprm[aid, 1 if target.attribute == 'kp' else 2])
-
-
-def _geom_id(model: mujoco.MjModel, name: str) -> int:
-    gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
-    if gid < 0:
-        raise ModelError(f'no geom named {name!r}')
-    return gid
-
-
-def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) -> None:
-    """Set ``target`` in a compiled model in place (no recompilation).
-
-    kp sets both the gain and the position bias of the servo, so that
-    force = kp*(ctrl - q) - kd*qdot keeps holding; kv likewise sets the gain and the
-    velocity bias of a velocity servo (force = kv*(ctrl - qdot)). A geom's friction sets
-    its sliding coefficient. Raises ModelError for an unknown name or kp/kv <= 0.
-    """
-    value = float(value)
-    if target.kind == 'joint':
-        array, index = _joint_slot(model, target)
-        array[index] = value
-        if target.attribute in ('range_lower', 'range_upper'):
-            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, target.name)
-            model.jnt_limited[jid] = 1
-        return
-    if target.kind == 'geom':
-        model.geom_friction[_geom_id(model, target.name), 0] = value
-        return
-    aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
-    if aid < 0:
-        raise ModelError(f'no actuator named {target.name!r}')
-    if target.attribute in ('kp', 'kv') and value <= 0:
-        raise ModelError(f'{target}: {target.attribute} must be positive, got {value}')
-    if target.attribute == 'kp':
-        model.actuator_gainprm[aid, 0] = value
-        model.actuator_biasprm[aid, 1] = -value
-    elif target.attribute == 'kv':
-        model.actuator_gainprm[aid, 0] = value
-        model.actuator_biasprm[aid, 2] = -value
-    else:
-        model.actuator_biasprm[aid, 2] = -value
-
-
-def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
-    """Set several parameters in place; see :func:`set_parameter`.
-
-    Armature enters constants that MuJoCo derives at compile time (``dof_M0``,
-    the inverse weights, ``actuator_acc0``); when it changes they are recomputed
-    with ``mj_setConst``, as the compiler does, so the in-place model moves as the
-    recompiled MJCF would.
-    """
-    for target, value in values.items():
-        set_parameter(model, target, value)
-    if any(t.kind == 'joint' and t.attribute == 'armature' for t in values):
-        spring = model.qpos_spring.copy()
-        mujoco.mj_setConst(model, mujoco.MjData(model))
-        model.qpos_spring[:] = spring
 
 
 def _spec_set(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:

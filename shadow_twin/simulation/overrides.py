@@ -16,7 +16,8 @@ import yaml
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.globs import matching
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, apply_parameters, get_parameter
+from shadow_twin.model.calibratable import (GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, apply_parameters,
+                                            get_parameter)
 
 _SCALE = re.compile(r'^\s*[x*]\s*([-+0-9.eE]+)\s*$')
 #: Prefix of an override key that globs geom names (MJCF) instead of joint names (ROS).
@@ -62,9 +63,9 @@ class ParameterOverrides:
         'geom:*_wheel_contact': {friction: x0.6}               # geoms by MJCF name
 
     Keys are shell globs over ROS joint names (translated to MJCF names with the
-    joint map), attributes those of :data:`shadow_twin.model.mjcf.JOINT_ATTRIBUTES`;
+    joint map), attributes those of :data:`shadow_twin.model.calibratable.JOINT_ATTRIBUTES`;
     or ``geom:GLOB``, a glob over the model's (MJCF) geom names, attributes those of
-    :data:`shadow_twin.model.mjcf.GEOM_ATTRIBUTES` (``friction``: the sliding
+    :data:`shadow_twin.model.calibratable.GEOM_ATTRIBUTES` (``friction``: the sliding
     coefficient, ``geom_friction[:, 0]``). A value is a number (absolute) or a
     string ``'xF'`` / ``'*F'`` (multiply by F). Rules are applied in the order
     given; two rules on one element compound.
@@ -131,7 +132,7 @@ class ParameterOverrides:
 
     def apply(self, model: mujoco.MjModel, ros_joint_names: Sequence[str],
               joint_map: JointNameMap) -> list[tuple[str, float, float]]:
-        """Apply the rules in place to ``model`` (with :func:`~shadow_twin.model.mjcf.apply_parameters`,
+        """Apply the rules in place to ``model`` (with :func:`~shadow_twin.model.calibratable.apply_parameters`,
         which recomputes the derived constants when an armature changes).
 
         Args:

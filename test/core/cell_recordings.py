@@ -23,7 +23,8 @@ from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
                                                           joint_state_messages, trajectory_cdr, write_serialized_bag)
 from shadow_twin.control.controller import SimController
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import load_waypoint_yaml
-from shadow_twin.model.mjcf import TwinModel, apply_parameters
+from shadow_twin.model.calibratable import apply_parameters
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.offline import TrajectorySimulator
 
 START = 100.0                    # s, trajectory start on the recording's clock

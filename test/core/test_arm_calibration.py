@@ -33,7 +33,8 @@ import numpy as np
 import pytest
 import yaml
 
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
                                                           joint_state_messages, trajectory_cdr, write_serialized_bag)
 from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
@@ -42,7 +43,8 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
 from shadow_twin.model.cell.assembly import UR5_JOINTS, arm_joint_names, write_cell_mjcf
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import TwinModel, get_parameter
+from shadow_twin.model.calibratable import get_parameter
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.live.simulation import ParameterOverrides
 from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
 

@@ -29,7 +29,8 @@ from shadow_twin.calibration.recordings.recording import read_joint_states, writ
 from shadow_twin.cli.input_files import load_trajectory
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel
+from shadow_twin.model.calibratable import ParameterTarget
+from shadow_twin.model.mjcf import TwinModel
 
 from conftest import REPO, snapshot
 

@@ -15,7 +15,8 @@ from shadow_twin.calibration.recordings.base_recording import (ODOMETRY, POSE_ST
                                                                base_recording_messages, read_base_recording,
                                                                write_base_recording)
 from shadow_twin.calibration.recordings.frame import FrameCalibration
-from shadow_twin.calibration.jobs.protocol import ArmMotion, BaseMotion, CellProtocol
+from shadow_twin.calibration.jobs.motions import ArmMotion, BaseMotion
+from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.calibration.recordings.recording import JointStateRecording, typestore, write_serialized_bag
 from shadow_twin.calibration.engine.run import Calibration, CalibrationSettings
 from shadow_twin.calibration.search.search_space import SearchSpace
@@ -25,8 +26,8 @@ from shadow_twin.common.stamps import to_nanoseconds, to_sec_nanosec
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.cell.assembly import UR5_JOINTS, CellConfig, write_cell_mjcf
-from shadow_twin.model.mjcf import (ParameterTarget, TwinModel, apply_parameters, builtin_model_path, get_parameter,
-                                    write_calibrated_mjcf)
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, get_parameter
+from shadow_twin.model.mjcf import TwinModel, builtin_model_path, write_calibrated_mjcf
 from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator

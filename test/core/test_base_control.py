@@ -16,9 +16,9 @@ import pytest
 
 from shadow_twin.common.errors import ConfigError, TrajectoryError
 from shadow_twin.common.stamps import to_sec_nanosec
-from shadow_twin.control.base.follower import (BaseTolerances, BaseTrajectoryFollower, PosePredictor, TrackingGains,
-                                               base_tolerances_from_goal, check_base_goal, config_from_mapping,
-                                               move_on, tracking_error)
+from shadow_twin.control.base.follower import (BaseTolerances, BaseTrajectoryFollower, base_tolerances_from_goal,
+                                               check_base_goal, config_from_mapping)
+from shadow_twin.control.base.tracking import PosePredictor, TrackingGains, move_on, tracking_error
 from shadow_twin.control.base.trajectory import (BaseLimits, BaseTrajectory, base_trajectory_from_msg, unwrap_yaw,
                                                  validate_base_goal, yaw_from_quaternion)
 from shadow_twin.control.diff_drive import (ZERO_TWIST, BodyTwist, DiffDriveGeometry, Pose2D, body_twist,
@@ -473,7 +473,7 @@ def test_pose_predictor_moves_on_with_each_command_from_when_it_takes_effect():
 
 def fast_right_arc():
     """The protocol's CN2: an arc of radius 1 m to the right at 0.9 m/s, ramps of 2.5 m/s^2."""
-    from shadow_twin.calibration.jobs.protocol import BaseMotion, base_goal
+    from shadow_twin.calibration.jobs.motions import BaseMotion, base_goal
     from shadow_twin.control.trajectory import JointTrajectory
     goal = base_goal(BaseMotion(speed=0.9, accel=2.5, cruise=3.5, radius=-1.0),
                      JointTrajectory(['j'], np.array([0.1]), np.zeros((1, 1))))

@@ -11,10 +11,11 @@ from cell_scenarios import base_points, left_arc, straight
 
 from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.common.stamps import to_sec_nanosec
-from shadow_twin.control.base.follower import BaseTolerances, BaseTrajectoryFollower, move_on, tracking_command
+from shadow_twin.control.base.follower import BaseTolerances, BaseTrajectoryFollower
 from shadow_twin.control.base.goal_rules import (MAX_START_DELAY, PROFILE_MARGIN, PROFILE_SPEED_FLOOR,
                                                  PROFILE_YAW_RATE_FLOOR, START_POSITION_TOLERANCE, profile_caps,
                                                  sideways_motion)
+from shadow_twin.control.base.tracking import move_on, tracking_command
 from shadow_twin.control.base.trajectory import base_trajectory_from_msg, validate_base_goal
 from shadow_twin.control.jtc import INVALID_GOAL, GoalOutcome, GoalRejected
 

@@ -14,7 +14,8 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.calibration.scoring.evaluation import Evaluator
 from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
-from shadow_twin.model.mjcf import TwinModel, builtin_model_path, get_parameter
+from shadow_twin.model.calibratable import get_parameter
+from shadow_twin.model.mjcf import TwinModel, builtin_model_path
 from shadow_twin.calibration.search.search_space import SearchSpace
 
 from conftest import CALIBRATION_BUDGET, FF_JOINTS, FINGERS_SPACE, GAINS, README_JOINTS, calibrate_args

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from shadow_twin.calibration.scoring import evaluation
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.search.least_squares import fit_least_squares
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
                                                           joint_state_messages, read_joint_states, trajectory_cdr,

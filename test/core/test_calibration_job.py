@@ -19,7 +19,8 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.calibration.scoring.evaluation import Evaluator
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
-from shadow_twin.model.mjcf import TwinModel, apply_parameters, builtin_model_path
+from shadow_twin.model.calibratable import apply_parameters
+from shadow_twin.model.mjcf import TwinModel, builtin_model_path
 from shadow_twin.common.paths import config_path
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, TRAJECTORY, JointStateRecording,
                                                           joint_state_messages, largest_gap, read_commanded_trajectory,

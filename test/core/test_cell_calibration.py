@@ -18,8 +18,8 @@ from shadow_twin.calibration.recordings.base_recording import ODOMETRY, TWIST_ST
 from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob, CellJobSpec
 from shadow_twin.calibration.jobs.cell_result import (ARM_RMSE_RESOLUTION, VALIDATION_TOLERANCE, GroupFit,
                                                       cell_install_decision, run_metrics)
-from shadow_twin.calibration.jobs.protocol import (ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, ArmMotion,
-                                                   BaseMotion, CellProtocol)
+from shadow_twin.calibration.jobs.motions import ArmMotion, BaseMotion
+from shadow_twin.calibration.jobs.protocol import ARM_IDENTIFICATION, IDENTIFICATION, VALIDATION, CellProtocol
 from shadow_twin.calibration.recordings.bag_reader import open_bag_reader, typestore
 from shadow_twin.calibration.recordings.recording import JointStateRecording, write_serialized_bag
 from shadow_twin.calibration.search.search_space import SearchSpace

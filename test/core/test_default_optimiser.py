@@ -18,7 +18,7 @@ from shadow_twin.calibration.engine.report import phase_lines
 from shadow_twin.calibration.engine import run as run_module
 from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
-from shadow_twin.model.mjcf import ParameterTarget
+from shadow_twin.model.calibratable import ParameterTarget
 
 
 class Problem:

@@ -9,7 +9,8 @@ import pytest
 from conftest import FF_JOINTS, GAINS
 
 from shadow_twin.calibration.recordings import alignment
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator, list_occurrences
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings, list_occurrences
 from shadow_twin.calibration.scoring.metrics import PUBLISHED_DEFAULT_MSE
 from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError

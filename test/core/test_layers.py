@@ -17,6 +17,8 @@
 * ``shadow_twin.ros`` imports neither node package nor the CLI; ``mujoco_bridge`` and
   ``calibration_node`` do not import each other (nor the CLI).
 * Imports sit at module top, except the optional heavy dependencies of :data:`LAZY`.
+* No import cycle among the modules of the package and the node packages, counting imports under
+  ``if TYPE_CHECKING:``.
 """
 
 from __future__ import annotations
@@ -235,6 +237,77 @@ def test_the_checker_sees_a_private_name_imported(tmp_path):
     probe = tmp_path / 'probe.py'
     probe.write_text('from shadow_twin.model.mjcf import (\n    _secret, public)\nfrom .x import _y\nfrom os import _exit\n')
     assert [f.split(' imports ')[1] for f in private_imports([probe], tmp_path)] == ['_secret', '_y']
+
+
+def import_graph(packages=('shadow_twin', *NODE_PACKAGES), root: Path = REPO) -> dict[str, set[str]]:
+    """{module: the project modules it imports} of every module of ``packages``; every import counts,
+    those inside functions and under ``if TYPE_CHECKING:`` too. An imported name resolves to the
+    longest module it names (``from a.b import c`` is ``a.b.c`` when that is a module, else ``a.b``)."""
+    modules = {module_name(p, root): p for package in packages for p in sorted((root / package).rglob('*.py'))}
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for _, imported, _ in imported_names(path, root):
+            while imported and imported not in modules:
+                imported = imported.rpartition('.')[0]
+            if imported and imported != name:
+                graph[name].add(imported)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each import cycle of ``graph`` (its strongly connected components of more than
+    one module, Tarjan's algorithm), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for module in sorted(graph):
+            if module not in index:
+                visit(module)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_no_import_cycle_among_project_modules():
+    """No module of the package or the node packages reaches itself through imports, counting
+    those under ``if TYPE_CHECKING:`` (a cycle for the type checker is one for the reader)."""
+    graph = import_graph()
+    assert len(graph) > 100
+    assert import_cycles(graph) == []
+
+
+def test_the_checker_sees_an_import_cycle_under_type_checking(tmp_path):
+    package = tmp_path / 'shadow_twin' / 'sim'
+    package.mkdir(parents=True)
+    (package / '__init__.py').write_text('')
+    (package / 'live.py').write_text('from shadow_twin.sim.reload import prepare\n')
+    (package / 'reload.py').write_text('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+                                       '    from shadow_twin.sim.live import Live\n')
+    (package / 'other.py').write_text('from shadow_twin.sim import live\n')
+    graph = import_graph(('shadow_twin',), tmp_path)
+    assert graph['shadow_twin.sim.other'] == {'shadow_twin.sim', 'shadow_twin.sim.live'}
+    assert import_cycles(graph) == [['shadow_twin.sim.live', 'shadow_twin.sim.reload']]
 
 
 def test_node_packages_do_not_import_each_other_or_the_cli():

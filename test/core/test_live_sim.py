@@ -11,7 +11,8 @@ from shadow_twin.common.errors import ConfigError, ModelError, TrajectoryError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.mjcf import ParameterTarget, builtin_model_path, get_parameter
+from shadow_twin.model.calibratable import ParameterTarget, get_parameter
+from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.simulation.live.simulation import LiveSimulation, ParameterOverrides
 from shadow_twin.simulation.offline import TrajectorySimulator
 

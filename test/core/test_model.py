@@ -9,9 +9,9 @@ import pytest
 
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.common.errors import ModelError
-from shadow_twin.model.mjcf import (JOINT_ATTRIBUTES, ParameterTarget, TwinModel, apply_parameters,
-                               builtin_model_path, compile_error, get_parameter, set_parameter,
-                               write_calibrated_mjcf)
+from shadow_twin.model.calibratable import (JOINT_ATTRIBUTES, ParameterTarget, apply_parameters, get_parameter,
+                                            set_parameter)
+from shadow_twin.model.mjcf import TwinModel, builtin_model_path, compile_error, write_calibrated_mjcf
 from shadow_twin.simulation.offline import TrajectorySimulator
 from shadow_twin.control.trajectory import JointTrajectory
 

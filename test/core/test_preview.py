@@ -18,7 +18,8 @@ from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory, load_waypoint_yaml
 from shadow_twin.model.cell.assembly import build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.goal import BasePart, PreviewGoal, StartState
+from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.checks import effort_limit_of, preview_goal
 from shadow_twin.simulation.preview.config import PreviewConfig
 

@@ -14,7 +14,8 @@ from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.preview.predictor import GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.goal import PreviewGoal, StartState
+from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.checks import judge, preview_goal
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.windows import LIVE_SETTLE, GoalWatch, WindowStart, merge, preview_in_windows

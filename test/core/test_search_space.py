@@ -6,7 +6,8 @@ import yaml
 
 from shadow_twin.control.controller import SimController
 from shadow_twin.common.errors import SearchSpaceError
-from shadow_twin.model.mjcf import TwinModel, get_parameter
+from shadow_twin.model.calibratable import get_parameter
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.calibration.search.search_space import LOG_FLOOR, RANGE_GAP, Dimension, SearchSpace
 
 from conftest import FINGERS_SPACE, THUMB_SPACE

@@ -14,7 +14,7 @@ from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
 from shadow_twin.calibration.engine.sensitivity import (SENSITIVITY_JSON, TORNADO_PNG, draw_samples, influence_indices,
                                                         most_influential, screen, write_sensitivity)
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model.mjcf import ParameterTarget
+from shadow_twin.model.calibratable import ParameterTarget
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 

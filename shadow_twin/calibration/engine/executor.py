@@ -41,7 +41,7 @@ import numpy as np
 from shadow_twin.calibration.scoring.evaluation import Score
 from shadow_twin.calibration.engine.shipped import WorkerMismatch, fingerprint, load, mismatch, payload, probe
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.model.mjcf import ParameterTarget
+from shadow_twin.model.calibratable import ParameterTarget
 
 log = logging.getLogger(__name__)
 LOCAL = 'local'

@@ -24,7 +24,8 @@ from shadow_twin.calibration.engine.run import CalibrationResult
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.controller import SimController
-from shadow_twin.model.mjcf import TwinModel, apply_parameters, write_calibrated_mjcf
+from shadow_twin.model.calibratable import apply_parameters
+from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
 from shadow_twin.plots.report_figures import plot_convergence, plot_joints
 
 

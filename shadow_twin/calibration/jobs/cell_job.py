@@ -43,7 +43,8 @@ from shadow_twin.calibration.recordings import alignment
 from shadow_twin.calibration.scoring.base_evaluation import BaseEvaluator, BaseObjectiveSettings
 from shadow_twin.calibration.recordings.base_recording import read_base_recording
 from shadow_twin.calibration.jobs.cell_result import CellJobResult, GroupFit, cell_install_decision, run_metrics
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.recordings.frame import FrameCalibration
 from shadow_twin.calibration.jobs.job import write_result
@@ -59,7 +60,8 @@ from shadow_twin.calibration.engine.sensitivity import screen, write_sensitivity
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.files import sha256_of, write_text_atomic
 from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, write_calibrated_mjcf
+from shadow_twin.model.calibratable import ParameterTarget
+from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
 from shadow_twin.plots.cell_runs import RunPlot, plot_run
 
 log = logging.getLogger(__name__)

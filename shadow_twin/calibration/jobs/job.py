@@ -41,7 +41,8 @@ from typing import Callable, Sequence
 import yaml
 
 from shadow_twin.calibration.scoring import metrics
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+from shadow_twin.calibration.scoring.evaluation import Evaluator
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.scoring.metrics import reduction_percent
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, JointStateRecording, bag_topics,

@@ -30,7 +30,7 @@ from typing import Sequence
 import yaml
 
 from shadow_twin.calibration.jobs.cell_job import CellJobSpec, CellTopics
-from shadow_twin.calibration.scoring.evaluation import AlignmentSettings
+from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.engine.executor import parse_cluster
 from shadow_twin.calibration.jobs.job import RESULT, JobSpec, RecordingSource
 from shadow_twin.calibration.jobs.protocol import VALIDATION, CellProtocol

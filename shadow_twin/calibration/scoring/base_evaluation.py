@@ -32,7 +32,8 @@ from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.mjcf import ParameterTarget, TwinModel, apply_parameters
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
 

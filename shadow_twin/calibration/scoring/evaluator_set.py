@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from shadow_twin.calibration.scoring.evaluation import Evaluator, Score
-from shadow_twin.model.mjcf import ParameterTarget
+from shadow_twin.model.calibratable import ParameterTarget
 
 
 class EvaluatorSet:

@@ -50,8 +50,9 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ModelError, SearchSpaceError
-from shadow_twin.model.mjcf import (ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget, TwinModel,
-                                    get_parameter)
+from shadow_twin.model.calibratable import (ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget,
+                                            get_parameter)
+from shadow_twin.model.mjcf import TwinModel
 
 log = logging.getLogger(__name__)
 _KEYS = {'name', 'joints', 'classes', 'actuators', 'geoms', 'attribute', 'bounds', 'log', 'around'}

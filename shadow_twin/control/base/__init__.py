@@ -1,2 +1,3 @@
-"""The mobile base's goals: trajectories (``trajectory``), their rules (``goal_rules``) and the
-tracking law that follows them (``follower``)."""
+"""The mobile base's goals: trajectories and reading them from goals (``trajectory``), the rules a
+goal must meet (``goal_rules``), the tracking law (``tracking``) and the follower that runs it
+against the goal's tolerances (``follower``)."""

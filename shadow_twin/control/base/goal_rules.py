@@ -1,9 +1,12 @@
-"""Base goal rules beyond the speed limits, and the follower's speed caps (ROS-free).
+"""The rules a base goal must meet, and the follower's speed caps (ROS-free).
 
-:mod:`shadow_twin.control.base.trajectory` checks a base goal as the JTC checks joints;
-these rules are the base's additions, called from there (and, for the caps, from
-:class:`~shadow_twin.control.base.follower.BaseTrajectoryFollower`):
+:mod:`shadow_twin.control.base.trajectory` checks a base goal as the JTC checks joints, with
+these rules (and :class:`~shadow_twin.control.base.follower.BaseTrajectoryFollower` uses the caps):
 
+* Structure (:func:`check_joint_and_frame`, :func:`check_point_values`): the one planar joint,
+  the frame, ``time_from_start`` by the JTC's rule, finite values.
+* Speed limits (:func:`check_speed_limits`): the last point at rest, point velocities and the
+  segments' average speed and yaw rate within the base's limits.
 * Start (:func:`check_start_pose`): the JTC's rule for point 0. The motion from the
   current pose to point 0 is a segment like any, speed-checked over the time left
   (point 0's ``time_from_start`` minus the time since a past stamp: :func:`elapsed_since`).
@@ -31,7 +34,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from shadow_twin.control.diff_drive import BodyTwist, wrap_angle
-from shadow_twin.control.jtc import INVALID_GOAL, GoalRejected
+from shadow_twin.control.jtc import INVALID_GOAL, INVALID_JOINTS, GoalRejected, check_time_from_start
 
 #: Start tolerance, m, where the goal's path position tolerance is 0 (unchecked): how far the
 #: base may be from the pose a goal is due at once, and how much more a segment may move it
@@ -60,10 +63,81 @@ PROFILE_SPEED_FLOOR = 0.1
 #: m/s x 0.02 m). Lets a straight line (no yaw rate) still be steered back onto.
 PROFILE_YAW_RATE_FLOOR = 0.2
 _SLACK = 1e-9
+#: Slack on limit comparisons (m/s, rad/s), for float round-off.
+LIMIT_SLACK = 1e-9
+#: The JTC compares "zero end velocity" with float's epsilon (validate_trajectory_msg).
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
 
 
 def _fmt(value: float) -> str:
     return f'{value:.6g}'
+
+
+def check_joint_and_frame(joint_names: Sequence[str], frame_id: str, joint_name: str, expected_frame: str) -> None:
+    """The goal names the one planar joint ``joint_name`` once (else GoalRejected(INVALID_JOINTS)) and is
+    in ``expected_frame`` (else GoalRejected(INVALID_GOAL))."""
+    names = [str(j) for j in joint_names]
+    if not names:
+        raise GoalRejected(INVALID_JOINTS, 'base trajectory has no joint names')
+    unknown = [j for j in names if j != joint_name]
+    if unknown:
+        raise GoalRejected(INVALID_JOINTS, f'base trajectory names joint(s) {unknown}; the base follows only the '
+                                           f'planar joint {joint_name!r}')
+    if len(names) > 1:
+        raise GoalRejected(INVALID_JOINTS, f'base trajectory names joint {joint_name!r} {len(names)} times')
+    if str(frame_id) != expected_frame:
+        raise GoalRejected(INVALID_GOAL, f'base trajectory is in frame {str(frame_id)!r}; it must be in '
+                                         f'{expected_frame!r}')
+
+
+def check_point_values(k: int, t: float, values: Sequence[float], labels: Sequence[str],
+                       previous_time: float | None) -> None:
+    """Point ``k``: its ``time_from_start`` ``t`` (s) by the JTC's rule after ``previous_time`` (None
+    for point 0), its ``values`` (named by ``labels``) finite; else GoalRejected(INVALID_GOAL)."""
+    check_time_from_start(k, t, previous_time)
+    for label, value in zip(labels, values):
+        if not math.isfinite(value):
+            raise GoalRejected(INVALID_GOAL, f'point {k}: {label} is {value} (NaN or inf)')
+
+
+def check_speed_limits(trajectory, limits, current_pose: Sequence[float] | None, elapsed: float = 0.0) -> None:
+    """Last point at rest, explicit velocities and segment average speeds of ``trajectory`` within
+    ``limits`` (a :class:`~shadow_twin.control.base.trajectory.BaseLimits`: m/s, rad/s); the segment
+    from ``current_pose`` (x m, y m, yaw rad) to point 0 over the time left after ``elapsed`` s.
+    Raises GoalRejected(INVALID_GOAL) naming the point or segment."""
+    last = len(trajectory.times) - 1
+    if trajectory.velocities is not None:
+        for label, value in zip(('x_dot', 'y_dot', 'yaw_rate'), trajectory.velocities[last]):
+            if abs(value) > FLOAT32_EPS:
+                raise GoalRejected(INVALID_GOAL, f'last point ({last}): {label} is {_fmt(value)}, not 0 (the base '
+                                                 f'must end at rest)')
+        speed = np.hypot(trajectory.velocities[:, 0], trajectory.velocities[:, 1])
+        yaw_rate = np.abs(trajectory.velocities[:, 2])
+        for values, limit, what, unit in ((speed, limits.max_speed, 'speed', 'm/s'),
+                                          (yaw_rate, limits.max_yaw_rate, 'yaw rate', 'rad/s')):
+            fast = values > limit + LIMIT_SLACK
+            if fast.any():
+                k = int(np.argmax(fast))
+                raise GoalRejected(INVALID_GOAL, f'point {k}: {what} {_fmt(values[k])} {unit} exceeds the limit '
+                                                 f'{_fmt(limit)} {unit}')
+    times, poses, first = trajectory.times, trajectory.poses, 0
+    if current_pose is not None and times[0] > elapsed:
+        with_start = trajectory.with_start(current_pose, at=elapsed)
+        times, poses, first = with_start.times, with_start.poses, -1
+    dt = np.diff(times)
+    distance = np.hypot(np.diff(poses[:, 0]), np.diff(poses[:, 1]))
+    turn = np.abs(np.diff(poses[:, 2]))
+    for change, limit, what, unit in ((distance, limits.max_speed, 'moves', 'm'),
+                                      (turn, limits.max_yaw_rate, 'turns', 'rad')):
+        fast = change / dt > limit + LIMIT_SLACK
+        if fast.any():
+            i = int(np.argmax(fast))
+            end = i + 1 + first
+            rate_unit = 'm/s' if unit == 'm' else 'rad/s'
+            raise GoalRejected(INVALID_GOAL, f'segment from {segment_origin(end)} to point {end}: the base '
+                                             f'{what} {_fmt(change[i])} {unit} in {_fmt(dt[i])} s '
+                                             f'({_fmt(change[i] / dt[i])} {rate_unit} on average), above the limit '
+                                             f'{_fmt(limit)} {rate_unit}')
 
 
 def start_tolerance(path_position: float = 0.0, path_yaw: float = 0.0) -> tuple[float, float]:

@@ -18,8 +18,9 @@ point, so a segment turns the short way (at most pi).
 Goal rules (:func:`validate_base_goal`, :func:`base_trajectory_from_msg`) follow
 the JTC's (``shadow_twin.control.jtc``: :class:`~shadow_twin.control.jtc.GoalRejected`
 and its result codes), with the base's own additions: the frame, planar
-transforms, the speed and yaw-rate limits, and (``base_goal_rules``) point 0 by the JTC's
-rule, drivable segments and the start delay. Units: m, rad, m/s, rad/s, s.
+transforms, the speed and yaw-rate limits, point 0 by the JTC's rule, drivable segments and
+the start delay; each rule is in :mod:`~shadow_twin.control.base.goal_rules`, this module runs
+them in order and reads the message. Units: m, rad, m/s, rad/s, s.
 """
 
 from __future__ import annotations
@@ -34,8 +35,7 @@ from shadow_twin.common.errors import ConfigError, TrajectoryError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.base import goal_rules as rules
 from shadow_twin.control.diff_drive import MIR250_TOP_SPEED, Pose2D, wrap_angle
-from shadow_twin.control.jtc import (INVALID_GOAL, INVALID_JOINTS, OLD_HEADER_TIMESTAMP, GoalRejected,
-                                     check_time_from_start)
+from shadow_twin.control.jtc import INVALID_GOAL, OLD_HEADER_TIMESTAMP, GoalRejected
 from shadow_twin.control.trajectory import JointTrajectory
 
 #: MoveIt's default name of the joint between the ``odom`` frame and the base.
@@ -48,10 +48,6 @@ DEFAULT_BASE_FRAME = 'odom'
 DEFAULT_MAX_YAW_RATE = 1.5
 #: Largest z translation (m), roll/pitch (rad) and quaternion norm error that still count as planar.
 PLANAR_TOLERANCE = 1e-3
-#: Slack on limit comparisons (m/s, rad/s), for float round-off.
-LIMIT_SLACK = 1e-9
-# The JTC compares "zero end velocity" with float's epsilon (validate_trajectory_msg).
-_FLOAT32_EPS = float(np.finfo(np.float32).eps)
 _AXES = ('x', 'y', 'yaw')
 
 
@@ -207,72 +203,10 @@ def unwrap_yaw(yaws: Sequence[float]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Goal validation
+# Goals (the rules are goal_rules')
 # ---------------------------------------------------------------------------------------
 def _fmt(value: float) -> str:
     return f'{value:.6g}'
-
-
-def _check_joint_and_frame(joint_names: Sequence[str], frame_id: str, joint_name: str, expected_frame: str) -> None:
-    names = [str(j) for j in joint_names]
-    if not names:
-        raise GoalRejected(INVALID_JOINTS, 'base trajectory has no joint names')
-    unknown = [j for j in names if j != joint_name]
-    if unknown:
-        raise GoalRejected(INVALID_JOINTS, f'base trajectory names joint(s) {unknown}; the base follows only the '
-                                           f'planar joint {joint_name!r}')
-    if len(names) > 1:
-        raise GoalRejected(INVALID_JOINTS, f'base trajectory names joint {joint_name!r} {len(names)} times')
-    if str(frame_id) != expected_frame:
-        raise GoalRejected(INVALID_GOAL, f'base trajectory is in frame {str(frame_id)!r}; it must be in '
-                                         f'{expected_frame!r}')
-
-
-def _check_point_values(k: int, t: float, values: Sequence[float], labels: Sequence[str],
-                        previous_time: float | None) -> None:
-    check_time_from_start(k, t, previous_time)
-    for label, value in zip(labels, values):
-        if not math.isfinite(value):
-            raise GoalRejected(INVALID_GOAL, f'point {k}: {label} is {value} (NaN or inf)')
-
-
-def _check_limits(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: Sequence[float] | None,
-                  elapsed: float = 0.0) -> None:
-    """Last point at rest, explicit velocities and segment average speeds within ``limits``; the
-    segment from ``current_pose`` to point 0 over the time left after ``elapsed`` s."""
-    last = len(trajectory.times) - 1
-    if trajectory.velocities is not None:
-        for label, value in zip(('x_dot', 'y_dot', 'yaw_rate'), trajectory.velocities[last]):
-            if abs(value) > _FLOAT32_EPS:
-                raise GoalRejected(INVALID_GOAL, f'last point ({last}): {label} is {_fmt(value)}, not 0 (the base '
-                                                 f'must end at rest)')
-        speed = np.hypot(trajectory.velocities[:, 0], trajectory.velocities[:, 1])
-        yaw_rate = np.abs(trajectory.velocities[:, 2])
-        for values, limit, what, unit in ((speed, limits.max_speed, 'speed', 'm/s'),
-                                          (yaw_rate, limits.max_yaw_rate, 'yaw rate', 'rad/s')):
-            fast = values > limit + LIMIT_SLACK
-            if fast.any():
-                k = int(np.argmax(fast))
-                raise GoalRejected(INVALID_GOAL, f'point {k}: {what} {_fmt(values[k])} {unit} exceeds the limit '
-                                                 f'{_fmt(limit)} {unit}')
-    times, poses, first = trajectory.times, trajectory.poses, 0
-    if current_pose is not None and times[0] > elapsed:
-        with_start = trajectory.with_start(current_pose, at=elapsed)
-        times, poses, first = with_start.times, with_start.poses, -1
-    dt = np.diff(times)
-    distance = np.hypot(np.diff(poses[:, 0]), np.diff(poses[:, 1]))
-    turn = np.abs(np.diff(poses[:, 2]))
-    for change, limit, what, unit in ((distance, limits.max_speed, 'moves', 'm'),
-                                      (turn, limits.max_yaw_rate, 'turns', 'rad')):
-        fast = change / dt > limit + LIMIT_SLACK
-        if fast.any():
-            i = int(np.argmax(fast))
-            end = i + 1 + first
-            rate_unit = 'm/s' if unit == 'm' else 'rad/s'
-            raise GoalRejected(INVALID_GOAL, f'segment from {rules.segment_origin(end)} to point {end}: the base '
-                                             f'{what} {_fmt(change[i])} {unit} in {_fmt(dt[i])} s '
-                                             f'({_fmt(change[i] / dt[i])} {rate_unit} on average), above the limit '
-                                             f'{_fmt(limit)} {rate_unit}')
 
 
 def validate_base_goal(points: Sequence[Sequence[float]], *, joint_names: Sequence[str] = (DEFAULT_BASE_JOINT,),
@@ -321,7 +255,7 @@ def validate_base_goal(points: Sequence[Sequence[float]], *, joint_names: Sequen
 def _check_goal(trajectory: BaseTrajectory, limits: BaseLimits, current_pose: Sequence[float] | None,
                 path_tolerance: tuple[float, float], elapsed: float) -> None:
     """The limits, start and drivable rules of a goal that has run ``elapsed`` s on arrival."""
-    _check_limits(trajectory, limits, current_pose, elapsed)
+    rules.check_speed_limits(trajectory, limits, current_pose, elapsed)
     tolerance = rules.start_tolerance(*path_tolerance)
     rules.check_start_pose(trajectory, current_pose, elapsed, tolerance)
     started = trajectory if current_pose is None else trajectory.with_start(current_pose, at=elapsed)
@@ -332,7 +266,7 @@ def _checked_trajectory(points: Sequence[Sequence[float]], joint_names: Sequence
                         joint_name: str, expected_frame: str) -> BaseTrajectory:
     """The structural rules of :func:`validate_base_goal` (joints, frame, points, values), then the
     trajectory; the limits are checked apart."""
-    _check_joint_and_frame(joint_names, frame_id, joint_name, expected_frame)
+    rules.check_joint_and_frame(joint_names, frame_id, joint_name, expected_frame)
     if len(points) == 0:
         raise GoalRejected(INVALID_GOAL, 'base trajectory has no points')
     width = len(points[0])
@@ -346,7 +280,7 @@ def _checked_trajectory(points: Sequence[Sequence[float]], joint_names: Sequence
             values = [float(v) for v in point]
         except (TypeError, ValueError):
             raise GoalRejected(INVALID_GOAL, f'point {k}: a value is not a number ({list(point)!r})') from None
-        _check_point_values(k, values[0], values[1:], labels, previous)
+        rules.check_point_values(k, values[0], values[1:], labels, previous)
         previous = values[0]
     return BaseTrajectory.from_points(points, frame_id=str(frame_id), joint_name=joint_name)
 
@@ -411,7 +345,7 @@ def base_trajectory_from_msg(msg, *, joint_name: str = DEFAULT_BASE_JOINT,
     header = getattr(msg, 'header', None)
     frame_id = str(getattr(header, 'frame_id', '') or '')
     joint_names = list(getattr(msg, 'joint_names', None) or [])
-    _check_joint_and_frame(joint_names, frame_id, joint_name, expected_frame)
+    rules.check_joint_and_frame(joint_names, frame_id, joint_name, expected_frame)
     raw_points = list(getattr(msg, 'points', None) or [])
     if not raw_points:
         raise GoalRejected(INVALID_GOAL, 'base trajectory has no points')
@@ -422,7 +356,7 @@ def base_trajectory_from_msg(msg, *, joint_name: str = DEFAULT_BASE_JOINT,
             t = to_seconds(p.time_from_start)
         except (AttributeError, TypeError, ValueError):
             raise GoalRejected(INVALID_GOAL, f'point {k}: unreadable time_from_start') from None
-        _check_point_values(k, t, (), (), previous)
+        rules.check_point_values(k, t, (), (), previous)
         previous = t
         transforms = list(getattr(p, 'transforms', None) or [])
         velocities = list(getattr(p, 'velocities', None) or [])

@@ -14,7 +14,9 @@ then ``jtc.X``):
   verdicts and :class:`GoalRejected`.
 * :mod:`~shadow_twin.control.jtc.goal_validation`: which goals are rejected
   (joint_trajectory_controller.cpp ``validate_trajectory_msg`` and
-  ``validate_trajectory_point_field``) and joint limits from a model.
+  ``validate_trajectory_point_field``).
+* :mod:`~shadow_twin.control.jtc.joint_limits`: the joint limits goals are checked against, and
+  those of a model.
 * :mod:`~shadow_twin.control.jtc.tolerances`: default and per-goal tolerances
   (tolerances.hpp ``StateTolerances``/``SegmentTolerances``, both
   ``get_segment_tolerances``, ``resolve_tolerance_source``: > 0 overrides,
@@ -38,8 +40,8 @@ Units: positions rad (m for prismatic joints), velocities rad/s, accelerations
 rad/s^2, times s.
 """
 
-from shadow_twin.control.jtc.goal_validation import (LIMIT_SLACK, JointLimits, check_time_from_start,
-                                                     joint_limits_from_model, validate_goal, validate_goal_msg)
+from shadow_twin.control.jtc.goal_validation import check_time_from_start, validate_goal, validate_goal_msg
+from shadow_twin.control.jtc.joint_limits import LIMIT_SLACK, JointLimits, joint_limits_from_model
 from shadow_twin.control.jtc.result_codes import (GOAL_TOLERANCE_VIOLATED, INVALID_GOAL, INVALID_JOINTS,
                                                   OLD_HEADER_TIMESTAMP, PATH_TOLERANCE_VIOLATED, RUNNING_VERDICT,
                                                   SUCCESSFUL, GoalOutcome, GoalRejected, ResultCode, Verdict,

@@ -1,23 +1,23 @@
-"""Reloading a :class:`~shadow_twin.simulation.live.simulation.LiveSimulation`'s model: build the new model
-(:func:`prepare_reload`, off the lock) and swap it in, carrying the state over by joint name
-(:func:`apply_reload`, under the lock). The simulation's ``prepare_reload``/``apply_reload``
-methods delegate here."""
+"""Reloading a live simulation's model: :class:`ModelReloader`, owned by
+:class:`~shadow_twin.simulation.live.simulation.LiveSimulation`, holds what the model is built from
+(overrides, gains source, joint map) and does the two steps of a reload that need no simulation
+state: build the new model (:meth:`ModelReloader.prepare`, off the lock) and the new ``MjData`` with
+the state carried over by joint name (:meth:`ModelReloader.carry_state`, under the simulation's
+lock). The simulation swaps the result in (its ``apply_reload``); this module imports none of it."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Mapping
+from pathlib import Path
+from typing import Mapping
 
 import mujoco
-import numpy as np
 
-from shadow_twin.control.controller import ControllerGains
+from shadow_twin.control.controller import ControllerGains, SimController
+from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.overrides import ParameterOverrides
 from shadow_twin.simulation.samples import PreparedReload, ReloadReport
-from shadow_twin.simulation.trajectory_queue import STOPPED
-
-if TYPE_CHECKING:
-    from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: Default of the reload arguments that keep the simulation's current value.
 UNCHANGED = object()
@@ -46,26 +46,72 @@ def _carry_free_joints(old_model: mujoco.MjModel, old_data: mujoco.MjData,
         data.qvel[v:v + 6] = old_data.qvel[v_old:v_old + 6]
 
 
-def prepare_reload(sim: LiveSimulation, path: str | os.PathLike | None = None,
-                   overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,
-                   gains: ControllerGains | str | os.PathLike | None | object = UNCHANGED,
-                   max_bytes: int | None = None) -> PreparedReload:
-    """:meth:`LiveSimulation.prepare_reload` of ``sim`` (which see): touches no state of ``sim``."""
-    overrides = (sim.overrides if overrides is UNCHANGED else
-                 overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides))
-    gains = sim._gains_source if gains is UNCHANGED else gains
-    twin, controller, applied = sim._build(path if path is not None else sim.path, overrides, gains,
-                                           max_bytes)
-    return PreparedReload(twin, controller, applied, overrides, gains)
+class ModelReloader:
+    """What a live simulation's model is built from, and the building and state carrying of a reload.
 
+    Args:
+        joint_map: ROS <-> MJCF joint names (shared with the simulation).
+        overrides: model-parameter overrides (:class:`ParameterOverrides`, a mapping, or None);
+            a reload that omits them keeps these.
+        gains_source: drive gains (:class:`ControllerGains`), a YAML path (re-read at each build),
+            or None for the defaults; a reload that omits them keeps this source.
+    Raises:
+        ConfigError: bad overrides.
+    """
 
-def apply_reload(sim: LiveSimulation, prepared: PreparedReload) -> ReloadReport:
-    """:meth:`LiveSimulation.apply_reload` of ``sim`` (which see), under ``sim.lock``."""
-    twin, controller, applied = prepared.twin, prepared.controller, prepared.applied
-    with sim.lock:
-        old_model, old_data = sim.model, sim.data
+    def __init__(self, joint_map: JointNameMap, overrides: ParameterOverrides | Mapping | None = None,
+                 gains_source: ControllerGains | str | os.PathLike | None = None) -> None:
+        self.joint_map = joint_map
+        #: The overrides of the model running now (:meth:`adopt` replaces them).
+        self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
+        #: The gains source of the model running now (:meth:`adopt` replaces it).
+        self.gains_source = gains_source
+
+    @staticmethod
+    def gains(source) -> ControllerGains:
+        """The gains of ``source`` (None: the defaults; a path: read from the YAML file).
+        Raises ConfigError for a bad file."""
+        if source is None or isinstance(source, ControllerGains):
+            return source or ControllerGains()
+        return ControllerGains.from_yaml(source)
+
+    def build(self, path: str | os.PathLike | None, overrides: ParameterOverrides | object = UNCHANGED,
+              gains_source: object = UNCHANGED,
+              max_bytes: int | None = None) -> tuple[TwinModel, SimController, list]:
+        """Compile ``path`` (None: the built-in hand), build its controller with the gains of
+        ``gains_source`` and apply ``overrides`` (both omitted: the current ones); touches no state.
+        Returns (model, controller, the overrides applied as (name, old, new) values).
+        Raises ModelError (missing, not compiling, over ``max_bytes``), ConfigError (gains, overrides)."""
+        overrides = self.overrides if overrides is UNCHANGED else overrides
+        gains_source = self.gains_source if gains_source is UNCHANGED else gains_source
+        twin = TwinModel(path, max_bytes)
+        controller = SimController(twin.model, self.gains(gains_source), self.joint_map)
+        names = [self.joint_map.to_ros(name) for _, name in model_joints(twin.model)]
+        applied = overrides.apply(twin.model, names, self.joint_map)
+        return twin, controller, applied
+
+    def prepare(self, current_path: Path, path: str | os.PathLike | None = None,
+                overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,
+                gains: ControllerGains | str | os.PathLike | None | object = UNCHANGED,
+                max_bytes: int | None = None) -> PreparedReload:
+        """Build the model a reload swaps in (``LiveSimulation.prepare_reload``, which see); None
+        ``path`` recompiles ``current_path``, omitted ``overrides``/``gains`` keep the current ones.
+        Changes nothing here (:meth:`adopt` does, once the model is swapped in)."""
+        overrides = (self.overrides if overrides is UNCHANGED else
+                     overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides))
+        gains = self.gains_source if gains is UNCHANGED else gains
+        twin, controller, applied = self.build(path if path is not None else current_path, overrides, gains,
+                                               max_bytes)
+        return PreparedReload(twin, controller, applied, overrides, gains)
+
+    def carry_state(self, old_model: mujoco.MjModel, old_data: mujoco.MjData,
+                    prepared: PreparedReload) -> tuple[mujoco.MjData, ReloadReport]:
+        """The new model's ``MjData`` (keyframe 0 if it has one), with the positions and velocities
+        of the joints (hinge, slide, free) present by name and kind in both models copied from
+        ``old_data``, sim time carried on, integrators held and forwarded; and the report of the
+        reload (``trajectory_kept`` left for the simulation to set). Reads the old state only."""
+        twin, controller = prepared.twin, prepared.controller
         old_joints = {name: jid for jid, name in model_joints(old_model)}
-        old_hold = dict(zip(sim.controller.joint_names, sim._hold))
         data = mujoco.MjData(twin.model)
         if twin.model.nkey > 0:
             mujoco.mj_resetDataKeyframe(twin.model, data, 0)
@@ -77,33 +123,29 @@ def apply_reload(sim: LiveSimulation, prepared: PreparedReload) -> ReloadReport:
                 continue
             data.qpos[twin.model.jnt_qposadr[jid]] = old_data.qpos[old_model.jnt_qposadr[old]]
             data.qvel[twin.model.jnt_dofadr[jid]] = old_data.qvel[old_model.jnt_dofadr[old]]
-            kept.append(sim.joint_map.to_ros(name))
+            kept.append(self.joint_map.to_ros(name))
         _carry_free_joints(old_model, old_data, twin.model, data)
         data.time = old_data.time
         controller.hold_integrators(twin.model, data)
         mujoco.mj_forward(twin.model, data)
-
         report = ReloadReport(
             twin.path, len(new_names), twin.model.nu, kept,
-            [sim.joint_map.to_ros(n) for n in new_names if n not in old_joints],
-            [sim.joint_map.to_ros(n) for n in old_joints if n not in new_names], applied)
-        active = sim._active or sim._finished
-        sim.twin, sim.controller, sim.applied_overrides, sim.data = twin, controller, applied, data
-        sim.overrides, sim._gains_source = prepared.overrides, prepared.gains_source
-        sim._index()
-        sim._followed = {}                    # its columns are the old model's
-        sim._hold = sim._hold_positions()
-        for k, name in enumerate(sim.controller.joint_names):
-            if name in old_hold:
-                sim._hold[k] = old_hold[name]
-        if active is not None:
-            if all(j in sim._controlled_index for j in active.trajectory.joint_names):
-                active.columns = np.array([sim._controlled_index[j]
-                                           for j in active.trajectory.joint_names], dtype=int)
-                report.trajectory_kept = True
-            else:
-                sim._queue.end(active.token, STOPPED)
-                sim._active = sim._finished = None
-                sim._hold = sim._hold_positions()
-                report.trajectory_kept = False
-        return report
+            [self.joint_map.to_ros(n) for n in new_names if n not in old_joints],
+            [self.joint_map.to_ros(n) for n in old_joints if n not in new_names], prepared.applied)
+        return data, report
+
+    def adopt(self, prepared: PreparedReload) -> None:
+        """``prepared``'s overrides and gains source are the current ones from now on (its model was
+        swapped in)."""
+        self.overrides, self.gains_source = prepared.overrides, prepared.gains_source
+
+
+def prepare_reload(sim, *args, **kwargs) -> PreparedReload:
+    """``sim.prepare_reload(*args, **kwargs)``: kept for one release (the free function before the
+    reloader object); call the simulation's method."""
+    return sim.prepare_reload(*args, **kwargs)
+
+
+def apply_reload(sim, prepared: PreparedReload) -> ReloadReport:
+    """``sim.apply_reload(prepared)``: kept for one release; call the simulation's method."""
+    return sim.apply_reload(prepared)

@@ -22,8 +22,10 @@ Model-parameter overrides (for mock hardware that must behave differently
 from the twin) are applied in place after every (re)compile, see
 :class:`ParameterOverrides` (in ``overrides``).
 
-The trajectory commands (``live_trajectories``) and the mobile-base commands (``live_base``) are
-mixins of :class:`LiveSimulation`; reloading is in ``live_reload``, following in ``following``.
+The trajectory commands (:mod:`.trajectories`), following (:mod:`.following`) and the mobile-base
+commands (:mod:`.base`) are mixins of :class:`LiveSimulation`; it owns a
+:class:`~shadow_twin.simulation.live.reload.ModelReloader` (:mod:`.reload`), which builds the
+model and carries the state over on a reload.
 
 All public methods take :attr:`LiveSimulation.lock`, so the ROS node can step
 in one thread and reload, reset or read states from others.
@@ -40,15 +42,11 @@ from typing import Mapping, Sequence
 import mujoco
 import numpy as np
 
-from shadow_twin.common.errors import ConfigError
-from shadow_twin.control.controller import ControllerGains, SimController
-from shadow_twin.control.scaled_time import scaled_mask
+from shadow_twin.control.controller import ControllerGains
 from shadow_twin.model.joint_map import JointNameMap
-from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.simulation.live import reload as live_reload
 from shadow_twin.simulation.live.base import MobileBaseCommands
 from shadow_twin.simulation.live.following import FollowingCommands
-from shadow_twin.simulation.live.reload import UNCHANGED, model_joints
+from shadow_twin.simulation.live.reload import UNCHANGED, ModelReloader, model_joints
 from shadow_twin.simulation.live.trajectories import TrajectoryCommands, ActiveTrajectory
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, SimMobileBase
 from shadow_twin.simulation.overrides import ParameterOverrides
@@ -89,9 +87,9 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         self.lock = threading.RLock()
         self.base_command_timeout = float(base_command_timeout)
         self.joint_map = joint_map or JointNameMap()
-        self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
+        #: What the model is built from (overrides, gains source); builds it, and carries the state on a reload.
+        self._reloader = ModelReloader(self.joint_map, overrides, gains)
         self.interpolation = interpolation
-        self._gains_source = gains
         #: When True, :meth:`step` and :meth:`step_to` do nothing.
         self.paused = False
         #: Speed scaling (fraction, 0..1) of the joints matching ``speed_scaled_joints`` (globs):
@@ -104,27 +102,12 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         self._followed: dict[str, object] = {}
         self._queue = TrajectoryQueue()
         self._token = 0
-        self.twin, self.controller, self.applied_overrides = self._build(model_path, self.overrides, gains)
+        self.twin, self.controller, self.applied_overrides = self._reloader.build(model_path)
         self.data = mujoco.MjData(self.model)
         self._index()
         self._reset_state(keep_time=False)
 
     # -- construction -------------------------------------------------------------------------
-    @staticmethod
-    def _gains(source) -> ControllerGains:
-        if source is None or isinstance(source, ControllerGains):
-            return source or ControllerGains()
-        return ControllerGains.from_yaml(source)
-
-    def _build(self, path, overrides: ParameterOverrides, gains_source,
-               max_bytes: int | None = None) -> tuple[TwinModel, SimController, list]:
-        """Compile ``path`` and build its controller and overrides; touches no state of ``self``."""
-        twin = TwinModel(path, max_bytes)
-        controller = SimController(twin.model, self._gains(gains_source), self.joint_map)
-        names = [self.joint_map.to_ros(name) for _, name in model_joints(twin.model)]
-        applied = overrides.apply(twin.model, names, self.joint_map)
-        return twin, controller, applied
-
     def _index(self) -> None:
         """Rebuild every name -> index map from the current model and controller."""
         joints = model_joints(self.model)
@@ -159,6 +142,15 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         return self.twin.path
 
     @property
+    def overrides(self) -> ParameterOverrides:
+        """The model-parameter overrides of the model running now (a reload replaces them)."""
+        return self._reloader.overrides
+
+    @overrides.setter
+    def overrides(self, overrides: ParameterOverrides) -> None:
+        self._reloader.overrides = overrides
+
+    @property
     def time(self) -> float:
         """Current sim time, s."""
         return float(self.data.time)
@@ -186,61 +178,12 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
             qd[:, active.columns] = vel
         return q, qd
 
-    def _sample(self, active: ActiveTrajectory, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Desired (N, J) positions, velocities, accelerations of ``active``'s joints at sim
-        ``times``; its speed-scaled joints at their own, lagging trajectory time, with velocity
-        and acceleration scaled as the scaled JTC commands them."""
-        times = np.atleast_1d(np.asarray(times, dtype=float))
-        rel = self._relative(times, active.start)
-        pos, vel, acc = active.trajectory.sample(rel, self.interpolation)
-        if active.scaled.any():
-            s = self.speed_scaling
-            slow = active.trajectory.sample(rel - active.clock.lags(times, s), self.interpolation)
-            pos[:, active.scaled] = slow[0][:, active.scaled]
-            vel[:, active.scaled] = s * slow[1][:, active.scaled]
-            acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
-        return pos, vel, acc
-
     def _stamp_time(self, stamp: float | None) -> float:
         """The sim time (s) a stamp (sim time, s) stands for: the stamp itself, up to
         :data:`MAX_STAMP_LEAD` s ahead of now; now for None or a stamp farther ahead (a clock that
         does not match the sim's). Call with the lock held."""
         now = float(self.data.time)
         return now if stamp is None or not float(stamp) <= now + MAX_STAMP_LEAD else float(stamp)
-
-    def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
-        """Run the trajectory time of joints matching ``joints`` (ROS-name globs; None keeps the
-        current ones) at ``scaling`` (fraction 0..1, e.g. the UR's speed slider / 100) from now on,
-        as ur_robot_driver's scaled joint trajectory controller does. Raises ConfigError outside 0..1."""
-        if not 0.0 <= scaling <= 1.0:
-            raise ConfigError(f'speed scaling must be within 0..1, got {scaling}')
-        with self.lock:
-            active = self._active
-            if active is not None:          # the lag so far is integrated at the old scaling
-                active.clock.set_scaling(float(self.data.time), scaling)
-            self.speed_scaling = float(scaling)
-            if joints is not None:
-                self.speed_scaled_joints = tuple(joints)
-
-    def _scaled_mask(self, joints: Sequence[str]) -> np.ndarray:
-        return scaled_mask(joints, self.speed_scaled_joints)
-
-    def _relative(self, times, start: float):
-        """``times - start`` (s), snapped onto the step grid ``k * dt`` when within
-        1e-4 steps of it. ``data.time`` accumulates ``dt`` with rounding noise
-        (~1e-16 s per step); snapping makes a knot at ``k * dt`` fall on the same
-        side as in the offline simulator, which samples at exact ``k * dt``
-        (at a knot the velocity of a linear segment is discontinuous)."""
-        rel = np.asarray(times, dtype=float) - start
-        grid = np.round(rel / self.dt) * self.dt
-        return np.where(np.abs(rel - grid) < 1e-4 * self.dt, grid, rel)
-
-    def _retire_if_finished(self) -> None:
-        """After the last point: hold the last positions and forget the trajectory."""
-        active = self._active
-        if active is not None and self._relative(self.data.time, active.start) > active.end - active.start:
-            self._hold[active.columns] = active.trajectory.positions[-1]
-            self._finished, self._active = active, None
 
     # -- stepping ---------------------------------------------------------------------------
     def step(self, n: int = 1) -> int:
@@ -433,9 +376,24 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         includes) hold more bytes, before parsing (None: no limit).
         Raises: as :meth:`reload` (ModelError also for a model over ``max_bytes``).
         """
-        return live_reload.prepare_reload(self, path, overrides, gains, max_bytes)
+        return self._reloader.prepare(self.path, path, overrides, gains, max_bytes)
 
     def apply_reload(self, prepared: PreparedReload) -> ReloadReport:
         """Swap in a model built by :meth:`prepare_reload` (under the lock; milliseconds):
         state carried over by joint name as described in :meth:`reload`."""
-        return live_reload.apply_reload(self, prepared)
+        with self.lock:
+            data, report = self._reloader.carry_state(self.model, self.data, prepared)
+            old_hold = dict(zip(self.controller.joint_names, self._hold))
+            active = self._active or self._finished
+            self.twin, self.controller, self.applied_overrides = prepared.twin, prepared.controller, prepared.applied
+            self.data = data
+            self._reloader.adopt(prepared)
+            self._index()
+            self._followed = {}                    # its columns are the old model's
+            self._hold = self._hold_positions()
+            for k, name in enumerate(self.controller.joint_names):
+                if name in old_hold:
+                    self._hold[k] = old_hold[name]
+            if active is not None:
+                report.trajectory_kept = self._rebind(active)
+            return report

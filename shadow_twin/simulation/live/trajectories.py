@@ -1,17 +1,19 @@
 """Trajectory commands of :class:`~shadow_twin.simulation.live.simulation.LiveSimulation`: a trajectory set
 now, joined mid-way or queued ahead, preemption in the order of acceptance, cancelling, a
-trajectory's state and its tracking samples. :class:`TrajectoryCommands` is a mixin of
-``LiveSimulation``: its methods use the simulation's lock, data, controller, held positions and
-trajectory queue."""
+trajectory's state and its tracking samples; sampling the running trajectory (speed-scaled joints
+on their own lagging clock, :meth:`TrajectoryCommands.set_speed_scaling`), retiring it at its end
+and keeping it across a reload. :class:`TrajectoryCommands` is a mixin of ``LiveSimulation``: its
+methods use the simulation's lock, data, controller, held positions and trajectory queue."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
-from shadow_twin.common.errors import TrajectoryError
-from shadow_twin.control.scaled_time import ScaledClock
+from shadow_twin.common.errors import ConfigError, TrajectoryError
+from shadow_twin.control.scaled_time import ScaledClock, scaled_mask
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation.samples import TrackingSample
 from shadow_twin.simulation.trajectory_queue import (CANCELED, PREEMPTED, QUEUED, RUNNING, STOPPED, UNKNOWN,
@@ -200,3 +202,65 @@ class TrajectoryCommands:
                               self.data.qpos[self.controller.qpos_adr[columns]].copy(),
                               self.data.qvel[self.controller.dof_adr[columns]].copy(),
                               queued.start, queued.start + queued.trajectory.duration)
+
+    # -- sampling, speed scaling, the end of a trajectory (lock held) ---------------------------
+    def _sample(self, active: ActiveTrajectory, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired (N, J) positions, velocities, accelerations of ``active``'s joints at sim
+        ``times``; its speed-scaled joints at their own, lagging trajectory time, with velocity
+        and acceleration scaled as the scaled JTC commands them."""
+        times = np.atleast_1d(np.asarray(times, dtype=float))
+        rel = self._relative(times, active.start)
+        pos, vel, acc = active.trajectory.sample(rel, self.interpolation)
+        if active.scaled.any():
+            s = self.speed_scaling
+            slow = active.trajectory.sample(rel - active.clock.lags(times, s), self.interpolation)
+            pos[:, active.scaled] = slow[0][:, active.scaled]
+            vel[:, active.scaled] = s * slow[1][:, active.scaled]
+            acc[:, active.scaled] = s * s * slow[2][:, active.scaled]
+        return pos, vel, acc
+
+    def set_speed_scaling(self, scaling: float, joints: Sequence[str] | None = None) -> None:
+        """Run the trajectory time of joints matching ``joints`` (ROS-name globs; None keeps the
+        current ones) at ``scaling`` (fraction 0..1, e.g. the UR's speed slider / 100) from now on,
+        as ur_robot_driver's scaled joint trajectory controller does. Raises ConfigError outside 0..1."""
+        if not 0.0 <= scaling <= 1.0:
+            raise ConfigError(f'speed scaling must be within 0..1, got {scaling}')
+        with self.lock:
+            active = self._active
+            if active is not None:          # the lag so far is integrated at the old scaling
+                active.clock.set_scaling(float(self.data.time), scaling)
+            self.speed_scaling = float(scaling)
+            if joints is not None:
+                self.speed_scaled_joints = tuple(joints)
+
+    def _scaled_mask(self, joints: Sequence[str]) -> np.ndarray:
+        return scaled_mask(joints, self.speed_scaled_joints)
+
+    def _relative(self, times, start: float):
+        """``times - start`` (s), snapped onto the step grid ``k * dt`` when within
+        1e-4 steps of it. ``data.time`` accumulates ``dt`` with rounding noise
+        (~1e-16 s per step); snapping makes a knot at ``k * dt`` fall on the same
+        side as in the offline simulator, which samples at exact ``k * dt``
+        (at a knot the velocity of a linear segment is discontinuous)."""
+        rel = np.asarray(times, dtype=float) - start
+        grid = np.round(rel / self.dt) * self.dt
+        return np.where(np.abs(rel - grid) < 1e-4 * self.dt, grid, rel)
+
+    def _retire_if_finished(self) -> None:
+        """After the last point: hold the last positions and forget the trajectory."""
+        active = self._active
+        if active is not None and self._relative(self.data.time, active.start) > active.end - active.start:
+            self._hold[active.columns] = active.trajectory.positions[-1]
+            self._finished, self._active = active, None
+
+    def _rebind(self, active: ActiveTrajectory) -> bool:
+        """After a reload (lock held, the new model's maps built): ``active`` (the running or finished
+        trajectory of the old model) continues on the new controller's columns when it drives all its
+        joints (True); else it stops and every joint holds its position (False)."""
+        if all(j in self._controlled_index for j in active.trajectory.joint_names):
+            active.columns = np.array([self._controlled_index[j] for j in active.trajectory.joint_names], dtype=int)
+            return True
+        self._queue.end(active.token, STOPPED)
+        self._active = self._finished = None
+        self._hold = self._hold_positions()
+        return False

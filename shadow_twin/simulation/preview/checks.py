@@ -1,6 +1,6 @@
 """Judging a predicted run as the joint trajectory controller and the robots' limits would (ROS-free).
 
-:func:`judge` turns a :class:`~shadow_twin.simulation.preview.predictor.PredictedRun` into a
+:func:`judge` turns a :class:`~shadow_twin.simulation.preview.goal.PredictedRun` into a
 :class:`Prediction`: every failure found, each naming the joint (or contact pair, or the base),
 the time from the start and by how much, and the figures published with every preview (per-joint
 predicted error, first contact, peak effort per joint, predicted duration). The checks:
@@ -31,7 +31,8 @@ from scipy.ndimage import uniform_filter1d
 from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.ur.arm import model_effort_limits
-from shadow_twin.simulation.preview.predictor import GoalPredictor, PredictedRun, PreviewGoal
+from shadow_twin.simulation.preview.goal import PredictedRun, PreviewGoal
+from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.contacts import ContactChecker, ContactHit
 

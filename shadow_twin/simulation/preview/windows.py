@@ -11,7 +11,7 @@ preview took, ``docs/preview.md``). Instead:
   sent: a goal failing in it is stopped before anything moves. A failure predicted in a later window stops the goal at once,
   at least ``horizon - period - compute time`` s before the failure (the stopping margin).
 * :func:`preview_in_windows` predicts a whole goal window after window, each continuing the previous
-  one's predicted state exactly (:attr:`~shadow_twin.simulation.preview.predictor.PredictedRun.final_state`):
+  one's predicted state exactly (:attr:`~shadow_twin.simulation.preview.goal.PredictedRun.final_state`):
   any length, bounded memory (one window's rollout at a time), and it stops between two windows
   when asked to (``/twin/preview`` canceled or aborted).
 
@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from shadow_twin.simulation.preview.predictor import GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.goal import PreviewGoal, StartState
+from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.checks import Prediction, PreviewFailure, judge, judge_run, preview_goal
 
 
