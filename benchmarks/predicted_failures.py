@@ -14,7 +14,7 @@ on message stamps (ROS time, the system clock of this host).
 * :func:`first_window_moves_nothing` (item 2): a finger into its stop within 0.1 s: ABORTED, no
   joint of the mock or the sim moves (5 mrad) over the goal's span.
 
-The timing sections (items 3-6) are in ``benchmarks/preview_timing.py``. Import with rclpy.
+The timing sections (items 3-6) are in ``benchmarks/preview_cost.py``. Import with rclpy.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class Twin:
 
     def start_state(self):
         """The sim's state now, as the twin's preview starts from it (``StartState``)."""
-        from shadow_twin.simulation.preview.predictor import StartState
+        from shadow_twin.simulation.preview.goal import StartState
         msg = ros_helpers.current(self.rec['sim'], WAIT)
         return StartState(dict(zip(msg.name, msg.position)), dict(zip(msg.name, msg.velocity)))
 
@@ -222,7 +222,7 @@ def predicted(twin: Twin, msg, traj, joints, tries: list) -> tuple | None:
     None unless it fails 2-5 s after the start."""
     from shadow_twin.control.jtc import tolerances_for_goal
     from shadow_twin.ros.parameters import load_constraints
-    from shadow_twin.simulation.preview.predictor import PreviewGoal
+    from shadow_twin.simulation.preview.goal import PreviewGoal
     from shadow_twin.simulation.preview.checks import preview_goal
     tol = tolerances_for_goal(load_constraints(), msg, twin.predictor.joint_names)
     goal = PreviewGoal(traj, tol, start=twin.start_state())

@@ -11,7 +11,7 @@
    mock's physics: finger damping 3x, frictionloss 0.5x of the sim's) on
    ``/rh_trajectory_controller/follow_joint_trajectory``. The share of goals whose predicted outcome
    (pass/fail) matches the mock's result (SUCCEEDED or not); target >= 95 %.
-3. Live (issue 33; ``benchmarks/preview_live.py``, ``benchmarks/preview_timing.py``): the twin with
+3. Live (issue 33; ``benchmarks/predicted_failures.py``, ``benchmarks/preview_cost.py``): the twin with
    mock hardware, hand and cell: ``--live-goals`` (25) goals per robot predicted to fail 2-5 s after
    their start (a finger into its stop, the arm into the cabinet) are aborted and stop before the
    failure; a goal failing in its first window moves nothing; goal sent -> motion with preview
@@ -45,7 +45,8 @@ from shadow_twin.control.controller import ControllerGains  # noqa: E402
 from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
 from shadow_twin.model.cell.assembly import build_cell_spec  # noqa: E402
 from shadow_twin.model.mjcf import TwinModel  # noqa: E402
-from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState  # noqa: E402
+from shadow_twin.simulation.preview.goal import BasePart, PreviewGoal, StartState  # noqa: E402
+from shadow_twin.simulation.preview.predictor import GoalPredictor  # noqa: E402
 from shadow_twin.simulation.preview.checks import preview_goal  # noqa: E402
 from shadow_twin.simulation.preview.config import PreviewConfig  # noqa: E402
 
@@ -193,18 +194,19 @@ def agreement(goals: int, seed: int, misses: list[str]) -> None:
 
 def live(goals: int, seed: int, cell: bool, misses: list[str]) -> None:
     """The live sections (module doc, 3.); a section that raises is reported and counted as a miss."""
-    import preview_live
-    import preview_timing
+    import predicted_failures
+    import preview_cost
     import ros_helpers
     ros_helpers.isolate_domain()
     rng = np.random.default_rng(seed)
-    sections = [(preview_live.stopped_before_failure, (goals, rng)), (preview_live.first_window_moves_nothing, (5,)),
-                (preview_timing.motion_latency, (20,)), (preview_timing.long_goal_runs, ()),
-                (preview_timing.previews_during_goal, (20,)), (preview_timing.canceled_preview_cpu, ())]
+    sections = [(predicted_failures.stopped_before_failure, (goals, rng)),
+                (predicted_failures.first_window_moves_nothing, (5,)),
+                (preview_cost.motion_latency, (20,)), (preview_cost.long_goal_runs, ()),
+                (preview_cost.previews_during_goal, (20,)), (preview_cost.canceled_preview_cpu, ())]
     for robot, run in (('hand', sections), ('cell', sections[:1] if cell else [])):
         if not run:
             continue
-        with preview_live.running(robot == 'cell') as twin:
+        with predicted_failures.running(robot == 'cell') as twin:
             for section, args in run:
                 if twin.dead():
                     line = f'{robot} {section.__name__}: not run, {twin.dead()}'
@@ -219,7 +221,7 @@ def live(goals: int, seed: int, cell: bool, misses: list[str]) -> None:
                     misses.append(line)
             if twin.cut:
                 print(f'  {robot}: {twin.cut} spans judged on the joint states received by then (later ones came '
-                      f'over {preview_live.WAIT:g} s late: an overloaded PC)')
+                      f'over {predicted_failures.WAIT:g} s late: an overloaded PC)')
 
 
 def main() -> int:

@@ -1,5 +1,5 @@
 """The goal preview's cost to the goals it guards (``benchmarks/preview.py``'s live sections, issue 33),
-on the hand twin of ``benchmarks/preview_live.py`` (:class:`preview_live.Twin`).
+on the hand twin of ``benchmarks/predicted_failures.py`` (:class:`predicted_failures.Twin`).
 
 * :func:`motion_latency` (item 3): goal sent -> the mock's first /joint_states sample more than
   1 mrad from where it was (on its stamp, against the send time on the same clock), p50 and p90 of
@@ -28,7 +28,7 @@ import time
 import numpy as np
 import ros_helpers
 from cell_scenarios import positions
-from preview_live import PREVIEW_ACTION, WAIT, answer, check
+from predicted_failures import PREVIEW_ACTION, WAIT, answer, check
 
 LATENCY_EXTRA_P50_MAX = 0.030     # s, preview enforce minus off
 MOVED_RAD = 1e-3

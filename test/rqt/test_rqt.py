@@ -8,13 +8,13 @@ curve of every rqt_plot must hold at least 100 samples within 20 s of the window
 while the Robot Monitor, open at the same time in its own window, lists the twin monitor's
 status of every joint; the two windows fit the 1920 x 1080 screen side by side.
 
-The screenshots docs/shadow_twin_plots.png and docs/shadow_twin_monitor.png come from the same
+The screenshots docs/images/shadow_twin_plots.png and docs/images/shadow_twin_monitor.png come from the same
 probe, 12 s after the windows showed, with the twin up, its joints moving (the goals of
 ``conftest.py`` with 0.35 s strokes) and a 1920x1080 DISPLAY::
 
     PYTHONPATH=test/rqt/probe SHADOW_TWIN_RQT_PROBE=/tmp/view SHADOW_TWIN_RQT_PROBE_TIMEOUT=12 \\
         SHADOW_TWIN_RQT_PROBE_SAMPLES=1000000 SHADOW_TWIN_RQT_PROBE_ITEMS=1000 \\
-        .venv/bin/python -m shadow_twin.cli.rqt && cp /tmp/view/*.png docs/
+        .venv/bin/python -m shadow_twin.cli.rqt && cp /tmp/view/*.png docs/images/
 """
 
 from __future__ import annotations
