@@ -61,7 +61,7 @@ from std_srvs.srv import Trigger
 
 from calibration_node.bridge_link import BridgeLink
 from calibration_node.execution import TrajectoryExecutor
-from calibration_node.parameters import BASE_TOPICS, SPECS
+from calibration_node.parameters import BASE_TOPICS, SPECS, CalibrationNodeSettings
 from calibration_node.plan_setup import PlanSetup
 from calibration_node.protocol_runner import OdometryWatch, ProtocolRunner, RunnerSettings
 from calibration_node.recorder import BagRecorder
@@ -94,37 +94,43 @@ class CalibrationNode(PlanSetup, Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         declare(self, SPECS)
-        self._settings()
+        #: The current parameters, typed (read again after each change).
+        self.settings = s = CalibrationNodeSettings.read(self._p)
+        self.add_post_set_parameters_callback(self._read_settings)
+        self._optimiser_settings()
         protocol = self._protocol_settings()        # validates the protocol parameters
-        self.output_dir = Path(self._p('output_dir') or ros_home() / 'shadow_twin' / 'calibration').expanduser()
+        self.output_dir = Path(s.output_dir or ros_home() / 'shadow_twin' / 'calibration').expanduser()
         self._worker: threading.Thread | None = None
         self._run_dir: Path | None = None            # of the run the worker does
         group = ReentrantCallbackGroup()
         self.status = StatusBoard(self)
         guarded_service(self, Trigger, '~/calibrate', self._on_calibrate,
                         callback_group=MutuallyExclusiveCallbackGroup())
-        guarded_timer(self, float(self._p('status_period')), self.status.publish, 'status')
-        self.trajectories = TrajectoryExecutor(self, self._p('action_name'), group)
-        self.recorder = BagRecorder(self, {self._p('real_joint_states_topic'): JointState,
-                                           self._p('sim_joint_states_topic'): JointState})
-        self.bridge = BridgeLink(self, self._p('bridge_node'), float(self._p('bridge_timeout')), group)
-        self.twin_lead = TwinLeadReader(self, self._p('twin_node'), float(self._p('twin_timeout')), group)
+        guarded_timer(self, s.status_period, self.status.publish, 'status')
+        self.trajectories = TrajectoryExecutor(self, s.action_name, group)
+        self.recorder = BagRecorder(self, {s.real_joint_states_topic: JointState, s.sim_joint_states_topic: JointState})
+        self.bridge = BridgeLink(self, s.bridge_node, s.bridge_timeout, group)
+        self.twin_lead = TwinLeadReader(self, s.twin_node, s.twin_timeout, group)
         self._group = group
         self._odometry: dict[str, OdometryWatch] = {}
-        if protocol['protocol'] is not None and not self._p('bag'):
+        if protocol['protocol'] is not None and not s.bag:
             # subscribe now: DDS discovery takes seconds, the first run should not wait for it
             self.recorder.subscribe({topic: BASE_TOPICS[name] for name, topic in protocol['topics'].items() if topic})
             if protocol['topics']['base_odom_topic']:
                 self._odometry_watch(protocol['topics']['base_odom_topic'])
-        mode = f'offline, bags {self._p("bag")}' if self._p('bag') else 'live'
+        mode = f'offline, bags {s.bag}' if s.bag else 'live'
         if protocol['protocol'] is not None:
             mode += f', protocol {protocol["protocol"]}'
         self.get_logger().info(f'ready: ~/calibrate ({mode}); runs in {self.output_dir}')
-        if self._p('auto_resume'):
+        if s.auto_resume:
             self._resume_timer = guarded_timer(self, 0.5, self._auto_resume, 'auto resume', callback_group=group)
 
     def _p(self, name: str):
         return self.get_parameter(name).value
+
+    def _read_settings(self, changed=()) -> None:
+        """Read :attr:`settings` again (after ``changed`` parameters were set)."""
+        self.settings = CalibrationNodeSettings.read(self._p)
 
     @property
     def busy(self) -> bool:
@@ -215,7 +221,7 @@ class CalibrationNode(PlanSetup, Node):
         self.recorder.subscribe({plan.real_topic: JointState, plan.sim_topic: JointState})
         if plan.protocol is not None:
             runner = ProtocolRunner(plan, self.trajectories, self.recorder, self._odometry_watch(plan.base_odom_topic),
-                                    RunnerSettings(start_lead, float(self._p('base_settle_time'))))
+                                    RunnerSettings(start_lead, self.settings.base_settle_time))
             for entry in entries:
                 run = runner.protocol.run(entry.name)
                 about = f'{run.role}' + (f', {run.description}' if run.description else '')
@@ -232,9 +238,9 @@ class CalibrationNode(PlanSetup, Node):
         pending = plan.pending(run_dir)
         if not pending:
             return
-        attempts = int(self._p('record_attempts'))
+        attempts = self.settings.record_attempts
         # what the twin needs now (it may have been reconfigured since the last run)
-        lead = self.twin_lead.read(float(self._p('start_lead')), float(self._p('send_margin')))
+        lead = self.twin_lead.read(self.settings.start_lead, self.settings.send_margin)
         self.get_logger().info(f'start lead of this run\'s goals: {lead.describe()}')
         for k, (entry, (duration, about), record) in enumerate(self._recordings(plan, pending, lead)):
             for attempt in range(1, attempts + 1):
@@ -266,7 +272,7 @@ class CalibrationNode(PlanSetup, Node):
     def _set_aside_if_gap(self, bag: Path, topics, run_dir: Path) -> str | None:
         """If a topic of ``bag`` has a gap longer than ``max_gap`` s, move the bag to ``bags/rejected/``
         (kept for inspection, never overwritten) and return what was wrong; else None."""
-        limit = float(self._p('max_gap'))
+        limit = self.settings.max_gap
         for topic in topics:
             gap, at = largest_gap(read_joint_states(bag, topic))
             if gap > limit:
@@ -347,11 +353,12 @@ class CalibrationNode(PlanSetup, Node):
         model = publish_model(result.calibrated_model, models, Path(plan.model_path), plan.run_id)
         document.update(model=str(model), gains_file=str(gains) if gains else None)
         installed, message, failed = False, 'install is false: not installed', False
-        if self._p('install') and plan.mode == OFFLINE and self.bridge.model_and_gains() is None:
+        install = self.settings.install
+        if install and plan.mode == OFFLINE and self.bridge.model_and_gains() is None:
             # offline without a running twin: writing the model is the whole job
             message = f'not installed: no bridge {self.bridge.bridge} answered (offline); written to {model}'
-        elif self._p('install'):
-            self.status.set('installing', f'reloading {self._p("bridge_node")} with {model.name}', **summary)
+        elif install:
+            self.status.set('installing', f'reloading {self.settings.bridge_node} with {model.name}', **summary)
             installed, message = self.bridge.install(str(model), str(gains) if gains else None)
             failed = not installed
         document.update(installed=installed, install_message=message)

@@ -1,5 +1,6 @@
-"""The ``calibration_node``'s ROS parameters: :data:`SPECS`, and :data:`BASE_TOPICS` (the
-parameters naming the base's topics, with their message types).
+"""The ``calibration_node``'s ROS parameters: :data:`SPECS`, the typed settings the node reads them
+through (:class:`CalibrationNodeSettings`), and :data:`BASE_TOPICS` (the parameters naming the
+base's topics, with their message types).
 
 Its ``real_joint_states_topic`` and ``sim_joint_states_topic`` are its own, not
 :data:`shadow_twin.ros.parameters.JOINT_STATE_INPUT_SPECS`: one topic each (``/joint_states`` by
@@ -14,6 +15,7 @@ from nav_msgs.msg import Odometry
 from shadow_twin.calibration.search.optimisers import OPTIMISERS
 from shadow_twin.calibration.engine.run import DEFAULT_OPTIMIZER
 from shadow_twin.ros.parameters import ParameterSpec
+from shadow_twin.ros.settings import settings_class
 
 SPECS = (
     ParameterSpec('trajectories_file', '', 'Waypoint YAML of the trajectories (Shadow format); empty = the shipped '
@@ -34,21 +36,22 @@ SPECS = (
     ParameterSpec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
     ParameterSpec('acq_func', 'EI', 'BO acquisition function.', choices=('EI', 'gp_hedge', 'PI', 'LCB')),
     ParameterSpec('log_objective', True, 'BO models the logarithm of the objective (better on wide search spaces).'),
-    ParameterSpec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends, s.', bounds=(0.0, 60.0)),
+    ParameterSpec('settle_time', 3.0, 'Time compared (and recorded) after a trajectory ends.', bounds=(0.0, 60.0),
+                  unit='s'),
     ParameterSpec('max_delay', 0.3, 'Largest fitted sim-to-real delay for recordings aligned by their motion onset '
-                  '(bags without a start stamp), s.', bounds=(0.0, 5.0)),
-    ParameterSpec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live), s.',
-                  bounds=(0.0, 5.0)),
+                  '(bags without a start stamp).', bounds=(0.0, 5.0), unit='s'),
+    ParameterSpec('stamped_max_delay', 0.0, 'Largest fitted delay for recordings with a start stamp (live).',
+                  bounds=(0.0, 5.0), unit='s'),
     ParameterSpec('twin_node', '/shadow_twin', 'The twin server node: when a live run starts, its start_lead and '
                   'start_lead_per_point parameters give the start lead of every goal (twin_lead.py).'),
-    ParameterSpec('twin_timeout', 5.0, "Wait for the twin's parameter services, and for their answer, s "
+    ParameterSpec('twin_timeout', 5.0, "Wait for the twin's parameter services, and for their answer "
                   '(discovery of a twin just started takes seconds on a loaded PC).',
-                  bounds=(0.1, 60.0)),
+                  bounds=(0.1, 60.0), unit='s'),
     ParameterSpec('send_margin', 0.1, "Added to the twin's lead: this node's own time from stamping a goal to the "
-                  "twin's receiving it, s.", bounds=(0.0, 5.0)),
-    ParameterSpec('start_lead', 1.0, "Fallback start lead, s: a goal's start is stamped this long after it is sent "
+                  "twin's receiving it.", bounds=(0.0, 5.0), unit='s'),
+    ParameterSpec('start_lead', 1.0, "Fallback start lead: a goal's start is stamped this long after it is sent "
                   "when the twin's start_lead / start_lead_per_point cannot be read (another twin; a warning says so).",
-                  bounds=(0.05, 10.0)),
+                  bounds=(0.05, 10.0), unit='s'),
     ParameterSpec('output_dir', '', 'Run directories and installed models; empty = $ROS_HOME/shadow_twin/calibration '
                   '(~/.ros/...).'),
     ParameterSpec('action_name', '/twin/follow_joint_trajectory', 'FollowJointTrajectory action that moves robot and '
@@ -62,14 +65,14 @@ SPECS = (
     ParameterSpec('gains_file', '', 'Drive gains when the bridge cannot be asked; empty = shipped.'),
     ParameterSpec('install', True, 'Install an accepted calibration into the bridge (else only write it).'),
     ParameterSpec('auto_resume', True, 'At start, resume an interrupted run whose recordings are complete.'),
-    ParameterSpec('max_gap', 0.1, 'Largest gap between joint states in a recording, s; a recording with a longer '
-                  'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0)),
+    ParameterSpec('max_gap', 0.1, 'Largest gap between joint states in a recording; a recording with a longer '
+                  'one is set aside (messages were lost) and recorded again.', bounds=(0.001, 10.0), unit='s'),
     ParameterSpec('record_attempts', 3, 'Recordings of one trajectory tried before the run fails (a recording with a '
                   'gap over max_gap is recorded again; a goal the twin rejects, nothing moved, is sent again).',
                   bounds=(1, 20)),
-    ParameterSpec('bridge_timeout', 5.0, 'Wait for the bridge services, s.', bounds=(0.1, 120.0)),
-    ParameterSpec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working, s.',
-                  bounds=(0.05, 60.0)),
+    ParameterSpec('bridge_timeout', 5.0, 'Wait for the bridge services.', bounds=(0.1, 120.0), unit='s'),
+    ParameterSpec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working.',
+                  bounds=(0.05, 60.0), unit='s'),
     ParameterSpec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, "
                   "space_file); 'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs "
                   "and arm sweeps); else a protocol YAML (path or package://shadow_twin/...). Live, its runs are "
@@ -85,9 +88,12 @@ SPECS = (
                   "shadow-twin frame-calibration --out); '' = the poses as published."),
     ParameterSpec('sim_odom_topic', '/sim/odom', "Protocol runs: the sim base's odometry (nav_msgs/Odometry), "
                   "recorded."),
-    ParameterSpec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to rest), "
-                  "s.", bounds=(0.0, 60.0)),
+    ParameterSpec('base_settle_time', 1.5, "Protocol runs: time recorded after a run's end (the base coming to "
+                  "rest).", bounds=(0.0, 60.0), unit='s'),
 )
+#: The node's settings: one attribute per parameter of :data:`SPECS`, read when the node starts and
+#: after each parameter change (``CalibrationNodeSettings.read(get)``).
+CalibrationNodeSettings = settings_class('CalibrationNodeSettings', SPECS, module=__name__)
 #: Parameters of the base's topics, and their message types.
 BASE_TOPICS = {'base_cmd_vel_topic': TwistStamped, 'base_odom_topic': Odometry, 'base_pose_topic': PoseStamped,
                'sim_odom_topic': Odometry}

@@ -38,53 +38,52 @@ def model_file(text: str) -> Path:
 class PlanSetup:
     """The plan fields, optimiser settings, protocol settings and base model of a new run, read from
     the parameters (:data:`calibration_node.parameters.SPECS`) of the node it is mixed into, which
-    provides ``_p(name)`` (a parameter's value), ``bridge`` (a
+    provides ``settings`` (its current :class:`~calibration_node.parameters.CalibrationNodeSettings`), ``bridge`` (a
     :class:`~calibration_node.bridge_link.BridgeLink`) and ``get_logger()``."""
 
     def _plan_fields(self) -> dict:
         """The fields of a new plan, from the parameters and the bridge's model."""
-        p = self._p
+        s = self.settings
         protocol = self._protocol_settings()
         model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
-        alignment = {'settle_time': float(p('settle_time')), 'max_delay': float(p('max_delay')),
-                     'stamped_max_delay': float(p('stamped_max_delay'))}
-        bags = [b.strip() for b in p('bag').split(',') if b.strip()]
+        alignment = {'settle_time': s.settle_time, 'max_delay': s.max_delay, 'stamped_max_delay': s.stamped_max_delay}
+        bags = [b.strip() for b in s.bag.split(',') if b.strip()]
         missing = [b for b in bags if not Path(b).exists()]
         if missing:
             raise ConfigError(f'bag(s) not found: {missing}')
         common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
-                      settings=self._settings(), alignment=alignment, real_topic=p('real_joint_states_topic'),
-                      sim_topic=p('sim_joint_states_topic'), cluster=str(p('cluster')).strip())
+                      settings=self._optimiser_settings(), alignment=alignment, real_topic=s.real_joint_states_topic,
+                      sim_topic=s.sim_joint_states_topic, cluster=s.cluster.strip())
         if protocol['protocol'] is not None:
             return {**common, **self._protocol_fields(protocol, bags)}
-        space = Path(p('space_file') or config_path('calibration', 'finger_dynamics.yaml'))
+        space = Path(s.space_file or config_path('calibration', 'finger_dynamics.yaml'))
         if not space.is_file():
             raise ConfigError(f'space_file {space} does not exist')
         if bags:
             names = [Path(b).name.split('.')[0] for b in bags]
-            held = holdout_names(names, p('holdout'))
-            trajectory = p('bag_trajectory') or None
+            held = holdout_names(names, s.holdout)
+            trajectory = s.bag_trajectory or None
             entries = [PlanEntry(n, str(Path(b).resolve()), trajectory, n in held) for n, b in zip(names, bags)]
         else:
-            file = Path(p('trajectories_file') or config_path('trajectories', 'calibration.yaml')).resolve()
-            names = list(p('trajectories'))
+            file = Path(s.trajectories_file or config_path('trajectories', 'calibration.yaml')).resolve()
+            names = list(s.trajectories)
             if not names:
                 raise ConfigError('no trajectories to record (parameter trajectories is empty)')
             for name in names:
                 load_waypoint_yaml(file, name)   # TrajectoryError naming it
-            held = holdout_names(names, p('holdout'))
+            held = holdout_names(names, s.holdout)
             entries = [PlanEntry(n, f'bags/{n}', f'{file}:{n}', n in held) for n in names]
-        return dict(common, space_file=str(space.resolve()), objective_joints=list(p('objective_joints')),
+        return dict(common, space_file=str(space.resolve()), objective_joints=list(s.objective_joints),
                     entries=entries)
 
     def _protocol_fields(self, protocol: dict, bags: list[str]) -> dict:
         """The protocol fields of a new plan: its runs (matched to ``bags`` offline), the base topics.
         Raises ConfigError for a hand-calibration parameter that does not apply, or unmatched bags."""
-        p = self._p
-        if p('holdout').strip() not in ('auto', ''):
-            raise ConfigError(f'holdout {p("holdout")!r} does not apply to a protocol: its validation runs are '
+        s = self.settings
+        if s.holdout.strip() not in ('auto', ''):
+            raise ConfigError(f'holdout {s.holdout!r} does not apply to a protocol: its validation runs are '
                               'held out')
-        if p('bag_trajectory'):
+        if s.bag_trajectory:
             raise ConfigError('bag_trajectory does not apply to a protocol: each run\'s arm trajectory comes '
                               'from the protocol')
         topics = protocol['topics']
@@ -99,8 +98,8 @@ class PlanSetup:
         """The protocol parameters, validated: {'protocol': absolute path of the protocol YAML or
         None (the hand's calibration), 'cell': its CellProtocol or None, 'topics': {parameter: topic
         ('' = none)}, 'frame_file': absolute path or None}. Raises ConfigError naming the problem."""
-        p = self._p
-        value = p('protocol').strip()
+        s = self.settings
+        value = s.protocol.strip()
         path, cell = None, None
         if value:
             path = (config_path('calibration', 'cell_protocol.yaml') if value == 'cell'
@@ -109,9 +108,9 @@ class PlanSetup:
                 raise ConfigError(f"protocol {value!r}: {path} does not exist ('' = the hand's calibration, "
                                   "'cell' = the shipped protocol, else a protocol YAML)")
             cell = CellProtocol.from_yaml(path)        # ConfigError naming the file and the problem
-        topics = {name: p(name).strip() for name in BASE_TOPICS}
-        used = {'real_joint_states_topic': p('real_joint_states_topic'),
-                'sim_joint_states_topic': p('sim_joint_states_topic'), **topics}
+        topics = {name: s.value(name).strip() for name in BASE_TOPICS}
+        used = {'real_joint_states_topic': s.real_joint_states_topic,
+                'sim_joint_states_topic': s.sim_joint_states_topic, **topics}
         seen: dict[str, str] = {}
         for name, topic in used.items():
             if not topic:
@@ -129,8 +128,8 @@ class PlanSetup:
                 if not topics[name]:
                     raise ConfigError(f'{name} is empty; a protocol run records it')
         frame_file = None
-        if p('frame_file'):
-            frame_file = Path(p('frame_file')).expanduser().resolve()
+        if s.frame_file:
+            frame_file = Path(s.frame_file).expanduser().resolve()
             if not topics['base_pose_topic']:
                 raise ConfigError(f'frame_file {frame_file} is set but base_pose_topic is empty: the floor frame '
                                   'applies only to a motion-capture pose topic')
@@ -140,11 +139,12 @@ class PlanSetup:
                 raise ConfigError(f'frame_file {frame_file}: {exc}') from None
         return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
 
-    def _settings(self) -> dict:
-        """Optimiser settings from the parameters (validated: ConfigError names the problem)."""
-        p = self._p
-        settings = {'optimizer': p('optimizer'), 'budget': int(p('budget')), 'workers': int(p('workers')),
-                    'seed': int(p('seed')), 'acq_func': p('acq_func'), 'log_objective': bool(p('log_objective'))}
+    def _optimiser_settings(self) -> dict:
+        """Optimiser settings from the parameters, as a plan holds them (validated: ConfigError names the
+        problem)."""
+        s = self.settings
+        settings = {'optimizer': s.optimizer, 'budget': s.budget, 'workers': s.workers, 'seed': s.seed,
+                    'acq_func': s.acq_func, 'log_objective': s.log_objective}
         CalibrationSettings(**settings)
         return settings
 
@@ -153,7 +153,7 @@ class PlanSetup:
         ``package://shadow_twin/...`` URLs resolved). Default gains: the hand's, or with ``cell``
         config/controllers/cell.yaml. Raises ConfigError if a file does not exist, or, for the cell,
         when there is no model (it has no built-in MJCF)."""
-        model, gains = self._p('model_path'), self._p('gains_file')
+        model, gains = self.settings.model_path, self.settings.gains_file
         from_bridge = self.bridge.model_and_gains()
         if from_bridge is not None:
             model, gains = from_bridge

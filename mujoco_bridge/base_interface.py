@@ -40,6 +40,7 @@ from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import SetEntityState
 from tf2_msgs.msg import TFMessage
 
+from mujoco_bridge.parameters import BridgeSettings
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.ros.guard import guarded_service, guarded_subscription
@@ -66,41 +67,41 @@ class BaseInterface:
         inputs: the node that takes the velocity commands (the bridge's input node).
         sim: the live simulation; its base may come and go with reloads (nothing is sent
             while the model has none).
-        settings: cmd_vel_topic, odom_topic, odom_rate (Hz),
-            odom_frame, base_frame, publish_tf.
+        settings: the bridge's :class:`~mujoco_bridge.parameters.BridgeSettings` (``cmd_vel_topic``,
+            ``odom_topic``, ``odom_rate`` (Hz), ``odom_frame``, ``base_frame``, ``publish_tf``).
         stamp_of: sim time (s) -> builtin_interfaces/Time of the state at that time.
         to_sim_time: builtin_interfaces/Time of a command's stamp -> sim time (s), None when unset.
         now_s: "now" on the clock of command stamps (ROS time, or sim time with ``/clock``), s.
     """
 
-    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: dict, stamp_of, to_sim_time,
-                 now_s) -> None:
+    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: BridgeSettings, stamp_of,
+                 to_sim_time, now_s) -> None:
         self.node, self.sim, self.stamp_of, self.to_sim_time, self.now_s = node, sim, stamp_of, to_sim_time, now_s
         self._lock = threading.Lock()       # a command and a placement of the base, one at a time
-        self.odom_pub = node.create_publisher(Odometry, settings['odom_topic'], 10)
-        self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings['publish_tf'] else None
-        guarded_subscription(inputs, TwistStamped, settings['cmd_vel_topic'], self._on_command, 10,
+        self.odom_pub = node.create_publisher(Odometry, settings.odom_topic, 10)
+        self.tf_pub = node.create_publisher(TFMessage, '/tf', 100) if settings.publish_tf else None
+        guarded_subscription(inputs, TwistStamped, settings.cmd_vel_topic, self._on_command, 10,
                              check=check_twist_stamped)
-        self.frames = (settings['odom_frame'], settings['base_frame'])
+        self.frames = (settings.odom_frame, settings.base_frame)
         guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state,
                         callback_group=MutuallyExclusiveCallbackGroup())
         #: Velocity commands that arrived later than the command latency after their stamps.
         self.late_commands = 0
         self._late_logged = -math.inf
-        self._period = 1.0 / float(settings['odom_rate'])
+        self._period = 1.0 / settings.odom_rate
         self._next_due = -float('inf')      # monotonic s of the next odometry message
         self._odom = Odometry()
-        self._odom.header.frame_id = settings['odom_frame']
-        self._odom.child_frame_id = settings['base_frame']
+        self._odom.header.frame_id = settings.odom_frame
+        self._odom.child_frame_id = settings.base_frame
         self._tf = TransformStamped()
-        self._tf.header.frame_id, self._tf.child_frame_id = settings['odom_frame'], settings['base_frame']
+        self._tf.header.frame_id, self._tf.child_frame_id = settings.odom_frame, settings.base_frame
         base = sim.base
         node.get_logger().info(
             f'mobile base: {base.geometry.wheel_radius:g} m wheels {base.geometry.wheel_separation:g} m apart; '
-            f'TwistStamped on {settings["cmd_vel_topic"]}'
+            f'TwistStamped on {settings.cmd_vel_topic}'
             f'{f" (taking effect {base.command_latency:g} s after their stamps)" if base.command_latency else ""}'
             f', odometry on {self.odom_pub.topic_name} at '
-            f'{settings["odom_rate"]:g} Hz ({settings["odom_frame"]} -> {settings["base_frame"]}'
+            f'{settings.odom_rate:g} Hz ({settings.odom_frame} -> {settings.base_frame}'
             f'{", also on /tf" if self.tf_pub else ""})')
 
     def _on_command(self, msg: TwistStamped) -> None:

@@ -66,9 +66,9 @@ from mujoco_bridge.base_interface import BaseInterface
 from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
 from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, ExternalWrench
-from mujoco_bridge.parameters import BASE_PARAMETERS, SPECS
+from mujoco_bridge.parameters import SPECS, BridgeSettings, read_settings
 from mujoco_bridge.services import BridgeServices
-from mujoco_bridge.shadow import SOURCE_PARAMETERS, ShadowSources
+from mujoco_bridge.shadow import ShadowSources
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.paths import config_path, resolve_share_url
@@ -99,32 +99,32 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         ros_params.declare(self, SPECS)
-        p = self._param
-        self.publish_clock = bool(p('publish_clock'))
-        self.sim = LiveSimulation(self._model_path(), gains=self._gains_file(),
-                                  joint_map=JointNameMap.from_yaml(p('joint_map_file') or None),
-                                  overrides=ParameterOverrides.from_yaml_text(p('overrides')),
-                                  base_command_timeout=float(p('cmd_vel_timeout')))
-        self._constraints = ros_params.load_constraints(p('constraints_file'))
+        self._settings = s = read_settings(self._param, {})    # its constraints: once the model's joints are known
+        self.publish_clock = s.publish_clock
+        self.sim = LiveSimulation(s.model_path or None, gains=self._gains_file(),
+                                  joint_map=JointNameMap.from_yaml(s.joint_map_file or None),
+                                  overrides=ParameterOverrides.from_yaml_text(s.overrides),
+                                  base_command_timeout=s.cmd_vel_timeout)
+        self._constraints = ros_params.load_constraints(s.constraints_file)
         ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
-        self._settings = self._read_settings()
+        self._settings = s = self._read_settings()
         self.add_post_set_parameters_callback(self._after_set)
-        self._running_model_path = p('model_path')     # model_path of the model that runs
+        self._running_model_path = s.model_path     # model_path of the model that runs
         self._restoring_model_path = False
         self._builds = BackgroundBuild('model_reload', on_late=self._late_build)
         self._reload_idle = threading.Event()     # cleared while ~/reload runs (shutdown waits for it)
         self._reload_idle.set()
 
-        self.clock = SimClock(p('real_time_factor'))
-        self.meter = RateMeter(window=p('rtf_log_period'))
+        self.clock = SimClock(s.real_time_factor)
+        self.meter = RateMeter(window=s.rtf_log_period)
         self._dropped_s = 0.0
         self._last_drop_log = self._last_stall_log = 0.0
         self._stop = threading.Event()
         self._loop_thread = threading.Thread(target=self._loop, name='mujoco_stepping', daemon=True)
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.joint_state_pub = self.create_publisher(JointState, p('joint_states_topic'), qos)
+        self.joint_state_pub = self.create_publisher(JointState, s.joint_states_topic, qos)
         self.clock_pub = None
         if self.publish_clock:
             self._clock_msg = Clock()
@@ -138,55 +138,50 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self._inputs = Node(f'{self.get_name()}_inputs', namespace=self.get_namespace(), context=self.context,
                             use_global_arguments=False, start_parameter_services=False)
         self.jtc = SimulatedTrajectoryController(
-            self, self.sim, p('action_name'), settings=lambda: self._settings, now_s=self._now_s,
+            self, self.sim, s.action_name, settings=lambda: self._settings, now_s=self._now_s,
             to_sim_time=self._to_sim_time, stamp_of=self.stamp_of)
         services = MutuallyExclusiveCallbackGroup()
         guarded_service(self, Trigger, '~/reload', self._on_reload, callback_group=services)
         guarded_service(self, Trigger, '~/reset', self._on_reset, callback_group=services)
         guarded_service(self, SetBool, '~/pause', self._on_pause, callback_group=services)
-        guarded_timer(self, p('diagnostics_period'), self._publish_diagnostics, 'diagnostics')
-        guarded_timer(self, p('rtf_log_period'), self._log_rate, 'real-time factor log')
-        self.sim.set_speed_scaling(float(p('speed_scaling')) / 100.0, list(p('speed_scaled_joints')))
-        if p('speed_scaling_topic'):
-            scaling_pub = self.create_publisher(Float64, p('speed_scaling_topic'), 10)
-            self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=float(self._param('speed_scaling')))))
-        if p('speed_scaling_input_topic'):
-            guarded_subscription(self._inputs, Float64, p('speed_scaling_input_topic'), self._on_speed_scaling, 10)
-        if p('follow_joint_states_topic'):
-            guarded_subscription(self._inputs, JointState, p('follow_joint_states_topic'), self._on_followed_state,
+        guarded_timer(self, s.diagnostics_period, self._publish_diagnostics, 'diagnostics')
+        guarded_timer(self, s.rtf_log_period, self._log_rate, 'real-time factor log')
+        self.sim.set_speed_scaling(s.speed_scaling / 100.0, list(s.speed_scaled_joints))
+        if s.speed_scaling_topic:
+            scaling_pub = self.create_publisher(Float64, s.speed_scaling_topic, 10)
+            self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=self._settings.speed_scaling)))
+        if s.speed_scaling_input_topic:
+            guarded_subscription(self._inputs, Float64, s.speed_scaling_input_topic, self._on_speed_scaling, 10)
+        if s.follow_joint_states_topic:
+            guarded_subscription(self._inputs, JointState, s.follow_joint_states_topic, self._on_followed_state,
                                  qos, check=check_joint_state)
-        self.base = None
-        if self.sim.base is not None:
-            self.base = BaseInterface(self, self._inputs, self.sim, {name: p(name) for name in BASE_PARAMETERS},
-                                      self.stamp_of, self._stamp_sim_time, self._now_s)
-        self.shadow = ShadowSources(self, self._inputs, self.sim, {name: p(name) for name in SOURCE_PARAMETERS},
-                                    self._stamp_sim_time, self._now_s)
-        self.controller_state = None
-        if p('controller_state_rate') > 0:
-            self.controller_state = ControllerStatePublisher(
-                self, self.sim, p('controller_state_topic') or controller_state_topic(p('action_name')),
-                p('controller_state_rate'), self.stamp_of)
+        self.base = None if self.sim.base is None else BaseInterface(
+            self, self._inputs, self.sim, s, self.stamp_of, self._stamp_sim_time, self._now_s)
+        self.shadow = ShadowSources(self, self._inputs, self.sim, s, self._stamp_sim_time, self._now_s)
+        self.controller_state = None if s.controller_state_rate <= 0 else ControllerStatePublisher(
+            self, self.sim, s.controller_state_topic or controller_state_topic(s.action_name),
+            s.controller_state_rate, self.stamp_of)
         self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None
-        if p('viewer'):
+        if s.viewer:
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
             self.viewer = PassiveViewer(self.sim, self.get_logger())
 
         self._msg = JointState(name=list(self.sim.joint_names))
         self._msg_names = self.sim.joint_names
         self._published_sim_time = math.nan     # sim time of the latest published state, s
-        self.effort_output = EffortOutput(p('effort_unit'), p('drive_gains'), p('effort_noise'), p('effort_noise_seed'))
+        self.effort_output = EffortOutput(s.effort_unit, s.drive_gains, s.effort_noise, s.effort_noise_seed)
         self.wrench = ExternalWrench(self)      # external_wrench: a push for tests (see effort_output)
         self._following = False                 # a followed joint state has arrived
         self.get_logger().info(
             f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
-            f'joint states on {self.joint_state_pub.topic_name} at {self._settings["publish_rate"]:g} Hz, '
-            f'trajectory action {p("action_name")}, real-time factor {self.clock.real_time_factor:g}'
+            f'joint states on {self.joint_state_pub.topic_name} at {s.publish_rate:g} Hz, '
+            f'trajectory action {s.action_name}, real-time factor {self.clock.real_time_factor:g}'
             + (', publishing /clock' if self.publish_clock else '')
             + (f', overrides: {self._overrides_text()}' if self.sim.applied_overrides else ''))
-        if self._settings['publish_rate'] > 1.0 / self.sim.dt + 1e-9:
+        if s.publish_rate > 1.0 / self.sim.dt + 1e-9:
             self.get_logger().warning(
-                f'publish_rate {self._settings["publish_rate"]:g} Hz is above the physics rate '
+                f'publish_rate {s.publish_rate:g} Hz is above the physics rate '
                 f'{1.0 / self.sim.dt:g} Hz: consecutive messages may repeat a state (same stamp)')
 
     def _warn_unknown_constraints(self) -> None:
@@ -196,7 +191,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         a model of one of them lacks the others' joints)."""
         given = getattr(self, '_parameter_overrides', {}) or {}
         unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
-        if self._param('constraints_file'):
+        if self._settings.constraints_file:
             unknown += ros_params.unknown_constraint_joints(self._constraints, self.sim.controlled_joints)
         if unknown:
             self.get_logger().warning(f'ignoring constraints for joints the model does not have: {unknown}')
@@ -209,24 +204,13 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
     def _param(self, name: str):
         return self.get_parameter(name).value
 
-    def _model_path(self) -> str | None:
-        return self._param('model_path') or None
-
     def _gains_file(self) -> Path:
-        given = self._param('gains_file')
+        given = self._settings.gains_file
         return resolve_share_url(given) if given else config_path('controllers', 'shadow_hand_e.yaml')
 
-    def _read_settings(self) -> dict:
-        p = self._param
-        return {
-            'publish_rate': float(p('publish_rate')),
-            'max_catch_up': float(p('max_catch_up')),
-            'feedback_rate': float(p('feedback_rate')),
-            'allow_partial_joints_goal': bool(p('allow_partial_joints_goal')),
-            'late_start_limit': float(p('late_start_limit')),
-            'velocity_limits': ros_params.parse_velocity_limits(p('velocity_limits')),
-            'constraints': ros_params.constraints_config(self, self.sim.controlled_joints),
-        }
+    def _read_settings(self) -> BridgeSettings:
+        """The current parameters (and the model joints' constraints) as typed settings."""
+        return read_settings(self._param, ros_params.constraints_config(self, self.sim.controlled_joints))
 
     def _on_speed_scaling(self, msg: Float64) -> None:
         """The robot's speed scaling (percent): the sim's scaled joints follow it. Raises BadMessage
@@ -244,8 +228,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             if param.name == 'cmd_vel_timeout':
                 self.sim.set_base_command_timeout(float(param.value))
             if param.name in ('speed_scaling', 'speed_scaled_joints'):
-                self.sim.set_speed_scaling(float(self._param('speed_scaling')) / 100.0,
-                                           list(self._param('speed_scaled_joints')))
+                self.sim.set_speed_scaling(self._settings.speed_scaling / 100.0,
+                                           list(self._settings.speed_scaled_joints))
             if param.name == WRENCH_PARAMETER:
                 self.wrench.set(param.value)
             if param.name == 'real_time_factor':
@@ -269,7 +253,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
                                    self._stamp_sim_time(msg.header.stamp))
         if followed and not self._following:
             self._following = True
-            self.get_logger().info(f'following {", ".join(followed)} on {self._param("follow_joint_states_topic")}')
+            self.get_logger().info(f'following {", ".join(followed)} on {self._settings.follow_joint_states_topic}')
 
     def stamp_of(self, sim_time: float) -> TimeMsg:
         """Stamp of a state at ``sim_time`` (s): sim time with publish_clock; while paused,
@@ -304,13 +288,13 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         """Tick at ``publish_rate`` on a fixed schedule of monotonic times; each tick knows how
         late it started (the oversleep, or how long the previous tick overran). The thread runs
         at ``thread_priority`` (SCHED_FIFO) where the user may set it."""
-        refused = set_realtime_priority(int(self._param('thread_priority')))
+        refused = set_realtime_priority(self._settings.thread_priority)
         if refused is not None:
             self.get_logger().warning(f'the stepping thread runs at normal priority: {refused}')
         next_tick = time.monotonic()
         previous_start, previous_cpu = next_tick, time.process_time()
         while not self._stop.is_set():
-            period = 1.0 / self._settings['publish_rate']
+            period = 1.0 / self._settings.publish_rate
             next_tick += period
             now = time.monotonic()
             if next_tick > now:
@@ -318,7 +302,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
                 lateness = time.monotonic() - next_tick
             else:
                 lateness = now - next_tick
-                if lateness > self._settings['max_catch_up']:   # too far behind: restart the schedule now
+                if lateness > self._settings.max_catch_up:   # too far behind: restart the schedule now
                     next_tick = now
                 # else the ticks that are due run back to back, each stepping to its own
                 # scheduled time: a short stall (the GIL busy elsewhere) loses no state
@@ -357,13 +341,13 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         state = sim.joint_state()
         self.meter.tick(scheduled, state.sim_time, lateness, dropped, process_cpu)
         repeated = state.sim_time == self._published_sim_time and not sim.paused
-        if not (repeated and self._settings['publish_rate'] * sim.dt <= 1.0 + 1e-9):
+        if not (repeated and self._settings.publish_rate * sim.dt <= 1.0 + 1e-9):
             self._publish(state)
         if self.base is not None:
             self.base.tick(scheduled)               # odometry and TF when due
         if self.controller_state is not None:
             self.controller_state.tick(scheduled)
-        self._step_to(scheduled + 1.0 / self._settings['publish_rate'])
+        self._step_to(scheduled + 1.0 / self._settings.publish_rate)
 
     def _step_to(self, mono: float) -> float:
         """Step (unless paused) to the sim time of monotonic time ``mono`` (s), at most
@@ -371,7 +355,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         sim = self.sim
         if sim.paused:
             return 0.0
-        max_steps = max(1, int(self._settings['max_catch_up'] / sim.dt))
+        max_steps = max(1, int(self._settings.max_catch_up / sim.dt))
         steps = sim.steps_until(self.clock.target(mono))
         if steps * sim.dt > sim.base_command_timeout and self.base is not None:
             # a stall (the process stopped or starved) longer than cmd_vel_timeout: the base's

@@ -53,7 +53,7 @@ class BridgeDiagnostics:
         values = {
             'real_time_factor_target': f'{target:g}',
             'real_time_factor_achieved': '' if report is None else f'{report.real_time_factor:.4f}',
-            'publish_rate_target_hz': f'{self._settings["publish_rate"]:g}',
+            'publish_rate_target_hz': f'{self._settings.publish_rate:g}',
             'publish_rate_achieved_hz': '' if report is None else f'{report.rate:.1f}',
             'window_s': '' if report is None else f'{report.window:.2f}',
             'max_tick_lateness_ms': '' if report is None else f'{report.max_lateness * 1e3:.2f}',
@@ -95,5 +95,5 @@ class BridgeDiagnostics:
             self._last_drop_log = now
             self.get_logger().warning(
                 f'physics fell {lag_s * 1e3:.0f} ms of sim time behind the wall clock (a stall or CPU starved); '
-                f'caught up max_catch_up {self._settings["max_catch_up"]:g} s and dropped {dropped_s * 1e3:.0f} ms '
+                f'caught up max_catch_up {self._settings.max_catch_up:g} s and dropped {dropped_s * 1e3:.0f} ms '
                 f'({self._dropped_s:.3f} s dropped since start)')

@@ -1,5 +1,6 @@
 """The ``mujoco_bridge`` node's ROS parameters: :data:`SPECS` (the shared groups of
-:mod:`shadow_twin.ros.parameters` it declares, then its own) and :data:`BASE_PARAMETERS`.
+:mod:`shadow_twin.ros.parameters` it declares, then its own) and the typed settings the node reads
+them through (:class:`BridgeSettings`, :func:`read_settings`).
 
 Its ``constraints.*`` parameters depend on the model's joints:
 :func:`shadow_twin.ros.parameters.constraint_specs` lists them.
@@ -7,8 +8,12 @@ Its ``constraints.*`` parameters depend on the model's joints:
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from mujoco_bridge.effort_output import parse_gains, parse_wrench
-from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
+from shadow_twin.ros.parameters import (DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec,
+                                        parse_velocity_limits)
+from shadow_twin.ros.settings import settings_class
 from shadow_twin.simulation.overrides import ParameterOverrides
 
 SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
@@ -17,8 +22,8 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
     ParameterSpec('gains_file', '', 'Drive gains YAML of the simulated controller (controller: {default, gains}); '
                   'empty = the shipped config/controllers/shadow_hand_e.yaml; package://shadow_twin/config/... = a '
                   'shipped file. Re-read on ~/reload.'),
-    ParameterSpec('publish_rate', 250.0, 'Rate of joint states (and /clock), Hz. Physics steps at the model timestep; '
-                  'each tick publishes, then steps ahead to the next tick\'s time.', bounds=(1.0, 5000.0)),
+    ParameterSpec('publish_rate', 250.0, 'Rate of joint states (and /clock). Physics steps at the model timestep; '
+                  'each tick publishes, then steps ahead to the next tick\'s time.', bounds=(1.0, 5000.0), unit='Hz'),
     ParameterSpec('thread_priority', 50, 'SCHED_FIFO priority of the stepping thread (1-99; 0 = normal scheduling), '
                   'as ros2_control\'s controller manager sets for its loop; where the user may not (no rtprio limit) '
                   'a warning says so and the thread runs at normal priority.', read_only=True, bounds=(0, 99)),
@@ -38,21 +43,21 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   '"\'geom:*_wheel_contact\': {friction: x0.6}". A change takes effect on ~/reload.',
                   check=ParameterOverrides.from_yaml_text),
     ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
-                  'is rejected, s (the twin stamps its parts ahead and gives up on a part not accepted before its '
+                  'is rejected (the twin stamps its parts ahead and gives up on a part not accepted before its '
                   'start: such a part must never start); negative = join any late goal mid-way, the JTC rule. Read '
-                  'for each goal.', bounds=(-1.0, 3600.0)),
-    ParameterSpec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up, s; a larger '
-                  'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0)),
+                  'for each goal.', bounds=(-1.0, 3600.0), unit='s'),
+    ParameterSpec('max_catch_up', 0.1, 'Largest lag of sim time behind the wall clock that is made up; a larger '
+                  'lag (CPU starvation, a long reload) is dropped and logged.', bounds=(0.001, 10.0), unit='s'),
     ParameterSpec('reload_timeout', 10.0, 'Longest wait of ~/reload for the new model to parse and compile (in a '
-                  'background thread; stepping goes on), s. Past it the answer is false, the previous model keeps '
-                  'running and the late result is discarded.', bounds=(0.01, 3600.0)),
+                  'background thread; stepping goes on). Past it the answer is false, the previous model keeps '
+                  'running and the late result is discarded.', bounds=(0.01, 3600.0), unit='s'),
     ParameterSpec('reload_max_bytes', 64 * 2**20, 'Largest size of the MJCF files a ~/reload accepts (the model file '
-                  'plus the files it includes), bytes; checked before parsing, a bigger model is refused.',
-                  bounds=(1024, 2**40)),
-    ParameterSpec('rtf_log_period', 5.0, 'Period of the real-time factor log line, s; also the measuring window.',
-                  read_only=True, bounds=(0.5, 3600.0)),
+                  'plus the files it includes); checked before parsing, a bigger model is refused.',
+                  bounds=(1024, 2**40), unit='bytes'),
+    ParameterSpec('rtf_log_period', 5.0, 'Period of the real-time factor log line; also the measuring window.',
+                  read_only=True, bounds=(0.5, 3600.0), unit='s'),
     # the UR's speed scaling (ur_robot_driver's scaled joint trajectory controller)
-    ParameterSpec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (percent) the sim follows, e.g. the '
+    ParameterSpec('speed_scaling_input_topic', '', 'std_msgs/Float64 speed scaling (%) the sim follows, e.g. the '
                   'real UR\'s /speed_scaling_state_broadcaster/speed_scaling; empty = none.', read_only=True),
     ParameterSpec('follow_joint_states_topic', '', 'sensor_msgs/JointState of another robot whose joints the sim\'s '
                   'same-named joints track while no trajectory drives them (LiveSimulation.follow), e.g. the mock '
@@ -61,27 +66,29 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
     ParameterSpec('speed_scaling_topic', '', 'The mock UR: std_msgs/Float64 topic on which its '
                   'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
                   'empty = not published.', read_only=True),
-    ParameterSpec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints, percent, when no '
-                  'speed_scaling_input_topic is given (the mock UR: its speed slider).', bounds=(0.0, 100.0)),
+    ParameterSpec('speed_scaling', 100.0, 'Speed scaling of the speed_scaled_joints when no '
+                  'speed_scaling_input_topic is given (the mock UR: its speed slider).', bounds=(0.0, 100.0),
+                  unit='%'),
     # joint efforts as published (mujoco_bridge.effort_output): torque, or current as ur_robot_driver's
     ParameterSpec('effort_unit', 'Nm', 'Unit of the published joint effort: Nm = actuator torque; A = joint current '
                   'as ur_robot_driver publishes it (torque / drive_gains).', read_only=True, choices=('Nm', 'A')),
-    ParameterSpec('drive_gains', '', 'effort_unit A: YAML {joint glob: N m/A}, the first matching glob wins, 1.0 '
+    ParameterSpec('drive_gains', '', 'effort_unit A: YAML {joint glob: drive gain}, the first matching glob wins, 1.0 '
                   'where none does; empty = the nominal UR5 figures (shadow_twin.monitoring.effort_watch.'
                   'NOMINAL_UR_DRIVE_GAINS: 13.6, 13.7, 13.7, 9.7, 8.7, 9.0 base to wrist 3).', read_only=True,
-                  check=parse_gains),
-    ParameterSpec('effort_noise', 0.0, 'Standard deviation of white Gaussian noise added to the published effort, '
-                  'in effort_unit; 0 = none.', read_only=True, bounds=(0.0, 1e6)),
+                  check=parse_gains, unit='N m/A'),
+    ParameterSpec('effort_noise', 0.0, 'Standard deviation of white Gaussian noise added to the published effort; '
+                  '0 = none.', read_only=True, bounds=(0.0, 1e6), unit='effort_unit (N m or A)'),
     ParameterSpec('effort_noise_seed', 0, 'Seed of the effort noise.', read_only=True, bounds=(0, 2**31 - 1)),
     ParameterSpec('external_wrench', '', 'A push for tests, settable at run time: YAML {body: NAME, force: [x, y, z], '
-                  'torque: [x, y, z]} in N and N m, world frame, at the body\'s centre of mass (MuJoCo xfrc_applied); '
+                  'torque: [x, y, z]} in the world frame, at the body\'s centre of mass (MuJoCo xfrc_applied); '
                   "'' = none. Applied before the next physics step, logged and published with the stamp it acts from "
-                  'on ~/external_wrench (geometry_msgs/WrenchStamped, transient_local).', check=parse_wrench),
+                  'on ~/external_wrench (geometry_msgs/WrenchStamped, transient_local).', check=parse_wrench,
+                  unit='N (force), N m (torque)'),
     # the simulated JTC's state (mock hardware: what a twin in shadow mode follows)
     ParameterSpec('controller_state_rate', 0.0, 'Rate of control_msgs/JointTrajectoryControllerState on '
-                  'controller_state_topic, Hz, as ros2_controllers\' JTC publishes it (reference, feedback, error, '
+                  'controller_state_topic, as ros2_controllers\' JTC publishes it (reference, feedback, error, '
                   'speed_scaling_factor of the controlled joints); 0 = not published.', read_only=True,
-                  bounds=(0.0, 1000.0)),
+                  bounds=(0.0, 1000.0), unit='Hz'),
     ParameterSpec('controller_state_topic', '', 'Topic of the controller state; empty = <controller>/controller_state '
                   'beside action_name (e.g. /rh_trajectory_controller/controller_state).', read_only=True),
     # shadow mode: the sim follows the real controllers' setpoints (mujoco_bridge.shadow)
@@ -100,15 +107,25 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
     # the mobile base (used when the model has drive wheel joints)
     ParameterSpec('cmd_vel_topic', '/sim/cmd_vel', 'geometry_msgs/TwistStamped velocity commands of the base.',
                   read_only=True),
-    ParameterSpec('cmd_vel_timeout', 0.5, 'A base velocity command older than this stops the base, s (sim time).',
-                  bounds=(0.01, 60.0)),
+    ParameterSpec('cmd_vel_timeout', 0.5, 'A base velocity command older than this (in sim time) stops the base.',
+                  bounds=(0.01, 60.0), unit='s'),
     ParameterSpec('odom_topic', '/sim/odom', 'nav_msgs/Odometry of the base.', read_only=True),
-    ParameterSpec('odom_rate', 50.0, 'Rate of the base odometry (and TF), Hz; the stepping thread publishes it, so '
-                  'at most publish_rate.', read_only=True, bounds=(1.0, 1000.0)),
+    ParameterSpec('odom_rate', 50.0, 'Rate of the base odometry (and TF); the stepping thread publishes it, so '
+                  'at most publish_rate.', read_only=True, bounds=(1.0, 1000.0), unit='Hz'),
     ParameterSpec('odom_frame', 'sim/odom', 'Frame of the odometry pose (the fixed frame).', read_only=True),
     ParameterSpec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).',
                   read_only=True),
     ParameterSpec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),
 )
-#: Parameters of the mobile base's interface (used when the model has one).
-BASE_PARAMETERS = ('cmd_vel_topic', 'odom_topic', 'odom_rate', 'odom_frame', 'base_frame', 'publish_tf')
+#: The bridge's settings: one attribute per parameter of :data:`SPECS` (``shadow.cmd_vel_topic`` ->
+#: ``shadow_cmd_vel_topic``), with ``velocity_limits`` parsed ({joint: rad/s}) and ``constraints``
+#: (the JTC constraints of the model's joints, as ``shadow_twin.control.jtc.default_tolerances`` reads them).
+BridgeSettings = settings_class('BridgeSettings', SPECS, derived={'velocity_limits': dict, 'constraints': dict},
+                                module=__name__)
+
+
+def read_settings(get: Callable[[str], Any], constraints: dict) -> BridgeSettings:
+    """The bridge's :class:`BridgeSettings` from its parameters (``get(name)``: a value) and the
+    ``constraints`` mapping read already. Raises ConfigError (a value its spec refuses)."""
+    return BridgeSettings.read(get, velocity_limits=parse_velocity_limits(get('velocity_limits')),
+                               constraints=constraints)

@@ -28,12 +28,13 @@ class BridgeServices:
             self._reload_idle.set()
 
     def _reload(self, response):
-        raw_path = self._param('model_path')
+        settings = self._settings
+        raw_path = settings.model_path
         path = raw_path or builtin_model_path()
-        timeout = float(self._param('reload_timeout'))
+        timeout = settings.reload_timeout
         try:
-            overrides = ParameterOverrides.from_yaml_text(self._param('overrides'))
-            gains, max_bytes = self._gains_file(), int(self._param('reload_max_bytes'))
+            overrides = ParameterOverrides.from_yaml_text(settings.overrides)
+            gains, max_bytes = self._gains_file(), settings.reload_max_bytes
             prepared = self._builds.run(
                 lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes),
                 timeout, cancel=self._stop, label=f'compiling {path}')
@@ -70,7 +71,7 @@ class BridgeServices:
     def _restore_model_path(self) -> None:
         """Set ``model_path`` back to the value the running model was loaded with ('' for the
         built-in model when it was ''), without the "takes effect on ~/reload" log line."""
-        current, running = self._param('model_path'), self._running_model_path
+        current, running = self._settings.model_path, self._running_model_path
         if current == running:
             return
         self._restoring_model_path = True

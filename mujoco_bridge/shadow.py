@@ -48,6 +48,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+from mujoco_bridge.parameters import BridgeSettings
 from shadow_twin.common.errors import BadMessage, ShadowTwinError
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control import jtc
@@ -57,9 +58,6 @@ from shadow_twin.ros.message_checks import check_finite, check_joint_state, chec
     check_twist_stamped
 from shadow_twin.simulation.live.simulation import LiveSimulation
 
-#: ROS parameters of shadow mode (all read-only; empty = that kind of source is not used).
-SOURCE_PARAMETERS = ('shadow.controller_state_topics', 'shadow.joint_trajectory_topics',
-                     'shadow.joint_states_topics', 'shadow.cmd_vel_topic', 'shadow.odom_topic')
 #: s: a stamp further ahead of this node's clock is a bad stamp, dropped. The followed state is moved
 #: on from its stamp for at most FOLLOW_EXTRAPOLATION (0.1 s), so the clocks of the robots' PCs and
 #: the twin's must agree to well within that anyway (chrony or NTP on a lab network: about 1 ms).
@@ -94,14 +92,16 @@ class ShadowSources:
     Args:
         node: the bridge node (its logger); ``inputs``: the node that takes the messages.
         sim: the live simulation.
-        settings: {parameter of :data:`SOURCE_PARAMETERS`: value}.
+        settings: the bridge's :class:`~mujoco_bridge.parameters.BridgeSettings`: its ``shadow_*``
+            topics (the read-only ``shadow.*`` parameters; empty = that kind of source is not used).
         to_sim_time: ``builtin_interfaces/Time`` -> sim time (s), None for an unset stamp.
         now_s: now on the clock of the stamps, s (for the JTC rules of a trajectory's checks).
     """
 
-    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: dict, to_sim_time, now_s) -> None:
-        settings = {key: ([str(t).strip() for t in value if str(t).strip()] if isinstance(value, (list, tuple))
-                          else str(value).strip()) for key, value in settings.items()}
+    def __init__(self, node: Node, inputs: Node, sim: LiveSimulation, settings: BridgeSettings, to_sim_time,
+                 now_s) -> None:
+        def topics(value) -> list[str]:
+            return [str(t).strip() for t in value if str(t).strip()]
         self.node, self.sim, self.to_sim_time, self.now_s = node, sim, to_sim_time, now_s
         self._last_stamp: dict[str, int] = {}        # ns, the latest accepted stamp of each source
         self._warned_unknown: set[str] = set()
@@ -112,15 +112,14 @@ class ShadowSources:
         self.topics: dict[str, list[str]] = {}
         qos = QoSProfile(depth=10)
         kinds = (('controller_state', JointTrajectoryControllerState, check_controller_state, self._on_controller_state,
-                  settings['shadow.controller_state_topics']),
+                  topics(settings.shadow_controller_state_topics)),
                  ('joint_trajectory', JointTrajectoryMsg, None, self._on_trajectory,
-                  settings['shadow.joint_trajectory_topics']),
+                  topics(settings.shadow_joint_trajectory_topics)),
                  ('joint_states', JointState, check_joint_state, self._on_joint_state,
-                  settings['shadow.joint_states_topics']),
+                  topics(settings.shadow_joint_states_topics)),
                  ('cmd_vel', TwistStamped, check_twist_stamped, self._on_twist,
-                  [settings['shadow.cmd_vel_topic']] if settings['shadow.cmd_vel_topic'] else []),
-                 ('odom', Odometry, check_odometry, self._on_odometry,
-                  [settings['shadow.odom_topic']] if settings['shadow.odom_topic'] else []))
+                  topics([settings.shadow_cmd_vel_topic])),
+                 ('odom', Odometry, check_odometry, self._on_odometry, topics([settings.shadow_odom_topic])))
         for kind, msg_type, check, callback, topics in kinds:
             for topic in topics:
                 guarded_subscription(inputs, msg_type, topic, self._bind(topic, callback), qos, check=check)

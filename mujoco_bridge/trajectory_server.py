@@ -32,6 +32,7 @@ from typing import Callable
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.node import Node
 
+from mujoco_bridge.parameters import BridgeSettings
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.control import jtc
 from shadow_twin.control.trajectory import JointTrajectory
@@ -69,11 +70,11 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         node: the owning node (its logger is used).
         sim: the simulation to drive.
         action_name: action name, e.g. ``/sim/follow_joint_trajectory``.
-        settings: callable returning the current settings, a dict with
-            ``constraints`` (for ``jtc.default_tolerances``),
-            ``velocity_limits`` ({joint: rad/s}), ``allow_partial_joints_goal``
-            (bool), ``feedback_rate`` (Hz) and ``late_start_limit`` (s, -1: none); read
-            for each goal.
+        settings: callable returning the bridge's current
+            :class:`~mujoco_bridge.parameters.BridgeSettings`: its ``constraints`` (for
+            ``jtc.default_tolerances``), ``velocity_limits`` ({joint: rad/s}),
+            ``allow_partial_joints_goal`` (bool), ``feedback_rate`` (Hz) and ``late_start_limit``
+            (s, -1: none) are read for each goal.
         now_s: callable giving "now" on the clock of goal header stamps, s.
         to_sim_time: callable mapping a non-zero header stamp (``builtin_interfaces/Time``)
             to sim time, s.
@@ -83,7 +84,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
     preempts_on_accept = False      # a goal preempts at its start (the simulation's queue)
 
     def __init__(self, node: Node, sim: LiveSimulation, action_name: str,
-                 settings: Callable[[], dict], now_s: Callable[[], float],
+                 settings: Callable[[], BridgeSettings], now_s: Callable[[], float],
                  to_sim_time: Callable[[TimeMsg], float], stamp_of: Callable[[float], TimeMsg]) -> None:
         self.sim = sim
         self._settings = settings
@@ -98,7 +99,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         joints = list(self.sim.controlled_joints)
         try:
             limits = jtc.joint_limits_from_model(self.sim.model, [self.sim.joint_map.to_mjcf(j) for j in joints],
-                                                 settings['velocity_limits'], joint_map=self.sim.joint_map)
+                                                 settings.velocity_limits, joint_map=self.sim.joint_map)
         except ShadowTwinError as exc:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'velocity_limits parameter is invalid: {exc}') from None
         names = list(request.trajectory.joint_names)
@@ -106,13 +107,13 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         if all(j in joints for j in names):
             current = dict(zip(names, self.sim.positions(names)))
         trajectory = jtc.validate_goal_msg(request.trajectory, joints, limits, self._now_s(),
-                                           settings['allow_partial_joints_goal'], current_positions=current)
-        tolerances = jtc.tolerances_for_goal(settings['constraints'], request, joints)
+                                           settings.allow_partial_joints_goal, current_positions=current)
+        tolerances = jtc.tolerances_for_goal(settings.constraints, request, joints)
         stamp = request.trajectory.header.stamp
         unstamped = stamp.sec == 0 and stamp.nanosec == 0
         # a stamp in the past (the goal arrived late) is joined mid-way, as the JTC does
         start = self.sim.time if unstamped else self._to_sim_time(stamp)
-        late, limit = self.sim.time - start, float(settings.get('late_start_limit', -1.0))
+        late, limit = self.sim.time - start, settings.late_start_limit
         if not unstamped and 0.0 <= limit < late:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'its stamped start passed {late:.3f} s ago '
                                                      f'(late_start_limit {limit:g} s): not started')
@@ -168,7 +169,7 @@ class SimulatedTrajectoryController(FollowJointTrajectoryServer):
         return 'goal canceled; holding position'
 
     def period(self) -> float:
-        return 1.0 / float(self._settings()['feedback_rate'])
+        return 1.0 / self._settings().feedback_rate
 
     def _cancel_trajectory(self, goal: AcceptedGoal) -> None:
         token = goal.plan.token if goal.plan is not None else 0

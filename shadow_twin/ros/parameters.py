@@ -1,5 +1,5 @@
 """ROS parameters of the project's nodes: one declaration per parameter (type from the
-default, description, units, range for integers and floats, allowed values), enforced
+default, description, unit, range for integers and floats, allowed values), enforced
 when the node declares it and on every runtime change (``ros2 param set``), and the
 JTC ``constraints`` shared by every trajectory controller.
 
@@ -7,7 +7,10 @@ Each node lists its parameters once, as a tuple of :class:`ParameterSpec`, and c
 :func:`declare`: the parameters several nodes declare are listed here, once, in named groups
 (:data:`GOAL_HANDLING_SPECS`, :data:`DIAGNOSTICS_SPECS`, :data:`JOINT_STATE_INPUT_SPECS`); each
 node's list lives beside the node (``mujoco_bridge.parameters``, ``calibration_node.parameters``,
-``shadow_twin.ros.twin.parameters``, ``shadow_twin.ros.monitor.parameters``).
+``shadow_twin.ros.twin.parameters``, ``shadow_twin.ros.monitor.parameters``). The same table gives
+the node's typed settings (:mod:`shadow_twin.ros.settings`), the descriptor ``ros2 param describe``
+shows (:meth:`ParameterSpec.descriptor`) and the generated reference ``docs/parameters.md``
+(:mod:`shadow_twin.ros.parameter_docs`): a default, range or unit changes in one line.
 Parameters load from a ros2 params YAML (``--params-file``) or ``-p name:=value``. Float
 parameters accept integers (``publish_rate:=1000``).
 A value of the wrong type, out of range or not among the allowed choices stops the
@@ -49,12 +52,14 @@ class ParameterSpec:
         name: parameter name (``a.b`` for nested YAML keys).
         default: default value; its Python type is the parameter's type (float
             parameters accept integers too).
-        description: what it does, with units.
+        description: what it does (without the unit: see ``unit``).
         read_only: fixed at start (``ros2 param set`` is refused).
         bounds: inclusive (min, max) of an int or float parameter.
         choices: allowed values of a string parameter.
         check: extra validation of a value, raises ConfigError naming the problem
             (e.g. a YAML text that must parse).
+        unit: unit of the value (``'s'``, ``'Hz'``, ``'rad/s'``, ``'N m'``; for a YAML mapping, of
+            its values); '' = none.
     """
 
     name: str
@@ -64,16 +69,24 @@ class ParameterSpec:
     bounds: tuple[float, float] | None = None
     choices: tuple[str, ...] | None = None
     check: Callable[[Any], None] | None = None
+    unit: str = ''
 
-    def descriptor(self) -> ParameterDescriptor:
-        """The ``rcl_interfaces/ParameterDescriptor`` declared for this parameter (integer ranges
-        are also enforced by rclpy itself)."""
+    def full_description(self) -> str:
+        """The description as the descriptor states it: the text, then ``Unit: U.``,
+        ``Range A..B.`` and ``One of: ...`` where they apply."""
         text = self.description
+        if self.unit:
+            text += f' Unit: {self.unit}.'
         if self.bounds is not None:
             text += f' Range {self.bounds[0]:g}..{self.bounds[1]:g}.'
         if self.choices is not None:
             text += f' One of: {", ".join(self.choices)}.'
-        descriptor = ParameterDescriptor(description=text, read_only=self.read_only,
+        return text
+
+    def descriptor(self) -> ParameterDescriptor:
+        """The ``rcl_interfaces/ParameterDescriptor`` declared for this parameter (integer ranges
+        are also enforced by rclpy itself)."""
+        descriptor = ParameterDescriptor(description=self.full_description(), read_only=self.read_only,
                                          dynamic_typing=isinstance(self.default, float))
         if self.bounds is not None and _is_int(self.default):
             descriptor.integer_range = [IntegerRange(from_value=int(self.bounds[0]), to_value=int(self.bounds[1]),
@@ -81,11 +94,6 @@ class ParameterSpec:
         if self.choices is not None:
             descriptor.additional_constraints = f'one of: {", ".join(self.choices)}'
         return descriptor
-
-
-#: The former name of :class:`ParameterSpec`, kept for the code that still uses it
-#: (``shadow_twin.ros.twin.base.settings``, test/ros/test_parameters.py).
-Spec = ParameterSpec
 
 
 def _is_int(value) -> bool:
@@ -202,12 +210,12 @@ GOAL_HANDLING_SPECS = (
     ParameterSpec('model_path', '', 'MJCF file of the twin; empty = the built-in Shadow Hand E; '
                   'package://shadow_twin/models/<file> = a built-in model (ur5.xml, mir250.xml). A change takes '
                   'effect on ~/reload.'),
-    ParameterSpec('velocity_limits', '', 'YAML {joint: rad/s}: goals whose points or segments exceed these are '
-                  'rejected (MJCF has no velocity limits). Empty = none. Read for each goal.',
-                  check=parse_velocity_limits),
+    ParameterSpec('velocity_limits', '', 'YAML {joint: velocity limit}: goals whose points or segments exceed these '
+                  'are rejected (MJCF has no velocity limits). Empty = none. Read for each goal.',
+                  check=parse_velocity_limits, unit='rad/s'),
     ParameterSpec('allow_partial_joints_goal', True, 'Accept goals naming a subset of the joints (others hold).'),
-    ParameterSpec('feedback_rate', 50.0, 'Rate of FollowJointTrajectory feedback and goal checks, Hz.',
-                  bounds=(1.0, 1000.0)),
+    ParameterSpec('feedback_rate', 50.0, 'Rate of FollowJointTrajectory feedback and goal checks.',
+                  bounds=(1.0, 1000.0), unit='Hz'),
     ParameterSpec('constraints_file', '', 'YAML of the JTC constraints (goal_time, stopped_velocity_tolerance, '
                   'per-joint trajectory/goal tolerances) that are the defaults of the constraints.* parameters; empty '
                   '= the shipped config/constraints.yaml.', read_only=True),
@@ -218,8 +226,8 @@ GOAL_HANDLING_SPECS = (
 )
 #: The period of ``/diagnostics``: the sim bridge and the twin monitor.
 DIAGNOSTICS_SPECS = (
-    ParameterSpec('diagnostics_period', 1.0, 'Period of /diagnostics messages, s.', read_only=True,
-                  bounds=(0.05, 60.0)),
+    ParameterSpec('diagnostics_period', 1.0, 'Period of /diagnostics messages.', read_only=True,
+                  bounds=(0.05, 60.0), unit='s'),
 )
 #: The robot's and the sim's joint states a node takes in (read by :func:`real_joint_state_topics`):
 #: the twin server and the twin monitor.
@@ -271,23 +279,23 @@ def constraint_specs(joints: Iterable[str], defaults: Mapping) -> list[Parameter
         return float(value)
 
     out = [ParameterSpec('constraints.goal_time', number(defaults.get('goal_time', 0.0), 'goal_time'),
-                         'Time after the last point within which all joints must be within their goal tolerance, s; '
-                         '0 = no limit (as ros2_controllers).', bounds=(0.0, CONSTRAINT_MAX)),
+                         'Time after the last point within which all joints must be within their goal tolerance; '
+                         '0 = no limit (as ros2_controllers).', bounds=(0.0, CONSTRAINT_MAX), unit='s'),
            ParameterSpec('constraints.stopped_velocity_tolerance',
                          number(defaults.get('stopped_velocity_tolerance', 0.01), 'stopped_velocity_tolerance'),
-                         'Goal velocity tolerance of every joint, rad/s (0 = not checked).',
-                         bounds=(0.0, CONSTRAINT_MAX))]
+                         'Goal velocity tolerance of every joint (0 = not checked).',
+                         bounds=(0.0, CONSTRAINT_MAX), unit='rad/s')]
     for joint in joints:
         entry = defaults.get(joint) or {}
         if not isinstance(entry, Mapping):
             raise ConfigError(f'constraints.{joint} must map trajectory/goal to rad, got {entry!r}')
         out.append(ParameterSpec(f'constraints.{joint}.trajectory',
                                  number(entry.get('trajectory', 0.0), f'{joint}.trajectory'),
-                                 f'Path position tolerance of {joint} while the trajectory runs, rad '
-                                 '(0 = not checked).', bounds=(0.0, CONSTRAINT_MAX)))
+                                 f'Path position tolerance of {joint} while the trajectory runs '
+                                 '(0 = not checked).', bounds=(0.0, CONSTRAINT_MAX), unit='rad'))
         out.append(ParameterSpec(f'constraints.{joint}.goal', number(entry.get('goal', 0.0), f'{joint}.goal'),
-                                 f'Goal position tolerance of {joint} after the last point, rad (0 = not checked).',
-                                 bounds=(0.0, CONSTRAINT_MAX)))
+                                 f'Goal position tolerance of {joint} after the last point (0 = not checked).',
+                                 bounds=(0.0, CONSTRAINT_MAX), unit='rad'))
     return out
 
 

@@ -67,7 +67,8 @@ def test_point_0_away_from_rest_is_placed_at_its_stamped_start(ros, mock):
     from control_msgs.action import FollowJointTrajectory
     from std_srvs.srv import Trigger
 
-    from shadow_twin.calibration.scoring.evaluation import AlignmentSettings, Evaluator
+    from shadow_twin.calibration.scoring.evaluation import Evaluator
+    from shadow_twin.calibration.scoring.placement import AlignmentSettings
     from shadow_twin.common.stamps import from_nanoseconds
     from shadow_twin.control.controller import ControllerGains, SimController
     from shadow_twin.control.trajectory import JointTrajectory

@@ -1,5 +1,7 @@
 """shadow_twin.ros.parameters: one declaration per parameter, enforced at declaration and at
-runtime (integers too), and the one shared constraints file."""
+runtime (integers too), its unit in the descriptor, the typed settings made from a table
+(shadow_twin.ros.settings), and the one shared constraints file. What is made from each node's
+table (docs, shipped files, a running node's descriptors): test_parameter_specs.py."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ from rclpy.parameter import Parameter  # noqa: E402
 
 from shadow_twin.common.errors import ConfigError  # noqa: E402
 from shadow_twin.ros import parameters as params  # noqa: E402
+from shadow_twin.ros.settings import settings_class, typed_value  # noqa: E402
 from shadow_twin.simulation.overrides import ParameterOverrides  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = (
-    params.Spec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
-    params.Spec('rate', 50.0, 'Rate, Hz.', bounds=(1.0, 1000.0)),
-    params.Spec('optimizer', 'bo', 'Optimiser.', choices=('bo', 'random')),
-    params.Spec('overrides', '', 'YAML overrides.', check=lambda text: ParameterOverrides.from_yaml_text(text)),
+    params.ParameterSpec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),
+    params.ParameterSpec('rate', 50.0, 'Rate.', bounds=(1.0, 1000.0), unit='Hz'),
+    params.ParameterSpec('optimizer', 'bo', 'Optimiser.', choices=('bo', 'random')),
+    params.ParameterSpec('overrides', '', 'YAML overrides.', check=ParameterOverrides.from_yaml_text),
+    params.ParameterSpec('sub.topics', ['/a'], 'Topics.', read_only=True),
 )
 
 
@@ -63,6 +67,28 @@ def test_good_values_are_declared_with_descriptions_and_ranges(make_node):
     assert 'Random seed.' in descriptor.description and 'Range 0..' in descriptor.description
     assert descriptor.integer_range[0].from_value == 0 and descriptor.integer_range[0].to_value == 2**31 - 1
     assert 'One of: bo, random' in node.describe_parameter('optimizer').description
+    assert node.describe_parameter('rate').description == 'Rate. Unit: Hz. Range 1..1000.'
+    assert node.describe_parameter('sub.topics').read_only
+
+
+def test_typed_settings_convert_check_and_freeze_the_values(make_node):
+    Typed = settings_class('Typed', SPECS, derived={'rate': float, 'extra': dict})
+    node = make_node(seed=7, rate=1000)
+    params.declare(node, SPECS)
+    settings = Typed.read(lambda name: node.get_parameter(name).value, rate=2.0, extra={'a': 1})
+    assert (settings.seed, settings.optimizer, settings.sub_topics) == (7, 'bo', ('/a',))
+    assert settings.rate == 2.0 and settings.extra == {'a': 1}         # derived fields replace or add
+    assert settings.value('sub.topics') == ('/a',) and Typed.DERIVED == ('rate', 'extra')
+    assert 'sub_topics: parameter ``sub.topics``. Topics.' in Typed.__doc__
+    with pytest.raises(AttributeError):
+        settings.seed = 1
+    assert typed_value(SPECS[1], 1000) == 1000.0 and isinstance(typed_value(SPECS[1], 1000), float)
+    with pytest.raises(ConfigError, match='seed must be within'):
+        typed_value(SPECS[0], -1)
+    with pytest.raises(TypeError):
+        Typed.read(lambda name: node.get_parameter(name).value, rate=2.0)        # a derived field missing
+    with pytest.raises(ValueError, match='a.b and a_b are both the attribute a_b'):
+        settings_class('Clash', (params.ParameterSpec('a.b', 1, ''), params.ParameterSpec('a_b', 2, '')))
 
 
 def test_runtime_changes_are_checked_as_at_declaration(make_node):
@@ -82,7 +108,7 @@ def test_shipped_constraints_file_is_the_only_constraints_block():
     for name in ('mujoco_bridge.yaml', 'mock_hardware.yaml', 'twin.yaml'):
         text = (REPO / 'config' / name).read_text()
         node = next(iter(yaml.safe_load(text).values()))['ros__parameters']
-        assert 'constraints' not in node and node['constraints_file'] == '', name
+        assert 'constraints' not in node and node.get('constraints_file', '') == '', name
 
 
 def test_constraint_specs_take_their_defaults_from_the_file(make_node, tmp_path):

@@ -58,7 +58,7 @@ class DriftWatch:
     """The drift watch of ``node`` (its parameters ``drift.*``; see the module doc).
 
     Args:
-        node: the twin monitor node (parameters declared).
+        node: the twin monitor node (its typed ``settings`` read).
         status: builds a ``DiagnosticStatus`` from (level, name, message, values).
     Raises:
         ConfigError: inconsistent ``drift.*`` settings (window < bucket...).
@@ -66,21 +66,21 @@ class DriftWatch:
 
     def __init__(self, node, status) -> None:
         self.node, self._status = node, status
-        p = lambda name: node.get_parameter(name).value   # noqa: E731
-        self.settings = drift_settings(p)
-        self.path = Path(p('drift.state_file') or default_state_file(node.get_name())).expanduser()
-        self.save_period = float(p('drift.save_period'))
-        self.bridge_status = str(p('drift.bridge_status') or '').strip()
+        s = node.settings
+        self.settings = drift_settings(s.value)
+        self.path = Path(s.drift_state_file or default_state_file(node.get_name())).expanduser()
+        self.save_period = s.drift_save_period
+        self.bridge_status = s.drift_bridge_status.strip()
         self.trend = self._load()
-        self.idle = drift.IdleWatch(float(p('drift.idle_time')))
-        self.auto_calibrate = bool(p('drift.auto_calibrate'))
-        self.calibrate = node.create_client(Trigger, p('drift.calibrate_service')) if self.auto_calibrate else None
+        self.idle = drift.IdleWatch(s.drift_idle_time)
+        self.auto_calibrate = s.drift_auto_calibrate
+        self.calibrate = node.create_client(Trigger, s.drift_calibrate_service) if self.auto_calibrate else None
         self._seen_model: str | None = None     # the bridge's model_path last seen
         self._calibration = 'idle'      # idle: none asked; wanted: on drift, waits for an idle window; asked
         self._last_save = time.monotonic()
         self.dirty = False              # changed since the state file was written
         qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
-        self.topic = p('drift.topic')
+        self.topic = s.drift_topic
         self.publisher = node.create_publisher(DiagnosticArray, self.topic, qos)
         guarded_service(node, Trigger, '~/reset_drift_baseline', self._on_reset)
         if self.bridge_status:

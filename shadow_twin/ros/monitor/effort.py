@@ -56,7 +56,7 @@ class EffortMonitor:
     """The external-force watch of ``node`` (its parameters ``effort.*``; see the module doc).
 
     Args:
-        node: the twin monitor node (parameters declared).
+        node: the twin monitor node (its typed ``settings`` read).
         status: builds a ``DiagnosticStatus`` from (level, name, message, values).
         publish_diagnostics: publishes a ``DiagnosticArray`` (the node's ``/diagnostics``).
     Raises:
@@ -65,25 +65,26 @@ class EffortMonitor:
 
     def __init__(self, node, status, publish_diagnostics) -> None:
         self.node, self._status, self._publish_diagnostics = node, status, publish_diagnostics
-        p = lambda name: node.get_parameter(name).value   # noqa: E731
-        self.mode = p('effort.enabled')
-        self.joints = [str(j) for j in p('effort.joints')]
-        self.settings = effort_settings(p)
-        path = str(p('effort.parameters_file') or '').strip()
+        s = node.settings
+        self.mode = s.effort_enabled
+        self.joints = [str(j) for j in s.effort_joints]
+        self.settings = effort_settings(s.value)
+        path = s.effort_parameters_file.strip()
         self.drive = (DriveParameters.from_yaml(path) if path else
-                      nominal_drive(self.joints, p('effort.effort_unit'), drive_gains(p('effort.drive_gains'))))
+                      nominal_drive(self.joints, s.effort_effort_unit, drive_gains(s.effort_drive_gains)))
         self.drive_source = path or 'nominal drive gains'
         self.drive.check_covers(self.joints, self.drive_source)
         self.watch: EffortWatch | None = None
         self.model_path = ''
         self._last: tuple[float, object] | None = None      # (arrival monotonic s, newest sample)
         self._warned_no_effort = False
-        self.stale_after = float(p('stale_after'))
-        self.error_pub = node.create_publisher(JointState, p('effort.topic'), 10)
-        topic = str(p('effort.predicted_topic') or '')
+        self.stale_after = s.stale_after
+        self.topic = s.effort_topic
+        self.error_pub = node.create_publisher(JointState, self.topic, 10)
+        topic = s.effort_predicted_topic
         self.predicted_pub = node.create_publisher(JointState, topic, 10) if topic else None
-        model = str(p('effort.model_path') or '').strip()
-        self.bridge_status = str(p('drift.bridge_status') or '').strip()
+        model = s.effort_model_path.strip()
+        self.bridge_status = s.drift_bridge_status.strip()
         if model:
             self._load(model, fatal=True)
         elif self.bridge_status:
@@ -106,7 +107,7 @@ class EffortMonitor:
         self.model_path = path
         log.info(f'external-force watch on {", ".join(self.joints)}: {path} and {self.drive_source} '
                  f'(effort in {self.drive.effort_unit}), warn {self.settings.k_warn:g} sigma, error '
-                 f'{self.settings.k_error:g} sigma, on {self.node.get_parameter("effort.topic").value}')
+                 f'{self.settings.k_error:g} sigma, on {self.topic}')
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for st in msg.status:
@@ -115,9 +116,9 @@ class EffortMonitor:
                 if model and model != self.model_path:
                     self._load(model)
 
-    def set_settings(self, param) -> None:
-        """New thresholds / debounce from the parameters (checked before)."""
-        self.settings = effort_settings(param)
+    def set_settings(self, settings) -> None:
+        """New thresholds / debounce from the node's typed ``settings`` (checked before)."""
+        self.settings = effort_settings(settings.value)
         if self.watch is not None:
             self.watch.set_settings(self.settings)
 

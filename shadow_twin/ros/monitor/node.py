@@ -119,8 +119,7 @@ from shadow_twin.ros.monitor.aggregated import aggregated, level_byte
 from shadow_twin.ros.monitor.drift import DriftWatch
 from shadow_twin.ros.monitor.effort import EffortMonitor
 from shadow_twin.ros.monitor.parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, EFFORT_PARAMS, SPECS,
-                                                THRESHOLD_PARAMS, base_thresholds, invalid_change, odom_topics,
-                                                thresholds)
+                                                THRESHOLD_PARAMS, MonitorSettings, invalid_change, read_settings)
 from shadow_twin.ros.monitor.shadow import ShadowWatch
 from shadow_twin.ros.monitor.values import base_values, joint_values
 from shadow_twin.ros.spinning import events_executor, run_node
@@ -149,21 +148,21 @@ class TwinMonitor(Node):
     def __init__(self, node_name: str = NODE_NAME, **kwargs) -> None:
         super().__init__(node_name, **kwargs)
         ros_params.declare(self, SPECS)
-        p = self._param
-        self.real_topics, self.sim_topic = ros_params.real_joint_state_topics(self), p('sim_joint_states_topic')
+        self.real_topics = ros_params.real_joint_state_topics(self)
+        #: The current parameters, typed, with the thresholds and odometry topics (read again on a change).
+        self.settings: MonitorSettings = read_settings(self._param)
+        s = self.settings
+        self.sim_topic = s.sim_joint_states_topic
         self.monitor = monitor.SimRealMonitor(
-            self._thresholds({}), window=float(p('window')), stale_after=float(p('stale_after')),
-            max_gap=float(p('max_stamp_gap')), history_age=HISTORY_AGE, real_labels=self.real_topics,
-            sim_label=self.sim_topic)
-        self.odom_topics = odom_topics(self._param)
-        base_thresholds = self._base_thresholds({})          # checked also without a base
+            s.thresholds, window=s.window, stale_after=s.stale_after, max_gap=s.max_stamp_gap,
+            history_age=HISTORY_AGE, real_labels=self.real_topics, sim_label=self.sim_topic)
+        self.odom_topics = s.odom_topics
         self.base = None if self.odom_topics is None else base_error.BaseMonitor(
-            base_thresholds, window=float(p('window')), stale_after=float(p('stale_after')),
-            max_gap=float(p('base_max_stamp_gap')), history_age=HISTORY_AGE, real_label=self.odom_topics[0],
-            sim_label=self.odom_topics[1])
+            s.base_thresholds, window=s.window, stale_after=s.stale_after, max_gap=s.base_max_stamp_gap,
+            history_age=HISTORY_AGE, real_label=self.odom_topics[0], sim_label=self.odom_topics[1])
         self.lag_windows = [LagWindow(self.monitor.window) for _ in self.real_topics]
-        self.max_lag = float(p('lag.max_lag'))
-        self.drift = DriftWatch(self, self._status) if p('drift.enabled') else None
+        self.max_lag = s.lag_max_lag
+        self.drift = DriftWatch(self, self._status) if s.drift_enabled else None
         self.shadow = ShadowWatch(self, self._status)
         self.monitor.on_compare = self._on_compare
         self.add_on_set_parameters_callback(self._validate_change)
@@ -172,14 +171,14 @@ class TwinMonitor(Node):
         self._frames = ['', '']             # header.frame_id of the real and the sim odometry
         self._warned_globs = False
 
-        self.error_pub = self.create_publisher(JointState, p('joint_error_topic'), 10)
+        self.error_pub = self.create_publisher(JointState, s.joint_error_topic, 10)
         self.base_error_pub = (None if self.base is None else
-                               self.create_publisher(Vector3Stamped, p('base_error_topic'), 10))
+                               self.create_publisher(Vector3Stamped, s.base_error_topic, 10))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.effort = EffortMonitor(self, self._status, self.diagnostics_pub.publish)
-        self.aggregated_path = p('aggregated_path')
-        self.aggregated_pub = (self.create_publisher(DiagnosticArray, p('aggregated_topic'), 10)
-                               if p('publish_aggregated') else None)
+        self.aggregated_path = s.aggregated_path
+        self.aggregated_pub = (self.create_publisher(DiagnosticArray, s.aggregated_topic, 10)
+                               if s.publish_aggregated else None)
         qos = QoSProfile(depth=10)
         for k, topic in enumerate(self.real_topics):
             guarded_subscription(self, JointState, topic, lambda m, k=k: self._on_state(k, m), qos,
@@ -190,31 +189,25 @@ class TwinMonitor(Node):
             for k, topic in enumerate(self.odom_topics):
                 guarded_subscription(self, Odometry, topic, lambda m, k=k: self._on_odometry(k, m), qos,
                                      check=check_odometry)
-        guarded_timer(self, 1.0 / float(p('rate')), self._publish_error, 'joint error')
-        guarded_timer(self, float(p('diagnostics_period')), self._publish_diagnostics, 'diagnostics')
+        guarded_timer(self, 1.0 / s.rate, self._publish_error, 'joint error')
+        guarded_timer(self, s.diagnostics_period, self._publish_diagnostics, 'diagnostics')
         th = self.monitor.thresholds
         base = ''
         if self.base is not None:
             bt = self.base.thresholds
             base = (f'; base: {self.odom_topics[1]} vs {self.odom_topics[0]}, sim - real on '
-                    f'{p("base_error_topic")} (warn {bt.position.warn:g} m / {bt.yaw.warn:g} rad, error '
+                    f'{s.base_error_topic} (warn {bt.position.warn:g} m / {bt.yaw.warn:g} rad, error '
                     f'{bt.position.error:g} m / {bt.yaw.error:g} rad)')
         self.get_logger().info(        # its ready line (shadow_twin.cli.up.READY_LINES): it serves from here
             f'ready: comparing {self.sim_topic} with {", ".join(self.real_topics)}: sim - real on '
-            f'{p("joint_error_topic")} at {p("rate"):g} Hz, {DIAGNOSTICS_TOPIC} every {p("diagnostics_period"):g} s '
+            f'{s.joint_error_topic} at {s.rate:g} Hz, {DIAGNOSTICS_TOPIC} every {s.diagnostics_period:g} s '
             f'(RMS over {self.monitor.window:g} s, warn {th.default.warn:g} rad, error {th.default.error:g} rad'
             + (f', {len(th.overrides)} overrides' if th.overrides else '') + ')' + base
-            + (f', aggregated at {self.aggregated_path!r} on {p("aggregated_topic")}' if self.aggregated_pub else ''))
+            + (f', aggregated at {self.aggregated_path!r} on {s.aggregated_topic}' if self.aggregated_pub else ''))
 
     # -- parameters ----------------------------------------------------------------------------
     def _param(self, name: str):
         return self.get_parameter(name).value
-
-    def _thresholds(self, changed: dict) -> monitor.Thresholds:
-        return thresholds(self._param, changed)
-
-    def _base_thresholds(self, changed: dict) -> base_error.BaseThresholds:
-        return base_thresholds(self._param, changed)
 
     def _validate_change(self, params) -> SetParametersResult:
         """Refuse values that are invalid together (``parameters.declare`` checks each value alone)."""
@@ -223,32 +216,33 @@ class TwinMonitor(Node):
 
     def _after_set(self, params) -> None:
         names = {param.name for param in params}
+        self.settings = s = read_settings(self._param)
         if names & set(THRESHOLD_PARAMS):
-            self.monitor.thresholds = self._thresholds({})
+            self.monitor.thresholds = s.thresholds
             self._warned_globs = False
         parts = [self.monitor] + ([self.base] if self.base is not None else [])
         if self.base is not None and names & set(BASE_THRESHOLD_PARAMS):
-            self.base.thresholds = self._base_thresholds({})
+            self.base.thresholds = s.base_thresholds
         for part in parts:
             if 'window' in names:
-                part.window = float(self._param('window'))
+                part.window = s.window
             if 'stale_after' in names:
-                part.stale_after = float(self._param('stale_after'))
+                part.stale_after = s.stale_after
         if 'window' in names:
             for lag in self.lag_windows:
                 lag.window = self.monitor.window
         if 'lag.max_lag' in names:
-            self.max_lag = float(self._param('lag.max_lag'))
+            self.max_lag = s.lag_max_lag
         if 'shadow_source_timeout' in names:
-            self.shadow.sources.timeout = float(self._param('shadow_source_timeout'))
+            self.shadow.sources.timeout = s.shadow_source_timeout
         if self.drift is not None and names & set(DRIFT_PARAMS):
-            self.drift.set_ratio(*(self._param(n) for n in DRIFT_PARAMS))
+            self.drift.set_ratio(*(s.value(n) for n in DRIFT_PARAMS))
         if names & set(EFFORT_PARAMS):
-            self.effort.set_settings(self._param)
+            self.effort.set_settings(s)
         if 'max_stamp_gap' in names:
-            self.monitor.max_gap = float(self._param('max_stamp_gap'))
+            self.monitor.max_gap = s.max_stamp_gap
         if self.base is not None and 'base_max_stamp_gap' in names:
-            self.base.max_gap = float(self._param('base_max_stamp_gap'))
+            self.base.max_gap = s.base_max_stamp_gap
         self.get_logger().info(f'parameters set: {sorted(names)}')
 
     # -- streams ---------------------------------------------------------------------------------

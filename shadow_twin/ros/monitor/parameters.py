@@ -1,7 +1,8 @@
 """The ``twin_monitor`` node's ROS parameters: :data:`SPECS` (the shared groups of
 :mod:`shadow_twin.ros.parameters` it declares, then its own), the check of ``aggregated_path``
-that the node also uses, and what the node builds from several parameters together (thresholds,
-odometry topics) with the check of a runtime change of them (:func:`invalid_change`).
+that the node also uses, what the node builds from several parameters together (thresholds,
+odometry topics) with the check of a runtime change of them (:func:`invalid_change`), and the
+typed settings the node reads them through (:class:`MonitorSettings`, :func:`read_settings`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from shadow_twin.monitoring import base_error, drift, lag
 from shadow_twin.monitoring.effort_settings import EffortSettings
 from shadow_twin.monitoring.joint import error as monitor
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec, yaml_mapping
+from shadow_twin.ros.settings import settings_class
 
 
 def path_parts(path: str) -> list[str]:
@@ -29,36 +31,37 @@ def path_parts(path: str) -> list[str]:
 SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
     ParameterSpec('joint_error_topic', '/twin/joint_error', 'sensor_msgs/JointState of sim minus real (rad, rad/s), '
                   'stamped with the newest real sample compared.', read_only=True),
-    ParameterSpec('rate', 50.0, 'Rate of joint (and base) error messages, Hz.', read_only=True, bounds=(0.1, 1000.0)),
-    ParameterSpec('window', 2.0, 'Sliding window of the RMS errors in /diagnostics, s.', bounds=(0.01, 600.0)),
-    ParameterSpec('stale_after', 0.5, 'A stream silent for this long makes what depends on it STALE, s.',
-                  bounds=(0.01, 3600.0)),
+    ParameterSpec('rate', 50.0, 'Rate of joint (and base) error messages.', read_only=True, bounds=(0.1, 1000.0),
+                  unit='Hz'),
+    ParameterSpec('window', 2.0, 'Sliding window of the RMS errors in /diagnostics.', bounds=(0.01, 600.0), unit='s'),
+    ParameterSpec('stale_after', 0.5, 'A stream silent for this long makes what depends on it STALE.',
+                  bounds=(0.01, 3600.0), unit='s'),
     ParameterSpec('max_stamp_gap', 0.05, 'A real sample ahead of every sim sample by at most this much is compared '
-                  'with the newest sim sample (else it waits for the sim), s.', bounds=(0.0, 0.5)),
-    ParameterSpec('thresholds.warn', monitor.DEFAULT_WARN, 'RMS position error from which a joint is WARN, rad (> 0).',
-                  bounds=(0.0, 1e6)),
-    ParameterSpec('thresholds.error', monitor.DEFAULT_ERROR, 'RMS position error from which a joint is ERROR, rad '
-                  '(>= thresholds.warn).', bounds=(0.0, 1e6)),
-    ParameterSpec('threshold_overrides', '', 'YAML {joint_glob: {warn: rad, error: rad}}: per-joint thresholds (the '
+                  'with the newest sim sample (else it waits for the sim).', bounds=(0.0, 0.5), unit='s'),
+    ParameterSpec('thresholds.warn', monitor.DEFAULT_WARN, 'RMS position error from which a joint is WARN (> 0).',
+                  bounds=(0.0, 1e6), unit='rad'),
+    ParameterSpec('thresholds.error', monitor.DEFAULT_ERROR, 'RMS position error from which a joint is ERROR '
+                  '(>= thresholds.warn).', bounds=(0.0, 1e6), unit='rad'),
+    ParameterSpec('threshold_overrides', '', 'YAML {joint_glob: {warn: W, error: E}}: per-joint thresholds (the '
                   'first matching glob wins; a missing key takes the default), e.g. "rh_TH*: {warn: 0.1, error: '
-                  '0.3}".'),
+                  '0.3}".', unit='rad'),
     ParameterSpec('real_odom_topic', '', "nav_msgs/Odometry of the robot's base (the MiR bridge's /odom); empty, or "
                   'sim_odom_topic empty: no base error.', read_only=True),
     ParameterSpec('sim_odom_topic', '', "nav_msgs/Odometry of the sim's base (/sim/odom); its odom frame must coincide "
                   "with the robot's at start.", read_only=True),
     ParameterSpec('base_max_stamp_gap', 0.0, 'A real odometry ahead of every sim odometry by at most this much is '
-                  'compared with the newest sim pose (else it waits for the sim), s; 0: always waits (at 50 Hz a held '
-                  'pose can be 20 ms old).', bounds=(0.0, 0.5)),
+                  'compared with the newest sim pose (else it waits for the sim); 0: always waits (at 50 Hz a held '
+                  'pose can be 20 ms old).', bounds=(0.0, 0.5), unit='s'),
     ParameterSpec('base_error_topic', '/twin/base_error', 'geometry_msgs/Vector3Stamped of sim minus real base pose: '
                   'x, y in m (odom frame), z yaw in rad, stamped with the real odometry compared.', read_only=True),
     ParameterSpec('base_thresholds.position.warn', base_error.DEFAULT_POSITION_WARN, 'RMS base position error from '
-                  'which the base is WARN, m (> 0).', bounds=(0.0, 1e6)),
+                  'which the base is WARN (> 0).', bounds=(0.0, 1e6), unit='m'),
     ParameterSpec('base_thresholds.position.error', base_error.DEFAULT_POSITION_ERROR, 'RMS base position error from '
-                  'which the base is ERROR, m (>= warn).', bounds=(0.0, 1e6)),
+                  'which the base is ERROR (>= warn).', bounds=(0.0, 1e6), unit='m'),
     ParameterSpec('base_thresholds.yaw.warn', base_error.DEFAULT_YAW_WARN, 'RMS base yaw error from which the base is '
-                  'WARN, rad (> 0).', bounds=(0.0, 1e6)),
+                  'WARN (> 0).', bounds=(0.0, 1e6), unit='rad'),
     ParameterSpec('base_thresholds.yaw.error', base_error.DEFAULT_YAW_ERROR, 'RMS base yaw error from which the base '
-                  'is ERROR, rad (>= warn).', bounds=(0.0, 1e6)),
+                  'is ERROR (>= warn).', bounds=(0.0, 1e6), unit='rad'),
     ParameterSpec('publish_aggregated', True, 'Also publish the statuses on aggregated_topic as diagnostic_aggregator '
                   'would (for rqt_robot_monitor without the C++ aggregator); false where diagnostic_aggregator runs.',
                   read_only=True),
@@ -70,22 +73,22 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
     # -- drift watch (shadow_twin.monitoring.drift, shadow_twin.ros.monitor.drift) --
     ParameterSpec('drift.enabled', True, 'Keep the long-window error trend per joint and report drift from its '
                   'baseline.', read_only=True),
-    ParameterSpec('drift.window', drift.DEFAULT_WINDOW, 'Trend window, s (minutes to days; >= drift.bucket); the '
+    ParameterSpec('drift.window', drift.DEFAULT_WINDOW, 'Trend window (minutes to days; >= drift.bucket); the '
                   'baseline is the first full window after a calibration (or after the first start).', read_only=True,
-                  bounds=(0.1, 1e8)),
-    ParameterSpec('drift.bucket', drift.DEFAULT_BUCKET, 'Trend bucket, s: the RMS error is summed per bucket, and '
-                  'a bucket counts for a joint only when it moved.', read_only=True, bounds=(0.05, 1e6)),
+                  bounds=(0.1, 1e8), unit='s'),
+    ParameterSpec('drift.bucket', drift.DEFAULT_BUCKET, 'Trend bucket: the RMS error is summed per bucket, and '
+                  'a bucket counts for a joint only when it moved.', read_only=True, bounds=(0.05, 1e6), unit='s'),
     ParameterSpec('drift.ratio', drift.DEFAULT_RATIO, 'A joint has drifted when its trend is this many times its '
                   'baseline (> 1) ...', bounds=(1.0, 1e6)),
-    ParameterSpec('drift.min_error', drift.DEFAULT_MIN_ERROR, '... and at least this much, rad (noise on a near-zero '
-                  'baseline does not alarm).', bounds=(0.0, 1e6)),
+    ParameterSpec('drift.min_error', drift.DEFAULT_MIN_ERROR, '... and at least this much (noise on a near-zero '
+                  'baseline does not alarm).', bounds=(0.0, 1e6), unit='rad'),
     ParameterSpec('drift.min_motion', drift.DEFAULT_MIN_MOTION, 'A joint moved in a bucket when its real position '
-                  'spans this much there, rad.', bounds=(0.0, 1e6)),
+                  'spans this much there.', bounds=(0.0, 1e6), unit='rad'),
     ParameterSpec('drift.state_file', '', 'JSON file of the trend and baseline, reloaded at start, written '
                   'atomically; empty = $ROS_HOME/shadow_twin/drift/<node name>.json ($ROS_HOME: ~/.ros).',
                   read_only=True),
-    ParameterSpec('drift.save_period', 60.0, 'Most often the state file is written (on a closed bucket), s; '
-                  'also at shutdown and on a baseline change.', read_only=True, bounds=(0.0, 1e6)),
+    ParameterSpec('drift.save_period', 60.0, 'Most often the state file is written (on a closed bucket); '
+                  'also at shutdown and on a baseline change.', read_only=True, bounds=(0.0, 1e6), unit='s'),
     ParameterSpec('drift.topic', '/twin/drift', 'diagnostic_msgs/DiagnosticArray of the drift status, latched '
                   '(transient_local), on each closed bucket and baseline change.', read_only=True),
     ParameterSpec('drift.bridge_status', 'mujoco_bridge: physics', "Name of the sim bridge's /diagnostics status "
@@ -95,18 +98,18 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   'std_srvs/Trigger drift.calibrate_service) in the next idle window: robot and sim still for '
                   'drift.idle_time. A live calibration moves the robot: off by default.', read_only=True),
     ParameterSpec('drift.idle_time', 10.0, 'Stillness (no real or sim joint moving 0.01 rad) that makes an idle '
-                  'window for drift.auto_calibrate, s.', read_only=True, bounds=(0.1, 86400.0)),
+                  'window for drift.auto_calibrate.', read_only=True, bounds=(0.1, 86400.0), unit='s'),
     ParameterSpec('drift.calibrate_service', '/calibration_node/calibrate', 'std_srvs/Trigger that starts a '
                   'calibration (drift.auto_calibrate).', read_only=True),
     # -- lag share (shadow_twin.monitoring.lag) --
     ParameterSpec('lag.max_lag', lag.DEFAULT_MAX_LAG, 'Largest time shift of the lag share (the part of the '
-                  'error a shift of the sim removes), s; 0 = no lag share.', bounds=(0.0, 10.0)),
+                  'error a shift of the sim removes); 0 = no lag share.', bounds=(0.0, 10.0), unit='s'),
     # -- shadow sources (shadow_twin.monitoring.shadow_sources, shadow_twin.ros.monitor.shadow) --
     ParameterSpec('shadow_sources', [''], 'Topics the sim follows in shadow mode (controller_state, '
                   'joint_trajectory, joint states, cmd_vel, odom); each one silent for shadow_source_timeout makes its '
                   "joints STALE. Types from the ROS graph. [''] = none.", read_only=True),
     ParameterSpec('shadow_source_timeout', 0.5, 'A shadow source silent this long (header stamps vs now) is '
-                  'stale, s.', bounds=(0.01, 3600.0)),
+                  'stale.', bounds=(0.01, 3600.0), unit='s'),
     # -- external-force watch (shadow_twin.monitoring.effort_watch, shadow_twin.ros.monitor.effort) --
     ParameterSpec('effort.enabled', 'auto', 'Watch the arm joints\' efforts for external forces: auto = when the '
                   'model has effort.joints and the real joint states carry effort; on (also say once when they do '
@@ -120,24 +123,25 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   "offsets, residual sigma); '' = effort.effort_unit and effort.drive_gains.", read_only=True),
     ParameterSpec('effort.effort_unit', 'A', 'Unit of the real efforts without parameters_file: A (ur_robot_driver\'s '
                   'joint currents) or Nm.', read_only=True, choices=('A', 'Nm')),
-    ParameterSpec('effort.drive_gains', '', "Without parameters_file: YAML {joint glob: N m/A}; '' = the nominal UR5 "
-                  'figures (shadow_twin.monitoring.effort_watch.NOMINAL_UR_DRIVE_GAINS).', read_only=True,
-                  check=lambda text: drive_gains(text)),
+    ParameterSpec('effort.drive_gains', '', "Without parameters_file: YAML {joint glob: drive gain}; '' = the nominal "
+                  'UR5 figures (shadow_twin.monitoring.effort_watch.NOMINAL_UR_DRIVE_GAINS).', read_only=True,
+                  check=lambda text: drive_gains(text), unit='N m/A'),
     ParameterSpec('effort.k_warn', 4.0, 'A joint is WARN from |residual| >= k_warn sigma (> 0).', bounds=(0.0, 1e6)),
     ParameterSpec('effort.k_error', 6.0, 'ERROR from k_error sigma (>= k_warn).', bounds=(0.0, 1e6)),
-    ParameterSpec('effort.fallback_sigma', 0.2, 'Residual sigma of a joint parameters_file gives none for, effort '
-                  'unit (> 0).', bounds=(0.0, 1e6)),
+    ParameterSpec('effort.fallback_sigma', 0.2, 'Residual sigma of a joint parameters_file gives none for (> 0).',
+                  bounds=(0.0, 1e6), unit='effort unit (A or N m)'),
     ParameterSpec('effort.sigma_overrides', '', "YAML {joint glob: sigma} before fallback_sigma; '' = none.",
-                  check=lambda text: parse_sigmas(text)),
+                  check=lambda text: parse_sigmas(text), unit='effort unit (A or N m)'),
     ParameterSpec('effort.debounce_samples', 3, 'Consecutive samples over a level to enter it (>= 1).',
-                  bounds=(1, 100000)),
-    ParameterSpec('effort.debounce_time', 0.0, '... or this long over it, s of stamps; 0 = samples only.',
-                  bounds=(0.0, 60.0)),
-    ParameterSpec('effort.hold_time', 0.5, 'Under a level this long (stamps) to leave it, s.', bounds=(0.0, 3600.0)),
+                  bounds=(1, 100000), unit='samples'),
+    ParameterSpec('effort.debounce_time', 0.0, '... or this long over it (of stamps); 0 = samples only.',
+                  bounds=(0.0, 60.0), unit='s'),
+    ParameterSpec('effort.hold_time', 0.5, 'Under a level this long (stamps) to leave it.', bounds=(0.0, 3600.0),
+                  unit='s'),
     ParameterSpec('effort.window', 3, 'Samples of the centred acceleration fit (odd, >= 3); the residual is known '
-                  '(window - 1) / 2 samples late.', read_only=True, bounds=(3, 101)),
-    ParameterSpec('effort.max_gap', 0.1, 'A larger gap between real stamps restarts the fit window, s.', read_only=True,
-                  bounds=(0.001, 10.0)),
+                  '(window - 1) / 2 samples late.', read_only=True, bounds=(3, 101), unit='samples'),
+    ParameterSpec('effort.max_gap', 0.1, 'A larger gap between real stamps restarts the fit window.', read_only=True,
+                  bounds=(0.001, 10.0), unit='s'),
     ParameterSpec('effort.topic', '/twin/effort_error', 'sensor_msgs/JointState: effort = measured - predicted '
                   '(effort unit) of the arm joints, stamped with the sample it is of.', read_only=True),
     ParameterSpec('effort.predicted_topic', '/twin/effort_predicted', "The same with effort = predicted; '' = not "
@@ -219,6 +223,23 @@ def drive_gains(text: str, name: str = 'effort.drive_gains') -> dict[str, float]
         if not isinstance(gain, (int, float)) or isinstance(gain, bool) or not math.isfinite(gain) or gain <= 0:
             raise ConfigError(f'{name}: gain of {glob!r} = {gain!r} must be a number > 0 (N m/A)')
     return {str(k): float(v) for k, v in data.items()}
+
+
+#: The monitor's settings: one attribute per parameter of :data:`SPECS` (``drift.ratio`` -> ``drift_ratio``),
+#: and what the node builds from several of them: ``thresholds`` (the joints'), ``base_thresholds`` and
+#: ``odom_topics`` ((real, sim), or None: no base).
+MonitorSettings = settings_class('MonitorSettings', SPECS, derived={
+    'thresholds': monitor.Thresholds, 'odom_topics': tuple | None, 'base_thresholds': base_error.BaseThresholds},
+    module=__name__)
+
+
+def read_settings(param: Getter) -> MonitorSettings:
+    """The monitor's :class:`MonitorSettings` from its parameters (``param(name)``: a value). Raises
+    ConfigError: invalid joint thresholds, only one odometry topic (or both the same), invalid base
+    thresholds (checked in that order, also without a base)."""
+    joints = thresholds(param, {})
+    odom = odom_topics(param)
+    return MonitorSettings.read(param, thresholds=joints, odom_topics=odom, base_thresholds=base_thresholds(param, {}))
 
 
 def invalid_change(param: Getter, changed: dict) -> str | None:

@@ -63,8 +63,8 @@ class ShadowWatch:
 
     def __init__(self, node, status) -> None:
         self.node, self._status = node, status
-        topics = [t for t in node.get_parameter('shadow_sources').value or [] if str(t).strip()]
-        self.sources = ShadowSources(topics, float(node.get_parameter('shadow_source_timeout').value))
+        topics = [t for t in node.settings.shadow_sources if str(t).strip()]
+        self.sources = ShadowSources(topics, node.settings.shadow_source_timeout)
         self._subscriptions: dict[str, object] = {}
         if self.sources:
             guarded_timer(node, DISCOVERY_PERIOD, self._discover, 'shadow source discovery')

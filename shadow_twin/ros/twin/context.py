@@ -23,6 +23,7 @@ from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.twin.base.driver import BaseDriver
 from shadow_twin.ros.twin.inputs import JointStateCache, SpeedScaling
 from shadow_twin.twin.config import ControllerSpec, base_sides
+from shadow_twin.ros.twin.parameters import TwinSettings
 
 #: Seconds to wait for the controllers to answer a goal / a cancel.
 ANSWER_TIMEOUT = 3.0
@@ -82,7 +83,7 @@ class GoalContext:
     limits: dict[str, jtc.JointLimits]
     action_names: dict[str, str]
     states: JointStateCache
-    settings: Callable[[], dict]
+    settings: Callable[[], TwinSettings]
     now_s: Callable[[], float]
     log: object
     base: BaseDriver | None = None
@@ -115,7 +116,7 @@ class GoalContext:
         """The actual joint states, {joint: (position rad, velocity rad/s)}."""
         return self.states.get(self.actual_source)
 
-    def staleness(self, source: str, joints: list[str], settings: dict) -> str | None:
+    def staleness(self, source: str, joints: list[str], settings: TwinSettings) -> str | None:
         """Why the ``source`` joint states of ``joints`` count as stopped, or None.
 
         Judged only on data the listener had the chance to take: when the newest state is
@@ -123,7 +124,7 @@ class GoalContext:
         listener is given one more turn (up to 0.1 s) and the age is read again, so that a stall
         of this process is not blamed on the controller."""
         name = 'sim_joint_state_timeout' if source == 'sim' else 'joint_state_timeout'
-        timeout = settings[name]
+        timeout = getattr(settings, name)
         joint, age = self.states.oldest(source, joints)
         if age <= timeout:
             return None

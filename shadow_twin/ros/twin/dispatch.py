@@ -29,6 +29,7 @@ from shadow_twin.ros.twin.goal import SubGoal, TwinGoalState, describe_part, par
 from shadow_twin.twin.desired import DesiredSampler, state_arrays
 from shadow_twin.twin.split import GoalSplit, filter_tolerances, pick
 from shadow_twin.twin.timing import acceptance_deadline, start_stamp
+from shadow_twin.ros.twin.parameters import TwinSettings
 
 
 class GoalDispatch:
@@ -77,7 +78,7 @@ class GoalDispatch:
             with self._lock:
                 self._dispatching -= 1
 
-    def anchor_base(self, plan: TwinGoalState, settings: dict) -> None:
+    def anchor_base(self, plan: TwinGoalState, settings: TwinSettings) -> None:
         """A goal with a base part, in mode both: put the sim base on the real one when they stand
         apart (:class:`~shadow_twin.ros.twin.base.anchor.BaseAnchor`), unless a goal drives them.
 
@@ -88,12 +89,12 @@ class GoalDispatch:
         if plan.base_goal is None or base is None or base.anchor is None or base.busy():
             return
         try:
-            base.anchor.anchor_if_apart(*settings['base'].anchor_offsets)
+            base.anchor.anchor_if_apart(*settings.base.anchor_offsets)
         except AnchorError as exc:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'the sim base stands apart from the real base and could '
                                                      f'not be re-anchored: {exc}') from None
 
-    def send(self, request, plan: TwinGoalState, settings: dict) -> None:
+    def send(self, request, plan: TwinGoalState, settings: TwinSettings) -> None:
         """Send each controller its part, stamped with one start time, and wait until all have
         accepted, by :func:`~shadow_twin.twin.timing.acceptance_deadline` (``accept_margin`` before
         the start); then start the base followers at that time. Fills ``plan`` (subs, start_s,
@@ -111,13 +112,13 @@ class GoalDispatch:
                      for name in plan.goal_split.groups]
         now_s, now_mono = context.now_s(), time.monotonic()
         points = len(request.trajectory.points) + len(request.multi_dof_trajectory.points)
-        lead = settings['start_lead'] + settings['start_lead_per_point'] * points
+        lead = settings.start_lead + settings.start_lead_per_point * points
         start_s = plan.start_s = start_stamp(plan.stamp_s, now_s, lead)
-        margin = settings['accept_margin']
+        margin = settings.accept_margin
         accept_by = acceptance_deadline(start_s, now_s, lead, margin, ANSWER_TIMEOUT)
         if plan.trajectory is not None:
             names = list(plan.trajectory.joint_names)
-            scaled = scaled_mask(names, settings['speed_scaled_joints'])
+            scaled = scaled_mask(names, settings.speed_scaled_joints)
             scaling = 1.0 if context.speed_scaling is None else context.speed_scaling.fraction
             plan.sampler = DesiredSampler(plan.trajectory, state_arrays(names, context.actual())[0],
                                           start_s, scaled, scaling, now_s)
@@ -132,8 +133,8 @@ class GoalDispatch:
             for sub, future in sends:
                 if not future.done():
                     problems.append(f'{describe_part(sub.name, context.action_names)} did not accept its part within '
-                                    f'{accept_by - now_s:.3f} s (start_lead {settings["start_lead"]:g} s + '
-                                    f'{settings["start_lead_per_point"]:g} s per point)')
+                                    f'{accept_by - now_s:.3f} s (start_lead {settings.start_lead:g} s + '
+                                    f'{settings.start_lead_per_point:g} s per point)')
                     future.add_done_callback(cancel_when_accepted)     # it may still accept: undo that
                     continue
                 sub.handle = future.result()

@@ -23,6 +23,7 @@ from shadow_twin.ros.twin.context import ANSWER_TIMEOUT, GoalContext
 from shadow_twin.ros.twin.goal import SubGoal, TwinGoalState, describe_part
 from shadow_twin.twin.desired import state_arrays
 from shadow_twin.twin.verdict import ControllerResult, decide
+from shadow_twin.ros.twin.parameters import TwinSettings
 
 #: Seconds a controller silent for longer than ``feedback_timeout`` gets before it counts as gone:
 #: feedback that came while this process was not running waits in the executor's queue, and the
@@ -40,7 +41,7 @@ class GoalFollower:
     def __init__(self, context: GoalContext) -> None:
         self.context = context
 
-    def step(self, plan: TwinGoalState, settings: dict, now_ns: int
+    def step(self, plan: TwinGoalState, settings: TwinSettings, now_ns: int
              ) -> tuple[FollowJointTrajectory.Feedback, jtc.Verdict]:
         """The goal's feedback at ``now_ns`` (the node's clock, ns) and its verdict (RUNNING while
         it runs): the twin's check of the joints on the actual state, the controllers' and the
@@ -67,12 +68,12 @@ class GoalFollower:
         results.update((run.name, run.result()) for run in plan.base_runs)
         return fb, decide(check, plan.reached, results, plan.reached_text)
 
-    def collect_results(self, plan: TwinGoalState, settings: dict) -> None:
+    def collect_results(self, plan: TwinGoalState, settings: TwinSettings) -> None:
         """Take the results of the controller goals that have ended, and mark gone (aborted,
         INVALID_GOAL, logged) each controller whose joint states stopped or that sent no feedback
         for ``feedback_timeout`` s (+ ``FEEDBACK_GRACE``; past the trajectory's end
         ``ANSWER_TIMEOUT`` more). Sets ``sub.result`` of ``plan.subs``."""
-        quiet_limit = settings['feedback_timeout']
+        quiet_limit = settings.feedback_timeout
         if plan.trajectory is not None and self.context.now_s() >= plan.start_s + plan.trajectory.duration:
             # past the trajectory's end a controller that reached its goal sends no more feedback,
             # and its result may still be on its way: give it ANSWER_TIMEOUT more (its joint states
@@ -92,10 +93,10 @@ class GoalFollower:
                 time.sleep(FEEDBACK_GRACE)
                 silent = time.monotonic() - sub.last_heard
             if why is None and silent > quiet_limit + FEEDBACK_GRACE:
-                after_end = '' if quiet_limit == settings['feedback_timeout'] else \
+                after_end = '' if quiet_limit == settings.feedback_timeout else \
                     f' + {ANSWER_TIMEOUT:g} s for its result after the trajectory end'
                 why = (f'its action server stopped answering: no feedback for {silent:.2f} s '
-                       f'(feedback_timeout {settings["feedback_timeout"]:g} s{after_end})')
+                       f'(feedback_timeout {settings.feedback_timeout:g} s{after_end})')
             if why is not None:
                 sub.gone = True
                 sub.result = ControllerResult(jtc.GoalOutcome.ABORTED, jtc.INVALID_GOAL,
@@ -103,14 +104,14 @@ class GoalFollower:
                                               gone=True)
                 self.context.log.error(sub.result.message)
 
-    def _explained(self, sub: SubGoal, plan: TwinGoalState, message: str, settings: dict) -> str:
+    def _explained(self, sub: SubGoal, plan: TwinGoalState, message: str, settings: TwinSettings) -> str:
         """``message`` of a controller goal of ``plan``, with the cause when a refused goal's
         part preempted it there (canceled by the twin, but after its start)."""
         refused_start = self.context.handouts.refused_start(sub.name, plan.order)
         if message != PREEMPTED or refused_start is None or refused_start <= plan.start_s:
             return message
         return (f'{message}: the part of a refused goal, whose cancel reached the controller after its start '
-                f'(accept_margin {settings["accept_margin"]:g} s is too short for this PC)')
+                f'(accept_margin {settings.accept_margin:g} s is too short for this PC)')
 
 
 def check_joints(plan: TwinGoalState, now: float, t: float, names: list[str], desired: tuple,

@@ -14,7 +14,7 @@ low-priority worker thread, their number bounded. Every prediction is published 
 (``std_msgs/String`` on ``preview_result_topic``).
 
 The twin's ``preview`` parameter decides what a predicted failure does to a twin goal
-(:func:`preview_policy`): ``enforce`` aborts it (before its start when the gate predicts it),
+(``shadow_twin.ros.twin.parameters.preview_policy``): ``enforce`` aborts it (before its start when the gate predicts it),
 ``warn`` logs it in one line and lets it run, ``off`` watches nothing.
 """
 
@@ -47,30 +47,18 @@ from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.context import GoalContext
-from shadow_twin.simulation.preview.predictor import BasePart, GoalPredictor, PreviewGoal, StartState
+from shadow_twin.simulation.preview.goal import BasePart, PreviewGoal, StartState
+from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.checks import Prediction, preview_goal
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.windows import GoalWatch, WindowStart, preview_in_windows
+from shadow_twin.ros.twin.parameters import TwinSettings
 
-#: What a predicted failure does to a twin goal.
-PREVIEW_POLICIES = ('off', 'warn', 'enforce')
 #: Speed scaling (fraction) below which a goal is previewed at full speed (the arm is paused).
 MIN_PREVIEW_SCALING = 0.05
 #: s: a joint state stamped further than this from the twin's clock gives a window its start time
 #: from the clock instead (an unsynchronised or replayed source).
 STAMP_TRUST = 0.5
-
-
-def preview_policy(setting: str, mode: str) -> str:
-    """The ``preview`` parameter's policy: ``off``, ``warn`` or ``enforce``; ``auto`` is ``enforce``
-    in modes ``real`` and ``both`` (the robots move) and ``off`` in ``sim`` and ``shadow``.
-    Raises ConfigError for another value."""
-    value = str(setting).strip().lower()
-    if value == 'auto':
-        return 'enforce' if mode in ('real', 'both') else 'off'
-    if value not in PREVIEW_POLICIES:
-        raise ConfigError(f'preview must be one of {["auto", *PREVIEW_POLICIES]}, got {setting!r}')
-    return value
 
 
 def preview_model(model_path: str, cell_config: str, gains_file: str) -> tuple[mujoco.MjSpec, ControllerGains]:
@@ -152,18 +140,18 @@ class TwinPreview:
                 pose, twist = tuple(latest.pose), (latest.v, latest.lateral, latest.omega)
         return StartState(positions, velocities, pose, twist), stamp
 
-    def goal_of(self, plan: TwinGoalState, settings: dict) -> PreviewGoal:
+    def goal_of(self, plan: TwinGoalState, settings: TwinSettings) -> PreviewGoal:
         """The :class:`PreviewGoal` of a screened goal: its trajectory, tolerances and base part, from
         the current state, at the arm's current speed scaling. Raises ``jtc.GoalRejected`` when the
         state of a goal joint is missing."""
         base = None
         if plan.base_goal is not None:
-            s = settings['base']
+            s = settings.base
             base = BasePart(plan.base_goal.trajectory, plan.base_goal.tolerances, s.gains, s.limits, s.geometry,
                             s.command_latency, s.control_rate)
         scaling, scaled = self._scaling(), []
         if self.speed_scaling is not None and plan.trajectory is not None:
-            scaled = matching(plan.trajectory.joint_names, settings['speed_scaled_joints'])
+            scaled = matching(plan.trajectory.joint_names, settings.speed_scaled_joints)
         joints = [] if plan.trajectory is None else list(plan.trajectory.joint_names)
         return PreviewGoal(plan.trajectory, plan.tolerances, base, self._start(joints), scaling, scaled)
 
@@ -174,13 +162,13 @@ class TwinPreview:
         return 1.0 if scaling < MIN_PREVIEW_SCALING else scaling
 
     # -- the watch of a running goal ---------------------------------------------------------------
-    def watch(self, plan: TwinGoalState, settings: dict) -> GoalWatch | None:
-        """Start watching a screened twin goal under ``settings['preview']`` (``off``: None), on a
+    def watch(self, plan: TwinGoalState, settings: TwinSettings) -> GoalWatch | None:
+        """Start watching a screened twin goal under ``settings.preview`` (``off``: None), on a
         daemon thread of its own: its gate (the first window) is predicted at once from the state it
         arrived in, while its parts are sent; later windows from the live state once the parts are
         all accepted (``plan.order`` set by the dispatch).
         Raises ``jtc.GoalRejected`` when the state of a goal joint is missing."""
-        policy = settings['preview']
+        policy = settings.preview
         if policy == 'off':
             return None
         template = self.goal_of(plan, settings)
@@ -229,7 +217,7 @@ class TwinPreview:
         self._watches = [t for t in self._watches if t.is_alive()] + [thread]
         return watch_of
 
-    def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: dict, now: float,
+    def verdict_of(self, watch: GoalWatch | None, plan: TwinGoalState, settings: TwinSettings, now: float,
                    ) -> jtc.Verdict | None:
         """What the watch says of a running goal at ``now`` (s, the node's clock), with policy
         ``enforce``: ABORTED with the predicted failure's code (``predicted to fail: ...``); None
@@ -237,7 +225,7 @@ class TwinPreview:
         verified (the watch fell behind on a slow PC, or a prediction raised) is aborted with
         ``watch.behind`` ``abort``, and logged once with ``warn`` (the default: the rule never
         stops correct work on a slow PC). ``warn`` and ``off`` policies: always None."""
-        if watch is None or settings['preview'] != 'enforce':
+        if watch is None or settings.preview != 'enforce':
             return None
         if watch.failure is not None:
             return jtc.Verdict.aborted(f'predicted to fail: {watch.failure.message}', watch.failure.code)
@@ -253,7 +241,7 @@ class TwinPreview:
         return None
 
     # -- /twin/preview requests ---------------------------------------------------------------------
-    def request(self, plan: TwinGoalState, settings: dict) -> 'PreviewRequest':
+    def request(self, plan: TwinGoalState, settings: TwinSettings) -> 'PreviewRequest':
         """Queue a ``/twin/preview`` request: the whole goal predicted in windows, on the low-priority
         worker. Raises ``jtc.GoalRejected`` when ``config.request_queue`` requests wait or run already,
         or a goal joint's state is missing."""

@@ -23,6 +23,7 @@ from shadow_twin.ros.conversions import time_msg_ns
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.preview import TwinPreview, describe_prediction
 from shadow_twin.ros.twin.screening import GoalScreening
+from shadow_twin.ros.twin.parameters import TwinSettings
 
 #: s between two looks at a queued request.
 POLL_PERIOD = 0.02
@@ -43,7 +44,7 @@ class PreviewServer(FollowJointTrajectoryServer):
     preempts_on_accept = False
 
     def __init__(self, node: Node, action_name: str, screening: GoalScreening, preview: TwinPreview,
-                 settings: Callable[[], dict]) -> None:
+                 settings: Callable[[], TwinSettings]) -> None:
         self.screening, self.preview, self._settings = screening, preview, settings
         super().__init__(node, action_name, handover_timeout=0.0)
 

@@ -19,6 +19,7 @@ from shadow_twin.ros.twin.context import GoalContext
 from shadow_twin.ros.twin.goal import TwinGoalState, describe_part, part_source
 from shadow_twin.twin.split import split_goal
 from shadow_twin.twin.timing import goal_stamp
+from shadow_twin.ros.twin.parameters import TwinSettings
 
 #: Seconds after the start within which a goal waits for joint states or odometry that have not
 #: arrived yet (discovery), s.
@@ -36,13 +37,13 @@ class GoalScreening:
     def __init__(self, context: GoalContext) -> None:
         self.context = context
 
-    def screen_goal(self, request, settings: dict, preview: bool = False) -> TwinGoalState:
+    def screen_goal(self, request, settings: TwinSettings, preview: bool = False) -> TwinGoalState:
         """Check the goal (joints, base), then the liveness of every part it needs; returns its
         plan (stamp, trajectory, tolerances, split, base goal; nothing sent yet).
 
         Args:
             request: the ``FollowJointTrajectory.Goal``.
-            settings: the twin's current settings (see :class:`~shadow_twin.ros.twin.server.TwinTrajectoryServer`).
+            settings: the twin's current settings (:class:`~shadow_twin.ros.twin.parameters.TwinSettings`).
             preview: screen for a preview (``/twin/preview``): the same checks of the goal itself,
                 but no controller or base needs to be there (their liveness is not checked).
 
@@ -67,10 +68,10 @@ class GoalScreening:
             self._check_alive(plan, settings)
         return plan
 
-    def _screen_joints(self, request, plan: TwinGoalState, settings: dict) -> None:
+    def _screen_joints(self, request, plan: TwinGoalState, settings: TwinSettings) -> None:
         """The joint part: JTC rules against the model, tolerances, the split by controller."""
         try:
-            limits = {j: jtc.JointLimits(lim.lower, lim.upper, settings['velocity_limits'].get(j))
+            limits = {j: jtc.JointLimits(lim.lower, lim.upper, settings.velocity_limits.get(j))
                       for j, lim in self.context.limits.items()}
         except ShadowTwinError as exc:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'velocity_limits parameter is invalid: {exc}') from None
@@ -82,14 +83,14 @@ class GoalScreening:
         actual = context.actual()
         current = {j: actual[j][0] for j in names if j in actual} or None
         plan.trajectory = jtc.validate_goal_msg(request.trajectory, context.joints, limits, context.now_s(),
-                                                settings['allow_partial_joints_goal'], current_positions=current)
-        plan.tolerances = jtc.tolerances_for_goal(settings['constraints'], request, context.joints)
+                                                settings.allow_partial_joints_goal, current_positions=current)
+        plan.tolerances = jtc.tolerances_for_goal(settings.constraints, request, context.joints)
         plan.goal_split = split_goal(names, context.controllers, context.mode)
         missing = [j for j in names if j not in actual]
         if missing:
             raise jtc.GoalRejected(jtc.INVALID_GOAL, f'no {context.actual_source} joint state for {missing} yet')
 
-    def _screen_base(self, request, plan: TwinGoalState, settings: dict, moves: bool = True) -> None:
+    def _screen_base(self, request, plan: TwinGoalState, settings: TwinSettings, moves: bool = True) -> None:
         """The base part: ``base_goal_from_request`` from the actual base's pose. A goal that moves
         the bases (``moves``; not a preview) is judged only on fresh odometry: a base that is missing
         is named first."""
@@ -97,23 +98,23 @@ class GoalScreening:
             self._check_bases(settings)
         pose = self.context.base.current_pose(
             self.context.actual_source, wait_s=max(0.0, self._first_data_deadline(settings) - time.monotonic()))
-        plan.base_goal = base_goal_from_request(request, settings['base'], self.context.now_s(), pose)
+        plan.base_goal = base_goal_from_request(request, settings.base, self.context.now_s(), pose)
 
-    def _first_data_deadline(self, settings: dict) -> float:
+    def _first_data_deadline(self, settings: TwinSettings) -> float:
         """Until when (monotonic s) a goal waits for data that has never arrived: ``server_timeout``
         s from now, and within ``STARTUP_GRACE`` s of this server's start (DDS discovery of every
         publisher takes seconds on a loaded machine; a goal sent as soon as the twin answers would
         otherwise be rejected for data that is on its way)."""
-        return max(time.monotonic() + settings['server_timeout'], self.context.started + STARTUP_GRACE)
+        return max(time.monotonic() + settings.server_timeout, self.context.started + STARTUP_GRACE)
 
-    def _wait_for_first_states(self, source: str, joints: list[str], settings: dict) -> None:
+    def _wait_for_first_states(self, source: str, joints: list[str], settings: TwinSettings) -> None:
         """Wait, until :meth:`_first_data_deadline`, while a joint of ``joints`` has never had a
         ``source`` state."""
         deadline = self._first_data_deadline(settings)
         while joints and self.context.states.oldest(source, joints)[1] == float('inf') and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def _check_alive(self, plan: TwinGoalState, settings: dict) -> None:
+    def _check_alive(self, plan: TwinGoalState, settings: TwinSettings) -> None:
         """Every controller and base the goal needs is there (data fresh, action server found).
         Just after a start, a source whose joint states have not arrived yet (DDS discovery of a
         publisher takes a moment) is waited for, up to ``server_timeout`` s."""
@@ -124,14 +125,14 @@ class GoalScreening:
             if gone is not None:
                 part = describe_part(name, self.context.action_names)
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{part} is gone: {gone}')
-            if not self.context.clients[name].wait_for_server(timeout_sec=settings['server_timeout']):
+            if not self.context.clients[name].wait_for_server(timeout_sec=settings.server_timeout):
                 part = describe_part(name, self.context.action_names)
                 raise jtc.GoalRejected(jtc.INVALID_GOAL, f'{part}: action server is not available (waited '
-                                                         f'{settings["server_timeout"]:g} s)')
+                                                         f'{settings.server_timeout:g} s)')
         if plan.base_goal is not None:
             self._check_bases(settings)
 
-    def _check_bases(self, settings: dict) -> None:
+    def _check_bases(self, settings: TwinSettings) -> None:
         """Every base the twin drives has fresh odometry and a subscriber to its commands (just
         after a start, the first odometry is waited for, up to ``server_timeout`` s)."""
         base = self.context.base

@@ -56,7 +56,7 @@ from shadow_twin.ros.twin.follow import GoalFollower
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.inputs import JointStateCache, SpeedScaling
 from shadow_twin.ros.twin.preview_server import PreviewServer
-from shadow_twin.ros.twin.parameters import SHADOW_REJECTION, SPECS, declare_controllers, read_settings
+from shadow_twin.ros.twin.parameters import SHADOW_REJECTION, SPECS, TwinSettings, declare_controllers, read_settings
 from shadow_twin.ros.twin.preview import TwinPreview, make_predictor, make_preview
 from shadow_twin.ros.twin.screening import GoalScreening
 
@@ -195,7 +195,7 @@ class TwinTrajectoryServer(FollowJointTrajectoryServer):
         return f'goal canceled; controller goals canceled: {", ".join(plan.parts)}'
 
     def period(self) -> float:
-        return 1.0 / self.context.settings()['feedback_rate']
+        return 1.0 / self.context.settings().feedback_rate
 
 
 class TwinServer(Node):
@@ -248,9 +248,9 @@ class TwinServer(Node):
             topics = {side: read_base_topics(p, side) for side in base_sides(self.mode)}
             anchor = p('base.anchor.service') if p('base.anchor.enabled') else ''
             self.base = BaseDriver(self.context, f'{self.get_name()}_base', self.get_namespace(), topics,
-                                   settings=lambda: self._settings['base'],
+                                   settings=lambda: self._settings.base,
                                    now=lambda: from_nanoseconds(self.get_clock().now().nanoseconds),
-                                   anchor_service=anchor, answer_timeout=lambda: self._settings['server_timeout'])
+                                   anchor_service=anchor, answer_timeout=lambda: self._settings.server_timeout)
             if self.base.anchor is not None:
                 guarded_service(self, Trigger, '~/anchor_base', self._on_anchor_base)
         action_names: dict[str, str] = {}
@@ -272,10 +272,10 @@ class TwinServer(Node):
         real = ', '.join(f'{c.name}: {c.action} {list(c.joints)}' for c in self.controllers)
         base = 'none'
         if self.base is not None:
-            base = (f'joint {self._settings["base"].joint_name} in {self._settings["base"].frame}: '
+            base = (f'joint {self._settings.base.joint_name} in {self._settings.base.frame}: '
                     + '; '.join(self.base.describe(side) for side in self.base.endpoints))
         mode = 'shadow (every goal is refused)' if self.shadow else self.mode
-        self.get_logger().info(f'serving {p("action_name")}, mode {mode}; preview {self._settings["preview"]} '
+        self.get_logger().info(f'serving {p("action_name")}, mode {mode}; preview {self._settings.preview} '
                                f'({p("preview_action_name")}, {p("preview_result_topic")}); '
                                f'real controllers: {real or "none"}; '
                                f'sim: {p("sim_action")}; real joint states: '
@@ -312,7 +312,7 @@ class TwinServer(Node):
     def _read_controllers(self) -> list[ControllerSpec]:
         return declare_controllers(self)
 
-    def _read_settings(self) -> dict:
+    def _read_settings(self) -> TwinSettings:
         return read_settings(self._param, ros_params.constraints_config(self, self.joints), self.base_enabled,
                              'shadow' if self.shadow else self.mode)
 

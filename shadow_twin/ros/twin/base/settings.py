@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.control.base.follower import BaseTolerances, TrackingGains, config_from_mapping
+from shadow_twin.control.base.follower import BaseTolerances, config_from_mapping
+from shadow_twin.control.base.tracking import TrackingGains
 from shadow_twin.control.base.trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, BaseLimits
 from shadow_twin.control.diff_drive import DiffDriveGeometry
 from shadow_twin.ros.parameters import ParameterSpec
@@ -36,25 +37,25 @@ BASE_SPECS = (
         'base.frame', DEFAULT_BASE_FRAME, 'Frame the base poses of a goal must be in (the odometry frame).',
             read_only=True),
     ParameterSpec(
-        'base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands, Hz.',
-            read_only=True, bounds=(1.0, 500.0)),
+        'base.control_rate', 50.0, 'Rate of the base control loop: follower ticks and TwistStamped commands.',
+            read_only=True, bounds=(1.0, 500.0), unit='Hz'),
     ParameterSpec(
-        'base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect, s (the sim's "
+        'base.command_latency', 0.0, "The drives' dead time from a TwistStamped's stamp to its effect (the sim's "
             "cell model: cell.base.command_latency; the real MiR's, measured). > 0: each follower predicts its base's "
             'pose for when its command acts (a Smith predictor, shadow_twin/control/base/follower.py); with 0.1 s '
             'uncompensated the cell\'s sim base left a 0.9 m/s arc by 0.8 m. 0 = none.', read_only=True,
-            bounds=(0.0, 1.0)),
+            bounds=(0.0, 1.0), unit='s'),
     ParameterSpec(
         'base.odom_timeout', 0.5, 'A base whose newest odometry is older than this is missing: a goal for it is '
-            'rejected, a running one aborts, s.', bounds=(0.02, 10.0)),
+            'rejected, a running one aborts.', bounds=(0.02, 10.0), unit='s'),
     ParameterSpec(
-        'base.sim_odom_timeout', 1.0, "The same for the sim's base, s: the sim runs on the lab PC beside the twin and "
+        'base.sim_odom_timeout', 1.0, "The same for the sim's base: the sim runs on the lab PC beside the twin and "
             'a stalled sim moves nothing real, so a busy PC is given longer (a loaded 2-core PC paused the cell '
-            "sim's odometry 0.5 s without a fault).", bounds=(0.02, 10.0)),
+            "sim's odometry 0.5 s without a fault).", bounds=(0.02, 10.0), unit='s'),
     ParameterSpec(
         'base.stop_hold_timeout', 10.0, 'After a run ends, zero twists are sent until its base reports rest on '
-            'fresh odometry (at least 0.3 s); at most this long, s (a base whose odometry stopped: its bridge may '
-            'resume and must find a zero command).', bounds=(0.3, 600.0)),
+            'fresh odometry (at least 0.3 s); at most this long (a base whose odometry stopped: its bridge may '
+            'resume and must find a zero command).', bounds=(0.3, 600.0), unit='s'),
     ParameterSpec(
         'base.other_publishers', 'abort', "A velocity command the twin did not send, arriving on a base's cmd_vel "
             "topic while a goal drives that base (a joystick, a navigation stack): 'abort' the goal (that base "
@@ -72,9 +73,9 @@ BASE_SPECS = (
             'simulation_interfaces/srv/SetEntityState service.', read_only=True),
     ParameterSpec(
         'base.anchor.position_offset', 0.05, 'A base goal re-anchors the sim base first when the bases are farther '
-            'apart than this, m.', bounds=(0.0, 100.0)),
+            'apart than this.', bounds=(0.0, 100.0), unit='m'),
     ParameterSpec(
-        'base.anchor.yaw_offset', 0.05, 'As position_offset, for yaw, rad.', bounds=(0.0, 3.2)),
+        'base.anchor.yaw_offset', 0.05, 'As position_offset, for yaw.', bounds=(0.0, 3.2), unit='rad'),
     ParameterSpec(
         'base.real.cmd_vel_topic', '/cmd_vel', 'geometry_msgs/TwistStamped commands of the real base (the MiR '
             'bridge).', read_only=True),
@@ -92,42 +93,47 @@ BASE_SPECS = (
         'base.sim.base_frame', 'sim/base_footprint', 'header.frame_id of the sim TwistStamped commands.',
             read_only=True),
     ParameterSpec(
-        'base.limits.max_speed', _LIMITS.max_speed, 'Largest base speed of a goal and of a command, m/s '
-            '(MiR250: 2 m/s).', bounds=(1e-3, 10.0)),
+        'base.limits.max_speed', _LIMITS.max_speed, 'Largest base speed of a goal and of a command '
+            '(MiR250: 2 m/s).', bounds=(1e-3, 10.0), unit='m/s'),
     ParameterSpec(
-        'base.limits.max_yaw_rate', _LIMITS.max_yaw_rate, 'Largest base yaw rate of a goal and of a command, '
-            'rad/s.', bounds=(1e-3, 20.0)),
+        'base.limits.max_yaw_rate', _LIMITS.max_yaw_rate, 'Largest base yaw rate of a goal and of a command.',
+            bounds=(1e-3, 20.0), unit='rad/s'),
     ParameterSpec(
-        'base.wheel_radius', _GEOMETRY.wheel_radius, 'Drive wheel radius, m (for the wheel speed limit).',
-            bounds=(1e-3, 10.0)),
+        'base.wheel_radius', _GEOMETRY.wheel_radius, 'Drive wheel radius (for the wheel speed limit).',
+            bounds=(1e-3, 10.0), unit='m'),
     ParameterSpec(
-        'base.wheel_separation', _GEOMETRY.wheel_separation, 'Distance between the drive wheels, m.',
-            bounds=(1e-3, 10.0)),
+        'base.wheel_separation', _GEOMETRY.wheel_separation, 'Distance between the drive wheels.',
+            bounds=(1e-3, 10.0), unit='m'),
     ParameterSpec(
-        'base.gains.k_x', _GAINS.k_x, 'Along-track error -> speed, 1/s.', bounds=(0.0, 1e3)),
+        'base.gains.k_x', _GAINS.k_x, 'Along-track error -> speed.', bounds=(0.0, 1e3), unit='1/s'),
     ParameterSpec(
-        'base.gains.k_y', _GAINS.k_y, 'Lateral error -> yaw rate per unit speed, 1/m^2.', bounds=(0.0, 1e4)),
+        'base.gains.k_y', _GAINS.k_y, 'Lateral error -> yaw rate per unit speed.', bounds=(0.0, 1e4), unit='1/m^2'),
     ParameterSpec(
-        'base.gains.k_theta', _GAINS.k_theta, 'Heading error -> yaw rate per unit speed, 1/m.', bounds=(0.0, 1e3)),
+        'base.gains.k_theta', _GAINS.k_theta, 'Heading error -> yaw rate per unit speed.', bounds=(0.0, 1e3),
+            unit='1/m'),
     ParameterSpec(
-        'base.gains.k_heading', _GAINS.k_heading, 'Heading error -> yaw rate at any speed, 1/s.', bounds=(0.0, 1e3)),
+        'base.gains.k_heading', _GAINS.k_heading, 'Heading error -> yaw rate at any speed.', bounds=(0.0, 1e3),
+            unit='1/s'),
     ParameterSpec(
         'base.tolerances.path_position', _TOL.path_position, 'Largest base position error while the trajectory '
-            'runs, m (0 = not checked); a goal overrides it (component_path_tolerance TRANSLATION).', bounds=(0.0, 1e6)),
+            'runs (0 = not checked); a goal overrides it (component_path_tolerance TRANSLATION).', bounds=(0.0, 1e6),
+            unit='m'),
     ParameterSpec(
-        'base.tolerances.path_yaw', _TOL.path_yaw, 'Largest base yaw error while the trajectory runs, rad '
-            '(0 = not checked).', bounds=(0.0, 1e6)),
+        'base.tolerances.path_yaw', _TOL.path_yaw, 'Largest base yaw error while the trajectory runs '
+            '(0 = not checked).', bounds=(0.0, 1e6), unit='rad'),
     ParameterSpec(
-        'base.tolerances.goal_position', _TOL.goal_position, 'Largest base position error at the goal, m.',
-            bounds=(0.0, 1e6)),
+        'base.tolerances.goal_position', _TOL.goal_position, 'Largest base position error at the goal.',
+            bounds=(0.0, 1e6), unit='m'),
     ParameterSpec(
-        'base.tolerances.goal_yaw', _TOL.goal_yaw, 'Largest base yaw error at the goal, rad.', bounds=(0.0, 1e6)),
+        'base.tolerances.goal_yaw', _TOL.goal_yaw, 'Largest base yaw error at the goal.', bounds=(0.0, 1e6),
+            unit='rad'),
     ParameterSpec(
         'base.tolerances.goal_time', _TOL.goal_time, 'Time after the end within which the base must be within its '
-            'goal tolerance, s (0 = wait indefinitely); a goal\'s goal_time_tolerance overrides it.', bounds=(0.0, 1e6)),
+            'goal tolerance (0 = wait indefinitely); a goal\'s goal_time_tolerance overrides it.', bounds=(0.0, 1e6),
+            unit='s'),
     ParameterSpec(
-        'base.tolerances.stopped_velocity', _TOL.stopped_velocity, 'Largest measured |v| (m/s) and |omega| (rad/s) '
-            'that count as stopped at the goal (0 = not checked).', bounds=(0.0, 1e6)),
+        'base.tolerances.stopped_velocity', _TOL.stopped_velocity, 'Largest measured |v| and |omega| that count as '
+            'stopped at the goal (0 = not checked).', bounds=(0.0, 1e6), unit='m/s, rad/s'),
 )
 
 
