@@ -2,7 +2,7 @@
 
 ``shadow-twin up --cell --mock-hardware --no-monitor`` (goal preview off: only the base's
 driving is judged here) on a private ROS domain, and nodes in processes of their own
-(test/cmd_vel_publisher.py) holding a /cmd_vel publisher:
+(test/support/cmd_vel_publisher.py) holding a /cmd_vel publisher:
 
 * two idle ones (a Twist one as rqt_robot_steering, a TwistStamped one as nav2's controller
   server) alive through the run: ``--goals`` (20) base goals of 0.15 m in 1.5 s, forth and back;
@@ -36,9 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 sys.path.insert(0, str(REPO))
 
-import base_publisher_scenarios as scenarios  # noqa: E402  (after the path set-up)
-import cell_helpers  # noqa: E402
-import ros_helpers  # noqa: E402
+from support.scenarios import base_publishers as scenarios  # noqa: E402  (after the path set-up)
+from support import cell as cell_helpers  # noqa: E402
+from support import ros as ros_helpers  # noqa: E402
 from checks import Checks  # noqa: E402  (benchmarks/checks.py, beside this script)
 
 ABORT_TARGET_S = 0.1

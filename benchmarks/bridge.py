@@ -65,7 +65,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 sys.path.insert(0, str(REPO))
 
-import ros_helpers  # noqa: E402  (after the path set-up)
+from support import ros as ros_helpers  # noqa: E402  (after the path set-up)
 
 from mujoco_bridge.timing import STALL_CPU_SHARE  # noqa: E402
 

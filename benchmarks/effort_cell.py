@@ -5,7 +5,7 @@ UR carries the hand on its flange as the real UR does (config/mock_ur.yaml: the 
 UR5's joints, ``shadow_twin.model.mock_models.write_arm_stand_in_mjcf``; damping x3, friction loss
 x2 and 0.02 A current noise still set it apart from the twin's model), and the twin monitor predicts
 its joint currents by inverse dynamics of the cell model (docs/monitor.md, "External force").
-Judged on the messages' stamps (test/effort_cell_scenarios.py, shared with test/ros/test_effort_cell.py):
+Judged on the messages' stamps (test/support/scenarios/effort_cell.py, shared with test/cli/test_effort_cell.py):
 
 * at rest for ``--rest`` s (default 10): no external-force status other than OK (target: none);
   printed per joint: the mean and largest |residual| (measured - predicted, A) and the thresholds;
@@ -15,7 +15,7 @@ Judged on the messages' stamps (test/effort_cell_scenarios.py, shared with test/
   the last one's end (target: none); printed: the largest |residual| per joint;
 * a 30 N push down on the standing arm's forearm (the mock UR's ``external_wrench``): flagged,
   the time from the push to the first status not OK (target: <= 100 ms, the bare arm's target in
-  test/ros/test_effort_watch_live.py).
+  test/ros/monitor/test_effort_watch_live.py).
 
 Usage: .venv/bin/python benchmarks/effort_cell.py [--rest 10] [--goals 10] [--logs DIR]
 Prints the figures, exits 1 when a target is missed. Not part of the tests.
@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 sys.path.insert(0, str(REPO))
 
-import effort_cell_scenarios as effort  # noqa: E402  (after the path set-up)
-import ros_helpers  # noqa: E402
-from cell_scenarios import wait_joints_rest  # noqa: E402
+from support.scenarios import effort_cell as effort  # noqa: E402  (after the path set-up)
+from support import ros as ros_helpers  # noqa: E402
+from support.scenarios.cell import wait_joints_rest  # noqa: E402
 
 PUSH_DELAY_TARGET_S = 0.1
 

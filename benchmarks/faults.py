@@ -42,7 +42,7 @@ Part 3: the cost of sampling a trajectory in the live loop, 10,000 points agains
 (``LiveSimulation.step``, 2 physics steps per tick); target ratio < 2.
 
 Part 4, the cell (issue 22; ``shadow-twin up --cell --mock-hardware``, scenarios of
-test/cell_fault_scenarios.py): malformed messages on every subscribed topic (every node
+test/support/scenarios/cell_faults.py): malformed messages on every subscribed topic (every node
 stays up, the bases move < 5 mm); a base goal with point 0 at t = 0 10 km away (rejected,
 no velocity command); 10 bursts of 8 simultaneous combined goals (one goal runs everywhere or
 none: sim and real arm < 10 mrad apart at rest, rejected goals move nothing, one goal ran in
@@ -76,8 +76,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 sys.path.insert(0, str(REPO))
 
-import fault_scenarios as scenarios  # noqa: E402  (after the path set-up)
-import ros_helpers  # noqa: E402
+from support.scenarios import hand_faults as scenarios  # noqa: E402  (after the path set-up)
+from support import ros as ros_helpers  # noqa: E402
 from checks import Checks  # noqa: E402  (benchmarks/checks.py, beside this script)
 
 CONFIG = REPO / 'config'
@@ -286,8 +286,8 @@ def publishing_lateness(log: str, nodes: tuple[str, ...], wall_t0: float, wall_t
 def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) -> None:
     """Part 4: the cell's faults (module doc)."""
 
-    import cell_fault_scenarios as cell_faults
-    from cell_scenarios import HAND_ACTION, UR_ACTION, base_points, make_goal, pose_of, result_of, send, straight
+    from support.scenarios import cell_faults as cell_faults
+    from support.scenarios.cell import HAND_ACTION, UR_ACTION, base_points, make_goal, pose_of, result_of, send, straight
     up = cell_faults.start_cell(ros_helpers, client, folder)
     try:
         targets = lambda k: {'shoulder_pan_joint': 0.05 * (k % 2), 'rh_FFJ3': 0.2 + 0.2 * (k % 2)}  # noqa: E731

@@ -1,7 +1,7 @@
 """Benchmark of ``shadow-twin identify`` on a mock UR10e (issue 25's and issue 34's targets).
 
 Part 1, recovery, the drive effects off (the model's own structure; issue 25): two 20 s Fourier
-excitation runs of the mock arm (test/identify_helpers.py:
+excitation runs of the mock arm (test/support/identify.py:
 the nominal UR10e with armature x1.2-1.6, damping x8-40, frictionloss x8-30, drive gains
 8.5-14.5 N m/A, current offsets and a 2 kg payload; 0.02 A current noise; the project's position
 servo) are identified through ``shadow-twin identify`` (as bags), with a third run as hold-out
@@ -44,7 +44,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 
-import identify_helpers as H  # noqa: E402
+from support import identify as H  # noqa: E402
 
 from shadow_twin.cli.identify import main as identify  # noqa: E402
 from shadow_twin.identification.fit import solve  # noqa: E402

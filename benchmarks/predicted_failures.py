@@ -1,6 +1,6 @@
 """The goal preview against running twins (``benchmarks/preview.py``'s live sections, issue 33).
 
-The twin runs as in the ROS tests (test/ros/test_preview_hand.py, test_preview_cell.py): the mock
+The twin runs as in the ROS tests (test/ros/twin/test_preview_hand.py, test_preview_cell.py): the mock
 hand and the sim bridge (config/mock_hardware.yaml, config/mujoco_bridge.yaml) with the twin server
 (config/twin.yaml, mode both, preview ``auto`` = enforce), or the cell's sim bridge, mock UR5, hand
 and MiR250 with config/twin_cell.yaml, each on this process's private ROS domain. Figures are judged
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-import cell_helpers
-import ros_helpers
-from cell_scenarios import make_goal, positions
+from support import cell as cell_helpers
+from support import ros as ros_helpers
+from support.scenarios.cell import make_goal, positions
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / 'config'
@@ -187,7 +187,7 @@ def finger_goal(rng: np.random.Generator, k: int):
     """Item 1's hand goal: (FollowJointTrajectory goal, core JointTrajectory, [joint]). Even ``k``: the
     finger creeps to 0-0.3 rad by ``a`` (1.9-4.7 s) and is pressed into its upper stop (1.5708 rad)
     in 0.05 s; odd ``k``: it reaches 1.3 rad slowly, then a spline through 1.45 rad at 3 rad/s to the
-    stop, whose overshoot commands past it (test/core/test_preview.py's spline)."""
+    stop, whose overshoot commands past it (test/core/simulation/test_preview.py's spline)."""
     from trajectory_msgs.msg import JointTrajectoryPoint
 
     from shadow_twin.control.trajectory import JointTrajectory
@@ -209,7 +209,7 @@ def finger_goal(rng: np.random.Generator, k: int):
 
 def cabinet_goal(rng: np.random.Generator):
     """Item 1's cell goal: shoulder lift -0.5 rad and elbow 2.1-2.4 rad in 2.4-5.4 s from the
-    keyframe: the forearm meets the cabinet at ~0.9 of it (test/core/test_preview.py)."""
+    keyframe: the forearm meets the cabinet at ~0.9 of it (test/core/simulation/test_preview.py)."""
     from shadow_twin.control.trajectory import JointTrajectory
     seconds, elbow = float(rng.uniform(2.4, 5.4)), float(rng.uniform(2.1, 2.4))
     target = {'shoulder_lift_joint': -0.5, 'elbow_joint': elbow}

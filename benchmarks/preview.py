@@ -126,7 +126,7 @@ def random_goal(rng: np.random.Generator, limits: dict, start: dict) -> tuple[di
 
 
 def agreement(goals: int, seed: int, misses: list[str]) -> None:
-    import ros_helpers
+    from support import ros as ros_helpers
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
     from control_msgs.msg import JointTolerance
@@ -196,7 +196,7 @@ def live(goals: int, seed: int, cell: bool, misses: list[str]) -> None:
     """The live sections (module doc, 3.); a section that raises is reported and counted as a miss."""
     import predicted_failures
     import preview_cost
-    import ros_helpers
+    from support import ros as ros_helpers
     ros_helpers.isolate_domain()
     rng = np.random.default_rng(seed)
     sections = [(predicted_failures.stopped_before_failure, (goals, rng)),

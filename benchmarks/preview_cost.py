@@ -26,8 +26,8 @@ import re
 import time
 
 import numpy as np
-import ros_helpers
-from cell_scenarios import positions
+from support import ros as ros_helpers
+from support.scenarios.cell import positions
 from predicted_failures import PREVIEW_ACTION, WAIT, answer, check
 
 LATENCY_EXTRA_P50_MAX = 0.030     # s, preview enforce minus off
@@ -127,7 +127,7 @@ def previews_during_goal(twin, previews: int, misses: list[str]) -> None:
     sent, results = [], {}
 
     def collect() -> bool:
-        """Each result is asked for as soon as its goal is accepted (fault_scenarios.preemption_storm:
+        """Each result is asked for as soon as its goal is accepted (support.scenarios.hand_faults.preemption_storm:
         rclpy's action client keeps only the last 10 responses of a kind)."""
         for k, future in enumerate(sent):
             if k not in results and future.done():
@@ -163,7 +163,7 @@ def previews_during_goal(twin, previews: int, misses: list[str]) -> None:
 
 def sim_rate(twin, t0: float, t1: float) -> float:
     """/sim/joint_states messages per second stamped within monotonic ``t0`` .. ``t1``."""
-    from fault_scenarios import stamp_rate
+    from support.scenarios.hand_faults import stamp_rate
     return stamp_rate(twin.rec['sim'], t0, t1, WAIT)
 
 

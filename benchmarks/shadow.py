@@ -41,8 +41,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / 'test'), str(REPO / 'benchmarks')]
 
-import ros_helpers  # noqa: E402  (after the path set-up)
-from cell_scenarios import ARM, UR_ACTION, make_goal, result_of  # noqa: E402
+from support import ros as ros_helpers  # noqa: E402  (after the path set-up)
+from support.scenarios.cell import ARM, UR_ACTION, make_goal, result_of  # noqa: E402
 
 UR_STATE = '/scaled_joint_trajectory_controller/controller_state'
 RELAY = '/shadow_benchmark/controller_state'

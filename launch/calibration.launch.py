@@ -14,7 +14,7 @@ Arguments (the last three override the same parameters of ``config``):
                 answering, the model is only written); false: only write it (parameter ``install``)
 
 The same node and YAML as ``calibration_node --ros-args --params-file config/calibration_node.yaml``
-(test/ros/test_calibration_node.py); with ``bag`` nothing moves. The launch ends when the node does,
+(test/calibration_node/test_calibration_node.py); with ``bag`` nothing moves. The launch ends when the node does,
 with exit status 1 if it failed.
 """
 

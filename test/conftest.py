@@ -183,26 +183,35 @@ def ros(request):
     test module; skips without rclpy or control_msgs."""
     pytest.importorskip('rclpy')
     pytest.importorskip('control_msgs.action')
-    import ros_helpers
+    from support import ros as ros_helpers
     ros_helpers.isolate_domain()
     client = ros_helpers.RosClient(request.module.__name__.rsplit('.', 1)[-1] + '_client')
     yield ros_helpers, client
     client.close()
 
 
-#: Modules whose tests start ROS 2 processes, and modules that take minutes (see setup.cfg markers).
-ROS_DIRS = ('ros', 'launch', 'rqt')
-ROS_MODULES = ('test_demo',)
-SLOW_MODULES = ('test_demo', 'test_calibration_node', 'test_calibration', 'test_launch', 'test_rqt', 'test_rqt_cell')
+@pytest.fixture(scope='module')
+def scenarios():
+    """The fault and load scenarios shared with ``benchmarks/faults.py`` (``support.scenarios.hand_faults``)."""
+    from support.scenarios import hand_faults
+    return hand_faults
+
+
+@pytest.fixture(scope='module')
+def states(ros):
+    """Recorders (depth 1000) of /joint_states ('real') and /sim/joint_states ('sim') in this
+    module's client; a module may define its own."""
+    from sensor_msgs.msg import JointState
+    _, client = ros
+    return {'real': client.record(JointState, '/joint_states', depth=1000),
+            'sim': client.record(JointState, '/sim/joint_states', depth=1000)}
 
 
 def pytest_collection_modifyitems(items):
-    """Mark by place: tests under test/ros, test/launch and test/rqt (and the demo) run ROS
-    processes (``-m ros``; ``-m 'not ros'`` runs the core alone); the long modules are ``slow``."""
+    """Markers, not folders, choose what runs (setup.cfg lists them): a test that starts ROS 2
+    processes, one that uses the ``ros`` fixture (itself or through another fixture), is marked
+    ``ros`` here, so ``-m 'not ros'`` runs the rest wherever it lives; a module that takes minutes, or
+    runs ROS another way (``ros2 launch``, rqt), says so itself (``pytestmark``)."""
     for item in items:
-        path = Path(str(item.fspath)).resolve()
-        parts = path.relative_to(REPO / 'test').parts
-        if parts[0] in ROS_DIRS or path.stem in ROS_MODULES:
+        if 'ros' in getattr(item, 'fixturenames', ()):
             item.add_marker(pytest.mark.ros)
-        if path.stem in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.ros, pytest.mark.slow]   # minutes: chosen with -m, see setup.cfg
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -22,12 +24,12 @@ def demo(python, *args, timeout=600):
 def python():
     pytest.importorskip('rclpy')
     pytest.importorskip('control_msgs.action')
-    import ros_helpers
+    from support import ros as ros_helpers
     return ros_helpers.PYTHON
 
 
 def test_demo_lowers_the_error_on_the_unseen_trajectory(python, tmp_path):
-    import ros_helpers
+    from support import ros as ros_helpers
     out = tmp_path / 'demo'
     run = demo(python, '--out', str(out), '--budget', '12', '--domain-id',
                str((ros_helpers.domain_id_for() + 50) % 101 + 1))   # not the test run's domain
@@ -67,7 +69,7 @@ def test_demo_bad_arguments(python, tmp_path):
 def test_demo_cell_drives_arm_hand_and_base_and_shows_the_swing(python, tmp_path):
     """``shadow-twin demo --cell``: the one goal for the three robots succeeds with both bases at
     the arc's end; the arm swing moves the sim's base (arm and base in one model)."""
-    import ros_helpers
+    from support import ros as ros_helpers
     out = tmp_path / 'cell'
     run = demo(python, '--cell', '--out', str(out), '--domain-id', str((ros_helpers.domain_id_for() + 30) % 101 + 1),
                timeout=300)

@@ -19,11 +19,11 @@ import os
 import subprocess
 from pathlib import Path
 
-import cell_helpers
+from support import cell as cell_helpers
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.launch, pytest.mark.ros]
+pytestmark = [pytest.mark.launch, pytest.mark.ros, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / 'shared'
@@ -57,7 +57,7 @@ def stop_and_check(run, timeout: float = STOP_TIMEOUT) -> int | None:
 
 def assert_nothing_left(run) -> None:
     """Assert that no process of the launch runs (any found is killed first)."""
-    from ros_helpers import wait_until
+    from support.ros import wait_until
     wait_until(lambda: not run.leftovers(), 5.0, interval=0.05)     # exited children are reaped by their new parent
     left = run.kill()
     assert not left, f'processes outlived the launch: {left}\n{run.output()[-3000:]}'

@@ -20,6 +20,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('control_msgs.action')
 

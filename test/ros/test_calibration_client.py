@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 
 def test_a_request_whose_answer_is_lost_is_sent_again_and_follows_the_run():
     """request_calibration (calibrate-live, demo): the first answer lost (as rmw_fastrtps drops an

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 rclpy = pytest.importorskip('rclpy')
 control_msgs_action = pytest.importorskip('control_msgs.action')
 control_msgs_msg = pytest.importorskip('control_msgs.msg')
 
-import ros_helpers  # noqa: E402
+from support import ros as ros_helpers  # noqa: E402
 
 FollowJointTrajectory = control_msgs_action.FollowJointTrajectory
 JointTolerance = control_msgs_msg.JointTolerance

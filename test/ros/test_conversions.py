@@ -12,6 +12,8 @@ from shadow_twin.common.stamps import to_sec_nanosec, to_seconds  # noqa: E402
 from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
 from shadow_twin.ros.conversions import doubles, duration_msg, time_msg, time_msg_ns, trajectory_msg  # noqa: E402
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 EDGES = [0.9999999999, 0.99999999951, 1.9999999996, 1686653565.9999999999, 2.0 - 1e-12]
 EPOCH = 1_686_653_565
 POS = np.array([[0.0, 1.0], [1.0, -1.0], [0.5, 0.5]])

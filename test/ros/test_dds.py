@@ -15,6 +15,8 @@ import pytest
 
 from shadow_twin.ros.dds import use_udp_transport
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / 'config' / 'fastdds' / 'udp_localhost.xml'
 

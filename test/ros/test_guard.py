@@ -12,6 +12,8 @@ import threading
 
 import pytest
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 rclpy = pytest.importorskip('rclpy')
 
 from builtin_interfaces.msg import Time  # noqa: E402
@@ -21,7 +23,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 
-from ros_helpers import wait_until  # noqa: E402
+from support.ros import wait_until  # noqa: E402
 
 from shadow_twin.ros import message_checks as checks  # noqa: E402
 from shadow_twin.ros.guard import CallbackGuard, guarded_subscription  # noqa: E402
@@ -112,7 +114,7 @@ def test_the_guard_drops_and_reports_once_per_period_with_the_count():
 
 @pytest.fixture
 def ros_domain():
-    import ros_helpers
+    from support import ros as ros_helpers
     return ros_helpers.isolate_domain()
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 rclpy = pytest.importorskip('rclpy')
 nav_msgs_msg = pytest.importorskip('nav_msgs.msg')
 geometry_msgs_msg = pytest.importorskip('geometry_msgs.msg')
@@ -34,7 +36,7 @@ tf2_msgs_msg = pytest.importorskip('tf2_msgs.msg')
 sim_msg = pytest.importorskip('simulation_interfaces.msg')
 sim_srv = pytest.importorskip('simulation_interfaces.srv')
 
-import ros_helpers  # noqa: E402
+from support import ros as ros_helpers  # noqa: E402
 
 Odometry = nav_msgs_msg.Odometry
 TwistStamped = geometry_msgs_msg.TwistStamped

@@ -14,6 +14,8 @@ pytest.importorskip('rclpy')
 
 from shadow_twin.common.moved import MOVED  # noqa: E402
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 
 @pytest.mark.parametrize('old', sorted(MOVED))
 def test_an_old_name_warns_and_gives_the_new_module(old):

@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
+
 rclpy = pytest.importorskip('rclpy')
 from rclpy.parameter import Parameter  # noqa: E402
 

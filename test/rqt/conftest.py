@@ -15,7 +15,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-import cell_helpers
+from support import cell as cell_helpers
 import pytest
 
 from shadow_twin.common import lifeline

@@ -36,7 +36,7 @@ from shadow_twin.plots.perspective import (DEFAULT_JOINTS, MONITOR_FILE, PLOTS_F
                                            build_plots_perspective, needed_topics, published_joints,
                                            write_perspective)
 
-pytestmark = [pytest.mark.rqt, pytest.mark.ros]
+pytestmark = [pytest.mark.rqt, pytest.mark.ros, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / '.venv' / 'bin' / 'python')

@@ -16,7 +16,7 @@ import signal
 import time
 from pathlib import Path
 
-import cell_helpers
+from support import cell as cell_helpers
 import pytest
 from test_rqt import SAMPLES, WITHIN, check_window_fits, probed, start_view, view_env
 

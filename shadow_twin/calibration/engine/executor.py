@@ -13,7 +13,7 @@ Jacobian) goes through an executor's :meth:`~LocalExecutor.evaluate`:
   next batches (:mod:`~shadow_twin.calibration.engine.shipped`). The results come back in batch order.
 
 Same answers: a rollout depends only on its own model copy, so a slice gives bit for bit the
-objectives and residuals that the whole batch gives locally (``test/core/test_executor.py``),
+objectives and residuals that the whole batch gives locally (``test/core/calibration/test_executor.py``),
 provided every node runs the same MuJoCo build. That is checked before any rollout: one probe
 task per node unpickles the evaluator and reports its MuJoCo version and the SHA-256 of the
 compiled models (MJB as that node's MuJoCo writes them); any difference refuses the cluster

@@ -5,7 +5,7 @@ a floor); :func:`write_arm_mjcf` writes it to a file. The figures come from the 
 of UR's ROS 2 description (:mod:`shadow_twin.model.ur.description`) when one is given or installed,
 else from the copy of those figures shipped with the project (:mod:`shadow_twin.model.ur.figures`),
 so a new type is data, not code. The UR5 needs no description: ``shadow_twin/model/builtin/ur5.xml``
-is this generator's output for ``ur5`` (test/core/test_ur_arms.py regenerates it). The generated file's header names the
+is this generator's output for ``ur5`` (test/core/model/test_ur_arms.py regenerates it). The generated file's header names the
 sources and how each figure is derived (:mod:`shadow_twin.model.ur.arm_mjcf`).
 
 Effort limits (N m, the description's ``max_effort``) are recorded in each motor's ``forcerange``

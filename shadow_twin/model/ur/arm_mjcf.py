@@ -210,7 +210,7 @@ _HEADER = """<?xml version="1.0" encoding="utf-8"?>
   pose), `flange` and `tool0` are the URDF frames of those names. With the URDF's
   joint origins, wrist_3_link coincides with the DH frame 6, and
   rpy(0,-pi/2,-pi/2) * rpy(pi/2,0,pi/2) is the identity, so tool0 = DH frame 6
-  (test/core/test_ur_arms.py checks it against an independent DH chain).
+  (test/core/model/test_ur_arms.py checks it against an independent DH chain).
   URDF rpy (r, p, y) means R = Rz(y) Ry(p) Rx(r); the quaternions below are
   computed from it (w x y z, 8 decimals). [KIN]'s float noise is dropped: an angle
   within 1e-8 rad of a multiple of pi/2 is that multiple (roll 1.570796327 is pi/2),

@@ -12,7 +12,7 @@ names the commit and carries the licence's conditions and disclaimer.
 :func:`arm_description` reads a type from a description when one is given or found (a newer one
 wins), else from the shipped file, so ``--arm ur10e`` works on a fresh install.
 ``scripts/ur_figures.py`` regenerates the file from a description checkout (:func:`figures_dict`,
-:func:`write_figures`); test/core/test_ur_figures.py checks it against the shared copy.
+:func:`write_figures`); test/core/model/test_ur_figures.py checks it against the shared copy.
 """
 
 from __future__ import annotations
