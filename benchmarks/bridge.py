@@ -1,4 +1,5 @@
-"""Benchmark of the mujoco_bridge node on the built-in Shadow Hand E.
+"""Benchmark of the mujoco_bridge node on the built-in Shadow Hand E. Longer than 400 lines: one
+benchmark, one script a person runs (its receivers are this file run with --subscriber).
 
 Starts the bridge as a separate process (``python -m mujoco_bridge.main`` with
 ``config/mujoco_bridge.yaml``) on a private ROS domain, once per publish rate,

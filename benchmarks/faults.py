@@ -1,4 +1,5 @@
-"""Benchmark of the twin under faults and load (issue 9's targets).
+"""Benchmark of the twin under faults and load (issue 9's targets). Longer than 400 lines: one benchmark,
+one script a person runs; its scenarios live in ``test/support/scenarios`` (the tests run them too).
 
 Part 1, faults: the mock hardware (``mujoco_bridge -r __node:=mock_hardware``), the sim
 bridge and the twin server run as three processes on a private ROS domain. ``--kills``
@@ -286,8 +287,9 @@ def publishing_lateness(log: str, nodes: tuple[str, ...], wall_t0: float, wall_t
 def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) -> None:
     """Part 4: the cell's faults (module doc)."""
 
-    from support.scenarios import cell_faults as cell_faults
-    from support.scenarios.cell import HAND_ACTION, UR_ACTION, base_points, make_goal, pose_of, result_of, send, straight
+    from support.scenarios import cell_faults, malformed
+    from support.scenarios.cell import (HAND_ACTION, UR_ACTION, base_points, make_goal, pose_of, result_of, send,
+                                        straight)
     up = cell_faults.start_cell(ros_helpers, client, folder)
     try:
         targets = lambda k: {'shoulder_pan_joint': 0.05 * (k % 2), 'rh_FFJ3': 0.2 + 0.2 * (k % 2)}  # noqa: E731
@@ -300,7 +302,7 @@ def cell(client, folder: Path, repeats: int, check: Checks, bursts_n: int = 10) 
               f'(what the twin waits for): p50 {np.median(floor) * 1e3:.0f} ms, max {floor.max() * 1e3:.0f} ms; '
               f'the twin\'s own share of its p50: {(np.median(twin) - np.median(floor)) * 1e3:.0f} ms')
         before = [pose_of(r.last()) for r in (up.odom, up.sim_odom)]
-        sent = cell_faults.flood_malformed(client)
+        sent = malformed.flood_malformed(client)
         time.sleep(1.0)
         flowing = time.monotonic()
         alive = up.up.alive() and ros_helpers.wait_until(lambda: all(r.since(flowing) for r in up.streams.values()),

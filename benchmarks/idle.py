@@ -45,7 +45,8 @@ sys.path[:0] = [str(REPO), str(REPO / 'test'), str(REPO / 'benchmarks')]
 
 from support import ros as ros_helpers  # noqa: E402  (after the path set-up)
 from bridge import all_cpu_seconds, cpu_seconds, percentiles  # noqa: E402
-from support.scenarios.cell import ARM, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight  # noqa: E402
+from support.scenarios.cell import (ARM, TWIN_ACTION, base_points, make_goal, pose_of, result_of,  # noqa: E402
+                                    send, straight)
 
 #: Targets, shares of one core (issue 23, on the 2-core development machine).
 TWIN_IDLE_MAX = 0.60

@@ -6,7 +6,8 @@ Layers, each importing only the ones before it:
    atomic files, shipped paths, time stamps, exit codes), ``model`` (MJCF and joint
    names, the cell, UR arms), ``control`` (the simulated controller, trajectory sampling, the
    joint trajectory controller's rules, the base's goals), ``twin`` (the twin goal: modes,
-   splitting it among controllers, its start, desired state and verdict), ``simulation`` (live stepping, the goal preview, offline rollouts, efforts and friction),
+   splitting it among controllers, its start, desired state and verdict), ``simulation`` (live
+   stepping, the goal preview, offline rollouts, efforts and friction),
    ``monitoring`` (sim-vs-real error, the external-force watch), ``plots`` (every figure, from
    plain data), ``calibration`` (recordings, scoring, search, the engine, the jobs) and
    ``identification`` (the arm from its joint efforts);

@@ -35,7 +35,7 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
     in the mock UR's bridge. Bare ur5.xml lacks the hand on the flange (the built-in hand: 3.79 kg):
     simulated offline (each with its gains) on the sweeps of config/trajectories/ur5.yaml, the
     mock UR5's arm joint positions are 14 to 48 times closer (RMS) to the cell's than ur5.xml's
-    (shoulder pan, lift, elbow and wrist 1 sweeps measured; test/core/model/test_cell_model.py checks the
+    (shoulder pan, lift, elbow and wrist 1 sweeps measured; test/core/model/test_cell_files.py checks the
     fast shoulder-lift sweep).
 
     Args:

@@ -1,4 +1,6 @@
-"""Integration tests of the mujoco_bridge node: real processes over DDS.
+"""Integration tests of the mujoco_bridge node: real processes over DDS. Longer than 400 lines: one
+concept (the bridge as a node) over bridge processes its module fixtures start once; split, each part
+would start its own (seconds each on this PC; the stepping thread's timing has its own module).
 
 Each bridge runs as its own process (``python -m mujoco_bridge.main --ros-args
 --params-file ...``) on a ROS domain private to this test run (derived from the

@@ -1,4 +1,6 @@
-"""Integration tests of the calibration node: real processes over DDS on a private ROS domain.
+"""Integration tests of the calibration node: real processes over DDS on a private ROS domain. Longer
+than 400 lines: one concept (the node's live calibration) over one ``up --mock-hardware`` its module
+fixture starts once; split, each part would start its own (the cell's protocol has its own module).
 
 ``shadow-twin up --mock-hardware`` (sim bridge, mock robot with other finger physics, twin
 server) runs in one process; calibration nodes run in their own. Covered: a live calibration

@@ -75,7 +75,7 @@ class TrackingGains:
             2 sqrt(k_y) damps the lateral error critically).
         k_heading: heading error -> yaw rate at any speed, 1/s (twin addition).
     Defaults: tuned on a kinematic model with a 20 ms control period and a 50 ms
-    velocity lag (test/core/control/test_base_control.py), and checked not to oscillate with a
+    velocity lag (test/core/control/test_base_follower.py), and checked not to oscillate with a
     200 ms lag at 1.9 m/s: lateral natural frequency v_r sqrt(k_y) = 3 rad/s at 1 m/s,
     critically damped (k_theta = 2 sqrt(k_y)). Kanayama et al.'s example gains (K_y =
     64 1/m^2, K_theta = 16 1/m) oscillate with such lags at MiR speeds.

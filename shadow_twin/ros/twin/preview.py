@@ -14,8 +14,8 @@ low-priority worker thread, their number bounded. Every prediction is published 
 (``std_msgs/String`` on ``preview_result_topic``).
 
 The twin's ``preview`` parameter decides what a predicted failure does to a twin goal
-(``shadow_twin.ros.twin.parameters.preview_policy``): ``enforce`` aborts it (before its start when the gate predicts it),
-``warn`` logs it in one line and lets it run, ``off`` watches nothing.
+(``shadow_twin.ros.twin.parameters.preview_policy``): ``enforce`` aborts it (before its start when
+the gate predicts it), ``warn`` logs it in one line and lets it run, ``off`` watches nothing.
 """
 
 from __future__ import annotations

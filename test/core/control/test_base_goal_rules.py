@@ -75,7 +75,7 @@ def turn_in_place(angle):
 
 
 def quarter_arc_1m_in_8s():
-    """test_base_control.py's quarter arc: radius 1 m, smooth-step timing, 17 points with velocities."""
+    """test_base_follower.py's quarter arc: radius 1 m, smooth-step timing, 17 points with velocities."""
     points = []
     for t in np.linspace(0.0, 8.0, 17):
         u = t / 8.0
@@ -105,7 +105,7 @@ def test_real_paths_are_accepted(name):
 
 def test_the_existing_test_paths_and_the_cell_protocol_are_accepted():
     validate_base_goal(quarter_arc_1m_in_8s(), current_pose=(0.0, 0.0, 0.0))
-    # test_base_control.py's GOOD: 1 m ahead, then a quarter turn interpolated along the corner
+    # test_base_trajectory.py's GOOD: 1 m ahead, then a quarter turn interpolated along the corner
     validate_base_goal([(0.0, 0.0, 0.0, 0.0), (2.0, 1.0, 0.0, 0.0), (4.0, 1.0, 1.0, math.pi / 2)],
                        current_pose=(0.0, 0.0, 0.0))
     protocol = CellProtocol.from_yaml()

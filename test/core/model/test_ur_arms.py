@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+from support.poses import pose_error, rot_x, rot_z, site_pose, trans
 
 from shadow_twin.cli import model as model_cli
 from shadow_twin.common.errors import ConfigError
@@ -22,7 +23,6 @@ from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.model.ur.arm import (UR_TYPES, arm_xml, effort_limits, find_ur_description, model_effort_limits,
                                       write_arm_mjcf)
 from shadow_twin.model.ur.description import DESCRIPTION_ENV, JOINTS, LINKS, read_arm_description
-from test_cell_model import pose_error, rot_x, rot_z, site_pose, trans
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / 'shared' / 'reference' / 'ur_description'

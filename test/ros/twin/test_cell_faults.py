@@ -31,6 +31,7 @@ pytest.importorskip('control_msgs.action')
 pytest.importorskip('simulation_interfaces.srv')
 
 from support.scenarios import cell_faults as faults  # noqa: E402
+from support.scenarios import malformed  # noqa: E402
 from support.scenarios.cell import (ARM, START_TIMEOUT, base_points, make_goal, pose_of, result_of, send,  # noqa: E402
                             straight)
 from support.ros import REPO  # noqa: E402
@@ -61,7 +62,7 @@ def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves
         # DDS discovery between the new process and this one: its subscription is in this node's graph
         # (flood_malformed then waits until its publishers are matched with every subscriber there)
         assert helpers.wait_until(lambda: client.node.count_subscribers('/odom') > listening, START_TIMEOUT)
-        sent = faults.flood_malformed(client)
+        sent = malformed.flood_malformed(client)
         assert sent >= 60
         assert helpers.wait_until(lambda: 'dropped a message on /odom' in calibration.output()
                                   or not calibration.alive(), 10.0)

@@ -21,8 +21,8 @@ from support import cell as cell_helpers
 import numpy as np
 import pytest
 
-from support.scenarios.cell import (START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, positions, result_of, send,
-                            straight, wait_base_rest)
+from support.scenarios.cell import (START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, positions, result_of,
+                                    send, straight, wait_base_rest)
 
 CONFIG = Path(__file__).resolve().parents[3] / 'config'
 ARM_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint']

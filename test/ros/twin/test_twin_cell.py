@@ -21,10 +21,10 @@ from support import cell as cell_helpers
 import numpy as np
 import pytest
 
-from support.scenarios.cell import (ARM, BASE_POSITION_TOLERANCE, BASE_YAW_TOLERANCE, HAND, HAND_ACTION, JOINT_TOLERANCE,
-                            START_TIMEOUT, TWIN_ACTION, UR_ACTION, base_points, left_arc, make_goal, pose_error,
-                            pose_of, positions, result_of, send, straight, wait_base_rest, wait_joints_rest,
-                            wait_quiet)
+from support.scenarios.cell import (ARM, BASE_POSITION_TOLERANCE, BASE_YAW_TOLERANCE, HAND, HAND_ACTION,
+                                    JOINT_TOLERANCE, START_TIMEOUT, TWIN_ACTION, UR_ACTION, base_points, left_arc,
+                                    make_goal, pose_error, pose_of, positions, result_of, send, straight,
+                                    wait_base_rest, wait_joints_rest, wait_quiet)
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / 'config'

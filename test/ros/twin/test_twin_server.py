@@ -173,7 +173,7 @@ def test_bad_goals_are_rejected_and_nothing_moves(ros, rest, states):
     unknown = send(client, make_goal({'rh_FFJ3': 0.5, 'rh_FFJ9': 0.1}, 0.5))
     outside = send(client, make_goal({'rh_FFJ3': 2.5}, 0.5))
     assert not unknown.accepted and not outside.accepted
-    # the other JTC rejections, over DDS too (their codes and texts: test_jtc.py)
+    # the other JTC rejections, over DDS too (their codes and texts: test_jtc_goals.py)
     from builtin_interfaces.msg import Duration, Time
     from trajectory_msgs.msg import JointTrajectoryPoint
     bad = {}

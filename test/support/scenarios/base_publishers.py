@@ -24,7 +24,8 @@ from pathlib import Path
 
 from support.scenarios import cell_faults as cell_faults
 from support.scenarios.cell_faults import Cell
-from support.scenarios.cell import START_TIMEOUT, base_points, make_goal, pose_of, result_of, send, straight, wait_base_rest
+from support.scenarios.cell import (START_TIMEOUT, base_points, make_goal, pose_of, result_of, send, straight,
+                                    wait_base_rest)
 from support.cmd_vel_publisher import sent_times
 from support.ros import PYTHON, NodeProcess, stamp_s, wait_until
 

@@ -2,7 +2,8 @@
 test/ros/twin/test_cell_faults.py and ``benchmarks/faults.py`` (issue 22).
 
 * :func:`start_cell`: ``up`` in a child process, recorders of every stream, the pids of its nodes.
-* :func:`flood_malformed`: malformed messages on every topic the cell's nodes subscribe to.
+* ``support.scenarios.malformed.flood_malformed``: malformed messages on every topic the cell's nodes
+  subscribe to (its own module).
 * :func:`stall_base_mid_goal` / :func:`kill_base_mid_goal`: SIGSTOP / SIGKILL of the MiR bridge
   once the base moves under a goal, and what followed.
 * :func:`burst`: eight combined goals at the same instant; :func:`rejected_goal_beside_a_running_one`:
@@ -23,14 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from support import cell as cell_helpers
-from support.scenarios.cell import (ARM, START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send, straight,
-                            wait_joints_rest)
-from support.ros import wait_until
+from support.scenarios.cell import (ARM, START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, result_of, send,
+                                    straight, wait_joints_rest)
+from support.scenarios.malformed import CMD_VEL_TOPICS, JOINT_STATE_TOPICS, ODOM_TOPICS
 
-SPEED_SCALING_TOPIC = '/speed_scaling_state_broadcaster/speed_scaling'
-JOINT_STATE_TOPICS = ('/joint_states', '/rh/joint_states', '/sim/joint_states')
-ODOM_TOPICS = ('/odom', '/sim/odom')
-CMD_VEL_TOPICS = ('/cmd_vel', '/sim/cmd_vel')
 
 
 @dataclass
@@ -75,93 +72,6 @@ def start_cell(helpers, client, folder: Path, *extra: str, timeout: float = STAR
     # the twin's listeners have had the states for a second (on their stamps): the anchoring at start is done
     cell_helpers.wait_flowed(streams.values(), 1.0)
     return Cell(up, streams, streams['/odom'], streams['/sim/odom'], commands['/cmd_vel'], commands['/sim/cmd_vel'])
-
-
-def _malformed_joint_states(now) -> list:
-    from sensor_msgs.msg import JointState
-    names = ['shoulder_pan_joint', 'rh_FFJ3']
-    out = [JointState(name=names, position=[math.nan, 0.1]), JointState(name=names, position=[0.1, math.inf]),
-           JointState(name=names, position=[0.1]), JointState(name=names, position=[0.1, 0.2], velocity=[1.0]),
-           JointState(name=['shoulder_pan_joint', 'shoulder_pan_joint'], position=[0.0, 1.0]),
-           JointState(name=['no_such_joint'], position=[math.nan])]
-    negative = JointState(name=names, position=[0.1, 0.2])
-    negative.header.stamp.sec = -1
-    out.append(negative)
-    for msg in out[:-1]:
-        msg.header.stamp = now
-    return out
-
-
-def _malformed_odometry(now) -> list:
-    from nav_msgs.msg import Odometry
-    out = []
-    for field_, value in (('x', math.nan), ('y', math.inf)):
-        msg = Odometry()
-        msg.header.stamp = now
-        msg.pose.pose.orientation.w = 1.0
-        setattr(msg.pose.pose.position, field_, value)
-        out.append(msg)
-    zero_quaternion = Odometry()
-    zero_quaternion.header.stamp = now
-    negative = Odometry()
-    negative.pose.pose.orientation.w = 1.0
-    negative.header.stamp.sec = -1
-    return out + [zero_quaternion, negative]
-
-
-def _malformed_commands(now_s: float) -> list:
-    from geometry_msgs.msg import TwistStamped
-
-    from shadow_twin.ros.conversions import time_msg
-    out = []
-    for linear, angular, stamp in ((math.nan, 0.0, now_s), (0.0, math.inf, now_s), (0.5, 0.0, now_s - 10.0),
-                                   (0.5, 0.3, None)):
-        msg = TwistStamped()
-        msg.twist.linear.x, msg.twist.angular.z = linear, angular
-        if stamp is None:
-            msg.header.stamp.sec = -1
-        else:
-            msg.header.stamp = time_msg(stamp)
-        out.append(msg)
-    return out
-
-
-def flood_malformed(client, repeats: int = 3) -> int:
-    """Publish malformed messages on every topic the cell's nodes subscribe to (joint states,
-    odometry, velocity commands, speed scaling), ``repeats`` rounds; returns how many were sent."""
-    from geometry_msgs.msg import TwistStamped
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64
-    node = client.node
-    pubs = {t: node.create_publisher(JointState, t, 10) for t in JOINT_STATE_TOPICS}
-    pubs.update({t: node.create_publisher(Odometry, t, 10) for t in ODOM_TOPICS})
-    pubs.update({t: node.create_publisher(TwistStamped, t, 10) for t in CMD_VEL_TOPICS})
-    pubs[SPEED_SCALING_TOPIC] = node.create_publisher(Float64, SPEED_SCALING_TOPIC, 10)
-    # discovery: each publisher matched with every subscriber of its type this node sees on its topic
-    # (the twin also watches /cmd_vel for geometry_msgs/Twist, which a TwistStamped publisher never matches)
-    def subscribers(topic, pub) -> int:
-        kind = pub.msg_type.__module__.split('.')[0] + '/msg/' + pub.msg_type.__name__
-        return sum(info.topic_type == kind for info in node.get_subscriptions_info_by_topic(topic))
-    assert wait_until(lambda: all(pub.get_subscription_count() >= max(1, subscribers(t, pub))
-                                  for t, pub in pubs.items()), 30.0), \
-        {t: (pub.get_subscription_count(), subscribers(t, pub)) for t, pub in pubs.items()}
-    sent = 0
-    for _ in range(repeats):
-        now = node.get_clock().now()
-        batches = {t: _malformed_joint_states(now.to_msg()) for t in JOINT_STATE_TOPICS}
-        batches.update({t: _malformed_odometry(now.to_msg()) for t in ODOM_TOPICS})
-        batches.update({t: _malformed_commands(now.nanoseconds * 1e-9) for t in CMD_VEL_TOPICS})
-        batches[SPEED_SCALING_TOPIC] = [Float64(data=v) for v in (math.nan, math.inf, -5.0, 150.0)]
-        for topic, messages in batches.items():
-            for msg in messages:
-                pubs[topic].publish(msg)
-                sent += 1
-        time.sleep(0.2)     # the rounds' own pace
-    pubs[SPEED_SCALING_TOPIC].publish(Float64(data=100.0))      # leave the arm at full speed
-    for pub in pubs.values():
-        node.destroy_publisher(pub)
-    return sent
 
 
 @dataclass
