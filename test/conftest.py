@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +189,19 @@ def ros(request):
     client = ros_helpers.RosClient(request.module.__name__.rsplit('.', 1)[-1] + '_client')
     yield ros_helpers, client
     client.close()
+
+
+@pytest.fixture(scope='session')
+def ros2_launch() -> Path:
+    """``.venv/bin/ros2`` with upstream ``ros2 launch`` installed and this package's ament layout in
+    .venv (``scripts/setup.sh``); both scripts are idempotent and take about a second when done."""
+    if not SHARED.is_dir():
+        pytest.skip(f'{SHARED} is absent: upstream ros2 launch is installed from ../shared/vendor/ros2_launch')
+    for command in (['bash', 'scripts/setup.sh'],
+                    ['bash', '../shared/tools/install_ros2_launch.sh', '.venv', '../shared/vendor/ros2_launch']):
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, f'{" ".join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}'
+    return REPO / '.venv' / 'bin' / 'ros2'
 
 
 @pytest.fixture(scope='module')

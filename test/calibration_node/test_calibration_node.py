@@ -446,8 +446,8 @@ def test_entry_points_and_launch_file():
     assert "executable='calibration_node'" in launch and "'calibration_node.yaml'" in launch
 
 
-def test_launch_description():
-    pytest.importorskip('launch_ros')
+def test_launch_description(ros2_launch):
+    """calibration.launch.py starts the calibration node (upstream launch installed by the fixture)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location('calibration_launch', REPO / 'launch' / 'calibration.launch.py')
     module = importlib.util.module_from_spec(spec)

@@ -1,5 +1,6 @@
-"""Fixtures of the ``ros2 launch`` tests: the real upstream ``ros2 launch`` in .venv, this package
-laid out as an ament package there, and launches run as real processes that leave nothing behind.
+"""Fixtures of the ``ros2 launch`` tests: launches run as real processes that leave nothing behind (the
+real upstream ``ros2 launch`` in .venv, this package laid out as an ament package there: the
+``ros2_launch`` fixture of ``test/conftest.py``, which other tests of launch files use too).
 
 Upstream launch is not on PyPI: ``../shared/tools/install_ros2_launch.sh`` installs it into .venv
 from ``../shared/vendor/ros2_launch`` (about 1 s when already there; CI starts from a fresh clone).
@@ -22,22 +23,8 @@ from shadow_twin.common import lifeline
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / 'shared'
 VENV = REPO / '.venv'
-ROS2 = VENV / 'bin' / 'ros2'
 #: Environment variable that every process of one launch inherits, with a value unique to that launch.
 MARKER = 'SHADOW_TWIN_LAUNCH_TEST'
-
-
-@pytest.fixture(scope='session')
-def ros2_launch() -> Path:
-    """``.venv/bin/ros2`` with upstream ``ros2 launch`` installed and this package's ament layout in
-    .venv (``scripts/setup.sh``); both scripts are idempotent and take about a second when done."""
-    if not SHARED.is_dir():
-        pytest.skip(f'{SHARED} is absent: upstream ros2 launch is installed from ../shared/vendor/ros2_launch')
-    for command in (['bash', 'scripts/setup.sh'],
-                    ['bash', '../shared/tools/install_ros2_launch.sh', '.venv', '../shared/vendor/ros2_launch']):
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, f'{" ".join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}'
-    return ROS2
 
 
 def _default_sigint() -> None:

@@ -27,7 +27,8 @@ from support.synthetic_hand import make_problem
 from conftest import REPO, calibrate_args
 from shadow_twin.cli import main as cli
 
-HERE = Path(__file__).resolve().parent
+#: test/: the folder of the support package the child process and the Ray workers import.
+HERE = Path(__file__).resolve().parents[2]
 #: A small run: 8 random points in batches of 4, then least squares (residual batches).
 SETTINGS = dict(optimizer='random+lsq', budget=16, global_budget=8, workers=2, batch_size=4, seed=3)
 
