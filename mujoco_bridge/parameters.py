@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mujoco_bridge.effort_output import parse_gains, parse_wrench
-from shadow_twin.ros.parameters import (DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec,
-                                        parse_velocity_limits)
+from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
 from shadow_twin.ros.settings import settings_class
 from shadow_twin.simulation.overrides import ParameterOverrides
 
@@ -120,12 +119,11 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
 #: The bridge's settings: one attribute per parameter of :data:`SPECS` (``shadow.cmd_vel_topic`` ->
 #: ``shadow_cmd_vel_topic``), with ``velocity_limits`` parsed ({joint: rad/s}) and ``constraints``
 #: (the JTC constraints of the model's joints, as ``shadow_twin.control.jtc.default_tolerances`` reads them).
-BridgeSettings = settings_class('BridgeSettings', SPECS, derived={'velocity_limits': dict, 'constraints': dict},
-                                module=__name__)
+BridgeSettings = settings_class('BridgeSettings', SPECS, parsed={'velocity_limits': dict},
+                                derived={'constraints': dict}, module=__name__)
 
 
 def read_settings(get: Callable[[str], Any], constraints: dict) -> BridgeSettings:
     """The bridge's :class:`BridgeSettings` from its parameters (``get(name)``: a value) and the
     ``constraints`` mapping read already. Raises ConfigError (a value its spec refuses)."""
-    return BridgeSettings.read(get, velocity_limits=parse_velocity_limits(get('velocity_limits')),
-                               constraints=constraints)
+    return BridgeSettings.read(get, constraints=constraints)

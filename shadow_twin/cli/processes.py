@@ -36,6 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
@@ -184,17 +185,22 @@ class ChildProcesses:
             return ''
         return (self.log_dir / f'{name}.log').read_text(errors='replace')[-chars:]
 
-    def stop(self, order: list[str] | None = None, timeout: float = 10.0) -> dict[str, int]:
+    def stop(self, order: list[str] | None = None, timeout: float = 10.0,
+             report: Callable[[str], None] | None = None) -> dict[str, int]:
         """Stop the children, one after the other in ``order`` (default: start order; names of
         children not started are skipped), each with SIGINT, then SIGTERM after ``timeout`` s, then
-        SIGKILL; returns their exit statuses (their last output copied first)."""
+        SIGKILL; returns their exit statuses (their last output copied first). ``report(line)``
+        (if given) is told how long each child took to stop and each signal that had to follow."""
         first = [n for n in (order or ()) if n in self.procs]
         names = first + [n for n in self.procs if n not in first]
         for name in names:
             proc = self.procs[name]
+            started = time.monotonic()
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
                 if proc.poll() is not None:
                     break
+                if sig != signal.SIGINT and report is not None:
+                    report(f'{name} did not stop within {timeout:.0f} s: sending {sig.name}')
                 try:
                     proc.send_signal(sig)
                 except ProcessLookupError:
@@ -203,6 +209,9 @@ class ChildProcesses:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     continue
+                if report is not None:
+                    report(f'{name} stopped {time.monotonic() - started:.1f} s after {sig.name} '
+                           f'(status {proc.returncode})')
         statuses = {name: proc.wait() for name, proc in self.procs.items()}
         for name in names:
             self._drain(name)

@@ -38,7 +38,8 @@ what it respawns is mock hardware or the twin's own nodes). A node that ends bef
 ready (it cannot start: a bad parameter, a missing file) or dies 3 times within 60 s stops them
 all, exit status 1; one not ready 10 s after its start is reported in one line and waited for
 (``shadow_twin.cli.processes``). Ctrl-C / SIGTERM stops the twin server first (it cancels its
-controller goals while the bridges still run), then the monitor and the bridges.
+controller goals while the bridges still run), then the monitor and the bridges, each with SIGINT
+(SIGTERM 10 s later, then SIGKILL), and reports how long each took to stop.
 
 Usage::
 
@@ -229,7 +230,7 @@ def _run(commands: dict[str, list[str]], respawn: set[str]) -> int:
         ended = children.supervise(stop.is_set, respawn, _report)
     finally:
         # the twin first: it cancels its controller goals while the bridges still run
-        statuses = children.stop(order=['shadow_twin', 'twin_monitor'])
+        statuses = children.stop(order=['shadow_twin', 'twin_monitor'], report=_report)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     if ended is not None:

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import signal
@@ -129,11 +130,19 @@ def spin_guarded(executor: Executor, guard: CallbackGuard, name: str = 'executor
             guard.report(name, exc)
 
 
+#: s after its signal (or its executor's end) a node still not stopped prints every thread's stack
+#: to stderr (``faulthandler``): ``shadow-twin up`` sends SIGTERM 10 s after SIGINT, and the
+#: longest orderly stop (a running goal canceled, ``ANSWER_TIMEOUT`` + 1 s, then the threads'
+#: joins) stays under this.
+STOP_REPORT_AFTER = 8.0
+
+
 def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> bool:
     """Spin ``executor`` in a thread until SIGINT/SIGTERM (or until it stops), then call
     ``on_stop()`` while it still spins (so goals can be canceled over ROS), then shut it down.
     Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``. Returns True
-    after a signal, False when the executor stopped by itself."""
+    after a signal, False when the executor stopped by itself. A stop still under way
+    :data:`STOP_REPORT_AFTER` s later prints the stacks of all threads to stderr."""
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     nodes = executor.get_nodes()
@@ -146,6 +155,8 @@ def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> bool:
         while not stop.wait(0.1) and thread.is_alive():
             pass
     finally:
+        # a stop that hangs says where: every thread's stack on stderr (the process's log)
+        faulthandler.dump_traceback_later(STOP_REPORT_AFTER, exit=False)
         try:
             on_stop()
         finally:

@@ -6,7 +6,8 @@ keeps it (``$ROS_HOME/shadow_twin/drift/twin_monitor.json``; the adversary's fil
 raise RecursionError and ``up`` stopped every node). Every node must get ready (``up`` reports
 ``ready: ...``), the monitor must log one line naming the file, and the file must be kept aside.
 Then the mock hardware, ready, is SIGKILLed: ``up`` respawns it, the others run on, and its new
-process gets ready again; ``up`` then stops with exit status 0.
+process gets ready again; ``up`` then stops with exit status 0, saying how long each node took to
+stop.
 """
 
 from __future__ import annotations
@@ -53,3 +54,7 @@ def test_up_starts_past_a_hostile_drift_file_and_respawns_a_node_killed_once_rea
         status = up.stop(timeout=20.0)
     assert status == 0, up.output()[-4000:]
     assert aside[0].read_text() == hostile            # the monitor's save at its stop wrote a new file
+    # up says how long each node took to stop, the twin first (it cancels its goals while the bridges run)
+    stops = re.findall(r'\[shadow-twin up\] (\w+) stopped ([\d.]+) s after SIGINT \(status 0\)', up.output())
+    assert [name for name, _ in stops][:2] == ['shadow_twin', 'twin_monitor'], up.output()[-2000:]
+    assert sorted(name for name, _ in stops) == sorted(['mujoco_bridge', 'mock_hardware', 'shadow_twin', 'twin_monitor'])

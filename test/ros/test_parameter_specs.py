@@ -297,10 +297,14 @@ def test_each_nodes_typed_settings_read_its_declared_defaults(make_node, node, s
     assert isinstance(settings, Settings) and dataclasses.is_dataclass(settings)
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(settings, attribute_name(specs[0].name), specs[0].default)
+    held = {spec.name for spec in type(settings).SPECS}
     for spec in specs:
-        if attribute_name(spec.name) in type(settings).DERIVED:
-            continue
+        if spec.name not in held or attribute_name(spec.name) in type(settings).DERIVED:
+            continue                     # the twin's base.* parameters: its BaseSettings (test below)
         value = settings.value(spec.name)
+        if attribute_name(spec.name) in type(settings).PARSED:
+            assert value == spec.check(spec.default), spec.name
+            continue
         assert type(value) is value_type(spec), spec.name
         assert value == (tuple(spec.default) if isinstance(spec.default, list) else spec.default), spec.name
 
@@ -315,6 +319,11 @@ def test_the_twins_settings_hold_what_it_derives(make_node):
     assert isinstance(settings.base, BaseSettings) and settings.preview == 'off'      # auto in mode sim
     assert settings.start_lead == 1.0 and isinstance(settings.start_lead, float)     # an integer given
     assert twin.read_settings(getter(node), {}, False, 'both').base is None
+    # the base.* parameters are held once, as the BaseSettings the code reads
+    assert not [f for f in twin.TwinSettings.__dataclass_fields__ if f.startswith('base_')]
+    specs = {spec.name: spec.default for spec in twin.SPECS}
+    assert settings.base.limits.max_speed == specs['base.limits.max_speed']
+    assert settings.base.anchor_offsets == (specs['base.anchor.position_offset'], specs['base.anchor.yaw_offset'])
     assert twin.read_settings(getter(node), {}, False, 'both').preview == 'enforce'
 
 

@@ -93,6 +93,27 @@ def test_typed_settings_convert_check_and_freeze_the_values(make_node):
         settings_class('Clash', (params.ParameterSpec('a.b', 1, ''), params.ParameterSpec('a_b', 2, '')))
 
 
+def test_a_parsed_parameter_holds_its_checks_result_parsed_once():
+    parses = []
+
+    def parse(text):
+        parses.append(text)
+        if not text.startswith('{'):
+            raise ConfigError('not a mapping')
+        return {'parsed': text}
+    specs = (params.ParameterSpec('limits', '{}', 'Limits.', check=parse), params.ParameterSpec('rate', 1.0, 'Rate.'))
+    Parsed = settings_class('Parsed', specs, parsed={'limits': dict})
+    settings = Parsed.read({'limits': '{a: 1}', 'rate': 2}.get)
+    assert settings.limits == {'parsed': '{a: 1}'} and parses == ['{a: 1}'] and Parsed.PARSED == ('limits',)
+    assert 'limits: parameter ``limits``, parsed. Limits.' in Parsed.__doc__
+    with pytest.raises(ConfigError, match='parameter limits: not a mapping'):
+        Parsed.read({'limits': 'a: 1', 'rate': 2}.get)
+    with pytest.raises(ConfigError, match='limits must be a str'):
+        Parsed.read({'limits': 5, 'rate': 2}.get)                  # the type is checked before the parse
+    with pytest.raises(ValueError, match="without a spec that parses them: \\['rate'\\]"):
+        settings_class('Bad', specs, parsed={'rate': float})
+
+
 def test_runtime_changes_are_checked_as_at_declaration(make_node):
     node = make_node()
     params.declare(node, SPECS)

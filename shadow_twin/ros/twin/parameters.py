@@ -17,7 +17,6 @@ from rclpy.node import Node
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.twin.config import ControllerSpec, controllers_from_config
 from shadow_twin.model.cell.assembly import UR5_JOINTS
-from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.twin.base.settings import BASE_SPECS, BaseSettings, read_base_settings
 from shadow_twin.ros.parameters import GOAL_HANDLING_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec
 from shadow_twin.ros.settings import settings_class
@@ -133,17 +132,18 @@ def _named(spec: ParameterSpec, name: str) -> ParameterSpec:
 
 
 #: The twin's settings, what its goal handling reads: one attribute per parameter of :data:`SPECS`
-#: (``base.limits.max_speed`` -> ``base_limits_max_speed``), with ``velocity_limits`` parsed ({joint:
-#: rad/s}), ``constraints`` (the JTC constraints of the model's joints), ``base`` (the base's
+#: but the ``base.*`` ones, with ``velocity_limits`` parsed ({joint: rad/s}), ``constraints`` (the
+#: JTC constraints of the model's joints), ``base`` (the ``base.*`` parameters as the base's
 #: :class:`BaseSettings`, None without a base) and ``preview`` (the policy in force: off, warn or enforce).
-TwinSettings = settings_class('TwinSettings', SPECS, derived={
-    'velocity_limits': dict, 'constraints': dict, 'base': BaseSettings | None, 'preview': str}, module=__name__)
+TwinSettings = settings_class('TwinSettings', [spec for spec in SPECS if spec not in BASE_SPECS],
+                              parsed={'velocity_limits': dict},
+                              derived={'constraints': dict, 'base': BaseSettings | None, 'preview': str},
+                              module=__name__)
 
 
 def read_settings(p: Callable[[str], object], constraints: dict, base_enabled: bool, mode: str) -> TwinSettings:
     """The twin's :class:`TwinSettings` from its parameters (``p(name)``); ``constraints`` the JTC
     constraints read already, ``base_enabled`` whether it drives a base, ``mode`` the twin's ('shadow'
     for shadow mode). Raises ShadowTwinError (ConfigError) for a bad value."""
-    return TwinSettings.read(p, velocity_limits=ros_params.parse_velocity_limits(p('velocity_limits')),
-                             constraints=constraints, base=read_base_settings(p) if base_enabled else None,
+    return TwinSettings.read(p, constraints=constraints, base=read_base_settings(p) if base_enabled else None,
                              preview=preview_policy(p('preview'), mode))

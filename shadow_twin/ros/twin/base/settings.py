@@ -18,6 +18,7 @@ from shadow_twin.control.base.tracking import TrackingGains
 from shadow_twin.control.base.trajectory import DEFAULT_BASE_FRAME, DEFAULT_BASE_JOINT, BaseLimits
 from shadow_twin.control.diff_drive import DiffDriveGeometry
 from shadow_twin.ros.parameters import ParameterSpec
+from shadow_twin.ros.settings import typed_value
 
 #: What a goal does when a velocity command the twin did not send arrives on a base's cmd_vel topic.
 OTHER_PUBLISHER_POLICIES = ('abort', 'warn')
@@ -170,27 +171,24 @@ class BaseSettings:
 
 
 def read_base_settings(get: Callable[[str], Any]) -> BaseSettings:
-    """:class:`BaseSettings` from the parameter getter ``get(name) -> value``. Raises ConfigError."""
+    """:class:`BaseSettings` from the parameter getter ``get(name) -> value``: each ``base.*`` value
+    checked and typed by its spec (:func:`~shadow_twin.ros.settings.typed_value`), then grouped.
+    Raises ConfigError (naming the parameter)."""
+    v = {spec.name: typed_value(spec, get(spec.name)) for spec in BASE_SPECS}
+
     def section(cls, prefix: str):
-        names = [n for n in cls.__dataclass_fields__]
-        return config_from_mapping(cls, {n: get(f'{prefix}.{n}') for n in names}, prefix)
-    joint_name = str(get('base.joint_name')).strip()
+        return config_from_mapping(cls, {n: v[f'{prefix}.{n}'] for n in cls.__dataclass_fields__}, prefix)
+    joint_name = v['base.joint_name'].strip()
     if not joint_name:
         raise ConfigError('base.joint_name is empty: name the planar joint of multi_dof_trajectory')
-    other = str(get('base.other_publishers')).strip()
-    if other not in OTHER_PUBLISHER_POLICIES:
-        raise ConfigError(f'base.other_publishers is {other!r}; one of {list(OTHER_PUBLISHER_POLICIES)}')
-    return BaseSettings(joint_name=joint_name, frame=str(get('base.frame')), other_publishers=other,
-                        stop_hold_timeout=float(get('base.stop_hold_timeout')),
-                        anchor_offsets=(float(get('base.anchor.position_offset')),
-                                        float(get('base.anchor.yaw_offset'))),
-                        control_rate=float(get('base.control_rate')), odom_timeout=float(get('base.odom_timeout')),
-                        sim_odom_timeout=float(get('base.sim_odom_timeout')),
-                        command_latency=float(get('base.command_latency')),
+    return BaseSettings(joint_name=joint_name, frame=v['base.frame'], other_publishers=v['base.other_publishers'],
+                        stop_hold_timeout=v['base.stop_hold_timeout'],
+                        anchor_offsets=(v['base.anchor.position_offset'], v['base.anchor.yaw_offset']),
+                        control_rate=v['base.control_rate'], odom_timeout=v['base.odom_timeout'],
+                        sim_odom_timeout=v['base.sim_odom_timeout'], command_latency=v['base.command_latency'],
                         limits=section(BaseLimits, 'base.limits'), gains=section(TrackingGains, 'base.gains'),
                         tolerances=section(BaseTolerances, 'base.tolerances'),
-                        geometry=DiffDriveGeometry(float(get('base.wheel_radius')),
-                                                   float(get('base.wheel_separation'))))
+                        geometry=DiffDriveGeometry(v['base.wheel_radius'], v['base.wheel_separation']))
 
 
 def read_base_topics(get: Callable[[str], Any], side: str) -> BaseTopics:
