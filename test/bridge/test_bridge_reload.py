@@ -106,6 +106,17 @@ def rate(ros, states, start: float, end: float) -> float:
     return sum(1 for _, m in states.snapshot() if start <= helpers.stamp_s(m) < end) / (end - start)
 
 
+def timed_reload(ros, node: str, states, seconds: float):
+    """Call ``<node>/reload`` once the joint states reach ``seconds`` s back and wait (5 s) for its
+    answer; returns (answer, s from the call to the answer, monotonic time of the call, its ROS
+    time, the states' rate over the ``seconds`` s before it in Hz)."""
+    history(ros, states, seconds)
+    future, called, stamp = reload_async(ros, node)
+    before = rate(ros, states, stamp - seconds, stamp)
+    answer = ros[1].wait_future(future, 5.0)
+    return answer, time.monotonic() - called, called, stamp, before
+
+
 def assert_flowing(during: float, before: float) -> None:
     """Joint states arrived at ``during`` Hz over a reload, ``before`` Hz over as long just before it:
     at least MIN_RATE; on a machine so busy that even ``before`` is below it (other processes on
@@ -131,11 +142,7 @@ def test_a_model_over_reload_max_bytes_is_refused_at_once(ros, bridge):
     big = hand_with(folder, 'big', include='<mujoco><worldbody><!--' + 'x' * 20_000_000 + '-->'
                                            '<site name="pad"/></worldbody></mujoco>')
     set_params(ros, NODE, model_path=str(big), reload_max_bytes=1 << 20)
-    history(ros, states, 1.5)
-    future, called, stamp = reload_async(ros, NODE)
-    before = rate(ros, states, stamp - 1.5, stamp)
-    answer = ros[1].wait_future(future, 5.0)
-    latency = time.monotonic() - called
+    answer, latency, _, stamp, before = timed_reload(ros, NODE, states, 1.5)
     assert not answer.success
     assert latency < 1.0, latency
     assert 'above the limit of 1048576 bytes' in answer.message and 'reload_max_bytes' in answer.message
@@ -157,11 +164,7 @@ def test_a_compile_over_reload_timeout_answers_on_time_and_is_discarded(ros, bri
     slow = slow_hand(folder, 'slow', 6000)
     set_params(ros, NODE, model_path=str(slow), reload_max_bytes=64 << 20, reload_timeout=0.3)
     names = list(states.last().name)
-    history(ros, states, 1.2)
-    future, called, stamp = reload_async(ros, NODE)
-    before = rate(ros, states, stamp - 1.2, stamp)
-    answer = ros[1].wait_future(future, 5.0)
-    latency = time.monotonic() - called
+    answer, latency, called, stamp, before = timed_reload(ros, NODE, states, 1.2)
     assert not answer.success
     assert latency < 0.3 + 0.5, latency
     assert f'compiling {slow} took longer than reload_timeout 0.3 s' in answer.message

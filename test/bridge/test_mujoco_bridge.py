@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from support import cell as cell_helpers
 import numpy as np
 import pytest
 import yaml
@@ -67,20 +68,8 @@ def sim(ros, bridge):
     answer = client.call(Trigger, '/mujoco_bridge/reset')
     assert answer.success, answer.message
     proc, states = bridge
-    wait_at_rest(ros, states)
+    cell_helpers.wait_at_rest(states)
     return proc, states
-
-
-def wait_at_rest(ros, states, timeout: float = 10.0, speed: float = 2e-3) -> None:
-    """Wait until a joint state stamped after now (a reset just answered) shows every |velocity|
-    below ``speed`` rad/s."""
-    helpers, _ = ros
-    after = helpers.ros_now()
-
-    def resting():
-        msg = states.last()
-        return msg is not None and helpers.stamp_s(msg) > after and max(abs(v) for v in msg.velocity) < speed
-    assert helpers.wait_until(resting, timeout), 'joints did not come to rest'
 
 
 def moving(ros, states, above: float, joint: str = 'rh_FFJ3') -> None:
@@ -365,7 +354,7 @@ def ffj3_after(ros, states, seconds: float) -> float:
     """Reset, send FFJ3 -> 1.2 rad in 0.4 s, return FFJ3 ``seconds`` after acceptance."""
     from std_srvs.srv import Trigger
     assert ros[1].call(Trigger, '/reload/mujoco_bridge/reset').success
-    wait_at_rest(ros, states)
+    cell_helpers.wait_at_rest(states)
     handle = send(ros, make_goal({'rh_FFJ3': 1.2}, 0.4), action='/reload/follow_joint_trajectory')
     assert handle.accepted
     value = ros[0].stamped_at(states, ros[0].ros_now() + seconds)           # on the states' stamps

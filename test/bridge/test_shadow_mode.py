@@ -29,19 +29,17 @@ GOAL = {'rh_FFJ3': 1.2, 'rh_MFJ3': 0.8, 'rh_RFJ3': 0.9, 'rh_THJ4': 0.6, 'rh_WRJ1
 @pytest.fixture(scope='module')
 def hand(ros, tmp_path_factory):
     """{'procs': {mock, sim}, 'real': /joint_states recorder, 'sim': /sim/joint_states recorder}."""
-    from sensor_msgs.msg import JointState
     _, client = ros
     folder = tmp_path_factory.mktemp('shadow_hand')
-    real = client.record(JointState, '/joint_states', depth=3000)
-    sim = client.record(JointState, '/sim/joint_states', depth=3000)
+    states = cell_helpers.record_hand_topics(client, depth=3000)
     procs = {'mock': cell_helpers.bridge(folder, 'mock_hardware', 'mock_hardware.yaml', '-p', "overrides:=''"),
              'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', '--params-file',
                                         str(cell_helpers.CONFIG / 'mujoco_bridge_shadow.yaml'), '-p',
                                         'shadow.controller_state_topics:=[/rh_trajectory_controller/controller_state,'
                                         f' {TEST_SOURCE}]', '-p', f'shadow.joint_trajectory_topics:=[{TEST_TRAJECTORY}]',
                                         '-p', f'shadow.joint_states_topics:=[{TEST_STATES}]')}
-    cell_helpers.wait_started(procs, [real, sim], START_TIMEOUT, 'the shadowed hand')
-    yield {'procs': procs, 'real': real, 'sim': sim}
+    cell_helpers.wait_started(procs, states.values(), START_TIMEOUT, 'the shadowed hand')
+    yield {'procs': procs, **states}
     for proc in procs.values():
         proc.stop()
 

@@ -37,23 +37,17 @@ CELL_GAINS_ARG = cell_helpers.CELL_GAINS
 
 @pytest.fixture(scope='module')
 def topics(ros):
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import JointState
     _, client = ros
-    return {'arm': client.record(JointState, '/joint_states', depth=2000),
-            'hand': client.record(JointState, '/rh/joint_states', depth=3000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=5000),
-            'odom': client.record(Odometry, '/odom', depth=1000),
-            'sim_odom': client.record(Odometry, '/sim/odom', depth=1000)}
+    return cell_helpers.record_cell_topics(client, depths={'arm': 2000, 'hand': 3000, 'sim': 5000, 'odom': 1000,
+                                                           'sim_odom': 1000})
 
 
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
     """The cell's sim bridge in shadow mode and the three unperturbed mocks."""
-    from shadow_twin.model.cell.assembly import write_cell_mjcf
     from shadow_twin.model.cell.config import BaseConfig, CellConfig
     folder = tmp_path_factory.mktemp('shadow_cell')
-    model, _ = write_cell_mjcf(CellConfig(base=BaseConfig(command_latency=COMMAND_LATENCY)), folder / 'cell.xml')
+    model = cell_helpers.write_cell(folder, CellConfig(base=BaseConfig(command_latency=COMMAND_LATENCY)))
     procs = {'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', '--params-file',
                                         str(cell_helpers.CONFIG / 'mujoco_bridge_shadow_cell.yaml'),
                                         '-p', f'model_path:={model}', '-p', cell_helpers.CELL_GAINS),

@@ -81,19 +81,17 @@ def wait_phase(helpers, recorder, name: str, phases: set[str], proc, timeout: fl
 def cell(ros, tmp_path_factory):
     """``shadow-twin up --mock-hardware`` in a process; yields (process, status recorder, /sim/joint_states)."""
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-    from sensor_msgs.msg import JointState
     _, client = ros
     folder = tmp_path_factory.mktemp('cell')
-    sim = client.record(JointState, '/sim/joint_states', depth=50)
-    real = client.record(JointState, '/joint_states', depth=50)
-    diagnostics = client.record(DiagnosticArray, '/diagnostics', depth=50)
+    streams = cell_helpers.record_hand_topics(client, depth=50,
+                                              extra={'diagnostics': (DiagnosticArray, '/diagnostics', 50)})
     up = cell_helpers.up(folder / 'up.log', '--mock-hardware')
-    cell_helpers.wait_started([up], [sim, real], START_TIMEOUT, 'shadow-twin up')
+    cell_helpers.wait_started([up], [streams['sim'], streams['real']], START_TIMEOUT, 'shadow-twin up')
     from control_msgs.action import FollowJointTrajectory
     client.action_client(FollowJointTrajectory, '/twin/follow_joint_trajectory', timeout=START_TIMEOUT)
     # statuses of every calibration node, whoever publishes them
     statuses = client.record(DiagnosticStatus, '/calibration_node/status', depth=200)
-    yield {'up': up, 'sim': sim, 'real': real, 'diagnostics': diagnostics, 'statuses': statuses}
+    yield {'up': up, **streams, 'statuses': statuses}
     cell_helpers.stop_all({'up': up})
 
 

@@ -39,22 +39,24 @@ def rpy(r, p, y):
     return rot_z(y) @ rot_y(p) @ rot_x(r)
 
 
+def _pose(xmat, xpos):
+    """The 4x4 pose of a MuJoCo frame given its rotation matrix (9 values) and position."""
+    out = np.eye(4)
+    out[:3, :3] = xmat.reshape(3, 3)
+    out[:3, 3] = xpos
+    return out
+
+
 def site_pose(model, data, name):
     """Site ``name``'s pose in the world (after ``mj_kinematics`` or ``mj_forward``)."""
     sid = model.site(name).id
-    out = np.eye(4)
-    out[:3, :3] = data.site_xmat[sid].reshape(3, 3)
-    out[:3, 3] = data.site_xpos[sid]
-    return out
+    return _pose(data.site_xmat[sid], data.site_xpos[sid])
 
 
 def body_pose(model, data, name):
     """Body ``name``'s pose in the world (after ``mj_kinematics`` or ``mj_forward``)."""
     bid = model.body(name).id
-    out = np.eye(4)
-    out[:3, :3] = data.xmat[bid].reshape(3, 3)
-    out[:3, 3] = data.xpos[bid]
-    return out
+    return _pose(data.xmat[bid], data.xpos[bid])
 
 
 def pose_error(a, b):

@@ -12,7 +12,7 @@
 * :func:`one_point_goal` builds a FollowJointTrajectory goal to one point;
   :func:`final_feedback` waits for a goal's feedback at its end point.
 * :class:`RosClient` is an rclpy context + node spinning in a background
-  thread, with blocking helpers: wait for messages, call services, set remote
+  thread, with blocking helpers: record topics, call services, set remote
   parameters, send FollowJointTrajectory goals.
 
 Import this module only after ``pytest.importorskip('rclpy')``.
@@ -239,6 +239,10 @@ class RosClient:
         recorder = Recorder()
         self.node.create_subscription(msg_type, topic, recorder, QoSProfile(depth=depth))
         return recorder
+
+    def record_topics(self, topics: dict[str, tuple]) -> dict[str, Recorder]:
+        """:meth:`record` each of ``topics`` {key: (message type, topic, depth)}; {key: recorder}."""
+        return {key: self.record(msg_type, topic, depth=depth) for key, (msg_type, topic, depth) in topics.items()}
 
     # -- futures --------------------------------------------------------------------------------
     @staticmethod

@@ -46,12 +46,11 @@ def topics(ros):
 @pytest.fixture(scope='module')
 def arm(ros, topics, tmp_path_factory):
     """The mock UR and the twin monitor on ur5.xml (no sim bridge: the effort watch needs none)."""
-    helpers, _ = ros
     folder = tmp_path_factory.mktemp('effort_watch')
     procs = {'ur': cell_helpers.bridge(folder, 'mock_ur', 'mock_ur.yaml'),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
-                 '--params-file', str(MONITOR_PARAMS), '-p', 'effort.model_path:=package://shadow_twin/models/ur5.xml',
-                 '-p', 'drift.enabled:=false', '-p', 'diagnostics_period:=0.5'], folder / 'monitor.log')}
+             'monitor': cell_helpers.monitor(folder, MONITOR_PARAMS, '-p',
+                                             'effort.model_path:=package://shadow_twin/models/ur5.xml',
+                                             '-p', 'drift.enabled:=false', '-p', 'diagnostics_period:=0.5')}
     cell_helpers.wait_started(procs, [topics['real'], topics['error']], START_TIMEOUT, 'the mock UR and the monitor')
     yield procs
     cell_helpers.stop_all(procs)

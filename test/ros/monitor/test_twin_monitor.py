@@ -67,22 +67,19 @@ def topics(ros):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
     _, client = ros
-    return {'real': client.record(JointState, '/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
-            'error': client.record(JointState, '/twin/joint_error', depth=200),
-            'diagnostics': client.record(DiagnosticArray, '/diagnostics', depth=50),
-            'aggregated': client.record(DiagnosticArray, '/diagnostics_agg', depth=50)}
+    return cell_helpers.record_hand_topics(client, depth=1000, extra={
+        'error': (JointState, '/twin/joint_error', 200),
+        'diagnostics': (DiagnosticArray, '/diagnostics', 50),
+        'aggregated': (DiagnosticArray, '/diagnostics_agg', 50)})
 
 
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
     """Mock hardware, sim bridge and twin monitor as three processes; yields {name: process}."""
-    helpers, _ = ros
     folder = tmp_path_factory.mktemp('monitor')
     procs = {**cell_helpers.hand_bridges(folder),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
-                 '--params-file', str(MONITOR_PARAMS), '-p', f'window:={WINDOW}', '-p', 'diagnostics_period:=0.25'],
-                 folder / 'monitor.log')}
+             'monitor': cell_helpers.monitor(folder, MONITOR_PARAMS, '-p', f'window:={WINDOW}',
+                                             '-p', 'diagnostics_period:=0.25')}
     cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
     yield procs
     cell_helpers.stop_all(procs)
@@ -127,9 +124,7 @@ def aggregated_pair(topics, since: float):
     (['-p', 'drift.window:=10.0', '-p', 'drift.bucket:=60.0'], 'drift.window (10 s) must be >= drift.bucket (60 s)'),
 ])
 def test_invalid_thresholds_exit_1_with_a_clear_message(ros, tmp_path, args, message):
-    helpers, _ = ros
-    proc = helpers.NodeProcess('shadow_twin.ros.monitor.node', ['--params-file', str(MONITOR_PARAMS), *args],
-                               tmp_path / 'monitor.log')
+    proc = cell_helpers.monitor(tmp_path, MONITOR_PARAMS, *args)
     try:
         status = proc.proc.wait(timeout=30)
     finally:

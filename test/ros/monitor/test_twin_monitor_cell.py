@@ -61,31 +61,23 @@ def topics(ros):
     """Recorders of the robots', the sim's and the monitor's topics (deep enough for 8 s of 250 Hz)."""
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import Vector3Stamped
-    from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
     _, client = ros
-    return {'arm': client.record(JointState, '/joint_states', depth=1000),
-            'hand': client.record(JointState, '/rh/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=2000),
-            'odom': client.record(Odometry, '/odom', depth=500),
-            'sim_odom': client.record(Odometry, '/sim/odom', depth=500),
-            'error': client.record(JointState, '/twin/joint_error', depth=500),
-            'base_error': client.record(Vector3Stamped, '/twin/base_error', depth=500),
-            'diagnostics': client.record(DiagnosticArray, '/diagnostics', depth=100),
-            'aggregated': client.record(DiagnosticArray, '/diagnostics_agg', depth=100)}
+    return cell_helpers.record_cell_topics(client, depths={'sim': 2000}, extra={
+        'error': (JointState, '/twin/joint_error', 500),
+        'base_error': (Vector3Stamped, '/twin/base_error', 500),
+        'diagnostics': (DiagnosticArray, '/diagnostics', 100),
+        'aggregated': (DiagnosticArray, '/diagnostics_agg', 100)})
 
 
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
     """Sim bridge on the cell, mock UR, mock hand, mock MiR and the monitor; yields {name: process}."""
-    from shadow_twin.model.cell.assembly import write_cell_mjcf
-    helpers, _ = ros
     folder = tmp_path_factory.mktemp('monitor_cell')
-    model, _ = write_cell_mjcf(None, folder / 'cell.xml')
+    model = cell_helpers.write_cell(folder)
     began = time.monotonic()
     procs = {**cell_helpers.cell_bridges(folder, model),
-             'monitor': helpers.NodeProcess('shadow_twin.ros.monitor.node', [
-                 '--params-file', str(MONITOR_PARAMS), '-p', 'diagnostics_period:=0.25'], folder / 'monitor.log')}
+             'monitor': cell_helpers.monitor(folder, MONITOR_PARAMS, '-p', 'diagnostics_period:=0.25')}
     cell_helpers.wait_started(procs, topics.values(), START_TIMEOUT)
     print(f'cell up after {time.monotonic() - began:.1f} s')
     yield procs

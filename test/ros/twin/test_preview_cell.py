@@ -15,56 +15,27 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from support import cell as cell_helpers
 import numpy as np
 import pytest
 
-from support.scenarios.cell import (START_TIMEOUT, TWIN_ACTION, base_points, make_goal, pose_of, positions, result_of,
-                                    send, straight, wait_base_rest)
+from support.scenarios.cell import START_TIMEOUT, base_points, make_goal, pose_of, positions, result_of, send, straight
 
-CONFIG = Path(__file__).resolve().parents[3] / 'config'
 ARM_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint']
 
 
 @pytest.fixture(scope='module')
 def rec(ros):
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
     _, client = ros
-    return {'arm': client.record(JointState, '/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
-            'hand': client.record(JointState, '/rh/joint_states', depth=1000),
-            'odom': client.record(Odometry, '/odom', depth=500),
-            'sim_odom': client.record(Odometry, '/sim/odom', depth=500),
-            'preview': client.record(String, '/twin/preview_result', depth=100)}
+    return cell_helpers.record_cell_topics(client, extra={'preview': (String, '/twin/preview_result', 100)})
 
 
 @pytest.fixture(scope='module')
 def cell(ros, rec, tmp_path_factory):
-    from control_msgs.action import FollowJointTrajectory
-
-    from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('preview_cell')
-    cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
-    procs = {**cell_helpers.cell_bridges(folder, cell_xml),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server',
-                                         ['--params-file', str(CONFIG / 'twin_cell.yaml')], folder / 'twin.log')}
-    flowing = [rec[k] for k in ('arm', 'hand', 'sim', 'odom', 'sim_odom')]
-    cell_helpers.wait_started(procs, flowing, START_TIMEOUT)
-    try:
-        client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
-    except TimeoutError:
-        for p in procs.values():
-            p.stop()
-        pytest.fail(f'no action server {TWIN_ACTION}:\n{cell_helpers.logs(procs)}')
-    wanted = {'/joint_states': 2, '/rh/joint_states': 2, '/sim/joint_states': 2, '/odom': 2, '/sim/odom': 2}
-    assert cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers=wanted)
-    wait_base_rest(helpers, [rec['odom'], rec['sim_odom']], timeout=10.0)
-    cell_helpers.wait_flowed(flowing, 0.3)
+    _, client = ros
+    procs = cell_helpers.start_twin_cell(client, tmp_path_factory.mktemp('preview_cell'), rec, START_TIMEOUT)
     yield procs
     cell_helpers.stop_all(procs)
 

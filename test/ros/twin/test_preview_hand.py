@@ -55,38 +55,28 @@ def positions(msg, names):
 
 @pytest.fixture(scope='module')
 def rec(ros):
-    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
     _, client = ros
-    return {'real': client.record(JointState, '/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
-            'preview': client.record(String, '/twin/preview_result', depth=100),
-            'shadow_preview': client.record(String, '/shadow_twin_shadow/preview_result', depth=100)}
+    return cell_helpers.record_hand_topics(client, depth=1000, extra={
+        'preview': (String, '/twin/preview_result', 100),
+        'shadow_preview': (String, '/shadow_twin_shadow/preview_result', 100)})
 
 
 @pytest.fixture(scope='module')
 def procs(ros, rec, tmp_path_factory):
     """Mock hand, sim bridge, the twin (mode both) and a twin in mode shadow."""
-    from control_msgs.action import FollowJointTrajectory
-    helpers, client = ros
+    _, client = ros
     folder = tmp_path_factory.mktemp('preview')
-    shadow_args = ['--params-file', str(TWIN_PARAMS), '-r', '__node:=shadow_twin_shadow', '-p', 'mode:=shadow',
+    shadow_args = ['-r', '__node:=shadow_twin_shadow', '-p', 'mode:=shadow',
                    '-p', f'action_name:={SHADOW_ACTION}', '-p', f'preview_action_name:={SHADOW_PREVIEW}',
                    '-p', 'preview_result_topic:=/shadow_twin_shadow/preview_result']
     procs = {**cell_helpers.hand_bridges(folder),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(TWIN_PARAMS)],
-                                         folder / 'twin.log'),
-             'shadow': helpers.NodeProcess('shadow_twin.ros.twin.server', shadow_args, folder / 'shadow.log')}
+             'twin': cell_helpers.twin_server(folder, TWIN_PARAMS),
+             'shadow': cell_helpers.twin_server(folder, TWIN_PARAMS, *shadow_args, log='shadow')}
     cell_helpers.wait_started(procs, [rec['real'], rec['sim']], START_TIMEOUT)
-    try:
-        for action in (TWIN_ACTION, PREVIEW_ACTION, SHADOW_ACTION, SHADOW_PREVIEW):
-            client.action_client(FollowJointTrajectory, action, timeout=START_TIMEOUT)
-    except TimeoutError as exc:
-        for p in procs.values():
-            p.stop()
-        pytest.fail(f'{exc}:\n{cell_helpers.logs(procs)}')
-    assert cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers={'/joint_states': 3,
-                                                                              '/sim/joint_states': 3})
+    cell_helpers.wait_twin_ready(client, procs, START_TIMEOUT,
+                                 actions=(TWIN_ACTION, PREVIEW_ACTION, SHADOW_ACTION, SHADOW_PREVIEW),
+                                 subscribers={'/joint_states': 3, '/sim/joint_states': 3})
     yield procs
     cell_helpers.stop_all(procs)
 
@@ -94,17 +84,8 @@ def procs(ros, rec, tmp_path_factory):
 @pytest.fixture
 def rest(ros, procs, rec):
     """Both bridges reset and at rest (the hand creeps for a second after a move)."""
-    from std_srvs.srv import Trigger
-    helpers, client = ros
-    for node in ('/mujoco_bridge', '/mock_hardware'):
-        answer = client.call(Trigger, f'{node}/reset')
-        assert answer.success, answer.message
-    after = helpers.ros_now()
-    for side in ('real', 'sim'):
-        def resting(side=side):
-            msg = rec[side].last()
-            return msg is not None and helpers.stamp_s(msg) > after and max(abs(v) for v in msg.velocity) < 2e-3
-        assert helpers.wait_until(resting, 10.0), f'{side} joints did not come to rest'
+    _, client = ros
+    cell_helpers.reset_hand(client, {side: rec[side] for side in ('real', 'sim')})
     return procs
 
 

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 from support import cell as cell_helpers
 import numpy as np
 import pytest
 
 from support.scenarios.cell import (ARM, BASE_POSITION_TOLERANCE, BASE_YAW_TOLERANCE, HAND, HAND_ACTION,
-                                    JOINT_TOLERANCE, START_TIMEOUT, TWIN_ACTION, UR_ACTION, base_points, left_arc,
+                                    JOINT_TOLERANCE, START_TIMEOUT, UR_ACTION, base_points, left_arc,
                                     make_goal, pose_error, pose_of, positions, result_of, send, straight,
                                     wait_base_rest, wait_joints_rest, wait_quiet)
 
-REPO = Path(__file__).resolve().parents[3]
-CONFIG = REPO / 'config'
 #: End pose errors of the base goals, for the report: {goal: {side: (position m, yaw rad)}}.
 END_ERRORS: dict = {}
 
@@ -40,51 +37,20 @@ def topics(ros):
     queues: states are judged on their stamps, and a loaded PC takes them in bursts)."""
     from action_msgs.msg import GoalStatusArray
     from geometry_msgs.msg import TwistStamped
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import JointState
     _, client = ros
-    return {'arm': client.record(JointState, '/joint_states', depth=1000),
-            'hand': client.record(JointState, '/rh/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=1000),
-            'odom': client.record(Odometry, '/odom', depth=500),
-            'sim_odom': client.record(Odometry, '/sim/odom', depth=500),
-            'cmd_vel': client.record(TwistStamped, '/cmd_vel', depth=100),
-            'sim_cmd_vel': client.record(TwistStamped, '/sim/cmd_vel', depth=100),
-            'ur_status': client.record(GoalStatusArray, f'{UR_ACTION}/_action/status', depth=50),
-            'hand_status': client.record(GoalStatusArray, f'{HAND_ACTION}/_action/status', depth=50)}
+    return cell_helpers.record_cell_topics(client, extra={
+        'cmd_vel': (TwistStamped, '/cmd_vel', 100),
+        'sim_cmd_vel': (TwistStamped, '/sim/cmd_vel', 100),
+        'ur_status': (GoalStatusArray, f'{UR_ACTION}/_action/status', 50),
+        'hand_status': (GoalStatusArray, f'{HAND_ACTION}/_action/status', 50)})
 
 
 @pytest.fixture(scope='module')
 def cell(ros, topics, tmp_path_factory):
-    """The five processes; yields {name: process}."""
-    from control_msgs.action import FollowJointTrajectory
-
-    from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('twin_cell')
-    cell_xml, _ = write_cell_mjcf(CellConfig.from_yaml(CONFIG / 'cell.yaml'), folder / 'cell.xml')
-    procs = {**cell_helpers.cell_bridges(folder, cell_xml),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server',
-                                         ['--params-file', str(CONFIG / 'twin_cell.yaml')], folder / 'twin.log')}
-
-    def fail(what: str):
-        for p in procs.values():
-            p.stop()
-        pytest.fail(f'{what}:\n{cell_helpers.logs(procs)}')
-
-    flowing = [topics[k] for k in ('arm', 'hand', 'sim', 'odom', 'sim_odom')]
-    cell_helpers.wait_started(procs, flowing, START_TIMEOUT)
-    try:
-        client.action_client(FollowJointTrajectory, TWIN_ACTION, timeout=START_TIMEOUT)
-    except TimeoutError:
-        fail(f'no action server {TWIN_ACTION}')
-    # the twin's listeners have subscribed (this client is one more) and its base publishers are matched
-    wanted = {'/joint_states': 2, '/rh/joint_states': 2, '/sim/joint_states': 2, '/odom': 2, '/sim/odom': 2}
-    if not cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers=wanted,
-                                     publishers={'/cmd_vel': 1, '/sim/cmd_vel': 1}):
-        fail('the twin did not subscribe to the joint states and odometry')
-    wait_base_rest(helpers, [topics['odom'], topics['sim_odom']], timeout=10.0)
-    cell_helpers.wait_flowed(flowing, 0.3)       # the twin, subscribed, has had the states for a while
+    """The five processes, the twin's base publishers matched too; yields {name: process}."""
+    _, client = ros
+    procs = cell_helpers.start_twin_cell(client, tmp_path_factory.mktemp('twin_cell'), topics, START_TIMEOUT,
+                                         publishers={'/cmd_vel': 1, '/sim/cmd_vel': 1})
     yield procs
     cell_helpers.stop_all(procs)
     if END_ERRORS:

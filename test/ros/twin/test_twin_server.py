@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[3]
 TWIN_PARAMS = REPO / 'config' / 'twin.yaml'
 TWIN_ACTION = '/twin/follow_joint_trajectory'
 START_TIMEOUT = 30.0
+#: Subscribers of the joint states once the twin listens: this client's and the twin's.
+LISTENING = {'/joint_states': 2, '/sim/joint_states': 2}
 TARGET = {'rh_FFJ3': 1.2, 'rh_FFJ4': 0.2, 'rh_MFJ3': 0.9, 'rh_THJ4': 0.8, 'rh_WRJ1': -0.3}
 
 
@@ -45,68 +47,32 @@ def result_of(client, handle, timeout: float = 15.0):
     return response.status, response.result
 
 
-def wait_twin_ready(helpers, client, procs, what: str, action: str = TWIN_ACTION,
-                    subscribers: dict[str, int] | None = None) -> None:
-    """Wait until the twin serves ``action`` and ``subscribers`` {topic: at least} is met (the
-    twin's joint-state listener has subscribed: the states reach it a period later)."""
-    from control_msgs.action import FollowJointTrajectory
-    wanted = subscribers or {'/joint_states': 2, '/sim/joint_states': 2}     # this client's and the twin's
-    try:
-        client.action_client(FollowJointTrajectory, action, timeout=START_TIMEOUT)
-    except TimeoutError:
-        for p in procs:
-            p.stop()
-        pytest.fail(f'{what}: no action server {action}:\n{cell_helpers.logs(procs)}')
-    assert cell_helpers.wait_matched(client.node, START_TIMEOUT, subscribers=wanted), \
-        f'{what} did not subscribe to the joint states: {wanted}'
-
-
 # ------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope='module')
 def states(ros):
     """Recorders of /joint_states (real) and /sim/joint_states (1000 deep: the states are judged on
     their stamps, and a loaded PC takes them in bursts)."""
-    from sensor_msgs.msg import JointState
     _, client = ros
-    return {'real': client.record(JointState, '/joint_states', depth=1000),
-            'sim': client.record(JointState, '/sim/joint_states', depth=1000)}
+    return cell_helpers.record_hand_topics(client, depth=1000)
 
 
 @pytest.fixture(scope='module')
 def cell(ros, states, tmp_path_factory):
     """Mock hardware, sim bridge and twin server as three processes; yields {name: process}."""
-    helpers, client = ros
+    _, client = ros
     folder = tmp_path_factory.mktemp('twin')
-    procs = {**cell_helpers.hand_bridges(folder),
-             'twin': helpers.NodeProcess('shadow_twin.ros.twin.server', ['--params-file', str(TWIN_PARAMS)],
-                                         folder / 'twin.log')}
+    procs = {**cell_helpers.hand_bridges(folder), 'twin': cell_helpers.twin_server(folder, TWIN_PARAMS)}
     cell_helpers.wait_started(procs, [states['real'], states['sim']], START_TIMEOUT)
-    wait_twin_ready(helpers, client, list(procs.values()), 'the twin server')
+    cell_helpers.wait_twin_ready(client, procs, START_TIMEOUT, 'the twin server', subscribers=LISTENING)
     yield procs
     cell_helpers.stop_all(procs)
-
-
-def wait_at_rest(helpers, recorder, timeout: float = 10.0, speed: float = 2e-3) -> None:
-    """Wait until a state stamped after now (a reset just answered) has every joint slower than
-    ``speed`` rad/s."""
-    after = helpers.ros_now()
-
-    def resting():
-        msg = recorder.last()
-        return msg is not None and helpers.stamp_s(msg) > after and max(abs(v) for v in msg.velocity) < speed
-    assert helpers.wait_until(resting, timeout), 'joints did not come to rest'
 
 
 @pytest.fixture
 def rest(ros, cell, states):
     """Both bridges reset and at rest."""
-    helpers, client = ros
-    from std_srvs.srv import Trigger
-    for node in ('/mujoco_bridge', '/mock_hardware'):
-        answer = client.call(Trigger, f'{node}/reset')
-        assert answer.success, answer.message
-    wait_at_rest(helpers, states['real'])
-    wait_at_rest(helpers, states['sim'])
+    _, client = ros
+    cell_helpers.reset_hand(client, states)
     return cell
 
 
@@ -124,7 +90,7 @@ def test_up_with_mock_hardware_serves_the_twin_action(ros, states, tmp_path):
         # the monitor's sim - real flows once it has both joint states
         cell_helpers.wait_started([proc], [states['real'], states['sim'], joint_error], START_TIMEOUT,
                                   'shadow-twin up')
-        wait_twin_ready(helpers, client, [proc], 'shadow-twin up')
+        cell_helpers.wait_twin_ready(client, [proc], START_TIMEOUT, 'shadow-twin up', subscribers=LISTENING)
         assert len(joint_error.last().name) == 24
         handle = send(client, make_goal({'rh_FFJ3': 0.8, 'rh_WRJ1': -0.2}, 0.5, goal_tolerance=0.05))
         assert handle.accepted, proc.output()[-3000:]
@@ -269,8 +235,8 @@ def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
     # a fresh process: give it time to discover the sim's action server on a loaded machine
     proc = second_twin(helpers, tmp_path, 'twin_sim', mode='sim', server_timeout=5.0)
     try:
-        wait_twin_ready(helpers, client, [proc], 'the sim-mode twin', '/twin_sim/follow_joint_trajectory',
-                        listening)
+        cell_helpers.wait_twin_ready(client, [proc], START_TIMEOUT, 'the sim-mode twin',
+                                     actions=('/twin_sim/follow_joint_trajectory',), subscribers=listening)
         real_before = positions(states['real'].last(), ['rh_FFJ3'])[0]
         feedback = []
         handle = send(client, make_goal({'rh_FFJ3': 0.7}, 0.4, goal_tolerance=0.05),
