@@ -69,6 +69,7 @@ from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, External
 from mujoco_bridge.parameters import SPECS, BridgeSettings, read_settings
 from mujoco_bridge.services import BridgeServices
 from mujoco_bridge.shadow import ShadowSources
+from mujoco_bridge.simulation_control import SimulationControl
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
 from shadow_twin.common.paths import config_path, resolve_share_url
@@ -144,6 +145,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         guarded_service(self, Trigger, '~/reload', self._on_reload, callback_group=services)
         guarded_service(self, Trigger, '~/reset', self._on_reset, callback_group=services)
         guarded_service(self, SetBool, '~/pause', self._on_pause, callback_group=services)
+        self.control = SimulationControl(self, self._anchor, services)     # simulation_interfaces' run state
         guarded_timer(self, s.diagnostics_period, self._publish_diagnostics, 'diagnostics')
         guarded_timer(self, s.rtf_log_period, self._log_rate, 'real-time factor log')
         self.sim.set_speed_scaling(s.speed_scaling / 100.0, list(s.speed_scaled_joints))

@@ -1,6 +1,8 @@
 """The ``mujoco_bridge`` node's services: ``~/reload`` (a background compile, the previous model
 kept on failure), ``~/reset`` and ``~/pause`` (:class:`BridgeServices`, a part of
-:class:`mujoco_bridge.bridge_node.MujocoBridge`; see its module doc)."""
+:class:`mujoco_bridge.bridge_node.MujocoBridge`; see its module doc). Reset and pause are the
+:class:`~mujoco_bridge.simulation_control.SimulationControl`'s, which also serves them over
+``simulation_interfaces``."""
 
 from __future__ import annotations
 
@@ -91,24 +93,11 @@ class BridgeServices:
                                    f'({"failed: " + str(error) if error else "succeeded"}), too late: discarded')
 
     def _on_reset(self, request, response):
-        self.jtc.stop_active('simulation reset')     # first: the goal ends with this reason
-        self.sim.reset()
-        response.success = True
-        response.message = f'reset to {"keyframe 0" if self.sim.model.nkey else "qpos0"} at sim time ' \
-                           f'{self.sim.time:.3f} s'
+        response.success, response.message = True, self.control.reset()
         self.get_logger().info(response.message)
         return response
 
     def _on_pause(self, request, response):
-        if request.data and not self.sim.paused:
-            self.sim.paused = True
-            response.message = f'paused at sim time {self.sim.time:.3f} s'
-        elif not request.data and self.sim.paused:
-            self._anchor()
-            self.sim.paused = False
-            response.message = f'resumed at sim time {self.sim.time:.3f} s'
-        else:
-            response.message = 'already paused' if request.data else 'already running'
-        response.success = True
+        response.success, response.message = True, self.control.set_paused(bool(request.data))
         self.get_logger().info(response.message)
         return response

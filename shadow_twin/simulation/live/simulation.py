@@ -186,8 +186,9 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         return now if stamp is None or not float(stamp) <= now + MAX_STAMP_LEAD else float(stamp)
 
     # -- stepping ---------------------------------------------------------------------------
-    def step(self, n: int = 1) -> int:
-        """Advance ``n`` physics steps (``n * dt`` s of sim time) unless paused.
+    def step(self, n: int = 1, while_paused: bool = False) -> int:
+        """Advance ``n`` physics steps (``n * dt`` s of sim time) unless paused (``while_paused``:
+        even then: a single step of a paused simulation, ``StepSimulation``).
 
         Desired states for the steps are sampled at the times ``data.time``
         will have at each step (accumulated as MuJoCo does) and converted to
@@ -197,7 +198,7 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         """
         n = int(n)
         with self.lock:
-            if self.paused or n <= 0:
+            if (self.paused and not while_paused) or n <= 0:
                 return 0
             done = 0
             while done < n:
