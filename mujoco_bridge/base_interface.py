@@ -15,7 +15,7 @@
   threads 50 times a second, whose Python holds the GIL the stepping thread needs on time.
 
 * ``~/set_entity_state`` (``simulation_interfaces/srv/SetEntityState``, the ROS simulation
-  interfaces' standard): puts the base at a pose in ``odom_frame`` (x, y and yaw of
+  interfaces' standard, served by :mod:`mujoco_bridge.entities` with the scene's objects): puts the base at a pose in ``odom_frame`` (x, y and yaw of
   ``state.pose``; height, roll and pitch kept), at rest, its command dropped: the twin
   re-anchors the sim base to the real one's odometry with it. ``entity`` is ``base_frame``
   or empty; a twist or acceleration other than zero is refused (FEATURE_UNSUPPORTED), a
@@ -34,7 +34,6 @@ import time
 
 from geometry_msgs.msg import TransformStamped, TwistStamped
 from nav_msgs.msg import Odometry
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import SetEntityState
@@ -43,7 +42,7 @@ from tf2_msgs.msg import TFMessage
 from mujoco_bridge.parameters import BridgeSettings
 from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.base.trajectory import yaw_from_quaternion
-from shadow_twin.ros.guard import guarded_service, guarded_subscription
+from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.ros.message_checks import BadMessage, check_finite, check_pose, check_twist_stamped
 from shadow_twin.simulation.live.simulation import LiveSimulation
 from shadow_twin.simulation.mobile_base import BaseOdometry
@@ -83,8 +82,6 @@ class BaseInterface:
         guarded_subscription(inputs, TwistStamped, settings.cmd_vel_topic, self._on_command, 10,
                              check=check_twist_stamped)
         self.frames = (settings.odom_frame, settings.base_frame)
-        guarded_service(node, SetEntityState, '~/set_entity_state', self._on_set_state,
-                        callback_group=MutuallyExclusiveCallbackGroup())
         #: Velocity commands that arrived later than the command latency after their stamps.
         self.late_commands = 0
         self._late_logged = -math.inf
@@ -125,8 +122,9 @@ class BaseInterface:
         if base.command_latency and sent is not None:
             self._check_lateness(self.sim.time - sent, base.command_latency)
 
-    def _on_set_state(self, request, response):
-        """``~/set_entity_state``: place the base (see module doc)."""
+    def set_state(self, request, response):
+        """``~/set_entity_state`` for the base (served by :mod:`mujoco_bridge.entities`): place it
+        (see module doc)."""
         with self._lock:
             return self._set_state(request, response)
 

@@ -14,16 +14,14 @@
   A tick more than 20 ms late is logged with who held it: the CPU the process
   used meanwhile tells its own threads (the GIL) from the operating system or
   hypervisor not running it (``timing.stall_cause``).
-* ``action_name`` serves ``control_msgs/action/FollowJointTrajectory``: the
-  simulated joint trajectory controller (see ``trajectory_server``).
+* ``action_name`` serves ``FollowJointTrajectory``: the simulated JTC (see ``trajectory_server``).
 * Speed scaling (the UR's): the trajectory time of ``speed_scaled_joints`` runs at the
   percentage of ``speed_scaling_input_topic`` (the robot's), else of ``speed_scaling``; the mock
   UR publishes its own on ``speed_scaling_topic``.
 * ``follow_joint_states_topic``: joints named there track that robot's state (moved on from its
   stamp) while no trajectory drives them (the mock MiR250's arm mirroring the mock UR5's).
-* A model with a mobile base (drive wheel joints on a free body) also takes
-  ``geometry_msgs/TwistStamped`` on ``cmd_vel_topic`` and publishes
-  ``nav_msgs/Odometry`` on ``odom_topic`` and TF (see ``base_interface``).
+* A model with a mobile base (drive wheel joints on a free body) also takes ``TwistStamped`` on
+  ``cmd_vel_topic`` and publishes ``nav_msgs/Odometry`` on ``odom_topic`` and TF (``base_interface``).
 * Shadow mode (``shadow.*``, see ``shadow``): the sim follows the real controllers'
   ``controller_state``, their ``joint_trajectory`` topics or the real joint states, and the real
   base's ``cmd_vel`` or odometry; with ``controller_state_rate`` > 0 the bridge publishes its own
@@ -32,15 +30,15 @@
   ``ur_robot_driver`` publishes it (the mock UR); ``external_wrench`` pushes a body at run time
   (see ``effort_output``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
-  state by joint name; the compile runs in a background thread, so stepping goes
-  on, for at most ``reload_timeout`` s, and a model over ``reload_max_bytes`` is
-  refused before parsing; on failure answer success false with the reason
-  (MuJoCo's text), keep the old model running and set ``model_path`` back to
-  it), ``~/reset`` (std_srvs/Trigger: back to keyframe 0 / qpos0) and
-  ``~/pause`` (std_srvs/SetBool).
+  state by joint name; the compile runs in a background thread, so stepping goes on, for at most
+  ``reload_timeout`` s, and a model over ``reload_max_bytes`` is refused before parsing; on failure
+  answer success false with the reason (MuJoCo's text), keep the old model running and set
+  ``model_path`` back to it), ``~/reset`` (back to keyframe 0 / qpos0) and ``~/pause``; ROS 2's
+  ``simulation_interfaces``: the run state (``simulation_control``) and the entities, the objects of
+  ``scene_file`` and the base (``entities``).
 
-Run a second instance as mock hardware with another node name and params file:
-``mujoco_bridge --ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
+Mock hardware is a second instance with another node name and params file: ``mujoco_bridge
+--ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
 """
 
 from __future__ import annotations
@@ -65,6 +63,7 @@ from std_srvs.srv import SetBool, Trigger
 from mujoco_bridge.base_interface import BaseInterface
 from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
+from mujoco_bridge.entities import EntityServices, scene_of
 from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, ExternalWrench
 from mujoco_bridge.parameters import SPECS, BridgeSettings, read_settings
 from mujoco_bridge.services import BridgeServices
@@ -105,7 +104,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self.sim = LiveSimulation(s.model_path or None, gains=self._gains_file(),
                                   joint_map=JointNameMap.from_yaml(s.joint_map_file or None),
                                   overrides=ParameterOverrides.from_yaml_text(s.overrides),
-                                  base_command_timeout=s.cmd_vel_timeout)
+                                  base_command_timeout=s.cmd_vel_timeout, scene=scene_of(s))
         self._constraints = ros_params.load_constraints(s.constraints_file)
         ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
@@ -145,7 +144,6 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         guarded_service(self, Trigger, '~/reload', self._on_reload, callback_group=services)
         guarded_service(self, Trigger, '~/reset', self._on_reset, callback_group=services)
         guarded_service(self, SetBool, '~/pause', self._on_pause, callback_group=services)
-        self.control = SimulationControl(self, self._anchor, services)     # simulation_interfaces' run state
         guarded_timer(self, s.diagnostics_period, self._publish_diagnostics, 'diagnostics')
         guarded_timer(self, s.rtf_log_period, self._log_rate, 'real-time factor log')
         self.sim.set_speed_scaling(s.speed_scaling / 100.0, list(s.speed_scaled_joints))
@@ -159,6 +157,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
                                  qos, check=check_joint_state)
         self.base = None if self.sim.base is None else BaseInterface(
             self, self._inputs, self.sim, s, self.stamp_of, self._stamp_sim_time, self._now_s)
+        self.entities = EntityServices(self, lambda: self._settings, services)     # simulation_interfaces
+        self.control = SimulationControl(self, self._anchor, services, despawn=self.entities.despawn)
         self.shadow = ShadowSources(self, self._inputs, self.sim, s, self._stamp_sim_time, self._now_s)
         self.controller_state = None if s.controller_state_rate <= 0 else ControllerStatePublisher(
             self, self.sim, s.controller_state_topic or controller_state_topic(s.action_name),

@@ -41,6 +41,14 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   '"geom:GLOB" globs MJCF geom names instead, attribute friction (sliding coefficient), e.g. '
                   '"\'geom:*_wheel_contact\': {friction: x0.6}". A change takes effect on ~/reload.',
                   check=ParameterOverrides.from_yaml_text),
+    ParameterSpec('scene_file', '', 'Scene YAML of the objects added to the model (config/scene.yaml for the cell, '
+                  'config/scene_hand.yaml for the hand; shadow_twin.model.scene); empty = none. Objects are spawned '
+                  'and deleted at run time with ~/spawn_entity and ~/delete_entity.', read_only=True),
+    ParameterSpec('scene_friction_scale', 1.0, "Factor on the scene objects' sliding, torsional and rolling friction "
+                  '(mock hardware: the real objects\' other contact parameters).', read_only=True,
+                  bounds=(0.01, 100.0)),
+    ParameterSpec('scene_mass_scale', 1.0, "Factor on the scene objects' mass (and density) (mock hardware).",
+                  read_only=True, bounds=(0.01, 100.0)),
     ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
                   'is rejected (the twin stamps its parts ahead and gives up on a part not accepted before its '
                   'start: such a part must never start); negative = join any late goal mid-way, the JTC rule. Read '

@@ -27,12 +27,16 @@ from shadow_twin.simulation.live import run_state as rs
 STEP_CHUNK = 50
 #: Most physics steps one ``StepSimulation`` call may ask for (at the hand's 2 ms timestep, 200 s).
 MAX_STEPS = 100_000
-#: What the bridge serves of the standard (``SimulatorFeatures``); ENTITY_STATE_SETTING: the base
-#: (``~/set_entity_state``, :mod:`mujoco_bridge.base_interface`).
-FEATURES = (SimulatorFeatures.ENTITY_STATE_SETTING, SimulatorFeatures.SIMULATION_RESET,
-            SimulatorFeatures.SIMULATION_RESET_STATE, SimulatorFeatures.SIMULATION_STATE_GETTING,
+#: What the bridge serves of the standard (``SimulatorFeatures``): its run state (this module) and
+#: its entities (:mod:`mujoco_bridge.entities`).
+FEATURES = (SimulatorFeatures.SPAWNING, SimulatorFeatures.DELETING, SimulatorFeatures.SPAWNING_RESOURCE_STRING,
+            SimulatorFeatures.ENTITY_STATE_GETTING, SimulatorFeatures.ENTITY_STATE_SETTING,
+            SimulatorFeatures.SIMULATION_RESET, SimulatorFeatures.SIMULATION_RESET_STATE,
+            SimulatorFeatures.SIMULATION_RESET_SPAWNED, SimulatorFeatures.SIMULATION_STATE_GETTING,
             SimulatorFeatures.SIMULATION_STATE_SETTING, SimulatorFeatures.SIMULATION_STATE_PAUSE,
             SimulatorFeatures.STEP_SIMULATION_SINGLE, SimulatorFeatures.STEP_SIMULATION_MULTIPLE)
+#: The formats ``SpawnEntity`` takes: one object of a scene file, as YAML (``shadow_twin.model.scene``).
+SPAWN_FORMATS = ('shadow_twin_scene_object',)
 
 
 class SimulationControl:
@@ -42,10 +46,11 @@ class SimulationControl:
         node: the bridge node (it has ``sim``, ``jtc`` and ``_anchor``-like ``anchor``; the services
             are created on it, in ``callback_group``).
         anchor: called before stepping resumes (declares the current sim time to be now).
+        despawn: removes the entities spawned at run time, returns their names (``SCOPE_SPAWNED``).
     """
 
-    def __init__(self, node: Node, anchor, callback_group=None) -> None:
-        self.node, self.sim, self._anchor = node, node.sim, anchor
+    def __init__(self, node: Node, anchor, callback_group=None, despawn=None) -> None:
+        self.node, self.sim, self._anchor, self._despawn = node, node.sim, anchor, despawn
         self.stopped = False            # paused and reset by a stop, not run since
         for srv, name, handler in ((GetSimulatorFeatures, '~/get_simulator_features', self._on_features),
                                    (GetSimulationState, '~/get_simulation_state', self._on_get_state),
@@ -86,6 +91,7 @@ class SimulationControl:
     # -- the standard's services ---------------------------------------------------------------------------
     def _on_features(self, request, response):
         response.features.features = list(FEATURES)
+        response.features.spawn_formats = list(SPAWN_FORMATS)
         response.features.custom_info = ('shadow_twin mujoco_bridge: sim time never goes back; '
                                          'see docs/bridge.md')
         return response
@@ -110,15 +116,17 @@ class SimulationControl:
         return response
 
     def _on_reset(self, request, response):
-        plan = rs.plan_reset(int(request.scope))
+        plan = rs.plan_reset(int(request.scope), spawning=self._despawn is not None)
         response.result.result = plan.result
         if plan.result != rs.RESULT_OK:
             response.result.error_message = plan.message
             self._log(False, f'reset_simulation refused: {plan.message}')
             return response
-        done = self.reset()
+        done = [f'removed {", ".join(self._despawn()) or "nothing spawned"}'] if plan.spawned else []
+        if plan.state:
+            done.append(self.reset())
         response.result.error_message = '' if plan.message == 'reset state' else plan.message
-        self._log(True, f'reset_simulation: {done} ({plan.message})')
+        self._log(True, f'reset_simulation: {"; ".join(done)} ({plan.message})')
         return response
 
     def _on_step(self, request, response):

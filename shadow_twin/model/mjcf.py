@@ -12,7 +12,7 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import mujoco
 import numpy as np
@@ -156,13 +156,18 @@ class TwinModel:
             names a built-in model (:func:`resolve_model_path`).
         max_bytes: refuse a model whose MJCF files (with includes) exceed this many
             bytes, before parsing; None for no limit.
+        edit: called with the spec before it is compiled (e.g. to add a scene's objects); what it
+            raises (ModelError) propagates.
     Raises:
         ModelError: missing file, too big, parse or compile error (MuJoCo's text included).
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, max_bytes: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, max_bytes: int | None = None,
+                 edit: Callable[[mujoco.MjSpec], object] | None = None) -> None:
         self.path = resolve_model_path(path)
         self.spec = load_spec(self.path, max_bytes)
+        if edit is not None:        # e.g. a scene's objects added (shadow_twin.model.scene.add_objects)
+            edit(self.spec)
         try:
             self.model = self.spec.compile()
         except Exception as exc:

@@ -84,3 +84,5 @@ class PreparedReload:
     applied: list
     overrides: ParameterOverrides
     gains_source: object
+    #: The scene whose objects the model holds (:class:`~shadow_twin.model.scene.SceneConfig`).
+    scene: object = None

@@ -86,11 +86,13 @@ def newest_stamp(ros, states, after: float | None = None) -> float:
 
 
 def test_features_name_what_is_served(ros, clocked):
-    features = set(call(ros, sim_srv.GetSimulatorFeatures, 'get_simulator_features').features.features)
-    f = sim_msg.SimulatorFeatures
+    answer = call(ros, sim_srv.GetSimulatorFeatures, 'get_simulator_features').features
+    features, f = set(answer.features), sim_msg.SimulatorFeatures
     assert {f.SIMULATION_STATE_GETTING, f.SIMULATION_STATE_SETTING, f.SIMULATION_STATE_PAUSE, f.SIMULATION_RESET,
-            f.SIMULATION_RESET_STATE, f.STEP_SIMULATION_SINGLE, f.STEP_SIMULATION_MULTIPLE} <= features
-    assert f.SIMULATION_RESET_TIME not in features and f.SPAWNING not in features
+            f.SIMULATION_RESET_STATE, f.STEP_SIMULATION_SINGLE, f.STEP_SIMULATION_MULTIPLE, f.SPAWNING, f.DELETING,
+            f.ENTITY_STATE_GETTING, f.ENTITY_STATE_SETTING, f.SIMULATION_RESET_SPAWNED} <= features
+    assert f.SIMULATION_RESET_TIME not in features and f.ENTITY_TAGS not in features
+    assert list(answer.spawn_formats) == ['shadow_twin_scene_object']
 
 
 def test_pause_step_stop_and_play(ros, clocked):

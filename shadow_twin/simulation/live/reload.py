@@ -16,6 +16,7 @@ import mujoco
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.scene import SceneConfig, add_objects
 from shadow_twin.simulation.overrides import ParameterOverrides
 from shadow_twin.simulation.samples import PreparedReload, ReloadReport
 
@@ -55,17 +56,22 @@ class ModelReloader:
             a reload that omits them keeps these.
         gains_source: drive gains (:class:`ControllerGains`), a YAML path (re-read at each build),
             or None for the defaults; a reload that omits them keeps this source.
+        scene: the objects added to every model built (:class:`SceneConfig`; None: none); a
+            reload that omits it keeps these (a spawn or a delete gives another).
     Raises:
         ConfigError: bad overrides.
     """
 
     def __init__(self, joint_map: JointNameMap, overrides: ParameterOverrides | Mapping | None = None,
-                 gains_source: ControllerGains | str | os.PathLike | None = None) -> None:
+                 gains_source: ControllerGains | str | os.PathLike | None = None,
+                 scene: SceneConfig | None = None) -> None:
         self.joint_map = joint_map
         #: The overrides of the model running now (:meth:`adopt` replaces them).
         self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
         #: The gains source of the model running now (:meth:`adopt` replaces it).
         self.gains_source = gains_source
+        #: The scene whose objects the model running now holds (:meth:`adopt` replaces it).
+        self.scene = scene or SceneConfig()
 
     @staticmethod
     def gains(source) -> ControllerGains:
@@ -76,15 +82,17 @@ class ModelReloader:
         return ControllerGains.from_yaml(source)
 
     def build(self, path: str | os.PathLike | None, overrides: ParameterOverrides | object = UNCHANGED,
-              gains_source: object = UNCHANGED,
-              max_bytes: int | None = None) -> tuple[TwinModel, SimController, list]:
-        """Compile ``path`` (None: the built-in hand), build its controller with the gains of
-        ``gains_source`` and apply ``overrides`` (both omitted: the current ones); touches no state.
-        Returns (model, controller, the overrides applied as (name, old, new) values).
-        Raises ModelError (missing, not compiling, over ``max_bytes``), ConfigError (gains, overrides)."""
+              gains_source: object = UNCHANGED, max_bytes: int | None = None,
+              scene: SceneConfig | object = UNCHANGED) -> tuple[TwinModel, SimController, list]:
+        """Compile ``path`` (None: the built-in hand) with ``scene``'s objects added, build its
+        controller with the gains of ``gains_source`` and apply ``overrides`` (each omitted: the
+        current one); touches no state. Returns (model, controller, the overrides applied as
+        (name, old, new) values). Raises ModelError (missing, not compiling, over ``max_bytes``, an
+        object that does not fit the model), ConfigError (gains, overrides)."""
         overrides = self.overrides if overrides is UNCHANGED else overrides
         gains_source = self.gains_source if gains_source is UNCHANGED else gains_source
-        twin = TwinModel(path, max_bytes)
+        scene = self.scene if scene is UNCHANGED else scene
+        twin = TwinModel(path, max_bytes, edit=(lambda spec: add_objects(spec, scene)) if scene.objects else None)
         controller = SimController(twin.model, self.gains(gains_source), self.joint_map)
         names = [self.joint_map.to_ros(name) for _, name in model_joints(twin.model)]
         applied = overrides.apply(twin.model, names, self.joint_map)
@@ -93,16 +101,17 @@ class ModelReloader:
     def prepare(self, current_path: Path, path: str | os.PathLike | None = None,
                 overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,
                 gains: ControllerGains | str | os.PathLike | None | object = UNCHANGED,
-                max_bytes: int | None = None) -> PreparedReload:
+                max_bytes: int | None = None, scene: SceneConfig | object = UNCHANGED) -> PreparedReload:
         """Build the model a reload swaps in (``LiveSimulation.prepare_reload``, which see); None
-        ``path`` recompiles ``current_path``, omitted ``overrides``/``gains`` keep the current ones.
-        Changes nothing here (:meth:`adopt` does, once the model is swapped in)."""
+        ``path`` recompiles ``current_path``, omitted ``overrides``/``gains``/``scene`` keep the
+        current ones. Changes nothing here (:meth:`adopt` does, once the model is swapped in)."""
         overrides = (self.overrides if overrides is UNCHANGED else
                      overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides))
         gains = self.gains_source if gains is UNCHANGED else gains
+        scene = self.scene if scene is UNCHANGED else scene
         twin, controller, applied = self.build(path if path is not None else current_path, overrides, gains,
-                                               max_bytes)
-        return PreparedReload(twin, controller, applied, overrides, gains)
+                                               max_bytes, scene)
+        return PreparedReload(twin, controller, applied, overrides, gains, scene)
 
     def carry_state(self, old_model: mujoco.MjModel, old_data: mujoco.MjData,
                     prepared: PreparedReload) -> tuple[mujoco.MjData, ReloadReport]:
@@ -135,9 +144,11 @@ class ModelReloader:
         return data, report
 
     def adopt(self, prepared: PreparedReload) -> None:
-        """``prepared``'s overrides and gains source are the current ones from now on (its model was
-        swapped in)."""
+        """``prepared``'s overrides, gains source and scene are the current ones from now on (its
+        model was swapped in)."""
         self.overrides, self.gains_source = prepared.overrides, prepared.gains_source
+        if prepared.scene is not None:
+            self.scene = prepared.scene
 
 
 def prepare_reload(sim, *args, **kwargs) -> PreparedReload:

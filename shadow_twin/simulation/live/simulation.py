@@ -18,17 +18,12 @@ Desired state per controlled joint:
   the current state), the other joints keep their desired position;
   after the last point the last positions are held.
 
-Model-parameter overrides (for mock hardware that must behave differently
-from the twin) are applied in place after every (re)compile, see
-:class:`ParameterOverrides` (in ``overrides``).
-
-The trajectory commands (:mod:`.trajectories`), following (:mod:`.following`) and the mobile-base
-commands (:mod:`.base`) are mixins of :class:`LiveSimulation`; it owns a
-:class:`~shadow_twin.simulation.live.reload.ModelReloader` (:mod:`.reload`), which builds the
-model and carries the state over on a reload.
-
-All public methods take :attr:`LiveSimulation.lock`, so the ROS node can step
-in one thread and reload, reset or read states from others.
+Model-parameter overrides (mock hardware that must behave differently from the twin) are applied
+in place after every (re)compile (:class:`ParameterOverrides`, in ``overrides``). The trajectory
+commands (:mod:`.trajectories`), following (:mod:`.following`) and the mobile-base commands
+(:mod:`.base`) are mixins; a :class:`~shadow_twin.simulation.live.reload.ModelReloader` builds the
+model (a scene's objects added) and carries the state over on a reload. All public methods take
+:attr:`LiveSimulation.lock`: the ROS node steps in one thread and reloads, resets or reads from others.
 """
 
 from __future__ import annotations
@@ -44,6 +39,7 @@ import numpy as np
 
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.scene import SceneConfig
 from shadow_twin.simulation.live.base import MobileBaseCommands
 from shadow_twin.simulation.live.following import FollowingCommands
 from shadow_twin.simulation.live.reload import UNCHANGED, ModelReloader, model_joints
@@ -69,8 +65,8 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         gains: drive gains (:class:`ControllerGains`), or a YAML path (re-read on :meth:`reload`),
             or None for the defaults (p 4.0, d 0.1).
         joint_map: ROS <-> MJCF joint names (identity by default).
-        overrides: model-parameter overrides (:class:`ParameterOverrides`,
-            a mapping, or None).
+        overrides: model-parameter overrides (:class:`ParameterOverrides`, a mapping, or None).
+        scene: objects added to the model (:class:`~shadow_twin.model.scene.SceneConfig`; None: none).
         interpolation: trajectory sampling, see :meth:`JointTrajectory.sample`.
         base_command_timeout: a base velocity command lapses after this many s of sim time
             (models with a mobile base; see :meth:`command_base`).
@@ -82,13 +78,13 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
     def __init__(self, model_path: str | os.PathLike | None = None,
                  gains: ControllerGains | str | os.PathLike | None = None,
                  joint_map: JointNameMap | None = None,
-                 overrides: ParameterOverrides | Mapping | None = None,
-                 interpolation: str = 'auto', base_command_timeout: float = COMMAND_TIMEOUT) -> None:
+                 overrides: ParameterOverrides | Mapping | None = None, interpolation: str = 'auto',
+                 base_command_timeout: float = COMMAND_TIMEOUT, scene: SceneConfig | None = None) -> None:
         self.lock = threading.RLock()
         self.base_command_timeout = float(base_command_timeout)
         self.joint_map = joint_map or JointNameMap()
         #: What the model is built from (overrides, gains source); builds it, and carries the state on a reload.
-        self._reloader = ModelReloader(self.joint_map, overrides, gains)
+        self._reloader = ModelReloader(self.joint_map, overrides, gains, scene)
         self.interpolation = interpolation
         #: When True, :meth:`step` and :meth:`step_to` do nothing.
         self.paused = False
@@ -149,6 +145,11 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
     @overrides.setter
     def overrides(self, overrides: ParameterOverrides) -> None:
         self._reloader.overrides = overrides
+
+    @property
+    def scene(self) -> SceneConfig:
+        """The scene whose objects the running model holds (a reload with another replaces it)."""
+        return self._reloader.scene
 
     @property
     def time(self) -> float:
@@ -369,15 +370,14 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
     def prepare_reload(self, path: str | os.PathLike | None = None,
                        overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,
                        gains: ControllerGains | str | os.PathLike | None | object = UNCHANGED,
-                       max_bytes: int | None = None) -> PreparedReload:
-        """Build the model a reload would swap in, without the lock and without touching
-        the running simulation (stepping goes on meanwhile; safe from another thread).
-
-        Args: as :meth:`reload`; ``max_bytes`` refuses an MJCF whose files (with its
-        includes) hold more bytes, before parsing (None: no limit).
-        Raises: as :meth:`reload` (ModelError also for a model over ``max_bytes``).
-        """
-        return self._reloader.prepare(self.path, path, overrides, gains, max_bytes)
+                       max_bytes: int | None = None, scene: SceneConfig | object = UNCHANGED) -> PreparedReload:
+        """Build the model a reload would swap in, without the lock and without touching the running
+        simulation (stepping goes on meanwhile; safe from another thread). Args: as :meth:`reload`;
+        ``max_bytes`` refuses an MJCF whose files (with includes) hold more bytes, before parsing (None:
+        no limit); ``scene`` the objects of the new model (omitted: the current ones; a spawn or delete,
+        :mod:`shadow_twin.simulation.live.entities`). Raises: as :meth:`reload` (ModelError also for a
+        model over ``max_bytes`` or an object that does not fit it)."""
+        return self._reloader.prepare(self.path, path, overrides, gains, max_bytes, scene)
 
     def apply_reload(self, prepared: PreparedReload) -> ReloadReport:
         """Swap in a model built by :meth:`prepare_reload` (under the lock; milliseconds):
