@@ -1,7 +1,7 @@
 """``shadow-twin model``: write the cell MJCF (MiR250 + cabinet + UR arm + hand), or one UR arm, to one file.
 
     shadow-twin model --cell [--config config/cell.yaml] [--arm TYPE] [--ur-description DIR] [--hand MJCF]
-                      [--arm-prefix P] --out FILE.xml [--force]
+                      [--arm-prefix P] [--scene FILE] --out FILE.xml [--force]
     shadow-twin model --arm TYPE [--ur-description DIR] --out FILE.xml [--force]
 
 ``--arm`` is one of ur3, ur3e, ur5, ur5e, ur10, ur10e, ur16e, ur20, ur30 (default: the config's
@@ -31,6 +31,7 @@ from shadow_twin.cli.errors import run_reporting_errors
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.model.cell.assembly import CellConfig, summary, write_cell_mjcf
+from shadow_twin.model.scene import SceneConfig, object_names
 from shadow_twin.model.ur.arm import UR_TYPES, write_arm_mjcf
 from shadow_twin.model.ur.description import check_arm_type
 
@@ -57,6 +58,8 @@ def _configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument('--arm-prefix', default=None, metavar='P',
                         help="prefix of the arm's joint, actuator and site names (default: the config's, '' as "
                              "ur_robot_driver's default tf_prefix; Shadow's arm+hand systems use ra_)")
+    parser.add_argument('--scene', type=Path, default=None,
+                        help='with --cell: add the objects of this scene file (config/scene.yaml)')
     parser.add_argument('--out', type=Path, required=True, help='MJCF file to write')
     parser.add_argument('--force', action='store_true', help='overwrite --out if it exists')
     return parser
@@ -80,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
         if arm_type is None:
             raise ConfigError('nothing to build: pass --cell (the MiR250 + cabinet + UR arm + hand cell) or '
                               '--arm TYPE (the arm alone)')
-        if args.hand is not None or args.config is not None or args.arm_prefix is not None:
-            raise ConfigError('--hand, --config and --arm-prefix belong to --cell')
+        if args.hand is not None or args.config is not None or args.arm_prefix is not None or args.scene:
+            raise ConfigError('--hand, --config, --arm-prefix and --scene belong to --cell')
         path, model = write_arm_mjcf(arm_type, args.out, args.ur_description, force=args.force)
         print(f'wrote {path}: {summary(model)}')
         return ExitCode.OK
@@ -94,9 +97,11 @@ def run(args: argparse.Namespace) -> int:
         arm = replace(config.arm, type=arm_type or config.arm.type,
                       ur_description=args.ur_description or config.arm.ur_description)
         config = replace(config, arm=arm)
+    scene = SceneConfig.from_yaml(args.scene) if args.scene is not None else None
     path, model = write_cell_mjcf(config, args.out, hand_path=args.hand, arm_prefix=args.arm_prefix,
-                                  force=args.force)
-    print(f'wrote {path}: {summary(model)}')
+                                  force=args.force, scene=scene)
+    objects = object_names(model)
+    print(f'wrote {path}: {summary(model)}' + (f'; objects: {", ".join(objects)}' if objects else ''))
     return ExitCode.OK
 
 

@@ -45,8 +45,13 @@ Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both|shadow [--shadow-config FILE]] [--bridge-config FILE] [--mock-config FILE]
-                   [--mock-ur-config FILE] [--mock-mir-config FILE]
+                   [--mock-ur-config FILE] [--mock-mir-config FILE] [--scene FILE]
                    [--monitor-config FILE | --no-monitor] [--no-respawn] [--ros-args ...]
+
+``--scene FILE``: the objects of a scene file (``shadow_twin.model.scene``) in the sim bridge's model and,
+without ``--cell``, in the hand's mock hardware too (whose ``scene_friction_scale`` and
+``scene_mass_scale`` make the "real" objects other than the model's); a bad file ends ``up`` at once
+with one line (exit status 2).
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
@@ -68,6 +73,7 @@ from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
+from shadow_twin.model.scene import SceneConfig
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
@@ -113,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--no-monitor', action='store_true',
                         help='do not start the twin monitor (about a tenth of a core on the idle cell, benchmarks/idle.py; a '
                              'calibration does not need it)')
+    parser.add_argument('--scene', type=Path, default=None,
+                        help='scene YAML of the objects (config/scene.yaml, config/scene_hand.yaml): in the sim, and '
+                             "without --cell in the hand's mock hardware too (with its own friction and mass factors)")
     parser.add_argument('--no-respawn', action='store_true',
                         help='leave a node that dies dead (default: start it again after 2 s; the others run on)')
     return parser
@@ -132,6 +141,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
         return [python, '-m', module, '--ros-args', '--params-file', str(params), *ros_args, *extra]
     sim = () if cell_model is None else (
         '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
+    scene = () if args.scene is None else ('-p', f'scene_file:={Path(args.scene).resolve()}')
+    sim += scene
     if args.mode == 'shadow':       # a second params file: its shadow.* sources override the first's
         shadow = args.shadow_config or config_path(SHADOW_CONFIG[cell_model is not None])
         if not Path(shadow).is_file():
@@ -144,7 +155,7 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
             # the UR carrying the hand, as the real one: the arm stand-in written beside the cell model
             out['mock_ur'] = command('mujoco_bridge.main', args.mock_ur_config or config_path('mock_ur.yaml'),
                                      '-r', '__node:=mock_ur', '-p', f'model_path:={cell_model.parent / MOCK_UR_MODEL}')
-        hand = () if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
+        hand = scene if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
         out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
                                        '-r', '__node:=mock_hardware', *hand)
         if cell_model is not None:
@@ -198,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('--no-monitor and --monitor-config exclude each other')
     cell_model = None
     try:
+        if args.scene is not None:
+            SceneConfig.from_yaml(args.scene)         # a bad scene file: one line here, not a node failing to start
         if args.cell:
             cell_model = write_cell_model(args.cell_config)
         commands = node_commands(args, extra, cell_model)

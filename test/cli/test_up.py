@@ -51,6 +51,24 @@ def test_a_bad_cell_config_is_refused_with_exit_2(tmp_path, capsys):
     assert up.main(['--cell', '--cell-config', str(tmp_path / 'missing.yaml')]) == 2
 
 
+def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
+    scene = config_path('scene_hand.yaml')
+    nodes = commands('--mock-hardware', '--scene', str(scene))
+    for name in ('mujoco_bridge', 'mock_hardware'):
+        assert f'scene_file:={scene.resolve()}' in nodes[name], name
+    assert not any('scene_file' in arg for arg in nodes['shadow_twin'])
+    cell = commands('--cell', '--mock-hardware', '--scene', str(config_path('scene.yaml')),
+                    cell_model=config_path('cell.yaml'))
+    assert f'scene_file:={config_path("scene.yaml").resolve()}' in cell['mujoco_bridge']
+    assert not any('scene_file' in arg for name in ('mock_hardware', 'mock_ur', 'mock_mir') for arg in cell[name])
+    bad = tmp_path / 'scene.yaml'
+    bad.write_text('scene: {objects: [{name: can, shape: cone}]}\n')
+    assert up.main(['--scene', str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert 'shape' in err and len(err.strip().splitlines()) == 1
+    assert up.main(['--scene', str(tmp_path / 'missing.yaml')]) == 2
+
+
 def test_command_line_overrides_come_after_the_params_file():
     """ROS applies parameter overrides in order: a -p before --params-file would be overridden
     by the file's value (the sim then ran the built-in hand instead of the cell)."""

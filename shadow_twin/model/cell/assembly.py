@@ -58,6 +58,7 @@ from shadow_twin.model.cell.names import (ARM_ROOT, ARM_ROOT_UNPREFIXED, BASE_CA
                                           BASE_WHEEL_JOINTS, HAND_ROOT, LATENCY_NUMERIC, UR5_JOINTS, arm_joint_names,
                                           arm_root_name, base_free_joint_name)
 from shadow_twin.model.mjcf import builtin_model_path, load_spec
+from shadow_twin.model.scene import SceneConfig, add_objects
 from shadow_twin.model.ur.arm import BUILTIN_TYPE, arm_spec
 
 __all__ = [
@@ -356,8 +357,9 @@ def summary(model: mujoco.MjModel) -> str:
 
 def write_cell_mjcf(config: CellConfig | None, out_path: str | os.PathLike,
                     hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None,
-                    force: bool = False) -> tuple[Path, mujoco.MjModel]:
-    """Assemble, compile and write the cell MJCF to ``out_path`` atomically.
+                    force: bool = False, scene: SceneConfig | None = None) -> tuple[Path, mujoco.MjModel]:
+    """Assemble, compile and write the cell MJCF to ``out_path`` atomically, with ``scene``'s
+    objects (:func:`shadow_twin.model.scene.add_objects`) when given.
 
     File paths of meshes and textures in the written MJCF are absolute, so it
     compiles on its own from any directory.
@@ -378,6 +380,8 @@ def write_cell_mjcf(config: CellConfig | None, out_path: str | os.PathLike,
     if out.exists() and not force:
         raise ConfigError(f'{out} exists; choose another file or pass --force to overwrite it')
     spec = build_cell_spec(config, hand_file, arm_prefix)
+    if scene is not None:
+        add_objects(spec, scene)
     model = compile_cell(spec)
     try:
         xml = spec.to_xml()

@@ -154,3 +154,18 @@ def test_cli_writes_the_cell_and_refuses_bad_input_with_exit_2(tmp_path, capsys)
 
     assert model_cli.main(['--cell', '--out', str(out), '--force']) == 0
     assert mujoco.MjModel.from_xml_path(str(out)).joint('shoulder_pan_joint').id > 0
+
+
+def test_cli_writes_the_cell_with_a_scenes_objects(tmp_path, capsys):
+    from shadow_twin.model.scene import SceneConfig, object_names
+    scene = CELL_YAML.parent / 'scene.yaml'
+    out = tmp_path / 'cell.xml'
+    assert model_cli.main(['--cell', '--scene', str(scene), '--out', str(out)]) == 0
+    names = SceneConfig.from_yaml(scene).names
+    assert capsys.readouterr().out.strip().endswith(f'objects: {", ".join(names)}')
+    assert object_names(mujoco.MjModel.from_xml_path(str(out))) == names       # the file holds them, findable
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('scene: {objects: [{name: can, shape: box, size: [0.1, 0.1], mass: 1}]}\n')
+    assert model_cli.main(['--cell', '--scene', str(bad), '--out', str(tmp_path / 'b.xml')]) == 2
+    assert 'size' in capsys.readouterr().err and not (tmp_path / 'b.xml').exists()
+    assert model_cli.main(['--arm', 'ur5', '--scene', str(scene), '--out', str(tmp_path / 'c.xml')]) == 2
