@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 import yaml
 
+from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell.names import HAND_ROOT
 from shadow_twin.model.ur.description import check_arm_type
@@ -158,27 +159,27 @@ class CellConfig:
     def from_dict(cls, data: Any, source: str = 'cell config', root: Path | None = None) -> 'CellConfig':
         """Build from a parsed mapping ``{cell: {...}}`` (or the inner mapping); see :meth:`from_yaml`."""
         if isinstance(data, dict) and 'cell' in data:
-            _mapping(data, source, ('cell',))
+            values.mapping(data, source, ('cell',))
             data = data['cell']
         where = f'{source}: cell'
-        cell = _mapping(data, where, ('timestep', 'cone', 'impratio', 'base', 'cabinet', 'arm', 'hand'))
+        cell = values.mapping(data, where, ('timestep', 'cone', 'impratio', 'base', 'cabinet', 'arm', 'hand'))
         cone = cell.get('cone', cls.cone)
         if cone not in CONES:
             raise ConfigError(f'{where}.cone: expected one of {sorted(CONES)}, got {cone!r}')
-        impratio = _number(cell.get('impratio', cls.impratio), f'{where}.impratio')
+        impratio = values.number(cell.get('impratio', cls.impratio), f'{where}.impratio')
         if impratio < 1:
             raise ConfigError(f'{where}.impratio: must be at least 1, got {impratio!r}')
-        base = _mapping(cell.get('base', {}), f'{where}.base', [f.name for f in fields(BaseConfig)])
-        base_cfg = BaseConfig(**{k: (_non_negative if k in BASE_ZERO_ALLOWED else _positive)(v, f'{where}.base.{k}')
-                                 for k, v in base.items()})
-        cab = _mapping(cell.get('cabinet', {}), f'{where}.cabinet', ('size', 'mass', 'xyz', 'rpy'))
+        base = values.mapping(cell.get('base', {}), f'{where}.base', [f.name for f in fields(BaseConfig)])
+        base_cfg = BaseConfig(**{k: (values.non_negative if k in BASE_ZERO_ALLOWED else values.positive)(
+            v, f'{where}.base.{k}') for k, v in base.items()})
+        cab = values.mapping(cell.get('cabinet', {}), f'{where}.cabinet', ('size', 'mass', 'xyz', 'rpy'))
         cab_cfg = CabinetConfig(
             size=_vector(cab['size'], f'{where}.cabinet.size', positive=True) if 'size' in cab else CabinetConfig.size,
-            mass=_positive(cab.get('mass', CabinetConfig.mass), f'{where}.cabinet.mass'),
+            mass=values.positive(cab.get('mass', CabinetConfig.mass), f'{where}.cabinet.mass'),
             mount=_mount(cab, f'{where}.cabinet', Mount()))
         arm = cell.get('arm', {})
         arm = {'type': arm} if isinstance(arm, str) else arm      # ``arm: ur10e`` = ``arm: {type: ur10e}``
-        arm = _mapping(arm, f'{where}.arm', ('type', 'ur_description', 'prefix', 'xyz', 'rpy'))
+        arm = values.mapping(arm, f'{where}.arm', ('type', 'ur_description', 'prefix', 'xyz', 'rpy'))
         prefix = arm.get('prefix', '')
         prefix = '' if prefix is None else prefix
         check_prefix(prefix, f'{where}.arm.prefix')
@@ -188,13 +189,13 @@ class CellConfig:
             raise ConfigError(f'{where}.arm.type: {exc}') from None
         arm_cfg = ArmConfig(prefix, _mount(arm, f'{where}.arm', Mount()), arm_type,
                             _path(arm.get('ur_description'), f'{where}.arm.ur_description', root))
-        hand = _mapping(cell.get('hand', {}), f'{where}.hand', ('model', 'root', 'xyz', 'rpy'))
+        hand = values.mapping(cell.get('hand', {}), f'{where}.hand', ('model', 'root', 'xyz', 'rpy'))
         model = _path(hand.get('model'), f'{where}.hand.model', root)
         hand_root = hand.get('root', HAND_ROOT)
         if not isinstance(hand_root, str) or not hand_root:
             raise ConfigError(f'{where}.hand.root: expected a body name, got {hand_root!r}')
         hand_cfg = HandConfig(model, hand_root, _mount(hand, f'{where}.hand', HandConfig().mount))
-        timestep = _positive(cell.get('timestep', cls.timestep), f'{where}.timestep')
+        timestep = values.positive(cell.get('timestep', cls.timestep), f'{where}.timestep')
         return cls(timestep, cone, impratio, base_cfg, cab_cfg, arm_cfg, hand_cfg)
 
 
@@ -208,41 +209,10 @@ def _path(value: Any, where: str, root: Path | None) -> Path | None:
     return root / path if not path.is_absolute() and root is not None else path
 
 
-def _mapping(value: Any, where: str, known) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f'{where}: expected a mapping, got {type(value).__name__}')
-    unknown = sorted(set(value) - set(known), key=str)
-    if unknown:
-        raise ConfigError(f'{where}: unknown key(s) {unknown}; known: {sorted(known)}')
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f'{where}: expected a finite number, got {value!r}')
-    return float(value)
-
-
-def _non_negative(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise ConfigError(f'{where}: must not be negative, got {value!r}')
-    return number
-
-
-def _positive(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise ConfigError(f'{where}: must be positive, got {value!r}')
-    return number
-
-
 def _vector(value: Any, where: str, positive: bool = False) -> tuple[float, float, float]:
     if not isinstance(value, (list, tuple)) or len(value) != 3:
         raise ConfigError(f'{where}: expected a list of 3 numbers, got {value!r}')
-    check = _positive if positive else _number
+    check = values.positive if positive else values.number
     return tuple(check(v, where) for v in value)
 
 

@@ -8,7 +8,6 @@ The keys, their units and defaults are listed in :mod:`shadow_twin.model.scene` 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.files import read_text_limited
 from shadow_twin.model.cell.config import rpy_to_quat
@@ -102,8 +102,8 @@ class ObjectConfig:
         Raises ConfigError for a factor that is not finite, a negative friction factor or a mass factor
         that is not positive.
         """
-        friction = _non_negative(friction, 'friction factor')
-        mass = _positive(mass, 'mass factor')
+        friction = values.non_negative(friction, 'friction factor')
+        mass = values.positive(mass, 'mass factor')
         return dataclasses.replace(
             self, friction=tuple(friction * f for f in self.friction),
             mass=None if self.mass is None else self.mass * mass,
@@ -125,7 +125,7 @@ class ObjectConfig:
         if not isinstance(name, str) or not NAME.match(name):
             raise ConfigError(f'{where}.name: expected letters, digits, "_", "." or "-", got {name!r}')
         where = f'{where} ({name})'
-        entry = _mapping(data, where, OBJECT_KEYS)
+        entry = values.mapping(data, where, OBJECT_KEYS)
         shape = entry.get('shape')
         if shape not in SHAPE_SIZES:
             raise ConfigError(f'{where}.shape: expected one of {list(SHAPE_SIZES)}, got {shape!r}')
@@ -194,10 +194,10 @@ class SceneConfig:
         of one name.
         """
         if isinstance(data, dict) and 'scene' in data:
-            _mapping(data, where, ('scene',))
+            values.mapping(data, where, ('scene',))
             data = data['scene']
         where = f'{where}: scene'
-        objects = _mapping(data, where, ('objects',)).get('objects') or []
+        objects = values.mapping(data, where, ('objects',)).get('objects') or []
         if not isinstance(objects, list):
             raise ConfigError(f'{where}.objects: expected a list of objects, got {type(objects).__name__}')
         out: list[ObjectConfig] = []
@@ -212,35 +212,6 @@ class SceneConfig:
 
 
 # -- checks of the values ----------------------------------------------------------------------------
-def _mapping(value: Any, where: str, known) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f'{where}: expected a mapping, got {type(value).__name__}')
-    unknown = sorted((str(k) for k in set(value) - set(known)))
-    if unknown:
-        raise ConfigError(f'{where}: unknown key(s) {unknown}; known: {sorted(known)}')
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f'{where}: expected a finite number, got {value!r}')
-    return float(value)
-
-
-def _positive(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number <= 0:
-        raise ConfigError(f'{where}: must be positive, got {value!r}')
-    return number
-
-
-def _non_negative(value: Any, where: str) -> float:
-    number = _number(value, where)
-    if number < 0:
-        raise ConfigError(f'{where}: must not be negative, got {value!r}')
-    return number
 
 
 def _numbers(value: Any, where: str, counts: tuple[int, ...], positive: bool = False) -> tuple[float, ...]:
@@ -250,7 +221,7 @@ def _numbers(value: Any, where: str, counts: tuple[int, ...], positive: bool = F
     if not isinstance(value, (list, tuple)) or len(value) not in counts:
         wanted = ' or '.join(str(c) for c in counts)
         raise ConfigError(f'{where}: expected a list of {wanted} numbers, got {value!r}')
-    check = _positive if positive else _number
+    check = values.positive if positive else values.number
     return tuple(check(v, where) for v in value)
 
 
@@ -285,8 +256,8 @@ def _mass(entry: dict, where: str):
     if 'density' in entry:
         if 'inertia' in entry:
             raise ConfigError(f'{where}.inertia: only with mass (with a density the geometry gives it)')
-        return None, _positive(entry['density'], f'{where}.density'), None
-    mass = _positive(entry['mass'], f'{where}.mass')
+        return None, values.positive(entry['density'], f'{where}.density'), None
+    mass = values.positive(entry['mass'], f'{where}.mass')
     if entry.get('inertia') is None:
         return mass, None, None
     inertia = _numbers(entry['inertia'], f'{where}.inertia', (3,), positive=True)
@@ -303,9 +274,9 @@ def _friction(value: Any, where: str) -> tuple[float, float, float]:
     if isinstance(value, (list, tuple)):
         if len(value) != 3:
             raise ConfigError(f'{where}: expected {{sliding, torsional, rolling}} or a list of 3, got {value!r}')
-        return tuple(_non_negative(v, f'{where}.{key}') for key, v in zip(FRICTION_KEYS, value))
-    given = _mapping(value, where, FRICTION_KEYS)
-    return tuple(_non_negative(given.get(key, default), f'{where}.{key}')
+        return tuple(values.non_negative(v, f'{where}.{key}') for key, v in zip(FRICTION_KEYS, value))
+    given = values.mapping(value, where, FRICTION_KEYS)
+    return tuple(values.non_negative(given.get(key, default), f'{where}.{key}')
                  for key, default in zip(FRICTION_KEYS, DEFAULT_FRICTION))
 
 
