@@ -15,8 +15,9 @@
   threads 50 times a second, whose Python holds the GIL the stepping thread needs on time.
 
 * ``~/set_entity_state`` (``simulation_interfaces/srv/SetEntityState``, the ROS simulation
-  interfaces' standard, served by :mod:`mujoco_bridge.entities` with the scene's objects): puts the base at a pose in ``odom_frame`` (x, y and yaw of
-  ``state.pose``; height, roll and pitch kept), at rest, its command dropped: the twin
+  interfaces' standard, served by :mod:`mujoco_bridge.entities` with the scene's objects): puts the
+  base at a pose in ``odom_frame`` (x, y and yaw of ``state.pose``; height, roll and pitch kept),
+  at rest, its command dropped: the twin
   re-anchors the sim base to the real one's odometry with it. ``entity`` is ``base_frame``
   or empty; a twist or acceleration other than zero is refused (FEATURE_UNSUPPORTED), a
   non-finite or zero quaternion too (INVALID_POSE), and a frame other than ``odom_frame``

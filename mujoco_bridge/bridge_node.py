@@ -28,7 +28,7 @@
   JTC's ``controller_state`` (mock hardware, see ``controller_state``).
 * Joint ``effort``: actuator torque (N m), or with ``effort_unit`` A the joint current as
   ``ur_robot_driver`` publishes it (the mock UR); ``external_wrench`` pushes a body at run time
-  (see ``effort_output``).
+  (see ``effort_output``); contact outputs per fingertip and palm (``contact_output``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes on, for at most
   ``reload_timeout`` s, and a model over ``reload_max_bytes`` is refused before parsing; on failure
@@ -37,8 +37,7 @@
   ``simulation_interfaces``: the run state (``simulation_control``) and the entities, the objects of
   ``scene_file`` and the base (``entities``).
 
-Mock hardware is a second instance with another node name and params file: ``mujoco_bridge
---ros-args -r __node:=mock_hardware --params-file config/mock_hardware.yaml``.
+Mock hardware: another instance, node name and params file (``-r __node:=mock_hardware``).
 """
 
 from __future__ import annotations
@@ -61,6 +60,7 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from mujoco_bridge.base_interface import BaseInterface
+from mujoco_bridge.contact_output import ContactOutput
 from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
 from mujoco_bridge.entities import EntityServices, scene_of
@@ -163,6 +163,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self.controller_state = None if s.controller_state_rate <= 0 else ControllerStatePublisher(
             self, self.sim, s.controller_state_topic or controller_state_topic(s.action_name),
             s.controller_state_rate, self.stamp_of)
+        contacts = ContactOutput(self, self.sim, s, self.stamp_of) if s.contact_sensors else None
+        self._outputs = [o for o in (self.base, self.controller_state, contacts) if o is not None]
         self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None
         if s.viewer:
@@ -345,10 +347,8 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         repeated = state.sim_time == self._published_sim_time and not sim.paused
         if not (repeated and self._settings.publish_rate * sim.dt <= 1.0 + 1e-9):
             self._publish(state)
-        if self.base is not None:
-            self.base.tick(scheduled)               # odometry and TF when due
-        if self.controller_state is not None:
-            self.controller_state.tick(scheduled)
+        for output in self._outputs:                # odometry and TF, controller state, contacts: when due
+            output.tick(scheduled)
         self._step_to(scheduled + 1.0 / self._settings.publish_rate)
 
     def _step_to(self, mono: float) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from mujoco_bridge.contact_output import sensors_of
 from mujoco_bridge.effort_output import parse_gains, parse_wrench
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
 from shadow_twin.ros.settings import settings_class
@@ -49,6 +50,15 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   bounds=(0.01, 100.0)),
     ParameterSpec('scene_mass_scale', 1.0, "Factor on the scene objects' mass (and density) (mock hardware).",
                   read_only=True, bounds=(0.01, 100.0)),
+    ParameterSpec('contact_sensors', '', "What publishes contact outputs (mujoco_bridge/contact_output.py): 'hand' = "
+                  "the Shadow Hand E's fingertips and palm (labels ff mf rf lf th palm), or YAML {label: [body or geom "
+                  "globs]}; empty = none.", read_only=True, check=sensors_of),
+    ParameterSpec('contact_rate', 50.0, 'Rate of the contact outputs (at most the publish rate).', read_only=True,
+                  bounds=(1.0, 1000.0), unit='Hz'),
+    ParameterSpec('contact_min_force', 0.01, 'Normal force above which a contact counts (touching without force is '
+                  'no contact).', read_only=True, bounds=(0.0, 1000.0), unit='N'),
+    ParameterSpec('contact_topic_prefix', '~/contacts', 'Topics of the contact outputs: <prefix>/<label>/wrench '
+                  '(WrenchStamped) and <prefix>/<label>/slip (TwistStamped, linear.x m/s).', read_only=True),
     ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
                   'is rejected (the twin stamps its parts ahead and gives up on a part not accepted before its '
                   'start: such a part must never start); negative = join any late goal mid-way, the JTC rule. Read '
