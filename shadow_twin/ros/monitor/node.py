@@ -1,10 +1,9 @@
 """The ``twin_monitor`` node: how far the simulation is from the robot, joint by joint and base.
 
-Subscribes the robot's joint states on ``real_joint_states_topics`` (``[/joint_states]``;
-in the cell ``[/joint_states, /rh/joint_states]``: the UR driver's at 125 Hz and the
-hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
-(``/sim/joint_states``), all ``sensor_msgs/JointState``, and publishes (logic in
-``shadow_twin.monitoring.joint.error``):
+Subscribes the robot's joint states on ``real_joint_states_topics`` (``[/joint_states]``; in the
+cell ``[/joint_states, /rh/joint_states]``: the UR driver's at 125 Hz and the hand driver's at 250
+Hz) and the sim's on ``sim_joint_states_topic`` (``/sim/joint_states``), all
+``sensor_msgs/JointState``, and publishes (logic in ``shadow_twin.monitoring.joint.error``):
 
 * at ``rate`` Hz on ``joint_error_topic`` (``/twin/joint_error``) a
   ``sensor_msgs/JointState``: ``name`` = the joints in the real and the sim streams,
@@ -72,9 +71,10 @@ hand driver's at 250 Hz) and the sim's on ``sim_joint_states_topic``
 * *shadow sources* (``shadow_sources``; ``shadow_twin.ros.monitor.shadow``): the topics the sim
   follows in shadow mode; one silent for ``shadow_source_timeout`` s makes the joints it carries
   (or the base) STALE, and the summary; the status ``twin_monitor: shadow sources`` lists them.
-* the *external-force watch* (``effort.*``; ``shadow_twin.ros.monitor.effort``): each arm joint's
-  real effort against the inverse dynamics of its real motion, ``/twin/effort_error`` and the
-  statuses ``twin_monitor: external force: <joint>`` (published at once on a change).
+* the *external-force watch* (``effort.*``; ``.effort``): each arm joint's real effort against the
+  inverse dynamics of its real motion, ``/twin/effort_error`` and ``twin_monitor: external force:
+  <joint>`` (at once on a change); *contacts* (``contacts.*``; ``.contacts``): per fingertip and palm,
+  sim-vs-real contact agreement and slip warnings, ``twin_monitor: contact: <label>``.
 * with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
   (``/diagnostics_agg``, what rqt_robot_monitor shows) the same statuses as diagnostic_aggregator
   would publish them under ``aggregated_path`` (``config/diagnostic_aggregator.yaml``; layout in
@@ -117,6 +117,7 @@ from shadow_twin.ros.guard import guarded_subscription, guarded_timer
 from shadow_twin.ros.message_checks import check_joint_state, check_odometry
 from shadow_twin.ros.monitor.aggregated import aggregated, level_byte
 from shadow_twin.ros.monitor.drift import DriftWatch
+from shadow_twin.ros.monitor.contacts import ContactMonitor
 from shadow_twin.ros.monitor.effort import EffortMonitor
 from shadow_twin.ros.monitor.parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, EFFORT_PARAMS, SPECS,
                                                 THRESHOLD_PARAMS, MonitorSettings, invalid_change, read_settings)
@@ -176,6 +177,7 @@ class TwinMonitor(Node):
                                self.create_publisher(Vector3Stamped, s.base_error_topic, 10))
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.effort = EffortMonitor(self, self._status, self.diagnostics_pub.publish)
+        self.contacts = ContactMonitor(self, self._status, self.diagnostics_pub.publish) if s.contacts_enabled else None
         self.aggregated_path = s.aggregated_path
         self.aggregated_pub = (self.create_publisher(DiagnosticArray, s.aggregated_topic, 10)
                                if s.publish_aggregated else None)
@@ -366,6 +368,8 @@ class TwinMonitor(Node):
         if self.drift is not None:
             msg.status.append(self.drift.status(list(drift.values())))
         msg.status.extend(self.effort.statuses(now))
+        if self.contacts is not None:
+            msg.status.extend(self.contacts.statuses(now))
         return msg
 
     def _status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:

@@ -146,6 +146,26 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   '(effort unit) of the arm joints, stamped with the sample it is of.', read_only=True),
     ParameterSpec('effort.predicted_topic', '/twin/effort_predicted', "The same with effort = predicted; '' = not "
                   'published.', read_only=True),
+    # -- contacts and slip (shadow_twin.monitoring.slip, shadow_twin.ros.monitor.contacts) --
+    ParameterSpec('contacts.enabled', False, "Compare the sim's contact outputs with the real hand's and warn of slip "
+                  '(the bridges\' contact_sensors).', read_only=True),
+    ParameterSpec('contacts.labels', ['ff', 'mf', 'rf', 'lf', 'th', 'palm'], 'The labels compared.', read_only=True),
+    ParameterSpec('contacts.sim_prefix', '/mujoco_bridge/contacts', "The sim bridge's contact_topic_prefix.",
+                  read_only=True),
+    ParameterSpec('contacts.real_prefix', '/rh/contacts', "The real hand's (or its mock's) contact topics: "
+                  '<prefix>/<label>/wrench and /slip.', read_only=True),
+    ParameterSpec('contacts.min_force', 0.01, 'A wrench whose force is larger is a contact.', read_only=True,
+                  bounds=(0.0, 1000.0), unit='N'),
+    ParameterSpec('contacts.slip_threshold', 0.01, 'A contact sliding faster slips (after slip_hold).',
+                  read_only=True, bounds=(1e-6, 10.0), unit='m/s'),
+    ParameterSpec('contacts.slip_hold', 0.02, 'Sliding this long (stamps) before the warning.', read_only=True,
+                  bounds=(0.0, 10.0), unit='s'),
+    ParameterSpec('contacts.slip_release', 0.2, 'Not sliding this long (stamps) before the warning ends.',
+                  read_only=True, bounds=(0.0, 60.0), unit='s'),
+    ParameterSpec('contacts.agreement_window', 10.0, 'Contact agreement over this many seconds of stamps.',
+                  read_only=True, bounds=(0.1, 3600.0), unit='s'),
+    ParameterSpec('contacts.agreement_warn', 0.95, 'A label is WARN when sim and real agree on fewer samples.',
+                  read_only=True, bounds=(0.0, 1.0), unit='fraction'),
 )
 
 THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
