@@ -17,6 +17,7 @@ from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.scene import SceneConfig, add_objects
+from shadow_twin.simulation.objects import add_following
 from shadow_twin.simulation.overrides import ParameterOverrides
 from shadow_twin.simulation.samples import PreparedReload, ReloadReport
 
@@ -58,13 +59,15 @@ class ModelReloader:
             or None for the defaults; a reload that omits them keeps this source.
         scene: the objects added to every model built (:class:`SceneConfig`; None: none); a
             reload that omits it keeps these (a spawn or a delete gives another).
+        followed: the free objects of the scene that follow a pose source: their mocap targets and
+            welds are added too (:func:`shadow_twin.simulation.objects.add_following`).
     Raises:
         ConfigError: bad overrides.
     """
 
     def __init__(self, joint_map: JointNameMap, overrides: ParameterOverrides | Mapping | None = None,
                  gains_source: ControllerGains | str | os.PathLike | None = None,
-                 scene: SceneConfig | None = None) -> None:
+                 scene: SceneConfig | None = None, followed: tuple[str, ...] = ()) -> None:
         self.joint_map = joint_map
         #: The overrides of the model running now (:meth:`adopt` replaces them).
         self.overrides = overrides if isinstance(overrides, ParameterOverrides) else ParameterOverrides(overrides)
@@ -72,6 +75,8 @@ class ModelReloader:
         self.gains_source = gains_source
         #: The scene whose objects the model running now holds (:meth:`adopt` replaces it).
         self.scene = scene or SceneConfig()
+        #: The objects followed (those of them in the scene built get a target and a weld).
+        self.followed = tuple(followed)
 
     @staticmethod
     def gains(source) -> ControllerGains:
@@ -92,11 +97,18 @@ class ModelReloader:
         overrides = self.overrides if overrides is UNCHANGED else overrides
         gains_source = self.gains_source if gains_source is UNCHANGED else gains_source
         scene = self.scene if scene is UNCHANGED else scene
-        twin = TwinModel(path, max_bytes, edit=(lambda spec: add_objects(spec, scene)) if scene.objects else None)
+        twin = TwinModel(path, max_bytes, edit=(lambda spec: self._add(spec, scene)) if scene.objects else None)
         controller = SimController(twin.model, self.gains(gains_source), self.joint_map)
         names = [self.joint_map.to_ros(name) for _, name in model_joints(twin.model)]
         applied = overrides.apply(twin.model, names, self.joint_map)
         return twin, controller, applied
+
+    def _add(self, spec, scene: SceneConfig) -> None:
+        """Add ``scene``'s objects to ``spec``, and the targets and welds of those followed."""
+        add_objects(spec, scene)
+        followed = [name for name in self.followed if name in scene.names]
+        if followed:
+            add_following(spec, followed)
 
     def prepare(self, current_path: Path, path: str | os.PathLike | None = None,
                 overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,

@@ -42,6 +42,7 @@ from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.simulation.live.base import MobileBaseCommands
 from shadow_twin.simulation.live.following import FollowingCommands
+from shadow_twin.simulation.live.objects import ObjectFollowingCommands
 from shadow_twin.simulation.live.reload import UNCHANGED, ModelReloader, model_joints
 from shadow_twin.simulation.live.trajectories import TrajectoryCommands, ActiveTrajectory
 from shadow_twin.simulation.mobile_base import COMMAND_TIMEOUT, SimMobileBase
@@ -57,7 +58,7 @@ MAX_STAMP_LEAD = 0.5
 
 
 # ------------------------------------------------------------------------------ simulation
-class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
+class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands, ObjectFollowingCommands):
     """A model stepped live under the simulated controller.
 
     Args:
@@ -66,7 +67,8 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
             or None for the defaults (p 4.0, d 0.1).
         joint_map: ROS <-> MJCF joint names (identity by default).
         overrides: model-parameter overrides (:class:`ParameterOverrides`, a mapping, or None).
-        scene: objects added to the model (:class:`~shadow_twin.model.scene.SceneConfig`; None: none).
+        scene: objects added to the model (:class:`~shadow_twin.model.scene.SceneConfig`; None: none);
+            ``followed``: those of them that follow a pose source (:mod:`.objects`).
         interpolation: trajectory sampling, see :meth:`JointTrajectory.sample`.
         base_command_timeout: a base velocity command lapses after this many s of sim time
             (models with a mobile base; see :meth:`command_base`).
@@ -79,12 +81,13 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
                  gains: ControllerGains | str | os.PathLike | None = None,
                  joint_map: JointNameMap | None = None,
                  overrides: ParameterOverrides | Mapping | None = None, interpolation: str = 'auto',
-                 base_command_timeout: float = COMMAND_TIMEOUT, scene: SceneConfig | None = None) -> None:
+                 base_command_timeout: float = COMMAND_TIMEOUT, scene: SceneConfig | None = None,
+                 followed: Sequence[str] = ()) -> None:
         self.lock = threading.RLock()
         self.base_command_timeout = float(base_command_timeout)
         self.joint_map = joint_map or JointNameMap()
         #: What the model is built from (overrides, gains source); builds it, and carries the state on a reload.
-        self._reloader = ModelReloader(self.joint_map, overrides, gains, scene)
+        self._reloader = ModelReloader(self.joint_map, overrides, gains, scene, tuple(followed))
         self.interpolation = interpolation
         #: When True, :meth:`step` and :meth:`step_to` do nothing.
         self.paused = False
@@ -125,6 +128,7 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         #: Columns of the (left, right) drive wheels.
         self._wheel_columns = np.array([self._controlled_index[n] for n in wheels], dtype=int)
         self.dt = float(self.model.opt.timestep)
+        self._index_objects()
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -227,6 +231,7 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         model, data = self.model, self.data
         for k in range(n):
             data.ctrl[:] = ctrl[k]
+            self._follow_objects()
             mujoco.mj_step(model, data)
         active = self._active
         if active is not None and active.scaled.any():
@@ -331,13 +336,11 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
         self._active = self._finished = None
         self._followed = {}
         self._hold = self._hold_positions()
+        self._rejoin_objects()
 
     def reset(self) -> None:
-        """Back to keyframe 0 if the model has one, else ``qpos0``, at rest; no trajectory.
-
-        Sim time keeps running (it is not set back to 0), so clocks and stamps
-        derived from it stay monotonic.
-        """
+        """Back to keyframe 0 if the model has one, else ``qpos0``, at rest; no trajectory. Sim time
+        keeps running (it is not set back to 0): clocks and stamps derived from it stay monotonic."""
         with self.lock:
             self._reset_state(keep_time=True)
 
@@ -345,13 +348,10 @@ class LiveSimulation(TrajectoryCommands, FollowingCommands, MobileBaseCommands):
                overrides: ParameterOverrides | Mapping | None | object = UNCHANGED,
                gains: ControllerGains | str | os.PathLike | None | object = UNCHANGED) -> ReloadReport:
         """Recompile the MJCF (re-read from disk) and carry the state over by joint name:
-        :meth:`prepare_reload` then :meth:`apply_reload`.
-
-        Positions and velocities of joints present in both models are copied by
-        name; the controller (gains re-read when given as a file), every
-        name -> index map and the overrides are rebuilt. Sim time continues.
-        The active trajectory continues if the new controller drives all its
-        joints, else every joint holds its position.
+        :meth:`prepare_reload` then :meth:`apply_reload`. Positions and velocities of joints present in
+        both models are copied by name; the controller (gains re-read when given as a file), every name
+        -> index map and the overrides are rebuilt. Sim time continues. The active trajectory continues
+        if the new controller drives all its joints, else every joint holds its position.
 
         Args:
             path: MJCF file; None recompiles the current file.

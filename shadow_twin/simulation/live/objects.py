@@ -1,0 +1,59 @@
+"""Objects that follow the real world in a live simulation: a mixin of
+:class:`~shadow_twin.simulation.live.simulation.LiveSimulation` around
+:class:`shadow_twin.simulation.objects.ObjectFollower`.
+
+The objects followed are named when the simulation is built (``followed``: free objects of its
+scene); the reloader adds their mocap targets and welds to every model it builds
+(:func:`shadow_twin.simulation.objects.add_following`), so a reload, a spawn or a delete keeps them
+(a deleted object stops being followed). Each physics step first sets the welds and targets from the
+poses offered (:meth:`ObjectFollowingCommands.offer_object_pose`, stamps in sim time); a reset
+re-engages them with a join from where the objects are put back.
+"""
+
+from __future__ import annotations
+
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.simulation.objects import ObjectFollower, Verdict, followed_objects
+
+
+class ObjectFollowingCommands:
+    """Pose sources of the followed objects (mixin of ``LiveSimulation``: ``lock``, ``model``, ``data``,
+    ``time``). :attr:`objects` is the follower, None while no object is followed."""
+
+    objects: ObjectFollower | None = None
+
+    def _index_objects(self) -> None:
+        """Follow the followed objects of the (new) model; their gates and tracks are kept by name."""
+        if not followed_objects(self.model):
+            self.objects = None
+        elif self.objects is None:
+            self.objects = ObjectFollower(self.model)
+        else:
+            self.objects.rebind(self.model)
+
+    def _follow_objects(self) -> None:
+        """Set the welds and targets for the next physics step (lock held)."""
+        if self.objects is not None:
+            self.objects.update(self.data, self.data.time)
+
+    def _rejoin_objects(self) -> None:
+        """After a reset: re-engage every weld with a join from where its object is put back."""
+        if self.objects is not None:
+            self.objects.rejoin()
+
+    def offer_object_pose(self, name: str, stamp: float, position, quat) -> Verdict:
+        """A pose of followed object ``name`` from its source: ``stamp`` (sim time, s), ``position`` (3,) m
+        and ``quat`` (4,) w x y z in the world frame; judged by its gate (never raises for what the sample
+        holds: the verdict says why it was dropped, log its message when ``report``).
+        Raises ConfigError: ``name`` is not followed."""
+        with self.lock:
+            if self.objects is None:
+                raise ConfigError(f'object {name!r} is not followed: no object of the simulation is')
+            return self.objects.offer(name, stamp, position, quat, float(self.data.time))
+
+    def object_errors(self) -> dict[str, tuple[float, float] | None]:
+        """{followed object: (position error m, angle error rad) of the sim against its source now, or
+        None while the source is silent}."""
+        with self.lock:
+            return {} if self.objects is None else self.objects.errors(self.data, float(self.data.time))
+
