@@ -32,14 +32,19 @@ penetration without force, e.g. of geoms already moving apart, is not contact):
 After ``mj_step``, ``data.contact``, ``xpos``, ``cvel`` all belong to the state at the start of the
 step (``qpos``/``qvel`` are already the next one): the reading is consistent, one step old.
 
-Cost: one ``mj_contactForce`` call per contact of a label, the rest vectorised over the contacts
-(numpy: some 40 array operations, whatever the number of contacts). Measured (medians, on a
-shared 2-core machine): the built-in hand alone with 10 contacts (6 of them on the six default
-labels, pyramidal cones), :meth:`ContactReader.read` costs about 4x one ``mj_step`` of that model
-(whose step is cheap); in the cell (``build_cell_spec``: hand, UR5, MiR250) with the same objects,
-about 2.5x one cell step. Without contacts it costs about 0.03x; with contacts but none on a label,
-a few array operations. At 250 Hz beside physics at 500 Hz (2 steps per reading) that is at most
-about twice the physics' own cost; a lower reading rate divides it.
+Cost (the bridge reads every label once per 250 Hz tick, beside 2 physics steps): the model's
+indices are built once (:class:`ContactReader`); a read lists the contacts' geom pairs, calls
+``mj_contactForce`` once per contact of a label's geom and does the rest in Python floats (some 150
+operations per counted contact), one array operation turning the labels' wrenches into their body
+frames. Measured by ``benchmarks/contacts.py`` (cost section: medians of back-to-back ticks, a
+shared 2-core machine), the hand's five fingertips holding a can (5 counted contacts): the
+reading adds about 58 us to the cell's tick of 213 us (x1.27) and 56 us to the hand alone's 116 us
+(x1.48); the first implementation (some 40 array operations, vectorised over the contacts) added
+210 us and 150 us. Contacts none of which is on a label add about 7 us (the cell at rest: x1.05);
+no contact, nothing. What is left is mostly Python's own: the physics leaves the caches cold, an
+array operation then costs 2-3 us (the arithmetic in 25 of them costs more than in floats: 83 us;
+decoding ``efc_force`` in Python costs more than ``mj_contactForce``), and building the five
+readings with their ten arrays about 20 us. A lower reading rate divides the cost.
 """
 
 from __future__ import annotations
@@ -181,6 +186,11 @@ def sensing_geoms(model: mujoco.MjModel, sensing: SensingConfig) -> dict[str, tu
 class ContactReader:
     """Reads every label's :class:`ContactReading` from a model's data (module doc).
 
+    What depends on the model alone (each geom's labels and body, each body's root and name, the
+    labels' frame bodies) is indexed once here. :meth:`read` visits only the contacts of a label's
+    geom; which those are depends on the contacts' geom pairs alone, so it keeps them for the
+    pairs it last saw (contacts persist from step to step). Threads may share a reader.
+
     Args:
         model: the compiled model the data belong to (not modified; its geom and body ids are kept).
         sensing: the labels and the force threshold (default :class:`SensingConfig`: the Shadow
@@ -200,79 +210,129 @@ class ContactReader:
                                        for label, (_, b) in resolved.items()}
         #: {label: its geom ids}.
         self.geoms: dict[str, np.ndarray] = {label: ids for label, (ids, _) in resolved.items()}
-        self._frame_bodies = np.array([b for _, b in resolved.values()], dtype=int)
-        # (ngeom + 1, L) membership; the last row (index -1) is for flex contacts' geom id -1: no label
-        self._member = np.zeros((model.ngeom + 1, len(self.labels)))
+        self._frame_bodies = [b for _, b in resolved.values()]
+        # per geom id, the labels (indices) it belongs to; the last entry (index -1) is a flex
+        # contact's geom id -1: no label
+        members: list[list[int]] = [[] for _ in range(model.ngeom + 1)]
         for j, (ids, _) in enumerate(resolved.values()):
-            self._member[ids, j] = 1.0
+            for geom in ids.tolist():
+                members[geom].append(j)
+        self._labels_of = [tuple(m) for m in members]
         self._body_names = _names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody) + ['flex']   # [-1]: a flex
-        self._geom_body = np.append(model.geom_bodyid, -1)           # geom id -1 (flex) -> 'flex'
-        self._root = np.append(model.body_rootid, 0)                   # body -1 (flex) -> the world
+        self._geom_body = model.geom_bodyid.tolist() + [-1]          # geom id -1 (flex) -> body -1
+        self._root = model.body_rootid.tolist() + [0]                  # body -1 (flex) -> the world
         self._flex = model.nflex > 0
+        self._last: tuple[list, tuple] = ([], ([], [], [], []))      # geom pairs -> :meth:`_candidates`
 
     def _empty(self) -> dict[str, ContactReading]:
         return dict.fromkeys(self.labels, NO_CONTACT)
 
     def read(self, data: mujoco.MjData) -> dict[str, ContactReading]:
-        """{label: ContactReading} of the contacts in ``data`` (after ``mj_step`` or ``mj_forward``)."""
-        if data.ncon == 0:
+        """{label: ContactReading} of the contacts in ``data`` (after ``mj_step`` or ``mj_forward``);
+        the shared :data:`NO_CONTACT` for a label no counted contact touches.
+
+        Cost (module doc): the contacts' geom pairs listed (the pass over them skipped when they
+        are those of the last read), one ``mj_contactForce`` per contact of a label's geom, the
+        contacts' frames and points and the bodies' ``cvel``, ``subtree_com`` and ``xpos`` copied
+        into Python floats, some 150 float operations per counted contact, one array operation.
+        """
+        if not data.ncon:
             return self._empty()
         contact = data.contact
-        pair = contact.geom                                                      # (n, 2) geom ids
-        side = self._member[pair[:, 1]] - self._member[pair[:, 0]]              # (n, L): +1 geom2, -1 geom1
-        rows = np.flatnonzero(side.any(axis=1))
-        if not len(rows):
+        pairs = contact.geom.tolist()
+        last = self._last
+        if last[0] != pairs:
+            last = self._last = (pairs, self._candidates(pairs))
+        rows, bodies, roots, entries = last[1]
+        if not rows:
             return self._empty()
-        local = np.empty((len(rows), 6))
-        for k, i in enumerate(rows.tolist()):
-            mujoco.mj_contactForce(self.model, data, i, local[k])
-        over = local[:, 0] > self.sensing.min_force
-        if not over.any():
+        model, threshold, result = self.model, self.sensing.min_force, np.empty(6)
+        forces: dict[int, list[float]] = {}      # counted contact -> force, torque on geom2 in its frame
+        for i in rows:
+            mujoco.mj_contactForce(model, data, i, result)
+            force = result.tolist()
+            if force[0] > threshold:
+                forces[i] = force
+        entries = [e for e in entries if e[0] in forces]
+        if not entries:
             return self._empty()
-        rows, local = rows[over], local[over]
-        weight = side[rows]                                                      # (k, L) signed, counted contacts
-        normal = local[:, 0]
-        pair, frame, pos = pair[rows], contact.frame[rows].reshape(-1, 3, 3), contact.pos[rows]
-        world = np.einsum('kij,kci->kcj', frame, local.reshape(-1, 2, 3))      # (k, 2, 3): force, torque on geom2
-        force = weight.T @ world[:, 0]                                           # (L, 3), world
-        moment = weight.T @ (_cross(pos, world[:, 0]) + world[:, 1])             # about the world origin
-        moment -= _cross(data.xpos[self._frame_bodies], force)                   # about each frame body's origin
-        rot = data.xmat[self._frame_bodies].reshape(-1, 3, 3)                    # body -> world
-        body = np.einsum('lji,lcj->lci', rot, np.stack((force, moment), axis=1))  # (L, 2, 3) in the body frame
-        load = np.abs(weight) * normal[:, None]                                  # (k, L)
-        total = load.sum(axis=0)
-        slip = (self._slip(data, pair, pos, frame[:, 0]) @ load) / np.where(total > 0, total, 1.0)
-        bodies = self._geom_body[pair].tolist()
-        touching: list[set] = [set() for _ in self.labels]
-        for (b1, b2), signs in zip(bodies, weight.tolist()):
-            for j, sign in enumerate(signs):
-                if sign:
-                    touching[j].add(self._body_names[b1 if sign > 0 else b2])
-        count, slip, total = np.count_nonzero(weight, axis=0).tolist(), slip.tolist(), total.tolist()
-        return {label: ContactReading(True, body[j, 0], body[j, 1], slip[j], total[j], count[j],
-                                      tuple(sorted(touching[j]))) if count[j] else NO_CONTACT
-                for j, label in enumerate(self.labels)}
+        frames = contact.frame.tolist()                                    # normal, tangent 1, tangent 2
+        points = contact.pos.tolist()
+        velocities = data.cvel.take(bodies, axis=0).tolist()               # rot, lin at the root's subtree_com
+        if self._flex and -1 in bodies:                                    # a flex vertex: taken at rest
+            velocities = [[0.0] * 6 if b < 0 else v for b, v in zip(bodies, velocities)]
+        centres = data.subtree_com.take(roots, axis=0).tolist()
+        origins = data.xpos.take(self._frame_bodies, axis=0).tolist()
+        slips: dict[int, float] = {}
+        sums: list[list | None] = [None] * len(self.labels)     # per label: wrench, N, slip N, count, touching
+        names = self._body_names
+        for i, k, j, sign in entries:
+            f0, f1, f2, t0, t1, t2 = forces[i]
+            n0, n1, n2, a0, a1, a2, b0, b1, b2 = frames[i]
+            p0, p1, p2 = points[i]
+            slip = slips.get(i)
+            if slip is None:
+                # v = lin + rot x (p - subtree_com) of geom2's body minus geom1's, in the tangent plane
+                w0, w1, w2, u0, u1, u2 = velocities[2 * k]
+                c0, c1, c2 = centres[2 * k]
+                r0, r1, r2 = p0 - c0, p1 - c1, p2 - c2
+                v0, v1, v2 = u0 + w1 * r2 - w2 * r1, u1 + w2 * r0 - w0 * r2, u2 + w0 * r1 - w1 * r0
+                w0, w1, w2, u0, u1, u2 = velocities[2 * k + 1]
+                c0, c1, c2 = centres[2 * k + 1]
+                r0, r1, r2 = p0 - c0, p1 - c1, p2 - c2
+                d0, d1, d2 = u0 + w1 * r2 - w2 * r1 - v0, u1 + w2 * r0 - w0 * r2 - v1, u2 + w0 * r1 - w1 * r0 - v2
+                slip = slips[i] = math.hypot(a0 * d0 + a1 * d1 + a2 * d2, b0 * d0 + b1 * d1 + b2 * d2)
+            # the wrench on the label's geom (sign: geom2 +1, geom1 -1) in the world, about its frame origin
+            fx, fy, fz = sign * (f0 * n0 + f1 * a0 + f2 * b0), sign * (f0 * n1 + f1 * a1 + f2 * b1), \
+                sign * (f0 * n2 + f1 * a2 + f2 * b2)
+            x0, x1, x2 = origins[j]
+            l0, l1, l2 = p0 - x0, p1 - x1, p2 - x2
+            wrench = [fx, fy, fz, sign * (t0 * n0 + t1 * a0 + t2 * b0) + l1 * fz - l2 * fy,
+                      sign * (t0 * n1 + t1 * a1 + t2 * b1) + l2 * fx - l0 * fz,
+                      sign * (t0 * n2 + t1 * a2 + t2 * b2) + l0 * fy - l1 * fx]
+            name = names[bodies[2 * k] if sign > 0 else bodies[2 * k + 1]]
+            total = sums[j]
+            if total is None:
+                sums[j] = [wrench, f0, slip * f0, 1, {name}]
+            else:
+                total[0] = [a + b for a, b in zip(total[0], wrench)]
+                total[1] += f0
+                total[2] += slip * f0
+                total[3] += 1
+                total[4].add(name)
+        return self._readings(data, sums)
 
-    def _slip(self, data: mujoco.MjData, pair: np.ndarray, pos: np.ndarray, normal: np.ndarray) -> np.ndarray:
-        """(k,) m/s: the tangential speed of geom2's body relative to geom1's at the contact points
-        ``pos`` ((k, 3)) with unit normals ``normal`` ((k, 3)): |n x (v2 - v1)|."""
-        bodies = self._geom_body[pair].ravel()                                   # (2k,); -1: a flex
-        cvel = data.cvel[bodies]                                                 # rot, lin at subtree_com
-        if self._flex:
-            cvel[bodies < 0] = 0.0                                               # a flex vertex: taken at rest
-        lever = np.repeat(pos, 2, axis=0) - data.subtree_com[self._root[bodies]]
-        velocity = cvel[:, 3:] + _cross(cvel[:, :3], lever)                     # (2k, 3) at the points, world
-        sliding = _cross(normal, velocity[1::2] - velocity[0::2])
-        return np.sqrt(np.einsum('ki,ki->k', sliding, sliding))
+    def _candidates(self, pairs: list[list[int]]) -> tuple[list[int], list[int], list[int], list[tuple]]:
+        """From the contacts' geom pairs ((n, 2) as lists): the contacts of a label's geom (not
+        internal to all its labels) (r,), their geom1's and geom2's bodies alternating (2r,) and those
+        bodies' roots (2r,), the entries (contact, index in the first list, label index, +1.0 on
+        geom2 or -1.0 on geom1)."""
+        labels_of, geom_body = self._labels_of, self._geom_body
+        rows: list[int] = []
+        bodies: list[int] = []
+        entries: list[tuple[int, int, int, float]] = []
+        for i, (g1, g2) in enumerate(pairs):
+            in1, in2 = labels_of[g1], labels_of[g2]
+            if not (in1 or in2):
+                continue
+            k = len(rows)
+            mine = [(i, k, j, 1.0) for j in in2 if j not in in1] + [(i, k, j, -1.0) for j in in1 if j not in in2]
+            if mine:
+                entries += mine
+                rows.append(i)
+                bodies += (geom_body[g1], geom_body[g2])
+        return rows, bodies, [self._root[b] for b in bodies], entries
 
-
-#: The Levi-Civita symbol: cross(a, b)_i = eps_ijk a_j b_k.
-_EPS = np.zeros((3, 3, 3))
-_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
-_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(n, 3): the rows of a x b ((n, 3) each); one einsum, several times faster than ``np.cross`` on
-    the few rows a read has."""
-    return np.einsum('ijk,nj,nk->ni', _EPS, a, b)
+    def _readings(self, data: mujoco.MjData, sums: list[list | None]) -> dict[str, ContactReading]:
+        """The readings from the per-label sums of :meth:`read` (world wrench about the frame
+        origin, N, slip N, count, touching; None: no counted contact), the wrenches turned into the
+        frame bodies' frames in one array operation (R^T v: row vectors times R)."""
+        touched = [j for j, total in enumerate(sums) if total is not None]
+        frames = data.xmat.take([self._frame_bodies[j] for j in touched], axis=0).reshape(-1, 3, 3)
+        wrench = np.array([sums[j][0] for j in touched]).reshape(-1, 2, 3) @ frames      # (t, 2, 3)
+        out = self._empty()
+        for row, j in enumerate(touched):
+            _, normal, sliding, count, touching = sums[j]
+            out[self.labels[j]] = ContactReading(True, wrench[row, 0], wrench[row, 1], sliding / normal, normal,
+                                                 count, tuple(sorted(touching)))
+        return out

@@ -1,6 +1,8 @@
 """Contact sensing (shadow_twin/simulation/contact_sensing.py): contact, wrench and slip checked
 against physics (a box's weight, its sliding and spinning speeds, Coulomb deceleration), against
-MuJoCo's own body forces (``cfrc_ext``) and Newton's third law, on a box and on the Shadow Hand E."""
+MuJoCo's own body forces (``cfrc_ext``) and Newton's third law, on a box and on the Shadow Hand E;
+the reading against its definition computed contact by contact (``mj_contactForce``,
+``mj_objectVelocity``) on objects falling onto the hand."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import pytest
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.mjcf import builtin_model_path
-from shadow_twin.simulation.contact_sensing import (DEFAULT_SENSORS, ContactReader, SensingConfig, parse_sensing,
-                                                    sensing_geoms)
+from shadow_twin.simulation.contact_sensing import (DEFAULT_SENSORS, NO_CONTACT, ContactReader, SensingConfig,
+                                                    parse_sensing, sensing_geoms)
 
 HALF = (0.03, 0.02, 0.01)          # the box's half sizes, m
 MASS = 0.3                         # kg
@@ -263,3 +265,112 @@ def test_a_label_that_cannot_collide_is_refused():
     body.add_geom(name='ghost_geom', type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.01, 0, 0], contype=0, conaffinity=0)
     with pytest.raises(ConfigError, match="label 'g': no geom of ghost can collide"):
         ContactReader(spec.compile(), SensingConfig({'g': ('ghost',)}))
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast reading equals a straightforward one, contact by contact, on objects falling onto the hand
+# ---------------------------------------------------------------------------------------------
+
+# name: (shape, size, position m, initial velocity m/s, condim, friction): falling onto the
+# fingertips (the hand stands fingers up at qpos0) and thrown at the palm (its face looks to -y)
+DROPPED = {
+    'slab': ('box', [0.035, 0.012, 0.004], [0.022, -0.01, 0.452], [0.0, 0.0, 0.0], 3, [0.8, 0.005, 0.0001]),
+    'ball': ('sphere', [0.008], [-0.011, -0.013, 0.46], [0.05, 0.0, 0.0], 6, [0.6, 0.01, 0.002]),
+    'stick': ('capsule', [0.005, 0.02], [-0.033, -0.004, 0.47], [0.0, 0.1, 0.0], 4, [1.2, 0.02, 0.0001]),
+    'nub': ('box', [0.008, 0.008, 0.008], [0.092, -0.019, 0.36], [0.0, 0.0, 0.0], 1, [0.0, 0.0, 0.0]),
+    'puck': ('cylinder', [0.012, 0.006], [0.0, -0.06, 0.28], [0.0, 0.9, 0.0], 3, [0.3, 0.005, 0.0001]),
+}
+SENSORS = {**DEFAULT_SENSORS, 'slab': 'slab', 'ball': 'ball', 'objects': ['stick', 'nub', 'puck'],
+           'pair': ['rh_ffdistal_geom', 'rh_mfdistal'], 'everything': '*'}
+
+
+def _hand_with_falling_objects(cone: str) -> mujoco.MjModel:
+    """The built-in hand (its drives hold qpos0) with the free objects of :data:`DROPPED`."""
+    spec = mujoco.MjSpec.from_file(str(builtin_model_path()))
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if cone == 'elliptic' else mujoco.mjtCone.mjCONE_PYRAMIDAL
+    shapes = {'box': mujoco.mjtGeom.mjGEOM_BOX, 'sphere': mujoco.mjtGeom.mjGEOM_SPHERE,
+              'capsule': mujoco.mjtGeom.mjGEOM_CAPSULE, 'cylinder': mujoco.mjtGeom.mjGEOM_CYLINDER}
+    for name, (shape, size, pos, _, condim, friction) in DROPPED.items():
+        body = spec.worldbody.add_body(name=name, pos=pos, quat=[0.99, 0.05, 0.1, 0.0])
+        body.add_freejoint()
+        body.add_geom(name=name, type=shapes[shape], size=size + [0.0] * (3 - len(size)), mass=0.03, condim=condim,
+                      friction=friction)
+    return spec.compile()
+
+
+def _reference(model: mujoco.MjModel, data: mujoco.MjData, reader: ContactReader) -> dict[str, tuple]:
+    """{label: (force, torque, slip, normal force, count, touching, sides)} from the module doc's
+    definitions, contact by contact: ``mj_contactForce`` turned out of the contact frame, the moment
+    about the frame body's origin, the bodies' velocities at the contact point from
+    ``mj_objectVelocity`` (at the body origin) with the normal part removed; sides: the signs seen
+    (+1 the label's geom is geom2, -1 geom1)."""
+    out = {}
+    for label in reader.labels:
+        geoms, body = set(reader.geoms[label].tolist()), model.body(reader.frames[label]).id
+        force, moment, total, sliding, count, touching, sides = np.zeros(3), np.zeros(3), 0.0, 0.0, 0, set(), set()
+        for i in range(data.ncon):
+            g1, g2 = data.contact.geom[i]
+            side = int(g2 in geoms) - int(g1 in geoms)
+            local = np.zeros(6)
+            mujoco.mj_contactForce(model, data, i, local)
+            if side == 0 or local[0] <= reader.sensing.min_force:
+                continue
+            frame, point = data.contact.frame[i].reshape(3, 3), data.contact.pos[i]
+            on_label = side * frame.T @ local[:3]
+            force += on_label
+            moment += np.cross(point - data.xpos[body], on_label) + side * frame.T @ local[3:]
+            velocity = []
+            for geom in (g1, g2):
+                owner, twist = model.geom_bodyid[geom], np.zeros(6)
+                mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, owner, twist, 0)
+                velocity.append(twist[3:] + np.cross(twist[:3], point - data.xpos[owner]))
+            relative = velocity[1] - velocity[0]
+            slip = float(np.linalg.norm(relative - (relative @ frame[0]) * frame[0]))
+            total, sliding, count = total + local[0], sliding + slip * local[0], count + 1
+            touching.add(model.body(model.geom_bodyid[g1 if side > 0 else g2]).name)
+            sides.add(side)
+        rotation = data.xmat[body].reshape(3, 3)
+        out[label] = (rotation.T @ force, rotation.T @ moment, sliding / total if count else 0.0, total, count,
+                      tuple(sorted(touching)), sides)
+    return out
+
+
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+@pytest.mark.parametrize('min_force', [0.0, 0.05])
+def test_the_reading_equals_the_contact_by_contact_definition_on_objects_falling_onto_the_hand(cone, min_force):
+    """Every 4th step of 0.5 s while five objects (condim 1, 3, 4, 6) land on the fingertips, bounce,
+    slide and roll, and one is thrown at the palm: each label's reading equals :func:`_reference` to
+    1e-9 (N, N m, m/s). The labels overlap (a fingertip's geom is also in ``pair`` and
+    ``everything``; ``everything``'s own contacts are internal) and include the objects (the label
+    on geom1 or geom2 of a contact)."""
+    model = _hand_with_falling_objects(cone)
+    data = mujoco.MjData(model)
+    for name, (*_, velocity, _, _) in DROPPED.items():
+        data.qvel[model.jnt_dofadr[model.body(name).jntadr[0]]:][:3] = velocity
+    reader = ContactReader(model, parse_sensing(SENSORS, min_force))
+    seen = {'labels': set(), 'sides': set(), 'several': 0, 'sliding': 0, 'torque': 0, 'objects': 0}
+    for step in range(250):
+        mujoco.mj_step(model, data)
+        if step % 4:
+            continue
+        reading, expected = reader.read(data), _reference(model, data, reader)
+        again = reader.read(data)           # the same contacts: the kept candidates of the last read
+        assert all(np.array_equal(again[label].force, reading[label].force) for label in reader.labels)
+        for label, (force, torque, slip, normal, count, touching, sides) in expected.items():
+            got = reading[label]
+            if not count:
+                assert got is NO_CONTACT
+                continue
+            assert got.in_contact and got.n_contacts == count and got.touching == touching
+            assert got.force == pytest.approx(force, abs=1e-9) and got.torque == pytest.approx(torque, abs=1e-9)
+            assert got.slip == pytest.approx(slip, abs=1e-9) and got.normal_force == pytest.approx(normal, abs=1e-9)
+            seen['labels'].add(label)
+            seen['sides'] |= sides
+            seen['several'] += count > 1
+            seen['sliding'] += slip > 1e-3
+            seen['torque'] += label in DEFAULT_SENSORS and np.linalg.norm(torque) > 1e-4
+            seen['objects'] += label in ('slab', 'ball', 'objects')
+    # the states covered what the fast reading does differently from the definition
+    assert {'ff', 'mf', 'rf', 'lf', 'th', 'palm', 'slab', 'ball', 'objects', 'pair'} <= seen['labels']
+    assert seen['sides'] == {-1, 1} and min(seen['several'], seen['sliding'], seen['torque'], seen['objects']) > 5
+    assert 'everything' not in seen['labels']       # every contact is internal to it: no reading
