@@ -18,11 +18,10 @@ spawn (a new model) makes a new reader. The mock hardware publishes the same und
 
 from __future__ import annotations
 
-import yaml
 from geometry_msgs.msg import TwistStamped, WrenchStamped
 from rclpy.node import Node
 
-from shadow_twin.common.errors import ConfigError
+from shadow_twin.ros.parameters import yaml_mapping
 from shadow_twin.simulation.contact_sensing import ContactReader, parse_sensing
 
 #: ``contact_sensors`` value meaning the Shadow Hand E's five fingertips and palm
@@ -34,18 +33,10 @@ def sensors_of(text: str):
     """The :class:`~shadow_twin.simulation.contact_sensing.SensingConfig` of a ``contact_sensors``
     value ('' = none: returns None; 'hand'; or YAML {label: [body or geom globs]}).
     Raises ConfigError naming the problem."""
-    text = (text or '').strip()
-    if not text:
-        return None
-    if text == HAND:
+    if (text or '').strip() == HAND:
         return parse_sensing()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'contact_sensors is not valid YAML: {" ".join(str(exc).split())}') from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"contact_sensors must be '{HAND}' or a mapping {{label: [globs]}}, got {text!r}")
-    return parse_sensing(data)
+    data = yaml_mapping(text, 'contact_sensors', f"'{HAND}' or a mapping {{label: [body or geom globs]}}")
+    return None if data is None else parse_sensing(data)
 
 
 class ContactOutput:

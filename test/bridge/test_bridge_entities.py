@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
 
@@ -17,6 +16,8 @@ sim_msg = pytest.importorskip('simulation_interfaces.msg')
 sim_srv = pytest.importorskip('simulation_interfaces.srv')
 
 from shadow_twin.model.scene import SceneConfig  # noqa: E402
+from support import bridge as bridge_support  # noqa: E402
+from support.bridge import namespaced_bridge  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCENE = REPO / 'config' / 'scene_hand.yaml'
@@ -30,19 +31,9 @@ SPAWN = sim_srv.SpawnEntity.Response
 def bridge(ros, tmp_path_factory):
     """A paused hand bridge with the hand's scene, in namespace /ent; yields (process, joint states)."""
     from sensor_msgs.msg import JointState
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('entities')
-    params = yaml.safe_load((REPO / 'config' / 'mujoco_bridge.yaml').read_text())
-    params['/**/mujoco_bridge']['ros__parameters'].update(
-        scene_file=str(SCENE), joint_states_topic='/ent/joint_states', action_name='/ent/follow_joint_trajectory',
-        viewer=False)
-    (folder / 'params.yaml').write_text(yaml.safe_dump(params))
-    states = client.record(JointState, '/ent/joint_states', depth=500)
-    proc = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__ns:=/ent', '--params-file', str(folder / 'params.yaml')],
-                               folder / 'bridge.log')
-    if not helpers.wait_until(lambda: states.count() > 0 or not proc.alive(), 30.0):
-        proc.stop()
-        pytest.fail(f'no joint states from the bridge:\n{proc.output()}')
+    states = ros[1].record(JointState, '/ent/joint_states', depth=500)
+    proc = namespaced_bridge(ros, tmp_path_factory.mktemp('entities'), '/ent', lambda: states.count() > 0,
+                             scene_file=str(SCENE))
     state = sim_msg.SimulationState(state=sim_msg.SimulationState.STATE_PAUSED)
     assert call(ros, sim_srv.SetSimulationState, 'set_simulation_state', state=state).result.result == OK
     yield proc, states
@@ -51,10 +42,8 @@ def bridge(ros, tmp_path_factory):
 
 
 def call(ros, srv, service, **fields):
-    request = srv.Request()
-    for key, value in fields.items():
-        setattr(request, key, value)
-    return ros[1].call(srv, f'{NS}/{service}', request)
+    """The bridge's ``service`` (its name in the bridge's namespace), called with ``fields``."""
+    return bridge_support.call(ros, srv, f'{NS}/{service}', **fields)
 
 
 def entities(ros, pattern: str = '') -> list[str]:

@@ -9,7 +9,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-import yaml
 
 pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
 
@@ -18,6 +17,7 @@ sim_srv = pytest.importorskip('simulation_interfaces.srv')
 from shadow_twin.common.stamps import to_seconds  # noqa: E402
 from shadow_twin.model.mjcf import builtin_model_path  # noqa: E402
 from shadow_twin.simulation.contact_sensing import DEFAULT_SENSORS  # noqa: E402
+from support.bridge import namespaced_bridge  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 NS = '/con'
@@ -43,22 +43,14 @@ def ball_against_the_first_finger() -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope='module')
 def bridge(ros, tmp_path_factory):
     from geometry_msgs.msg import TwistStamped, WrenchStamped
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('contacts')
-    params = yaml.safe_load((REPO / 'config' / 'mujoco_bridge.yaml').read_text())
-    params['/**/mujoco_bridge']['ros__parameters'].update(
-        contact_sensors='hand', contact_rate=50.0, joint_states_topic='/con/joint_states',
-        action_name='/con/follow_joint_trajectory', viewer=False)
-    (folder / 'params.yaml').write_text(yaml.safe_dump(params))
+    client = ros[1]
     wrenches = {label: client.record(WrenchStamped, f'{NS}/mujoco_bridge/contacts/{label}/wrench', depth=200)
                 for label in DEFAULT_SENSORS}
     slips = {label: client.record(TwistStamped, f'{NS}/mujoco_bridge/contacts/{label}/slip', depth=200)
              for label in DEFAULT_SENSORS}
-    proc = helpers.NodeProcess('mujoco_bridge.main', ['-r', f'__ns:={NS}', '--params-file', str(folder / 'params.yaml')],
-                               folder / 'bridge.log')
-    if not helpers.wait_until(lambda: all(r.count() > 2 for r in wrenches.values()) or not proc.alive(), 30.0):
-        proc.stop()
-        pytest.fail(f'no contact outputs from the bridge:\n{proc.output()}')
+    proc = namespaced_bridge(ros, tmp_path_factory.mktemp('contacts'), NS,
+                             lambda: all(r.count() > 2 for r in wrenches.values()), contact_sensors='hand',
+                             contact_rate=50.0)
     yield proc, wrenches, slips
     assert proc.stop() == 0, proc.output()
 

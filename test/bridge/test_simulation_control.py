@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = pytest.mark.ros   # rclpy and DDS (setup.cfg)
 
@@ -17,6 +16,8 @@ sim_msg = pytest.importorskip('simulation_interfaces.msg')
 sim_srv = pytest.importorskip('simulation_interfaces.srv')
 
 from shadow_twin.common.stamps import to_seconds  # noqa: E402
+from support import bridge as bridge_support  # noqa: E402
+from support.bridge import namespaced_bridge  # noqa: E402
 from shadow_twin.simulation.live import run_state as rs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,28 +45,16 @@ def test_run_state_constants_are_upstreams():
 def clocked(ros, tmp_path_factory):
     """A hand bridge stamping its joint states with sim time, in namespace /ctl."""
     from sensor_msgs.msg import JointState
-    helpers, client = ros
-    folder = tmp_path_factory.mktemp('control')
-    params = yaml.safe_load((REPO / 'config' / 'mujoco_bridge.yaml').read_text())
-    params['/**/mujoco_bridge']['ros__parameters'].update(
-        publish_clock=True, joint_states_topic='/ctl/joint_states', action_name='/ctl/follow_joint_trajectory',
-        viewer=False)
-    (folder / 'params.yaml').write_text(yaml.safe_dump(params))
-    states = client.record(JointState, '/ctl/joint_states', depth=2000)
-    proc = helpers.NodeProcess('mujoco_bridge.main', ['-r', '__ns:=/ctl', '--params-file', str(folder / 'params.yaml')],
-                               folder / 'bridge.log')
-    if not helpers.wait_until(lambda: states.count() > 0 or not proc.alive(), 30.0):
-        proc.stop()
-        pytest.fail(f'no joint states from the bridge:\n{proc.output()}')
+    states = ros[1].record(JointState, '/ctl/joint_states', depth=2000)
+    proc = namespaced_bridge(ros, tmp_path_factory.mktemp('control'), '/ctl', lambda: states.count() > 0,
+                             publish_clock=True)
     yield proc, states
     assert proc.stop() == 0, proc.output()
 
 
-def call(ros, srv, name, **fields):
-    request = srv.Request()
-    for key, value in fields.items():
-        setattr(request, key, value)
-    return ros[1].call(srv, f'{NS}/{name}', request)
+def call(ros, srv, service, **fields):
+    """The bridge's ``service`` (its name in the bridge's namespace), called with ``fields``."""
+    return bridge_support.call(ros, srv, f'{NS}/{service}', **fields)
 
 
 def set_state(ros, state):
