@@ -22,21 +22,21 @@ from geometry_msgs.msg import TwistStamped, WrenchStamped
 from rclpy.node import Node
 
 from shadow_twin.ros.parameters import yaml_mapping
-from shadow_twin.simulation.contact_sensing import ContactReader, parse_sensing
+from shadow_twin.simulation.contact_sensing import DEFAULT_MIN_FORCE, ContactReader, parse_sensing
 
 #: ``contact_sensors`` value meaning the Shadow Hand E's five fingertips and palm
 #: (:data:`shadow_twin.simulation.contact_sensing.DEFAULT_SENSORS`).
 HAND = 'hand'
 
 
-def sensors_of(text: str):
+def sensors_of(text: str, min_force: float = DEFAULT_MIN_FORCE):
     """The :class:`~shadow_twin.simulation.contact_sensing.SensingConfig` of a ``contact_sensors``
-    value ('' = none: returns None; 'hand'; or YAML {label: [body or geom globs]}).
-    Raises ConfigError naming the problem."""
+    value ('' = none: returns None; 'hand'; or YAML {label: [body or geom globs]}) and ``min_force``
+    (N). Raises ConfigError naming the problem."""
     if (text or '').strip() == HAND:
-        return parse_sensing()
+        return parse_sensing(None, min_force)
     data = yaml_mapping(text, 'contact_sensors', f"'{HAND}' or a mapping {{label: [body or geom globs]}}")
-    return None if data is None else parse_sensing(data)
+    return None if data is None else parse_sensing(data, min_force)
 
 
 class ContactOutput:
@@ -54,7 +54,7 @@ class ContactOutput:
 
     def __init__(self, node: Node, sim, settings, stamp_of) -> None:
         self.sim, self.stamp_of = sim, stamp_of
-        self.sensing = parse_sensing(sensors_of(settings.contact_sensors).sensors, settings.contact_min_force)
+        self.sensing = sensors_of(settings.contact_sensors, settings.contact_min_force)
         self._reader = ContactReader(sim.model, self.sensing)
         self._model = sim.model
         self._period = 1.0 / settings.contact_rate
