@@ -99,3 +99,19 @@ def test_a_ball_against_a_fingertip_is_felt_there_only(ros, bridge):
     assert helpers.wait_until(lambda: to_seconds(wrenches['ff'].last().header.stamp) > t1 + 0.2
                               and force_of(wrenches['ff'].last()) == 0.0, 10.0)
     assert proc.alive()
+
+
+def test_contact_sensors_values_are_checked_with_one_line_each():
+    from mujoco_bridge.contact_output import sensors_of
+    from shadow_twin.common.errors import ConfigError
+    assert sensors_of('') is None and sensors_of('  ') is None
+    hand = sensors_of('hand', 0.5)
+    assert dict(hand.sensors) == {k: tuple(v) for k, v in DEFAULT_SENSORS.items()} and hand.min_force == 0.5
+    assert dict(sensors_of('{tip: [rh_ffdistal]}').sensors) == {'tip': ('rh_ffdistal',)}
+    for text, words in (('{tip: [rh_ff', 'malformed YAML'), ('- rh_ffdistal', "'hand' or a mapping"),
+                        ('{9tip: rh_ffdistal}', 'is not a name'), ('{tip: []}', 'needs a list')):
+        with pytest.raises(ConfigError, match=words) as error:
+            sensors_of(text)
+        assert '\n' not in str(error.value)
+    with pytest.raises(ConfigError, match='min_force'):
+        sensors_of('hand', -1.0)
