@@ -11,7 +11,9 @@ by the ROS layer) follows it in the sim, with contacts that stay physical. ROS-f
 * :mod:`.weld`: :func:`add_following`, a mocap target and a soft weld per followed object, added to a
   spec (the figures that justify them);
 * :mod:`.follower`: :class:`ObjectFollower`, which moves the targets, on a leash, and switches the
-  welds.
+  welds;
+* :mod:`.motion_capture`: :class:`MotionCapture`, a capture system's frames (rate, latency, noise): the
+  mock hardware's stand-in for the real objects' poses.
 
 Use::
 
@@ -28,9 +30,10 @@ Use::
 
 from shadow_twin.simulation.objects.follower import ObjectFollower
 from shadow_twin.simulation.objects.gate import GateLimits, PoseGate, Verdict
+from shadow_twin.simulation.objects.motion_capture import CaptureConfig, MotionCapture
 from shadow_twin.simulation.objects.poses import PoseSample, angle_between, pose_error
 from shadow_twin.simulation.objects.track import Motion, PoseTrack
 from shadow_twin.simulation.objects.weld import add_following, follow_name, followed_objects, target_name
 
-__all__ = ['GateLimits', 'Motion', 'ObjectFollower', 'PoseGate', 'PoseSample', 'PoseTrack', 'Verdict', 'add_following',
-           'angle_between', 'follow_name', 'followed_objects', 'pose_error', 'target_name']
+__all__ = ['CaptureConfig', 'GateLimits', 'Motion', 'MotionCapture', 'ObjectFollower', 'PoseGate', 'PoseSample',
+           'PoseTrack', 'Verdict', 'add_following', 'angle_between', 'follow_name', 'followed_objects', 'pose_error', 'target_name']
