@@ -34,6 +34,7 @@ from shadow_twin.control.trajectory import START_TOLERANCE, JointTrajectory
 from shadow_twin.identification.recordings import check_positions
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.scene import SceneConfig, add_objects
 
 DEFAULT_JOINTS = 'rh_FFJ1,rh_FFJ2,rh_FFJ3,rh_FFJ4'
 #: s: the largest --max-delay (the delay fit simulates this much beyond the compared window).
@@ -89,6 +90,8 @@ def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) 
     with an optional --weight per pair."""
     g = parser.add_argument_group('inputs')
     g.add_argument('--model', type=Path, help='MJCF model (default: built-in Shadow Hand E)')
+    g.add_argument('--scene', type=Path, help="scene YAML whose objects every rollout simulates with the model "
+                   "(config/scene_hand.yaml; shadow_twin.model.scene); the calibrated MJCF is written without them")
     repeat = {'action': 'append'} if several else {}
     more = '; repeat --bag/--trajectory for several recordings, paired in order' if several else ''
     g.add_argument('--bag', type=Path, required=True, **repeat,
@@ -245,7 +248,8 @@ def load_setup(args) -> Setup:
         raise ConfigError('--joints is empty')
     pairs, weights = recording_pairs(args)
     holdouts = [parse_holdout(spec) for spec in getattr(args, 'holdout', None) or []]
-    twin = TwinModel(args.model)
+    scene = SceneConfig.from_yaml(args.scene) if getattr(args, 'scene', None) else None
+    twin = TwinModel(args.model, edit=(lambda spec: add_objects(spec, scene)) if scene is not None else None)
     gains_file = args.gains or config_path('controllers', 'shadow_hand_e.yaml')
     controller = SimController(twin.model, ControllerGains.from_yaml(gains_file),
                                JointNameMap.from_yaml(args.joint_map))
@@ -335,7 +339,7 @@ def check_recorded_positions(recording, twin: TwinModel, controller: SimControll
 def input_files(args, setup: Setup, holdout: bool = True) -> dict[str, Path]:
     """{name: file} of every input (one pair: 'bag', 'trajectory'; several: 'bag:1', 'trajectory:1', ...;
     hold-outs 'holdout_bag:1', ...)."""
-    files = {'model': setup.twin.path}
+    files = {'model': setup.twin.path, **({'scene': args.scene} if getattr(args, 'scene', None) else {})}
     several = len(setup.fit) > 1
     for k, rec in enumerate(setup.fit, 1):
         suffix = f':{k}' if several else ''
