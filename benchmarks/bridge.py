@@ -44,10 +44,14 @@ and measures from this process (a separate one, over DDS):
 more than one, a summary. Exit status 1 when any run misses a target.
 
 ``--model``/``--gains`` run another model (``benchmarks/cell.py`` runs the cell this way);
-``--cpu-max P`` adds the target "bridge CPU below P % of one core".
+``--cpu-max P`` adds the target "bridge CPU below P % of one core". ``--objects`` runs every start
+twice, without and then with objects and contact outputs (issue 36: "the cell with three free
+objects and contact outputs keeps RTF >= 0.99 and jitter p99 < 2 ms at 250 Hz"): the scene of
+``config/scene.yaml`` with every object free (the can, the tote, the ball), ``contact_sensors``
+'hand' at the default ``contact_rate``; both are printed, the targets apply to both.
 
 Usage: .venv/bin/python benchmarks/bridge.py [--seconds 10] [--trials 20] [--rates 250 1000] [--runs 1]
-                                             [--model MJCF --gains YAML] [--cpu-max P]
+                                             [--model MJCF --gains YAML] [--cpu-max P] [--objects]
 Not part of the tests. Needs rclpy and control_msgs.
 """
 
@@ -77,6 +81,20 @@ RTF_MIN, JITTER_P99_MAX_MS, LATENCY_P50_MAX_MS, STALL_MAX_MS, DROPPED_MAX_S = 0.
 #: What the bridge runs (``--model``, ``--gains``: its model_path and gains_file; '' = the built-in hand)
 #: and the CPU target (``--cpu-max``, share of one core; None = none), set by main().
 BRIDGE = {'model_path': '', 'gains_file': '', 'cpu_max': None}
+#: The conditions each start runs under: (label, extra bridge parameters); ``--objects`` adds the second.
+CONDITIONS: list[tuple[str, list[str]]] = [('', [])]
+
+
+def free_scene(folder: Path) -> Path:
+    """``config/scene.yaml`` with every object free, written into ``folder`` (``--objects``)."""
+    import yaml
+    from shadow_twin.common.paths import config_path
+    scene = yaml.safe_load(config_path('scene.yaml').read_text())
+    for entry in scene['scene']['objects']:
+        entry['free'] = True
+    path = folder / 'scene_all_free.yaml'
+    path.write_text(yaml.safe_dump(scene))
+    return path
 
 
 def cpu_seconds(pid: int) -> float:
@@ -275,9 +293,10 @@ def measure_stalls(states, diagnostics, reference_log: Path) -> dict:
             'max_gap_ms': float(np.diff(received).max() * 1e3) if len(received) > 1 else float('nan')}
 
 
-def run(rate: float, seconds: float, trials: int, client, log_dir: Path, tag: str, states, diagnostics) -> dict:
+def run(rate: float, seconds: float, trials: int, client, log_dir: Path, tag: str, states, diagnostics,
+        extra: list[str] = ()) -> dict:
     """One bridge start: all figures. ``states``, ``diagnostics``: this client's recorders of
-    /sim/joint_states and /diagnostics (cleared here)."""
+    /sim/joint_states and /diagnostics (cleared here); ``extra``: more ``-p name:=value`` arguments."""
     states.clear()
     diagnostics.clear()
     run_dir = log_dir / f'{int(rate)}{tag}'
@@ -285,7 +304,7 @@ def run(rate: float, seconds: float, trials: int, client, log_dir: Path, tag: st
     import subprocess
     model = [arg for name in ('model_path', 'gains_file') if BRIDGE[name] for arg in ('-p', f'{name}:={BRIDGE[name]}')]
     proc = ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', str(PARAMS), '-p',
-                                                          f'publish_rate:={rate:.1f}', *model],
+                                                          f'publish_rate:={rate:.1f}', *model, *extra],
                                    run_dir / 'bridge.log')
     reference_log = run_dir / 'reference_late_wakeups.txt'
     reference = subprocess.Popen([sys.executable, __file__, '--reference', str(rate), str(reference_log)])
@@ -375,6 +394,8 @@ def main() -> int:
     parser.add_argument('--gains', default='', help="the bridge's gains_file (default: the hand's)")
     parser.add_argument('--cpu-max', type=float, default=None,
                         help='target: bridge CPU below this share of one core, percent (default: none)')
+    parser.add_argument('--objects', action='store_true',
+                        help='each start also with the scene, every object free, and contact outputs (module doc)')
     args = parser.parse_args()
     BRIDGE.update(model_path=args.model, gains_file=args.gains,
                   cpu_max=None if args.cpu_max is None else args.cpu_max / 100.0)
@@ -383,6 +404,9 @@ def main() -> int:
     domain = ros_helpers.isolate_domain()
     client = ros_helpers.RosClient('bridge_benchmark', domain_id=domain)
     log_dir = Path(tempfile.mkdtemp(prefix='bridge_benchmark_'))
+    if args.objects:
+        CONDITIONS.append((', with 3 free objects and contact outputs',
+                           ['-p', f'scene_file:={free_scene(log_dir)}', '-p', 'contact_sensors:=hand']))
     print(f'mujoco_bridge benchmark: {args.model or "built-in Shadow Hand E"}, {os.cpu_count()} cores, ROS domain {domain}, '
           f'window {args.seconds:g} s, {args.trials} goals, {args.runs} run(s) per rate; logs in {log_dir}')
     from diagnostic_msgs.msg import DiagnosticArray
@@ -394,13 +418,14 @@ def main() -> int:
         for rate in args.rates:
             results = []
             for k in range(args.runs):
-                label = f', run {k + 1} of {args.runs}' if args.runs > 1 else ''
-                r = run(rate, args.seconds, args.trials, client, log_dir, f'_run{k + 1}' if args.runs > 1 else '',
-                        states, diagnostics)
-                results.append(r)
-                print_run(rate, r, label)
-                sys.stdout.flush()
-                ok &= not missed(r)
+                for c, (condition, extra) in enumerate(CONDITIONS):
+                    label = condition + (f', run {k + 1} of {args.runs}' if args.runs > 1 else '')
+                    tag = (f'_run{k + 1}' if args.runs > 1 else '') + (f'_c{c}' if c else '')
+                    r = run(rate, args.seconds, args.trials, client, log_dir, tag, states, diagnostics, extra)
+                    results.append(r)
+                    print_run(rate, r, label)
+                    sys.stdout.flush()
+                    ok &= not missed(r)
             if args.runs > 1:
                 print_summary(rate, results)
     finally:

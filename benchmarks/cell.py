@@ -6,7 +6,8 @@ Prints, measured on this machine in one run:
 1. Raw MuJoCo speed of the cell: ``mj_step`` per second (one thread, no controller), and
    the live simulation's throughput (``LiveSimulation.step``: controller and base included),
    as a real-time capacity at the model's timestep; the hand alone beside it, as a ratio.
-2. The bridge on the cell, at 250 Hz and 1 kHz publishing: ``benchmarks/bridge.py --model
+2. The bridge on the cell, at 250 Hz and 1 kHz publishing (and 2b: at 250 Hz without, then with three
+   free objects and contact outputs, ``--objects``, issue 36's cost target): ``benchmarks/bridge.py --model
    <cell> --gains config/controllers/cell.yaml --cpu-max 60`` (one implementation of the
    measurements): real-time factor (target >= 0.99), period jitter p99 (< 2 ms), CPU share of
    one core (< 60 %), and the bridge benchmark's other targets (goal latency, stalls, dropped
@@ -145,6 +146,13 @@ def main() -> int:
                                     cwd=ROOT)
             ok &= bridge.returncode == 0
             print(f'  bridge benchmark exit status {bridge.returncode} ({"all targets met" if bridge.returncode == 0 else "a target MISSED"})')
+            print('== 2b. The bridge on the cell at 250 Hz without, then with three free objects and contact outputs '
+                  '(benchmarks/bridge.py --objects)', flush=True)
+            objects = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'bridge.py'), '--model', str(cell),
+                                      '--gains', str(CELL_GAINS), '--objects', '--seconds', f'{args.seconds:g}',
+                                      '--trials', '5', '--rates', '250'], cwd=ROOT)
+            ok &= objects.returncode == 0
+            print(f'  exit status {objects.returncode} ({"all targets met" if objects.returncode == 0 else "a target MISSED"})')
         print('== 3. Arm swing, base commanded still '
               f'(shoulder pan +/-1 rad at pi rad/s for {SWING_SECONDS:g} s)')
         swing = arm_swing(cell)
