@@ -74,7 +74,9 @@ Hz) and the sim's on ``sim_joint_states_topic`` (``/sim/joint_states``), all
 * the *external-force watch* (``effort.*``; ``.effort``): each arm joint's real effort against the
   inverse dynamics of its real motion, ``/twin/effort_error`` and ``twin_monitor: external force:
   <joint>`` (at once on a change); *contacts* (``contacts.*``; ``.contacts``): per fingertip and palm,
-  sim-vs-real contact agreement and slip warnings, ``twin_monitor: contact: <label>``.
+  sim-vs-real contact agreement and slip warnings, ``twin_monitor: contact: <label>``; *objects*
+  (``objects.*``; ``.objects``): per scene object, the sim-vs-real pose error (m, rad) of each motion-capture
+  pose on ``/twin/object_error/<name>`` and over ``objects.window`` in ``twin_monitor: object <name>``.
 * with ``publish_aggregated`` (default true), at the same time on ``aggregated_topic``
   (``/diagnostics_agg``, what rqt_robot_monitor shows) the same statuses as diagnostic_aggregator
   would publish them under ``aggregated_path`` (``config/diagnostic_aggregator.yaml``; layout in
@@ -119,6 +121,7 @@ from shadow_twin.ros.monitor.aggregated import aggregated, level_byte
 from shadow_twin.ros.monitor.drift import DriftWatch
 from shadow_twin.ros.monitor.contacts import ContactMonitor
 from shadow_twin.ros.monitor.effort import EffortMonitor
+from shadow_twin.ros.monitor.objects import ObjectMonitor
 from shadow_twin.ros.monitor.parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, EFFORT_PARAMS, SPECS,
                                                 THRESHOLD_PARAMS, MonitorSettings, invalid_change, read_settings)
 from shadow_twin.ros.monitor.shadow import ShadowWatch
@@ -178,6 +181,7 @@ class TwinMonitor(Node):
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self.effort = EffortMonitor(self, self._status, self.diagnostics_pub.publish)
         self.contacts = ContactMonitor(self, self._status, self.diagnostics_pub.publish) if s.contacts_enabled else None
+        self.objects = ObjectMonitor(self, self._status) if s.objects_enabled else None
         self.aggregated_path = s.aggregated_path
         self.aggregated_pub = (self.create_publisher(DiagnosticArray, s.aggregated_topic, 10)
                                if s.publish_aggregated else None)
@@ -351,13 +355,8 @@ class TwinMonitor(Node):
             if BASE in stale:
                 base.level, base.message = level_byte(monitor.STALE), f'{stale[BASE]} (last: {base.message})'
             msg.status.append(base)
-        summary_values = {
-            'worst_joint': report.worst or '',
-            'joints': str(len(report.joints)),
-            'real_topics': ', '.join(self.real_topics),
-            'sim_topic': self.sim_topic,
-            'window_s': window,
-        }
+        summary_values = {'worst_joint': report.worst or '', 'joints': str(len(report.joints)),
+                          'real_topics': ', '.join(self.real_topics), 'sim_topic': self.sim_topic, 'window_s': window}
         message = report.message
         if stale:
             level = monitor.STALE
@@ -367,9 +366,9 @@ class TwinMonitor(Node):
             msg.status.append(self.shadow.status())
         if self.drift is not None:
             msg.status.append(self.drift.status(list(drift.values())))
-        msg.status.extend(self.effort.statuses(now))
-        if self.contacts is not None:
-            msg.status.extend(self.contacts.statuses(now))
+        for part in (self.effort, self.contacts, self.objects):
+            if part is not None:
+                msg.status.extend(part.statuses(now))
         return msg
 
     def _status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:

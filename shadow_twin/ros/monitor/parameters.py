@@ -8,12 +8,13 @@ typed settings the node reads them through (:class:`MonitorSettings`, :func:`rea
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.cell.names import UR5_JOINTS
-from shadow_twin.monitoring import base_error, drift, lag
+from shadow_twin.monitoring import base_error, drift, lag, object_error
 from shadow_twin.monitoring.effort_settings import EffortSettings
 from shadow_twin.monitoring.joint import error as monitor
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, JOINT_STATE_INPUT_SPECS, ParameterSpec, yaml_mapping
@@ -166,6 +167,35 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   read_only=True, bounds=(0.1, 3600.0), unit='s'),
     ParameterSpec('contacts.agreement_warn', 0.95, 'A label is WARN when sim and real agree on fewer samples.',
                   read_only=True, bounds=(0.0, 1.0), unit='fraction'),
+    # -- object pose error (shadow_twin.monitoring.object_error, shadow_twin.ros.monitor.objects) --
+    ParameterSpec('objects.enabled', False, "Compare each object's sim pose with its real pose (motion capture); "
+                  'needs a scene (the bridge\'s scene_file) and a pose source per object.', read_only=True),
+    ParameterSpec('objects.names', [''], "The scene objects compared (names of the scene file's objects, e.g. "
+                  "[can, ball]); [''] = none.", read_only=True, check=lambda names: object_names(names)),
+    ParameterSpec('objects.sim_prefix', '/mujoco_bridge/objects', "The sim bridge's object poses: "
+                  '<prefix>/<name>/pose, geometry_msgs/PoseStamped stamped when the pose was true.', read_only=True),
+    ParameterSpec('objects.real_prefix', '/mocap', "The real objects' poses (motion capture, the mock hardware's "
+                  'stand-in): <prefix>/<name>/pose, PoseStamped stamped when the pose was true.', read_only=True),
+    ParameterSpec('objects.frame', 'world', 'The frame_id both sources must give (the sim\'s world, which the '
+                  'motion capture is registered to); a pose in another frame is dropped.', read_only=True),
+    ParameterSpec('objects.error_topic_prefix', '/twin/object_error', 'geometry_msgs/Vector3Stamped per object on '
+                  '<prefix>/<name>: x position error (m), y angle error (rad), z 0, stamped with the real pose '
+                  'compared.', read_only=True),
+    ParameterSpec('objects.window', 2.0, "RMS window of an object's errors in /diagnostics (as the joints' window: "
+                  '200 comparisons at the motion capture\'s 100 Hz).', read_only=True, bounds=(0.01, 600.0), unit='s'),
+    ParameterSpec('objects.warn_position', object_error.DEFAULT_POSITION_WARN, 'RMS position error from which an '
+                  'object is WARN: over twice the following target (2 mm p95 while carried, issue 36) plus the '
+                  "motion capture's noise (0.5 mm per axis, 0.9 mm RMS in the distance).", read_only=True,
+                  bounds=(1e-6, 1e3), unit='m'),
+    ParameterSpec('objects.error_position', object_error.DEFAULT_POSITION_ERROR, 'RMS position error from which an '
+                  'object is ERROR (>= warn): most of a fingertip\'s width, the sim holds it elsewhere.',
+                  read_only=True, bounds=(1e-6, 1e3), unit='m'),
+    ParameterSpec('objects.warn_angle', object_error.DEFAULT_ANGLE_WARN, 'RMS angle error from which an object is '
+                  'WARN (2.9 deg): about three times the following target (1 deg p95) and five times the motion '
+                  "capture's orientation noise (0.009 rad RMS).", read_only=True, bounds=(1e-6, math.pi),
+                  unit='rad'),
+    ParameterSpec('objects.error_angle', object_error.DEFAULT_ANGLE_ERROR, 'RMS angle error from which an object is '
+                  'ERROR (>= warn; 11 deg).', read_only=True, bounds=(1e-6, math.pi), unit='rad'),
 )
 
 THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
@@ -176,6 +206,9 @@ DRIFT_PARAMS = ('drift.ratio', 'drift.min_error', 'drift.min_motion')
 #: ``effort.*`` parameters that may change at run time (the watch's EffortSettings).
 EFFORT_PARAMS = ('effort.k_warn', 'effort.k_error', 'effort.fallback_sigma', 'effort.sigma_overrides',
                  'effort.debounce_samples', 'effort.debounce_time', 'effort.hold_time')
+#: The object thresholds, in ObjectThresholds.from_config's order.
+OBJECT_THRESHOLD_PARAMS = ('objects.warn_position', 'objects.error_position', 'objects.warn_angle',
+                           'objects.error_angle')
 #: ``param(name)``: a parameter's current value.
 Getter = Callable[[str], Any]
 
@@ -245,21 +278,45 @@ def drive_gains(text: str, name: str = 'effort.drive_gains') -> dict[str, float]
     return {str(k): float(v) for k, v in data.items()}
 
 
+def object_names(names) -> list[str]:
+    """The objects of ``objects.names`` ('' entries left out). Raises ConfigError for a name that cannot be
+    a topic's name part (letters, digits, '_', not starting with a digit) or a repeated one."""
+    out = []
+    for name in (str(n).strip() for n in names):
+        if not name:
+            continue
+        if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name):
+            raise ConfigError(f'object name {name!r} cannot be part of a topic name (letters, digits, _)')
+        if name in out:
+            raise ConfigError(f'object {name!r} is listed twice')
+        out.append(name)
+    return out
+
+
+def object_thresholds(param: Getter, changed: dict | None = None) -> object_error.ObjectThresholds:
+    """Object thresholds from the parameters with ``changed`` applied. Raises ConfigError (error < warn)."""
+    changed = changed or {}
+    return object_error.ObjectThresholds.from_config(*(changed.get(name, param(name))
+                                                       for name in OBJECT_THRESHOLD_PARAMS))
+
+
 #: The monitor's settings: one attribute per parameter of :data:`SPECS` (``drift.ratio`` -> ``drift_ratio``),
-#: and what the node builds from several of them: ``thresholds`` (the joints'), ``base_thresholds`` and
-#: ``odom_topics`` ((real, sim), or None: no base).
+#: and what the node builds from several of them: ``thresholds`` (the joints'), ``base_thresholds``,
+#: ``odom_topics`` ((real, sim), or None: no base) and ``object_thresholds``; ``objects_names`` is a list
+#: without the '' entries.
 MonitorSettings = settings_class('MonitorSettings', SPECS, derived={
-    'thresholds': monitor.Thresholds, 'odom_topics': tuple | None, 'base_thresholds': base_error.BaseThresholds},
-    module=__name__)
+    'thresholds': monitor.Thresholds, 'odom_topics': tuple | None, 'base_thresholds': base_error.BaseThresholds,
+    'object_thresholds': object_error.ObjectThresholds}, parsed={'objects.names': list}, module=__name__)
 
 
 def read_settings(param: Getter) -> MonitorSettings:
     """The monitor's :class:`MonitorSettings` from its parameters (``param(name)``: a value). Raises
     ConfigError: invalid joint thresholds, only one odometry topic (or both the same), invalid base
-    thresholds (checked in that order, also without a base)."""
+    thresholds, invalid object thresholds (checked in that order, also without a base or objects)."""
     joints = thresholds(param, {})
     odom = odom_topics(param)
-    return MonitorSettings.read(param, thresholds=joints, odom_topics=odom, base_thresholds=base_thresholds(param, {}))
+    return MonitorSettings.read(param, thresholds=joints, odom_topics=odom, base_thresholds=base_thresholds(param, {}),
+                                object_thresholds=object_thresholds(param))
 
 
 def invalid_change(param: Getter, changed: dict) -> str | None:

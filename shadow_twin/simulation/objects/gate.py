@@ -57,6 +57,33 @@ KINDS = (NOT_FINITE, NOT_UNIT, FUTURE, STALE, NOT_AFTER, JUMP, SILENT)
 ACCEPTED = 'accepted'
 
 
+def check_sample(stamp, position, quat, unit_tolerance: float) -> tuple[str, str, PoseSample | None]:
+    """The checks of a pose sample that need no history (the gate's first two kinds, and the twin
+    monitor's, :mod:`shadow_twin.monitoring.object_error`): ``stamp`` s, ``position`` (3,) m, ``quat``
+    (4,) w x y z, given as anything numpy reads. Returns (:data:`NOT_FINITE` or :data:`NOT_UNIT`, a
+    one-line detail, None) for the first problem, else ('', '', the sample, its quaternion
+    normalised). Never raises for what the sample holds."""
+    try:
+        stamp = float(stamp)
+        position = np.asarray(position, dtype=float).reshape(-1)
+        quat = np.asarray(quat, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        return NOT_FINITE, 'the stamp, position or orientation is not made of numbers', None
+    if position.shape != (3,) or quat.shape != (4,):
+        return NOT_FINITE, (f'expected a position of 3 and an orientation of 4 numbers, got {position.size} '
+                            f'and {quat.size}'), None
+    if not math.isfinite(stamp):
+        return NOT_FINITE, f'stamp {stamp} is not finite', None
+    if not np.all(np.isfinite(position)):
+        return NOT_FINITE, f'position {position.tolist()} is not finite', None
+    if not np.all(np.isfinite(quat)):
+        return NOT_FINITE, f'orientation {quat.tolist()} is not finite', None
+    norm = float(np.linalg.norm(quat))
+    if abs(norm - 1.0) > unit_tolerance:
+        return NOT_UNIT, f'orientation {quat.tolist()} has norm {norm:.4g}, not 1', None
+    return '', '', PoseSample(stamp, position, quat / norm)
+
+
 @dataclass(frozen=True)
 class GateLimits:
     """What a pose source may do (module doc). Defaults:
@@ -190,30 +217,15 @@ class PoseGate:
     def _check(self, stamp, position, quat, now: float) -> tuple[str, str, PoseSample | None]:
         """(kind, detail, None) of the first problem of a sample, or ('', '', the normalised sample)."""
         limits = self.limits
-        try:
-            stamp = float(stamp)
-            position = np.asarray(position, dtype=float).reshape(-1)
-            quat = np.asarray(quat, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            return NOT_FINITE, 'the stamp, position or orientation is not made of numbers', None
-        if position.shape != (3,) or quat.shape != (4,):
-            return NOT_FINITE, (f'expected a position of 3 and an orientation of 4 numbers, got {position.size} '
-                                f'and {quat.size}'), None
-        if not math.isfinite(stamp):
-            return NOT_FINITE, f'stamp {stamp} is not finite', None
-        if not np.all(np.isfinite(position)):
-            return NOT_FINITE, f'position {position.tolist()} is not finite', None
-        if not np.all(np.isfinite(quat)):
-            return NOT_FINITE, f'orientation {quat.tolist()} is not finite', None
-        norm = float(np.linalg.norm(quat))
-        if abs(norm - 1.0) > limits.unit_tolerance:
-            return NOT_UNIT, f'orientation {quat.tolist()} has norm {norm:.4g}, not 1', None
+        kind, detail, sample = check_sample(stamp, position, quat, limits.unit_tolerance)
+        if sample is None:
+            return kind, detail, None
+        stamp, position = sample.stamp, sample.position
         if stamp > now + limits.max_lead:
             return FUTURE, f'stamp {stamp:.3f} s is {stamp - now:.3f} s ahead of the sim ({now:.3f} s)', None
         if stamp < now - limits.timeout:
             return STALE, (f'stamp {stamp:.3f} s is {now - stamp:.3f} s old (more than the timeout '
                            f'{limits.timeout:g} s)'), None
-        sample = PoseSample(stamp, position, quat / norm)
         last = self.last
         if last is None:
             return '', '', sample
