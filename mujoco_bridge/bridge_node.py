@@ -29,6 +29,7 @@
 * Joint ``effort``: actuator torque (N m), or with ``effort_unit`` A the joint current as
   ``ur_robot_driver`` publishes it (the mock UR); ``external_wrench`` pushes a body at run time
   (see ``effort_output``); contact outputs per fingertip and palm (``contact_output``).
+* Objects: ``follow_objects`` follow PoseStamped or TF sources (``object_sources``); poses out (``object_poses``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes on, for at most
   ``reload_timeout`` s, and a model over ``reload_max_bytes`` is refused before parsing; on failure
@@ -64,6 +65,8 @@ from mujoco_bridge.contact_output import ContactOutput
 from mujoco_bridge.controller_state import ControllerStatePublisher, controller_state_topic
 from mujoco_bridge.diagnostics import BridgeDiagnostics
 from mujoco_bridge.entities import EntityServices, scene_of
+from mujoco_bridge.object_poses import ObjectPoseOutput
+from mujoco_bridge.object_sources import ObjectSources, followed_sources
 from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, ExternalWrench
 from mujoco_bridge.parameters import SPECS, BridgeSettings, read_settings
 from mujoco_bridge.services import BridgeServices
@@ -100,11 +103,12 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         super().__init__(node_name, **kwargs)
         ros_params.declare(self, SPECS)
         self._settings = s = read_settings(self._param, {})    # its constraints: once the model's joints are known
-        self.publish_clock = s.publish_clock
+        self.publish_clock, scene = s.publish_clock, scene_of(s)
+        sources = followed_sources(s.follow_objects, scene)
         self.sim = LiveSimulation(s.model_path or None, gains=self._gains_file(),
                                   joint_map=JointNameMap.from_yaml(s.joint_map_file or None),
                                   overrides=ParameterOverrides.from_yaml_text(s.overrides),
-                                  base_command_timeout=s.cmd_vel_timeout, scene=scene_of(s))
+                                  base_command_timeout=s.cmd_vel_timeout, scene=scene, followed=tuple(sources))
         self._constraints = ros_params.load_constraints(s.constraints_file)
         ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._warn_unknown_constraints()
@@ -131,10 +135,9 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             self.clock_pub = self.create_publisher(Clock, '/clock', qos)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
 
-        # Inputs (velocity commands, the robot's speed scaling, joint states to follow) are taken by
-        # a helper node on its own events executor: the MultiThreadedExecutor rebuilt its wait set
-        # in Python for each message, holding the GIL the stepping thread needs (the cell's sim
-        # bridge during a base goal: a tenth of a core, and ticks up to 3-4 ms late).
+        # Inputs (velocity commands, speed scaling, joint states and object poses to follow) are taken by a helper
+        # node on its own events executor: the MultiThreadedExecutor rebuilt its wait set in Python for each message,
+        # holding the GIL the stepping thread needs (the cell's sim bridge: a tenth of a core, ticks 3-4 ms late).
         self._inputs = Node(f'{self.get_name()}_inputs', namespace=self.get_namespace(), context=self.context,
                             use_global_arguments=False, start_parameter_services=False)
         self.jtc = SimulatedTrajectoryController(
@@ -164,7 +167,9 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             self, self.sim, s.controller_state_topic or controller_state_topic(s.action_name),
             s.controller_state_rate, self.stamp_of)
         contacts = ContactOutput(self, self.sim, s, self.stamp_of) if s.contact_sensors else None
-        self._outputs = [o for o in (self.base, self.controller_state, contacts) if o is not None]
+        poses = ObjectPoseOutput(self, self.sim, s, self.stamp_of) if s.object_pose_rate > 0 else None
+        self._outputs = [o for o in (self.base, self.controller_state, contacts, poses) if o is not None]
+        self.object_sources = ObjectSources(self._inputs, self.sim, sources, self._stamp_sim_time, self.get_logger())
         self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None
         if s.viewer:
@@ -327,17 +332,12 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         tick's sim time; the tick started ``lateness`` s after its schedule, and the process used
         ``process_cpu`` s of CPU since the previous tick began (both recorded by the rate meter).
 
-        Publish first, step after (a control loop's read-then-compute order): the previous tick
-        already stepped to this tick's sim time, so the message leaves as soon as the thread
-        wakes, and the physics cost (which grows with the model: the cell's is several times
-        the hand's) is paid between publications instead of delaying them. Only when the sim is
-        behind (the first tick, a re-anchor, a stall) does a tick step before publishing.
-
-        Stepping to scheduled rather than actual wake-up times gives every tick the same
-        number of physics steps (2 at 250 Hz with a 2 ms timestep), so stamps are evenly
-        spaced whatever the wake-up jitter. Below the physics rate a tick whose state did not
-        advance (after a re-anchor) publishes nothing, so stamps strictly increase; above it,
-        states repeat by design.
+        Publish first, step after (a control loop's read-then-compute order): the message leaves
+        as soon as the thread wakes and the physics cost is paid between publications. Only when
+        the sim is behind (the first tick, a re-anchor, a stall) does a tick step before publishing.
+        Stepping to scheduled, not actual, wake-up times gives every tick the same number of physics
+        steps (2 at 250 Hz with a 2 ms timestep): evenly spaced stamps whatever the jitter. Below the
+        physics rate a tick whose state did not advance publishes nothing (stamps strictly increase).
         """
         sim = self.sim
         self.wrench.tick()                          # a new (or reset) external wrench, before stepping
@@ -347,7 +347,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         repeated = state.sim_time == self._published_sim_time and not sim.paused
         if not (repeated and self._settings.publish_rate * sim.dt <= 1.0 + 1e-9):
             self._publish(state)
-        for output in self._outputs:                # odometry and TF, controller state, contacts: when due
+        for output in self._outputs:                # odometry and TF, controller state, contacts, objects: when due
             output.tick(scheduled)
         self._step_to(scheduled + 1.0 / self._settings.publish_rate)
 

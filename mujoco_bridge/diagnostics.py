@@ -1,5 +1,6 @@
 """The ``mujoco_bridge`` node's rates and diagnostics: the real-time factor log line, the
-physics status on ``/diagnostics``, and what the node says of stalls and of sim time dropped
+physics status (and the followed objects', :mod:`mujoco_bridge.object_sources`) on ``/diagnostics``, and
+what the node says of stalls and of sim time dropped
 (:class:`BridgeDiagnostics`, a part of :class:`mujoco_bridge.bridge_node.MujocoBridge`)."""
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class BridgeDiagnostics:
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [self.diagnostic_status()]
+        sources = getattr(self, 'object_sources', None)     # the followed objects (mujoco_bridge.object_sources)
+        if sources is not None and sources.sources:
+            sources.log_warnings()                           # queued by the stepping thread: logged here
+            msg.status += sources.statuses(self.get_name())
         self.diagnostics_pub.publish(msg)
 
     def _warn_stall(self, lateness: float, waited: float, process_cpu: float) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from mujoco_bridge.contact_output import sensors_of
 from mujoco_bridge.effort_output import parse_gains, parse_wrench
+from mujoco_bridge.object_sources import parse_sources
 from shadow_twin.ros.parameters import DIAGNOSTICS_SPECS, GOAL_HANDLING_SPECS, ParameterSpec
 from shadow_twin.ros.settings import settings_class
 from shadow_twin.simulation.overrides import ParameterOverrides
@@ -59,6 +60,27 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   'no contact).', read_only=True, bounds=(0.0, 1000.0), unit='N'),
     ParameterSpec('contact_topic_prefix', '~/contacts', 'Topics of the contact outputs: <prefix>/<label>/wrench '
                   '(WrenchStamped) and <prefix>/<label>/slip (TwistStamped, linear.x m/s).', read_only=True),
+    # objects that follow the real world, and the object poses published (mujoco_bridge.object_sources, .object_poses)
+    ParameterSpec('follow_objects', '', 'YAML {object: source}: free objects of scene_file that follow a pose source, '
+                  "a geometry_msgs/PoseStamped topic (e.g. /mocap/can/pose) or 'tf:<frame>' (a frame on /tf whose "
+                  'parent is world or odom); bad samples (NaN, a non-unit quaternion, stamps going back, jumps) are '
+                  'dropped with one warning each, a silent source releases its object to physics; empty = none.',
+                  read_only=True, check=parse_sources),
+    ParameterSpec('object_pose_rate', 100.0, 'Rate of the free scene objects\' poses (geometry_msgs/PoseStamped in '
+                  'the world frame on <object_pose_topic_prefix>/<object>/pose, stamped when true): frames on the '
+                  'multiples of its period of sim time, as a motion-capture system\'s; 0 = not published.',
+                  read_only=True, bounds=(0.0, 1000.0), unit='Hz'),
+    ParameterSpec('object_pose_topic_prefix', '~/objects', 'Topics of the object poses: <prefix>/<object>/pose (the '
+                  'mock hardware: /mocap).', read_only=True),
+    ParameterSpec('object_pose_latency', 0.0, 'Sim time from an object pose\'s stamp to its publication (a capture '
+                  'system\'s processing and transport; delivered at the first tick after it).', read_only=True,
+                  bounds=(0.0, 10.0), unit='s'),
+    ParameterSpec('object_pose_position_noise', 0.0, 'Standard deviation of the Gaussian noise on each coordinate of '
+                  'a published object position; 0 = none.', read_only=True, bounds=(0.0, 1.0), unit='m'),
+    ParameterSpec('object_pose_angle_noise', 0.0, 'Standard deviation of each component of the random rotation '
+                  'vector turning a published object orientation; 0 = none.', read_only=True, bounds=(0.0, 3.14),
+                  unit='rad'),
+    ParameterSpec('object_pose_seed', 0, 'Seed of the object pose noise.', read_only=True, bounds=(0, 2**31 - 1)),
     ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
                   'is rejected (the twin stamps its parts ahead and gives up on a part not accepted before its '
                   'start: such a part must never start); negative = join any late goal mid-way, the JTC rule. Read '

@@ -77,3 +77,26 @@ def test_without_followed_objects_nothing_is_added():
     assert plain.objects is None and plain.object_errors() == {}
     with pytest.raises(ConfigError, match='not followed'):
         plain.offer_object_pose('box', 0.0, START, [1, 0, 0, 0])
+
+
+def test_a_silence_is_queued_once_named_by_its_source_and_taken_once(sim):
+    sim.name_object_sources({'box': 'box (/mocap/box/pose)'})
+    follow(sim, lambda t: START, 0.3)
+    timeout = sim.objects.gate('box').limits.timeout
+    assert sim.take_object_warnings() == []                       # live: nothing to say
+    sim.step(int(round((timeout + 0.2) / sim.dt)))                # silent past the timeout
+    warnings = sim.take_object_warnings()
+    assert len(warnings) == 1 and 'box (/mocap/box/pose)' in warnings[0] and 'silent' in warnings[0]
+    sim.step(int(round(timeout / sim.dt)))                        # still silent: said once
+    assert sim.take_object_warnings() == []
+
+
+def test_the_warning_queue_is_bounded_oldest_lost():
+    from shadow_twin.simulation.live.objects import MAX_WARNINGS
+    names = [f'box{k}' for k in range(MAX_WARNINGS + 3)]
+    many = LiveSimulation(scene=SceneConfig(tuple(box(n, xyz=[0.1 * k, 1.0, 0.5]) for k, n in enumerate(names))),
+                          followed=names)
+    many.step(int(round((many.objects.gate(names[0]).limits.timeout + 0.1) / many.dt)))   # none ever heard
+    warnings = many.take_object_warnings()
+    assert len(warnings) == MAX_WARNINGS
+    assert f'source {names[-1]}:' in warnings[-1] and not any(f'source {names[0]}:' in w for w in warnings)
