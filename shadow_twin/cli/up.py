@@ -51,7 +51,12 @@ Usage::
 ``--scene FILE``: the objects of a scene file (``shadow_twin.model.scene``) in the sim bridge's model and,
 without ``--cell``, in the hand's mock hardware too (whose ``scene_friction_scale`` and
 ``scene_mass_scale`` make the "real" objects other than the model's); a bad file ends ``up`` at once
-with one line (exit status 2).
+with one line (exit status 2). With ``--mock-hardware`` (without ``--cell``) the mock hand publishes its
+objects' poses as a motion-capture system (on its ``object_pose_topic_prefix``, ``/mocap``) and the sim
+bridge follows the scene's free objects from them (``follow_objects``, :func:`mocap_sources`); the twin
+monitor compares them (``objects.*``: the sim-vs-motion-capture pose error). ``--contacts``: contact
+outputs (``contact_sensors`` 'hand') in the sim bridge and the hand's mock hardware, compared by the
+monitor (``contacts.enabled``).
 
 Exit status 0 after Ctrl-C / SIGTERM, 1 when a node cannot start or fails, 2 on bad arguments.
 """
@@ -65,6 +70,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+import yaml
 
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.common import lifeline
@@ -122,9 +129,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--scene', type=Path, default=None,
                         help='scene YAML of the objects (config/scene.yaml, config/scene_hand.yaml): in the sim, and '
                              "without --cell in the hand's mock hardware too (with its own friction and mass factors)")
+    parser.add_argument('--contacts', action='store_true',
+                        help="contact outputs per fingertip and palm in the sim and the hand's mock hardware, compared "
+                             'by the monitor (contact agreement, slip warning; docs/contacts.md; rqt --contacts shows them)')
     parser.add_argument('--no-respawn', action='store_true',
                         help='leave a node that dies dead (default: start it again after 2 s; the others run on)')
     return parser
+
+
+def mocap_sources(scene: Path, mock_config: Path) -> str:
+    """The sim bridge's ``follow_objects`` that follows each free object of ``scene`` from the mock
+    hardware's motion capture: ``{name: <prefix>/<name>/pose}``, the prefix the mock's params file
+    ``mock_config`` gives its ``object_pose_topic_prefix`` (''  when it publishes none: object_pose_rate
+    0, or a private ``~/`` prefix). Raises ShadowTwinError (a bad scene), FileNotFoundError."""
+    if not Path(mock_config).is_file():
+        raise FileNotFoundError(f'parameter file {mock_config} does not exist')
+    values = yaml.safe_load(Path(mock_config).read_text()) or {}
+    params = next((v.get('ros__parameters', {}) for v in values.values() if isinstance(v, dict)), {})
+    prefix = str(params.get('object_pose_topic_prefix', '')).rstrip('/')
+    if not prefix.startswith('/') or not params.get('object_pose_rate', 0):
+        return ''
+    names = [obj.name for obj in SceneConfig.from_yaml(scene).objects if obj.free]
+    return yaml.safe_dump({name: f'{prefix}/{name}/pose' for name in names}, default_flow_style=True).strip() \
+        if names else ''
 
 
 def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path | None = None) -> dict[str, list[str]]:
@@ -143,6 +170,12 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
         '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
     scene = () if args.scene is None else ('-p', f'scene_file:={Path(args.scene).resolve()}')
     sim += scene
+    contacts = ('-p', 'contact_sensors:=hand') if args.contacts else ()
+    sim += contacts
+    mock_config = args.mock_config or config_path('mock_hardware.yaml')
+    follow = mocap_sources(args.scene, mock_config) if args.scene and args.mock_hardware and not cell_model else ''
+    if follow:      # a quoted YAML string: ROS reads a -p value as YAML
+        sim += ('-p', f'follow_objects:={yaml.safe_dump(follow, default_style=chr(39)).strip()}')
     if args.mode == 'shadow':       # a second params file: its shadow.* sources override the first's
         shadow = args.shadow_config or config_path(SHADOW_CONFIG[cell_model is not None])
         if not Path(shadow).is_file():
@@ -155,8 +188,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
             # the UR carrying the hand, as the real one: the arm stand-in written beside the cell model
             out['mock_ur'] = command('mujoco_bridge.main', args.mock_ur_config or config_path('mock_ur.yaml'),
                                      '-r', '__node:=mock_ur', '-p', f'model_path:={cell_model.parent / MOCK_UR_MODEL}')
-        hand = scene if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')
-        out['mock_hardware'] = command('mujoco_bridge.main', args.mock_config or config_path('mock_hardware.yaml'),
+        hand = (scene if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')) + contacts
+        out['mock_hardware'] = command('mujoco_bridge.main', mock_config,
                                        '-r', '__node:=mock_hardware', *hand)
         if cell_model is not None:
             out['mock_mir'] = command('mujoco_bridge.main', args.mock_mir_config or config_path('mock_mir.yaml'),
@@ -167,8 +200,11 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     if not args.no_monitor:
         watch = () if args.mode != 'shadow' else (
             '--params-file', str(config_path(SHADOW_MONITOR_CONFIG[cell_model is not None])))
+        objects = () if not follow else (       # the followed objects' sim-vs-motion-capture pose error
+            '-p', 'objects.enabled:=true', '-p', f'objects.names:=[{", ".join(yaml.safe_load(follow))}]')
+        objects += ('-p', 'contacts.enabled:=true') if args.contacts else ()
         out['twin_monitor'] = command('shadow_twin.ros.monitor.node', args.monitor_config or config_path(monitor),
-                                      *watch)
+                                      *watch, *objects)
     return out
 
 

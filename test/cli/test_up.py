@@ -61,6 +61,16 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
                     cell_model=config_path('cell.yaml'))
     assert f'scene_file:={config_path("scene.yaml").resolve()}' in cell['mujoco_bridge']
     assert not any('scene_file' in arg for name in ('mock_hardware', 'mock_ur', 'mock_mir') for arg in cell[name])
+    # the hand's mock publishes its objects' poses as motion capture: the sim follows them, the monitor compares
+    assert "follow_objects:='{can: /mocap/can/pose}'" in nodes['mujoco_bridge']
+    assert 'objects.enabled:=true' in nodes['twin_monitor'] and 'objects.names:=[can]' in nodes['twin_monitor']
+    alone = commands('--scene', str(scene))                  # no mock hardware: no motion capture to follow
+    assert not any('follow_objects' in arg or 'objects.' in arg for name in alone for arg in alone[name])
+    assert not any('follow_objects' in arg for arg in cell['mujoco_bridge'])
+    touching = commands('--mock-hardware', '--contacts')
+    assert all('contact_sensors:=hand' in touching[name] for name in ('mujoco_bridge', 'mock_hardware'))
+    assert 'contacts.enabled:=true' in touching['twin_monitor']
+    assert not any('contact' in arg for name in nodes for arg in nodes[name])
     bad = tmp_path / 'scene.yaml'
     bad.write_text('scene: {objects: [{name: can, shape: cone}]}\n')
     assert up.main(['--scene', str(bad)]) == 2
