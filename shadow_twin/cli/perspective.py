@@ -1,7 +1,9 @@
 """``shadow-twin perspective``: write an rqt perspective: real vs sim plots and the sim - real
 errors for chosen joints, or (``--monitor``) the Robot Monitor of the twin's diagnostics; with
 ``--cell`` those of the cell (arm joints by default, and the base's pose error; see
-``shadow_twin.plots.perspective``). Open it with ``shadow-twin rqt --perspective FILE``.
+``shadow_twin.plots.perspective``); with ``--contacts [LABELS]`` a last row of the fingertips' pad
+normal force and slip speed, real vs sim (``shadow_twin.plots.contact_panes``). Open it with
+``shadow-twin rqt --perspective FILE``.
 Exit status 0, or 2 with one line for bad input."""
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.plots.contact_panes import (ALL_CONTACT_LABELS, DEFAULT_CONTACT_LABELS, REAL_CONTACTS_PREFIX,
+                                             SIM_CONTACTS_PREFIX)
 from shadow_twin.plots.perspective import (BASE_ERROR_TOPIC, CELL_MONITOR_PANES, DEFAULT_CELL_JOINTS, DEFAULT_JOINTS,
                                            ERROR_TOPIC, PROG, REAL_TOPIC, SIM_TOPIC, build_cell_plots_perspective,
                                            build_monitor_perspective, build_plots_perspective, write_perspective)
@@ -50,11 +54,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--sim-topic', default=SIM_TOPIC, help=f'default {SIM_TOPIC}')
     parser.add_argument('--error-topic', default=ERROR_TOPIC, help=f'default {ERROR_TOPIC}')
     parser.add_argument('--base-error-topic', default=BASE_ERROR_TOPIC, help=f'with --cell: default {BASE_ERROR_TOPIC}')
+    parser.add_argument('--contacts', type=_csv, nargs='?', const=list(DEFAULT_CONTACT_LABELS), default=None,
+                        metavar='L1,L2,...',
+                        help='contacts are on (the bridges\' contact_sensors): add a row plotting the pad normal force '
+                             '(N) and the slip speed (m/s) of these contact labels, real vs sim (default '
+                             f'{",".join(DEFAULT_CONTACT_LABELS)}; the hand\'s: {",".join(ALL_CONTACT_LABELS)})')
+    parser.add_argument('--real-contacts-prefix', default=REAL_CONTACTS_PREFIX,
+                        help=f'with --contacts: the real hand\'s contact topics (default {REAL_CONTACTS_PREFIX})')
+    parser.add_argument('--sim-contacts-prefix', default=SIM_CONTACTS_PREFIX,
+                        help=f'with --contacts: the sim bridge\'s contact topics (default {SIM_CONTACTS_PREFIX})')
     return parser
 
 
 def _conflicts(args: argparse.Namespace) -> str | None:
     """Why the options do not go together, or None."""
+    prefixes = [opt for opt, value in (('--real-contacts-prefix', args.real_contacts_prefix != REAL_CONTACTS_PREFIX),
+                                       ('--sim-contacts-prefix', args.sim_contacts_prefix != SIM_CONTACTS_PREFIX))
+                if value]
+    if args.monitor and args.contacts is not None:
+        return '--contacts does not apply to --monitor (the Robot Monitor lists the contact statuses anyway)'
+    if prefixes and args.contacts is None:
+        return f'{", ".join(prefixes)} need(s) --contacts'
     if args.cell:
         given = [opt for opt, value in (('--real-order', args.real_order),
                                         ('--real-topic', args.real_topic != REAL_TOPIC)) if value]
@@ -75,18 +95,21 @@ def _build(args: argparse.Namespace) -> tuple[dict, str]:
         if args.cell:
             return build_monitor_perspective(CELL_MONITOR_PANES), 'robot monitor of the cell'
         return build_monitor_perspective(), 'robot monitor'
+    contacts = dict(contacts=args.contacts, real_contacts_prefix=args.real_contacts_prefix,
+                    sim_contacts_prefix=args.sim_contacts_prefix)
+    shown = '' if args.contacts is None else f', contact force and slip plots of {",".join(args.contacts)}'
     if args.cell:
         joints = args.joints if args.joints is not None else list(DEFAULT_CELL_JOINTS)
         perspective = build_cell_plots_perspective(joints, model_path=args.model, cell_config=args.cell_config,
                                                    arm_joints=args.arm_order, sim_topic=args.sim_topic,
                                                    error_topic=args.error_topic,
-                                                   base_error_topic=args.base_error_topic)
-        return perspective, f'{len(joints)} joint plots, sim - real plot, base pose error plot'
+                                                   base_error_topic=args.base_error_topic, **contacts)
+        return perspective, f'{len(joints)} joint plots, sim - real plot, base pose error plot{shown}'
     joints = args.joints if args.joints is not None else list(DEFAULT_JOINTS)
     perspective = build_plots_perspective(joints, model_path=args.model, real_joints=args.real_order,
                                           real_topic=args.real_topic, sim_topic=args.sim_topic,
-                                          error_topic=args.error_topic)
-    return perspective, f'{len(joints)} joint plots, sim - real plot'
+                                          error_topic=args.error_topic, **contacts)
+    return perspective, f'{len(joints)} joint plots, sim - real plot{shown}'
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,10 @@
 Opens each perspective (default: ``config/shadow_twin_plots.perspective``, real vs sim
 and sim - real plots, and ``config/shadow_twin_monitor.perspective``, the Robot
 Monitor; with ``--cell`` ``config/shadow_twin_cell_plots.perspective``, arm joints and the base's
-pose error, and ``config/shadow_twin_cell_monitor.perspective``; see
-``shadow_twin.plots.perspective``) in an rqt window of its own process,
+pose error, and ``config/shadow_twin_cell_monitor.perspective``; with ``--contacts`` the plots with
+a row of contact force and slip, ``config/shadow_twin_contacts_plots.perspective`` or
+``config/shadow_twin_cell_contacts_plots.perspective``; see ``shadow_twin.plots.perspective``) in an
+rqt window of its own process,
 so that rqt_robot_monitor, which spins rqt's shared node from a 1 s timer, cannot slow
 the plots to one sample per second.
 
@@ -26,7 +28,7 @@ leaves the others open; one that fails stops them.
 
 Usage::
 
-    shadow-twin rqt [--cell | --perspective FILE...] [--timeout S]
+    shadow-twin rqt [--cell] [--contacts] | [--perspective FILE...]  [--timeout S]
 
 Exit status: 0 every window closed normally (or stopped by Ctrl-C / SIGINT / SIGTERM);
 1 an rqt window failed; 2 bad input (a perspective missing or not a perspective), rqt
@@ -54,8 +56,9 @@ from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
-from shadow_twin.plots.perspective import (CELL_MONITOR_FILE, CELL_PLOTS_FILE, DIAGNOSTICS_AGG_TOPIC, MONITOR_FILE,
-                                           PLOTS_FILE, needed_topics, read_perspective)
+from shadow_twin.plots.perspective import (CELL_CONTACTS_PLOTS_FILE, CELL_MONITOR_FILE, CELL_PLOTS_FILE,
+                                           CONTACTS_PLOTS_FILE, DIAGNOSTICS_AGG_TOPIC, MONITOR_FILE, PLOTS_FILE,
+                                           needed_topics, read_perspective)
 
 PROG = 'shadow-twin rqt'
 #: Seconds a window gets to close after SIGINT before it is killed (rqt takes 2-5 s on a loaded
@@ -81,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--cell', action='store_true',
                         help=f'the cell\'s view (default perspectives config/{CELL_PLOTS_FILE} and '
                              f'config/{CELL_MONITOR_FILE}): arm joints, the base\'s pose error, the Robot Monitor')
+    parser.add_argument('--contacts', action='store_true',
+                        help=f'contacts are on (the bridges\' contact_sensors, the monitor\'s contacts.enabled): the '
+                             f'plots with a row of the pad normal force and the slip speed of the first finger and the '
+                             f'thumb, real vs sim (config/{CONTACTS_PLOTS_FILE}, with --cell '
+                             f'config/{CELL_CONTACTS_PLOTS_FILE}; other labels: shadow-twin perspective --contacts)')
     parser.add_argument('--timeout', type=float, default=30.0,
                         help='wait this long for the topics to be published, s (default 30)')
     parser.add_argument('--window', type=Path, help=argparse.SUPPRESS)   # one window, in this process
@@ -245,9 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.window is not None:
             return run_window(args.window, args.timeout)
-        if args.cell and args.perspective:
-            raise ConfigError('give --cell or --perspective, not both')
-        defaults = (CELL_PLOTS_FILE, CELL_MONITOR_FILE) if args.cell else (PLOTS_FILE, MONITOR_FILE)
+        if (args.cell or args.contacts) and args.perspective:
+            raise ConfigError(f'give --{"cell" if args.cell else "contacts"} or --perspective, not both')
+        defaults = {(False, False): (PLOTS_FILE, MONITOR_FILE), (True, False): (CELL_PLOTS_FILE, CELL_MONITOR_FILE),
+                    (False, True): (CONTACTS_PLOTS_FILE, MONITOR_FILE),
+                    (True, True): (CELL_CONTACTS_PLOTS_FILE, CELL_MONITOR_FILE)}[args.cell, args.contacts]
         perspectives = args.perspective or [config_path(name) for name in defaults]
         needed = list(dict.fromkeys(topic for path in perspectives for topic in needed_topics(read_perspective(path))))
         find_rqt()

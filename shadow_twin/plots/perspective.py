@@ -19,8 +19,15 @@ And two for the cell (MiR250 + UR5 + hand, ``shadow_twin.model.cell.assembly``),
   pose error (``/twin/base_error/vector/x``, ``vector/y`` m in the odom frame and
   ``vector/z`` yaw rad, a ``geometry_msgs/Vector3Stamped``);
 * **cell monitor** (``config/shadow_twin_cell_monitor.perspective``): the Robot Monitor
-  with a taller list of all devices (30 joints, the base, the summary and the headers),
-  which shows ``/shadow_twin/sim vs real/base`` beside the joints.
+  with a taller list of all devices (30 joints, the base, the summary, the drift and the headers,
+  and the contact statuses), which shows ``/shadow_twin/sim vs real/base`` beside the joints.
+
+With contacts on (the bridges' ``contact_sensors``, the monitor's ``contacts.enabled``), the plots
+perspectives have one more row: the pad normal force and the slip speed of chosen fingertips, real
+vs sim (``shadow_twin.plots.contact_panes``): ``config/shadow_twin_contacts_plots.perspective`` and
+``config/shadow_twin_cell_contacts_plots.perspective``. The monitor perspectives are the same: the
+twin monitor's ``contact: <label>`` statuses appear among the joints'
+(``/shadow_twin/sim vs real/contact: ff``).
 
 Why two windows: rqt's plugins share one node, and rqt_robot_monitor's 1 s timer
 calls ``rclpy.spin_once`` on it, which moves the node into rclpy's global executor;
@@ -55,8 +62,6 @@ Y ranges: a joint's limits plus 0.05 rad, clipped to [-pi, pi] (the UR5's joints
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import os
 import tempfile
@@ -64,26 +69,38 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from shadow_twin.common.errors import ConfigError
-from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.plots import qt_layout
+from shadow_twin.plots.contact_panes import (DEFAULT_CONTACT_LABELS, REAL_CONTACTS_PREFIX, SIM_CONTACTS_PREFIX,
+                                             PaneSpec, contact_panes)
+from shadow_twin.plots.perspective_files import (DIAGNOSTICS_AGG_TOPIC, PLOT, ROBOT_MONITOR, needed_topics,
+                                                 perspective_text, read_perspective, write_perspective)
 from shadow_twin.simulation.live.simulation import LiveSimulation
+
+__all__ = [
+    # the perspectives (this module)
+    'build_cell_plots_perspective', 'build_monitor_perspective', 'build_plots_perspective', 'cell_published_joints',
+    'cell_real_streams', 'published_joints', 'shipped_perspectives',
+    # re-exported from perspective_files
+    'DIAGNOSTICS_AGG_TOPIC', 'PLOT', 'ROBOT_MONITOR', 'needed_topics', 'perspective_text', 'read_perspective',
+    'write_perspective',
+]
 
 PROG = 'shadow-twin perspective'
 #: Joints of the shipped plots perspective.
 DEFAULT_JOINTS = ('rh_FFJ3', 'rh_FFJ2', 'rh_MFJ3', 'rh_THJ4')
 REAL_TOPIC, SIM_TOPIC, ERROR_TOPIC = '/joint_states', '/sim/joint_states', '/twin/joint_error'
-#: The topic rqt_robot_monitor subscribes to (fixed in its plugin).
-DIAGNOSTICS_AGG_TOPIC = '/diagnostics_agg'
-PLOT, ROBOT_MONITOR = 'rqt_plot/Plot', 'rqt_robot_monitor/RobotMonitor'
 #: Object names of the plugins' widgets (rqt_plot's plot.ui, rqt_robot_monitor's widget), which
 #: name their dock widgets (``<package>__<class>__<serial>__<name>``) and settings groups.
 PLOT_WIDGET, ROBOT_MONITOR_WIDGET = 'DataPlotWidget', 'Robot Monitor'
 #: The shipped files (in config/) and what they hold.
 PLOTS_FILE, MONITOR_FILE = 'shadow_twin_plots.perspective', 'shadow_twin_monitor.perspective'
 CELL_PLOTS_FILE, CELL_MONITOR_FILE = 'shadow_twin_cell_plots.perspective', 'shadow_twin_cell_monitor.perspective'
+#: The plots with the contact row (the shipped ones plot ``contact_panes.DEFAULT_CONTACT_LABELS``).
+CONTACTS_PLOTS_FILE = 'shadow_twin_contacts_plots.perspective'
+CELL_CONTACTS_PLOTS_FILE = 'shadow_twin_cell_contacts_plots.perspective'
 #: Joints of the shipped cell plots perspective (the UR5's, without a tf_prefix).
 DEFAULT_CELL_JOINTS = ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint')
 #: The cell's real joint state topics: the UR driver's and the hand driver's (config/twin_monitor_cell.yaml).
@@ -110,11 +127,13 @@ MONITOR_WINDOW = (1280, 0, 640, 1000)
 BARS_HEIGHT = 44
 #: Joint plots per row.
 PLOTS_PER_ROW = 2
-#: Heights of the Robot Monitor's panes (errors, warnings, all devices: 24 joints and 3 more rows
-#: of about 17 px), px, and its splitter's handle width (its robotmonitor_mainwidget.ui).
-MONITOR_PANES, MONITOR_HANDLE = (140, 140, 560), 9
-#: The cell's: 30 joints, the base and 3 more rows (620 px, the same total height).
-CELL_MONITOR_PANES = (110, 110, 620)
+#: Heights of the Robot Monitor's panes (errors, warnings, all devices: 24 joints, the summary, the
+#: drift, 6 contact statuses and 2 headers, rows of about 17 px), px, and its splitter's handle width
+#: (its robotmonitor_mainwidget.ui).
+MONITOR_PANES, MONITOR_HANDLE = (110, 110, 620), 9
+#: The cell's: 30 joints, the base, the summary, the drift, 2 headers and 6 contact statuses (41 rows in
+#: 700 px; the same total height).
+CELL_MONITOR_PANES = (70, 70, 700)
 #: Largest |y| of a joint plot's range, rad (before the margin).
 MAX_Y_RAD = math.pi
 
@@ -205,12 +224,25 @@ def _names(values: Sequence[str], what: str) -> list[str]:
     return names
 
 
-def _grid(docks: list[qt_layout.Dock], bottom: list[qt_layout.Dock]) -> qt_layout.Layout:
-    """Joint plots ``PLOTS_PER_ROW`` to a row, the error plots below them side by side, rows of
-    equal height."""
+def _grid(docks: list[qt_layout.Dock], *bottom: list[qt_layout.Dock]) -> qt_layout.Layout:
+    """Joint plots ``PLOTS_PER_ROW`` to a row, below them each list of ``bottom`` in a row of its own
+    (the error plots side by side, then the contact panes), rows of equal height."""
     rows = [qt_layout.row(*docks[k:k + PLOTS_PER_ROW]) for k in range(0, len(docks), PLOTS_PER_ROW)]
-    last = bottom[0] if len(bottom) == 1 else qt_layout.row(*bottom)
-    return qt_layout.column(*[(r, 1.0) for r in rows], (last, 1.0))
+    rows += [row[0] if len(row) == 1 else qt_layout.row(*row) for row in bottom if row]
+    return qt_layout.column(*[(r, 1.0) for r in rows])
+
+
+def _with_contacts(plugins: dict, contacts: Sequence[str] | None, real_prefix: str,
+                   sim_prefix: str) -> list[int]:
+    """Add the contact panes of ``contacts`` (labels; None: none) to ``plugins`` after its plots;
+    returns their serials. Raises ConfigError (``contact_panes``)."""
+    if contacts is None:
+        return []
+    panes: list[PaneSpec] = contact_panes(contacts, real_prefix, sim_prefix)
+    first = len(plugins) + 1
+    for serial, pane in enumerate(panes, start=first):
+        plugins[f'plugin__rqt_plot__Plot__{serial}'] = _plot(pane.title, list(pane.topics), pane.y_limits)
+    return list(range(first, first + len(panes)))
 
 
 def _y_range(limits: tuple[float, float] | None) -> tuple[float, float]:
@@ -256,7 +288,9 @@ def _joint_plots(joints: Sequence[str], sim_order: list[str], limits: dict,
 
 def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike | None = None,
                             real_joints: Sequence[str] | None = None, real_topic: str = REAL_TOPIC,
-                            sim_topic: str = SIM_TOPIC, error_topic: str = ERROR_TOPIC) -> dict:
+                            sim_topic: str = SIM_TOPIC, error_topic: str = ERROR_TOPIC,
+                            contacts: Sequence[str] | None = None, real_contacts_prefix: str = REAL_CONTACTS_PREFIX,
+                            sim_contacts_prefix: str = SIM_CONTACTS_PREFIX) -> dict:
     """The plots perspective (a JSON-ready dict, see the module doc) for ``joints``.
 
     Args:
@@ -266,9 +300,13 @@ def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike
         real_joints: the order of the robot's JointState names; None: the sim's
             (as the mock hardware publishes).
         real_topic, sim_topic, error_topic: topics plotted.
+        contacts: contact labels (``ff``, ``th``, ...) whose pad normal force and slip speed, real
+            vs sim, a last row shows (``shadow_twin.plots.contact_panes``); None: no contact row.
+        real_contacts_prefix, sim_contacts_prefix: the contact topics' prefixes (the mock
+            hardware's ``/rh/contacts``, the sim bridge's ``/mujoco_bridge/contacts``).
     Raises:
         ConfigError: no joints, a repeated joint, a joint the model does not have or
-            that ``real_joints`` lacks (the message names them).
+            that ``real_joints`` lacks (the message names them); bad contact labels or prefixes.
         ModelError: the model does not compile.
     """
     joints = _names(joints, 'joints')
@@ -276,16 +314,20 @@ def build_plots_perspective(joints: Sequence[str], model_path: str | os.PathLike
     real_order = sim_order if real_joints is None else _names(real_joints, 'real joint order')
     plugins = _joint_plots(joints, sim_order, limits, [(real_topic, real_order)], sim_topic, error_topic)
     error_serial = len(joints) + 1
+    contact_serials = _with_contacts(plugins, contacts, real_contacts_prefix, sim_contacts_prefix)
     layout = _grid([_dock(PLOT, k, PLOT_WIDGET) for k in range(1, error_serial)],
-                   [_dock(PLOT, error_serial, PLOT_WIDGET)])
-    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, error_serial + 1))}, plugins)
+                   [_dock(PLOT, error_serial, PLOT_WIDGET)], [_dock(PLOT, k, PLOT_WIDGET) for k in contact_serials])
+    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, len(plugins) + 1))}, plugins)
 
 
 def build_cell_plots_perspective(joints: Sequence[str] = DEFAULT_CELL_JOINTS,
                                  model_path: str | os.PathLike | None = None,
                                  cell_config: str | os.PathLike | None = None,
                                  arm_joints: Sequence[str] | None = None, sim_topic: str = SIM_TOPIC,
-                                 error_topic: str = ERROR_TOPIC, base_error_topic: str = BASE_ERROR_TOPIC) -> dict:
+                                 error_topic: str = ERROR_TOPIC, base_error_topic: str = BASE_ERROR_TOPIC,
+                                 contacts: Sequence[str] | None = None,
+                                 real_contacts_prefix: str = REAL_CONTACTS_PREFIX,
+                                 sim_contacts_prefix: str = SIM_CONTACTS_PREFIX) -> dict:
     """The cell plots perspective (see the module doc) for ``joints`` (arm or hand joints).
 
     Args:
@@ -295,6 +337,8 @@ def build_cell_plots_perspective(joints: Sequence[str] = DEFAULT_CELL_JOINTS,
         arm_joints: the UR driver's joint order on ``/joint_states`` (None: the UR5
             model's, as ``mock_ur``); the hand's on ``/rh/joint_states`` is the built-in hand's.
         sim_topic, error_topic, base_error_topic: topics plotted.
+        contacts, real_contacts_prefix, sim_contacts_prefix: the contact row, as in
+            :func:`build_plots_perspective` (the cell's hand has the same labels and topics).
     Raises:
         ConfigError: as :func:`build_plots_perspective`; a bad cell config.
         ModelError: the model does not compile.
@@ -306,9 +350,11 @@ def build_cell_plots_perspective(joints: Sequence[str] = DEFAULT_CELL_JOINTS,
     topics = [f'{base_error_topic}/{field}' for field in BASE_ERROR_FIELDS]
     plugins[f'plugin__rqt_plot__Plot__{base_serial}'] = _plot('base: sim - real (x, y m; yaw rad)', topics,
                                                               BASE_Y_LIMITS)
+    contact_serials = _with_contacts(plugins, contacts, real_contacts_prefix, sim_contacts_prefix)
     layout = _grid([_dock(PLOT, k, PLOT_WIDGET) for k in range(1, base_serial - 1)],
-                   [_dock(PLOT, base_serial - 1, PLOT_WIDGET), _dock(PLOT, base_serial, PLOT_WIDGET)])
-    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, base_serial + 1))}, plugins)
+                   [_dock(PLOT, base_serial - 1, PLOT_WIDGET), _dock(PLOT, base_serial, PLOT_WIDGET)],
+                   [_dock(PLOT, k, PLOT_WIDGET) for k in contact_serials])
+    return _perspective(PLOTS_WINDOW, layout, {PLOT: list(range(1, len(plugins) + 1))}, plugins)
 
 
 def build_monitor_perspective(panes: Sequence[int] = MONITOR_PANES) -> dict:
@@ -327,55 +373,6 @@ def shipped_perspectives() -> dict[str, dict]:
     """{file name in config/: perspective} of the perspectives this package ships."""
     return {PLOTS_FILE: build_plots_perspective(DEFAULT_JOINTS), MONITOR_FILE: build_monitor_perspective(),
             CELL_PLOTS_FILE: build_cell_plots_perspective(),
-            CELL_MONITOR_FILE: build_monitor_perspective(CELL_MONITOR_PANES)}
-
-
-def perspective_text(perspective: dict) -> str:
-    """The file text, formatted as rqt's export writes it (2-space JSON) plus a newline."""
-    return json.dumps(perspective, indent=2, separators=(',', ': ')) + '\n'
-
-
-def write_perspective(path: str | os.PathLike, perspective: dict) -> Path:
-    """Write ``perspective`` to ``path`` atomically; returns the path. Raises OSError if the
-    file cannot be written."""
-    return write_text_atomic(path, perspective_text(perspective))
-
-
-def read_perspective(path: str | os.PathLike) -> dict:
-    """A perspective file as a dict. Raises ConfigError naming the file if it is missing or
-    not a perspective (JSON with a ``pluginmanager`` group)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f'perspective file {path} does not exist') from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f'perspective file {path} is not readable JSON: {exc}') from None
-    if not isinstance(data, dict) or 'pluginmanager' not in data.get('groups', {}):
-        raise ConfigError(f'{path} is not an rqt perspective (no "pluginmanager" group)')
-    return data
-
-
-def _setting(group: dict, key: str, default: Any = None) -> Any:
-    value = group.get('keys', {}).get(key)
-    if value is None or value.get('type') != 'repr':
-        return default
-    return ast.literal_eval(value['repr'])
-
-
-def needed_topics(perspective: dict) -> list[str]:
-    """What the perspective's plugins subscribe to, in plugin order: every field an rqt_plot
-    plots (``/topic/field[i]``: its topic is the longest published prefix, as rqt_plot
-    resolves it) and ``/diagnostics_agg`` for a Robot Monitor. rqt_plot restores only
-    fields whose topic its node has already discovered, so these must be known first."""
-    manager = perspective['groups']['pluginmanager']
-    running = _setting(manager, 'running-plugins', {})
-    out: list[str] = []
-    for plugin, serials in running.items():
-        for serial in serials:
-            group = manager['groups'].get(f'plugin__{plugin.replace("/", "__")}__{serial}', {})
-            if plugin == PLOT:
-                topics = _setting(group.get('groups', {}).get('plugin', {}), 'topics', [])
-                out += [topics] if isinstance(topics, str) else list(topics)
-            elif plugin == ROBOT_MONITOR:
-                out.append(DIAGNOSTICS_AGG_TOPIC)
-    return list(dict.fromkeys(out))
+            CELL_MONITOR_FILE: build_monitor_perspective(CELL_MONITOR_PANES),
+            CONTACTS_PLOTS_FILE: build_plots_perspective(DEFAULT_JOINTS, contacts=DEFAULT_CONTACT_LABELS),
+            CELL_CONTACTS_PLOTS_FILE: build_cell_plots_perspective(contacts=DEFAULT_CONTACT_LABELS)}
