@@ -44,7 +44,7 @@ from shadow_twin.control.diff_drive import wrap_angle
 from shadow_twin.monitoring.joint.comparison import ErrorWindow, JointError
 from shadow_twin.monitoring.joint.samples import JointSample, JointStateHistory
 from shadow_twin.monitoring.sim_real_monitor import stale_phrase
-from shadow_twin.monitoring.thresholds import LEVEL_NAMES, OK, STALE, Threshold, checked_threshold
+from shadow_twin.monitoring.thresholds import Threshold, checked_threshold, windowed_verdict
 
 #: Default thresholds: RMS position error, m, and RMS yaw error, rad.
 DEFAULT_POSITION_WARN, DEFAULT_POSITION_ERROR = 0.05, 0.2
@@ -315,15 +315,8 @@ class BaseMonitor:
         stale = self.stale_streams(now)
         stats = self.stats()
         window = self.errors.window
-        if stats is None:
-            level, message = STALE, f'no comparison in the last {window:.1f} s'
-        else:
-            levels = self.thresholds.levels(stats)
-            level = max(levels)
-            message = f'RMS error {stats.rms_position:.3f} m, {stats.rms_yaw:.3f} rad over {window:.1f} s'
-            flagged = [f'{what} {LEVEL_NAMES[lvl]}' for what, lvl in zip((POSITION, YAW), levels) if lvl != OK]
-            if flagged:
-                message += f' ({", ".join(flagged)})'
-        if stale:
-            level, message = STALE, '; '.join(stale) + (f' (last: {message})' if stats is not None else '')
+        levels = None if stats is None else dict(zip((POSITION, YAW), self.thresholds.levels(stats)))
+        figures = '' if stats is None else (f'RMS error {stats.rms_position:.3f} m, {stats.rms_yaw:.3f} rad over '
+                                            f'{window:.1f} s')
+        level, message = windowed_verdict(levels, figures, f'{window:.1f}', stale)
         return BaseReport(level, message, stats, self.thresholds, stale)

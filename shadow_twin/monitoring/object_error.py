@@ -47,7 +47,7 @@ import numpy as np
 
 from shadow_twin.monitoring.joint.comparison import ErrorWindow, JointError
 from shadow_twin.monitoring.sim_real_monitor import stale_phrase
-from shadow_twin.monitoring.thresholds import LEVEL_NAMES, OK, STALE, Threshold, checked_threshold
+from shadow_twin.monitoring.thresholds import Threshold, checked_threshold, windowed_verdict
 from shadow_twin.simulation.objects.gate import NOT_AFTER, NOT_FINITE, NOT_UNIT, GateLimits, check_sample
 from shadow_twin.simulation.objects.poses import pose_error, relative_rotvec, rotate
 
@@ -348,18 +348,10 @@ class ObjectErrorMonitor:
         stale = self.stale_sources(now)
         stats = self.stats()
         window = self.errors.window
-        if stats is None:
-            level, message = STALE, f'no comparison in the last {window:g} s'
-        else:
-            levels = self.thresholds.levels(stats)
-            level = max(levels)
-            message = (f'RMS error {stats.rms_position * 1e3:.1f} mm, {math.degrees(stats.rms_angle):.2f} deg '
-                       f'over {window:g} s')
-            flagged = [f'{what} {LEVEL_NAMES[lvl]}' for what, lvl in zip((POSITION, ANGLE), levels) if lvl != OK]
-            if flagged:
-                message += f' ({", ".join(flagged)})'
-        if stale:
-            level, message = STALE, '; '.join(stale) + (f' (last: {message})' if stats is not None else '')
+        levels = None if stats is None else dict(zip((POSITION, ANGLE), self.thresholds.levels(stats)))
+        figures = '' if stats is None else (f'RMS error {stats.rms_position * 1e3:.1f} mm, '
+                                            f'{math.degrees(stats.rms_angle):.2f} deg over {window:g} s')
+        level, message = windowed_verdict(levels, figures, f'{window:g}', stale)
         dropped = {side: check.dropped() for side, check in self.checks.items() if check.dropped()}
         if dropped:
             message += '; dropped ' + ', '.join(f'{n} {side}' for side, n in dropped.items())

@@ -130,3 +130,22 @@ class Thresholds:
             if k is not None:
                 used.add(k)
         return [glob for k, (glob, _) in enumerate(self.overrides) if k not in used]
+
+
+def windowed_verdict(levels: Mapping[str, int] | None, figures: str, window: str, stale: list[str]) -> tuple[int, str]:
+    """(level, one-line message) of a comparison over a window of several error figures (the base's
+    position and yaw, an object's position and angle): ``levels`` {figure: its level} (None: no
+    comparison in the window: STALE), ``figures`` the message's figures (e.g. ``RMS error 0.012 m,
+    0.004 rad over 2.0 s``), ``window`` its length as printed, ``stale`` why a source is stale (each
+    phrase makes it STALE, the last message kept). The level is the worst figure's; a figure not OK
+    is named after the figures, e.g. ``(position WARN)``."""
+    if levels is None:
+        level, message = STALE, f'no comparison in the last {window} s'
+    else:
+        level, message = max(levels.values()), figures
+        flagged = [f'{what} {LEVEL_NAMES[lvl]}' for what, lvl in levels.items() if lvl != OK]
+        if flagged:
+            message += f' ({", ".join(flagged)})'
+    if stale:
+        level, message = STALE, '; '.join(stale) + (f' (last: {message})' if levels is not None else '')
+    return level, message
