@@ -16,8 +16,9 @@ Errors are the mean over the objective joints (J1-J3 of FF, MF, RF, LF) of the
 position MSE between /sim/joint_states and /joint_states over the trajectory plus
 its settling time (rad^2), and its square root (rad).
 
-With ``--cell``: the whole cell instead (UR5, hand and MiR250; one goal for the three robots
-and the arm swing's effect on the base), see ``shadow_twin.cli.demo_cell``.
+With ``--cell``: the whole cell instead (UR5, hand and MiR250; one goal for the three robots,
+the arm swing's effect on the base and a pick-up of the scene's can, ``--scene FILE``, default
+``config/scene.yaml``), see ``shadow_twin.cli.demo_cell``.
 
 Exit status: 0 when the demo ran (whatever the numbers), 1 when a step failed, 2 on
 bad arguments.
@@ -79,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--cell', action='store_true',
                         help='the whole cell (UR5, hand, MiR250): one goal for all three and the arm swing\'s '
                              'effect on the base, instead of the hand\'s live calibration')
+    parser.add_argument('--scene', type=Path, default=None,
+                        help='with --cell: the scene YAML (default config/scene.yaml), as up --scene takes it')
     return parser
 
 

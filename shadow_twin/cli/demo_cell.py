@@ -14,7 +14,11 @@ arm swing's effect on the base.
 3. Swings the extended arm's shoulder pan joint +/-1 rad at full speed (q = -cos(pi t), peak
    pi rad/s) for 6 s with the base commanded still, and prints the peak-to-peak y (m) and
    yaw (rad) of both bases: the effect the MiR250 + UR5 twin study (IMECE 2023) found.
-4. Writes ``demo_cell_report.json`` and ``base.png`` (base paths, and y / yaw during the swing).
+4. Picks up the scene's can (``--scene``, default ``config/scene.yaml``; ``up --scene``): set on the tote,
+   grasped from the side, lifted 0.15 m, held, set down and let go in one goal; prints whether it was
+   picked up on each side (sim, mock) and which fingertips touch it (``shadow_twin.cli.demo_pick``).
+5. Writes ``demo_cell_report.json``, ``base.png`` (base paths, and y / yaw during the swing) and
+   ``object.png`` (the can's height over time, sim vs mock, and which fingertips touch, sim vs mock).
 
 Exit status: 0 when the demo ran (whatever the numbers), 1 when a step failed, 2 on bad
 arguments.
@@ -39,6 +43,7 @@ from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
+from shadow_twin.cli.demo_pick import run_pick
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.cli.up import READY_REPORT
 from shadow_twin.common.errors import ShadowTwinError
@@ -46,8 +51,10 @@ from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
+from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import arm_joint_names
-from shadow_twin.plots.demo_figures import plot_base
+from shadow_twin.model.scene import SceneConfig
+from shadow_twin.plots.demo_figures import plot_base, plot_pick
 from shadow_twin.ros.calibration_client import SpinningNode
 from shadow_twin.ros.conversions import duration_msg
 from shadow_twin.ros.dds import isolate_domain
@@ -187,6 +194,12 @@ def send(node, action: ActionClient, goal, timeout: float) -> tuple[int, str]:
 def run(args) -> int:
     """The demo (module doc); returns the exit status."""
     started = time.monotonic()
+    scene_file = Path(getattr(args, 'scene', None) or config_path('scene.yaml')).resolve()
+    try:
+        scene = SceneConfig.from_yaml(scene_file)      # a bad file: one line, before anything starts
+    except ShadowTwinError as exc:
+        print(f'shadow-twin demo: error: --scene: {exc}', file=sys.stderr)
+        return ExitCode.BAD_INPUT
     out = (args.out or Path('shadow_twin_demo') / f'cell-{time.strftime("%Y%m%d-%H%M%S")}').resolve()
     if out.exists():
         raise ShadowTwinError(f'--out {out} exists; the demo never writes over earlier results')
@@ -194,8 +207,8 @@ def run(args) -> int:
     domain = isolate_domain(args.domain_id)
     print(f'shadow-twin demo --cell: ROS_DOMAIN_ID={domain} (this host only); output in {out}', flush=True)
     processes = ChildProcesses(out / 'logs')
-    processes.start('twin', [sys.executable, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware'],
-                    ready_line=READY_REPORT)
+    processes.start('twin', [sys.executable, '-m', 'shadow_twin.cli.main', 'up', '--cell', '--mock-hardware',
+                             '--scene', str(scene_file), '--contacts'], ready_line=READY_REPORT)
     ros = SpinningNode('shadow_twin_demo_cell')
     try:
         recorder = CellRecorder(ros.node)
@@ -252,15 +265,27 @@ def run(args) -> int:
                     '  (the mock UR and mock MiR are separate processes: no coupling; a real cell shows it here)')
             print(f'   base {topic:9s} y peak-to-peak {e["y_ptp_m"] * 1e3:.2f} mm, yaw {e["yaw_ptp_rad"]:.4f} rad '
                   f'({math.degrees(e["yaw_ptp_rad"]):.2f} deg){note}')
+        print('4. pick-up: the hand takes the can, lifts it, holds it, sets it down', flush=True)
+        try:
+            pick, figure = run_pick(ros.node, scene, recorder.pose('/sim/odom'),
+                                    lambda goal, timeout: send(ros.node, action, goal, timeout))
+        except ShadowTwinError as exc:                   # the demo goes on: the report says why
+            print(f'   no pick-up: {exc}', flush=True)
+            pick, figure = {'error': str(exc)}, None
     finally:
         ros.close()
         processes.stop()
     plot_base(out / 'base.png', paths, swing)
+    if figure is not None:
+        plot_pick(out / 'object.png', figure['heights'], figure['starts'], figure['contacts'], figure['hold'],
+                  figure['picked_height'], figure['object'])
     report = {'goal': {'error_code': code, 'error_string': message,
                        'joint_error_end_rad': {g: e.tolist() for g, e in errors.items()}, 'base_end': base},
               'swing': {'error_code': swing_code, 'error_string': swing_message, 'base': effect},
+              'pick': pick, 'scene': str(scene_file),
               'wall_time_s': time.monotonic() - started, 'domain_id': domain}
     write_text_atomic(out / 'demo_cell_report.json', json.dumps(report, indent=2) + '\n')
-    print(f'report: {out / "demo_cell_report.json"}; plot: {out / "base.png"}')
+    print(f'report: {out / "demo_cell_report.json"}; plots: {out / "base.png"}'
+          + (f', {out / "object.png"}' if figure is not None else ''))
     print(f'demo finished in {time.monotonic() - started:.0f} s')
     return ExitCode.OK

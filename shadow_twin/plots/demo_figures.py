@@ -1,5 +1,5 @@
 """The figures of ``shadow-twin demo`` (the twin's error before and after live calibration) and
-``shadow-twin demo --cell`` (the bases' paths and the arm swing's effect on the base). Drawn with
+``shadow-twin demo --cell`` (the bases' paths, the arm swing's effect on the base, the pick-up). Drawn with
 matplotlib's Agg backend from plain data and written atomically."""
 
 from __future__ import annotations
@@ -60,5 +60,49 @@ def plot_base(path: Path, paths: dict[str, np.ndarray], swing: dict[str, np.ndar
     for ax in (ax_path, ax_y, ax_yaw):
         ax.grid(True, alpha=0.3)
         ax.legend()
+    fig.tight_layout()
+    write_bytes_atomic(path, figure_png(fig))
+
+
+def plot_pick(path: Path, heights: dict[str, np.ndarray], starts: dict[str, float],
+              contacts: dict[str, dict[str, np.ndarray]], hold: tuple[float, float], picked_height: float,
+              name: str = 'object') -> None:
+    """The pick-up: the object's height above its start on each side over time, and which of the
+    hand's labels (fingertips, palm) touch something on each side.
+
+    ``heights``: {side: (N, 2) time s, height m}; ``starts``: {side: start height m} (a side without
+    one is drawn as 'not measured'); ``contacts``: {side: {label: (M, 2) time s, 1 in contact / 0}};
+    ``hold``: (s, s) the window the pick-up is judged in; ``picked_height``: its threshold, m.
+    Raises OSError if ``path`` cannot be written.
+    """
+    import matplotlib  # lazy: heavy (~0.5 s), only needed when figures are drawn
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, (ax_h, ax_c) = plt.subplots(1, 2, figsize=(13, 4))
+    colours = {}
+    for side, samples in heights.items():
+        if side in starts and len(samples):
+            colours[side] = ax_h.plot(samples[:, 0], (samples[:, 1] - starts[side]) * 1e3, label=side)[0].get_color()
+        else:
+            colours[side] = ax_h.plot([], [], label=f'{side}: not measured')[0].get_color()
+    ax_h.axhline(picked_height * 1e3, color='k', linestyle='--', linewidth=0.8, label='picked-up threshold')
+    ax_h.axvspan(*hold, color='C2', alpha=0.15, label='hold (judged)')
+    ax_h.set(xlabel='time from the goal (s)', ylabel='height - start (mm)', title=f'{name}: height, sim vs mock')
+    ax_h.legend(fontsize=8)
+    labels = list(next(iter(contacts.values()), {}))           # every side has the same labels
+    for j, (side, series) in enumerate(contacts.items()):
+        offset = 0.15 * (1 - 2 * j) if len(contacts) > 1 else 0.0
+        for k, label in enumerate(labels):
+            c = series.get(label, np.zeros((0, 2)))
+            on = c[:, 1] > 0.5
+            ax_c.scatter(c[on, 0], np.full(on.sum(), k + offset), marker='|', s=40, color=colours.get(side),
+                         label=side if k == 0 else None)
+    ax_c.axvspan(*hold, color='C2', alpha=0.15)
+    ax_c.set_yticks(range(len(labels)), labels)
+    ax_c.set(xlabel='time from the goal (s)', title='in contact (fingertips, palm), sim vs mock',
+             ylim=(-0.5, len(labels) - 0.5), xlim=ax_h.get_xlim())
+    ax_c.legend(fontsize=8, loc='upper left')
+    for ax in (ax_h, ax_c):
+        ax.grid(True, alpha=0.3)
     fig.tight_layout()
     write_bytes_atomic(path, figure_png(fig))

@@ -68,7 +68,9 @@ def test_demo_bad_arguments(python, tmp_path):
 
 def test_demo_cell_drives_arm_hand_and_base_and_shows_the_swing(python, tmp_path):
     """``shadow-twin demo --cell``: the one goal for the three robots succeeds with both bases at
-    the arc's end; the arm swing moves the sim's base (arm and base in one model)."""
+    the arc's end; the arm swing moves the sim's base (arm and base in one model); the hand picks the
+    scene's can up in the sim: it rises more than the stated height and stays there through the hold
+    (measured with the sim bridge's GetEntityState), and is set down again."""
     from support import ros as ros_helpers
     out = tmp_path / 'cell'
     run = demo(python, '--cell', '--out', str(out), '--domain-id', str((ros_helpers.domain_id_for() + 30) % 101 + 1),
@@ -84,3 +86,15 @@ def test_demo_cell_drives_arm_hand_and_base_and_shows_the_swing(python, tmp_path
     assert report['swing']['base']['/sim/odom']['y_ptp_m'] >= 1e-3
     assert (out / 'base.png').stat().st_size > 10_000
     assert 'one goal: arm + hand' in run.stdout and 'arm swing' in run.stdout
+    pick = report['pick']
+    assert pick.get('error') is None, pick
+    assert pick['object'] == 'can' and pick['error_code'] == 0, pick
+    sim = pick['sides']['sim']
+    assert sim['samples'] > 100                           # sampled through the goal (20 Hz, ~18 s)
+    assert sim['picked_up'] is True and sim['lift_min_m'] > pick['picked_height_m'], sim
+    assert sim['lift_max_m'] < pick['planned_lift_m'] + 0.02, sim        # it rose with the hand, no higher
+    assert abs(sim['end_m']) < 0.01, sim                  # set down on the tote again
+    assert 'mock' in pick['sides']                        # measured, or why not
+    assert any(share and share > 0.5 for share in pick['contacts_during_hold']['sim'].values()), pick
+    assert (out / 'object.png').stat().st_size > 10_000
+    assert 'pick-up of the can: sim picked up' in run.stdout
