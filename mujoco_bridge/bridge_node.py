@@ -194,10 +194,9 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
                 f'{1.0 / self.sim.dt:g} Hz: consecutive messages may repeat a state (same stamp)')
 
     def _warn_unknown_constraints(self) -> None:
-        """Warn about ``constraints.*`` values given for joints the model does not have
-        (undeclared ROS parameters are otherwise ignored silently): ROS parameters, and the entries of a
-        ``constraints_file`` given explicitly (the shipped file covers every robot of the cell, so
-        a model of one of them lacks the others' joints)."""
+        """Warn about ``constraints.*`` values for joints the model lacks (undeclared ROS parameters are
+        otherwise ignored silently): ROS parameters, and the entries of a ``constraints_file`` given
+        explicitly (the shipped file covers the whole cell: a model of one robot lacks the others')."""
         given = getattr(self, '_parameter_overrides', {}) or {}
         unknown = sorted(n for n in given if n.startswith('constraints.') and not self.has_parameter(n))
         if self._settings.constraints_file:
@@ -289,6 +288,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
     def start(self) -> None:
         """Anchor sim time to now and start stepping (and the viewer, if enabled)."""
         self._anchor()
+        self.object_sources.started = True          # their stamps map to sim time from now on
         self._loop_thread.start()
         if self.viewer is not None:
             self.viewer.start()

@@ -81,6 +81,8 @@ class ObjectSources:
     def __init__(self, inputs: Node, sim, sources: dict[str, str], stamp_sim_time, logger) -> None:
         self.sim, self.sources, self.logger = sim, dict(sources), logger
         self._stamp_sim_time = stamp_sim_time
+        #: Set by the bridge once its clock is anchored: a message before maps to no sim time and is ignored.
+        self.started = False
         self._reported: dict[str, set] = {name: set() for name in sources}
         self._good_since: dict[str, float | None] = dict.fromkeys(sources)
         self.dropped: dict[str, dict[str, int]] = {name: {WRONG_FRAME: 0, NO_STAMP: 0} for name in sources}
@@ -116,6 +118,8 @@ class ObjectSources:
                 self._offer(name, transform.header.stamp, transform.transform.translation, transform.transform.rotation)
 
     def _offer(self, name: str, stamp_msg, p, q) -> None:
+        if not self.started:
+            return
         stamp = self._stamp_sim_time(stamp_msg)
         if stamp is None:
             self._drop(name, NO_STAMP, 'header.stamp is unset (0)')

@@ -226,7 +226,8 @@ def test_a_tf_source_takes_its_frame_from_the_world_frame_only(ros):
     from shadow_twin.common.stamps import to_seconds
     helpers, client = ros
     sim, logger = _Sim(), _Logger()
-    ObjectSources(client.node, sim, {'box': 'tf:tag_3'}, lambda stamp: to_seconds(stamp) or None, logger)
+    sources = ObjectSources(client.node, sim, {'box': 'tf:tag_3'}, lambda stamp: to_seconds(stamp) or None, logger)
+    sources.started = True              # as the bridge sets it once its clock is anchored
     publisher = client.node.create_publisher(TFMessage, '/tf', 10)
     assert helpers.wait_until(lambda: publisher.get_subscription_count() > 0, 10.0)
 
