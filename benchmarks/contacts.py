@@ -27,16 +27,27 @@ Sections (``--sections``, all by default):
   - the hand alone (``config/scene_hand.yaml``, the bridge's default gains): the fingers close on
     the can standing on its stand (1 s), then hold it.
 
+* **following** (``contacts_following.py``): object pose, sim vs the mock's motion capture (100 Hz, 5 ms,
+  0.5 mm), the cell's can and ball followed: at rest (target <= 1 mm p95), and the can while the arm
+  carries it (target <= 2 mm and 1 deg p95);
+* **slip** (``contacts_slip.py``): the slip warning on a held cylinder, the wrist tilting until it slips;
+* **agreement** (``contacts_agreement.py``): fingertip contact, sim vs mock (the hand alone), read at
+  50 Hz through a grasp, hold and release, judged by the monitor's ``ContactAgreement`` (target >= 95 %);
+* **bad_input** (``contacts_bad_input.py``): a followed object's source sends NaN, a non-unit
+  quaternion, a 0.5 m jump, stamps going back, a stamp in the future, or goes silent: each dropped or
+  held, one warning per kind, the object not moved toward the bad pose.
+
 Other processes on the machine skew the figures (both conditions alike, since they alternate):
 run it on a quiet machine. Exit status 1 when a target is missed.
 
-Usage: .venv/bin/python benchmarks/contacts.py [--sections cost] [--blocks 30] [--ticks 200]
+Usage: .venv/bin/python benchmarks/contacts.py [--sections cost following ...] [--blocks 30] [--ticks 200]
 Not part of the tests; needs no ROS.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import tempfile
 import time
@@ -186,19 +197,35 @@ def cost(check: Checks, blocks: int, ticks: int) -> None:
                   f'{"yes" if got["counted"].min() > 0 else "NO"})')
 
 
-SECTIONS = {'cost': cost}
+#: Sections other than cost: each a module ``benchmarks/contacts_<section>.py`` beside this script with
+#: ``run(check: Checks, args)`` (and ``add_arguments(parser)`` for its own options); it may import this
+#: module's scenes (``contacts.cell_grasp``, ``contacts.hand_grasp``, ``contacts.close_hand``).
+SECTION_MODULES = ('following', 'slip', 'agreement', 'bad_input')
+SECTIONS = ('cost',) + SECTION_MODULES
+
+
+def section_module(name: str):
+    """The module of section ``name`` (imported on first use: a section's scenes cost nothing unless run)."""
+    return importlib.import_module(f'contacts_{name}')
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sections', nargs='+', choices=list(SECTIONS), default=list(SECTIONS))
+    parser.add_argument('--sections', nargs='+', choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument('--blocks', type=int, default=30, help='blocks per condition (cost section)')
     parser.add_argument('--ticks', type=int, default=200, help='ticks per block (cost section)')
+    for name in SECTION_MODULES:
+        adder = getattr(section_module(name), 'add_arguments', None)
+        if adder is not None:
+            adder(parser)
     args = parser.parse_args(argv)
     check = Checks()
     started = time.perf_counter()
-    if 'cost' in args.sections:
-        cost(check, args.blocks, args.ticks)
+    for name in args.sections:
+        if name == 'cost':
+            cost(check, args.blocks, args.ticks)
+        else:
+            section_module(name).run(check, args)
     print(f'{len(check.failed)} target(s) missed; {time.perf_counter() - started:.0f} s')
     return 1 if check.failed else 0
 
