@@ -63,6 +63,21 @@ def start_view(env: dict[str, str], out: Path, *args: str) -> subprocess.Popen:
                             **lifeline.child_options(env))     # it ends when this test run ends
 
 
+def run_view(env: dict[str, str], out: Path, *args: str, timeout: float = 120.0) -> str:
+    """Run ``shadow-twin rqt ARGS`` to its end (SIGINT after ``timeout`` s) and check that it ended OK;
+    returns its log."""
+    view = start_view(env, out, *args)
+    try:
+        status = view.wait(timeout=timeout)
+    finally:
+        if view.poll() is None:
+            view.send_signal(signal.SIGINT)
+            view.wait(timeout=15)
+    log = (out / 'rqt.log').read_text(errors='replace')
+    assert status == ExitCode.OK, log[-3000:]
+    return log
+
+
 def probed(out: Path, perspective: str) -> dict:
     return json.loads((out / perspective.replace('.perspective', '.json')).read_text())
 
@@ -83,15 +98,7 @@ def test_every_start_shows_every_curve_and_the_joint_statuses(start, display, tw
     out = tmp_path / f'start{start}'
     out.mkdir()
     began = time.monotonic()
-    view = start_view(view_env(display, out), out)
-    try:
-        status = view.wait(timeout=120)
-    finally:
-        if view.poll() is None:
-            view.send_signal(signal.SIGINT)
-            view.wait(timeout=15)
-    log = (out / 'rqt.log').read_text(errors='replace')
-    assert status == ExitCode.OK, log[-3000:]
+    run_view(view_env(display, out), out, timeout=120)
     plots, monitor = probed(out, PLOTS_FILE), probed(out, MONITOR_FILE)
 
     # every rqt_plot restored every field of the perspective, and each curve got SAMPLES within WITHIN s

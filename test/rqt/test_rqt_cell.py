@@ -12,13 +12,12 @@ every joint of the cell and ``/shadow_twin/sim vs real/base``; both windows fit 
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
 from support import cell as cell_helpers
 import pytest
-from test_rqt import SAMPLES, WITHIN, check_window_fits, probed, start_view, view_env
+from test_rqt import run_view, SAMPLES, WITHIN, check_window_fits, probed, view_env
 
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.plots.perspective import (CELL_MONITOR_FILE, CELL_PLOTS_FILE, cell_published_joints, needed_topics,
@@ -62,16 +61,8 @@ def test_cell_view_shows_every_curve_and_the_base_status(display, cell_twin, tmp
     joints = cell_published_joints()[0]
     hand_and_arm = [j for j in joints if j in ARM or j.startswith('rh_')]
     began = time.monotonic()
-    view = start_view(view_env(display, tmp_path, SHADOW_TWIN_RQT_PROBE_ITEMS=str(len(hand_and_arm) + 2)),
-                      tmp_path, '--cell')
-    try:
-        status = view.wait(timeout=120)
-    finally:
-        if view.poll() is None:
-            view.send_signal(signal.SIGINT)
-            view.wait(timeout=15)
-    log = (tmp_path / 'rqt.log').read_text(errors='replace')
-    assert status == ExitCode.OK, log[-3000:]
+    run_view(view_env(display, tmp_path, SHADOW_TWIN_RQT_PROBE_ITEMS=str(len(hand_and_arm) + 2)),
+             tmp_path, '--cell', timeout=120)
     plots, monitor = probed(tmp_path, CELL_PLOTS_FILE), probed(tmp_path, CELL_MONITOR_FILE)
 
     wanted = needed_topics(read_perspective(CONFIG / CELL_PLOTS_FILE))

@@ -21,16 +21,14 @@ benchmarks/contacts.py in 1.5 s, held to 4 s, open at 5.5 s, one after the other
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
 from support import cell as cell_helpers
 import pytest
 import yaml
-from test_rqt import AGG_GROUP, SAMPLES, WITHIN, check_window_fits, probed, start_view, view_env
+from test_rqt import run_view, AGG_GROUP, SAMPLES, WITHIN, check_window_fits, probed, view_env
 
-from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.plots.contact_panes import ALL_CONTACT_LABELS
 from shadow_twin.plots.perspective import (CONTACTS_PLOTS_FILE, MONITOR_FILE, needed_topics, published_joints,
                                            read_perspective)
@@ -79,16 +77,8 @@ def twin(ros, rqt_installed, tmp_path_factory):
 def test_contacts_view_plots_force_and_slip_and_lists_the_contact_statuses(display, twin, moving_joints, tmp_path):
     joints = published_joints()[0]
     began = time.monotonic()
-    view = start_view(view_env(display, tmp_path, SHADOW_TWIN_RQT_PROBE_ITEMS=str(len(joints) + 1 + 6)),
-                      tmp_path, '--contacts')
-    try:
-        status = view.wait(timeout=150)
-    finally:
-        if view.poll() is None:
-            view.send_signal(signal.SIGINT)
-            view.wait(timeout=15)
-    log = (tmp_path / 'rqt.log').read_text(errors='replace')
-    assert status == ExitCode.OK, log[-3000:]
+    run_view(view_env(display, tmp_path, SHADOW_TWIN_RQT_PROBE_ITEMS=str(len(joints) + 1 + 6)),
+             tmp_path, '--contacts', timeout=150)
     plots, monitor = probed(tmp_path, CONTACTS_PLOTS_FILE), probed(tmp_path, MONITOR_FILE)
 
     # every field restored, the contact fields among them, each curve with SAMPLES within WITHIN s
