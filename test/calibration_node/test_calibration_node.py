@@ -314,7 +314,9 @@ def test_the_lead_follows_the_twin_and_calibrate_answers_during_a_run(ros, cell,
     assert "(the twin /shadow_twin's parameters, read now)" in log, log[-3000:]
     for answer in during:
         assert answer.message.startswith(GOING_ON) and run_dir_of(answer) == str(run_dir), answer.message
-        assert '(recording: executing curl_all' in answer.message, answer.message
+        # the phase it is in: recording, asked as it began; on a loaded machine the recording may be over by
+        # the second answer (seen in CI: 'preparing: aligning 1 recording(s)'), never before it
+        assert ('(recording: executing curl_all' in answer.message or '(preparing: ' in answer.message), answer.message
     assert log.count('~/calibrate: a run is going on') >= 2, log[-3000:]
     assert (run_dir / 'bags' / 'curl_all').is_dir()
 
