@@ -65,7 +65,7 @@ def test_malformed_messages_on_every_topic_leave_every_node_up_and_nothing_moves
         sent = malformed.flood_malformed(client)
         assert sent >= 60
         assert helpers.wait_until(lambda: 'dropped a message on /odom' in calibration.output()
-                                  or not calibration.alive(), 10.0)
+                                  or not calibration.alive(), START_TIMEOUT), calibration.output()[-3000:]
         assert calibration.alive(), calibration.output()[-3000:]
     finally:
         assert calibration.stop() == 0, calibration.output()[-3000:]
