@@ -27,7 +27,7 @@ from __future__ import annotations
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
+from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from tf2_msgs.msg import TFMessage
 
 from shadow_twin.common.errors import ConfigError
@@ -43,6 +43,11 @@ TF = 'tf:'
 WRONG_FRAME, NO_STAMP = 'wrong frame', 'no stamp'
 #: s of accepted samples after which a kind of the ROS side's problems is reported again (the gate's rearm).
 REARM = 1.0
+#: The sources' QoS: best effort like any sensor stream, but a queue of 50 samples (0.5 s of 100 Hz motion
+#: capture) so that a stalled executor takes every sample in order when it wakes rather than losing all but
+#: the last five (the sensor-data profile's depth): each is checked and counted.
+SOURCE_QOS = QoSProfile(depth=50, reliability=qos_profile_sensor_data.reliability,
+                        durability=qos_profile_sensor_data.durability, history=qos_profile_sensor_data.history)
 
 
 def parse_sources(text: str) -> dict[str, str]:
@@ -92,10 +97,9 @@ class ObjectSources:
             if source.startswith(TF):
                 self._frames.setdefault(source[len(TF):].lstrip('/'), []).append(name)
             else:
-                guarded_subscription(inputs, PoseStamped, source, lambda msg, n=name: self._on_pose(n, msg),
-                                     qos_profile_sensor_data)
+                guarded_subscription(inputs, PoseStamped, source, lambda msg, n=name: self._on_pose(n, msg), SOURCE_QOS)
         if self._frames:
-            guarded_subscription(inputs, TFMessage, '/tf', self._on_tf, qos_profile_sensor_data)
+            guarded_subscription(inputs, TFMessage, '/tf', self._on_tf, SOURCE_QOS)
         if sources:
             logger.info('following objects: ' + ', '.join(f'{n} from {s}' for n, s in sources.items()))
 
