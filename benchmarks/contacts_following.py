@@ -44,7 +44,7 @@ from shadow_twin.model.cell.assembly import arm_joint_names, write_cell_mjcf
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.simulation.live.entities import EntityMotion, object_motion, set_object_motion
 from shadow_twin.simulation.live.simulation import LiveSimulation
-from shadow_twin.simulation.objects import MotionCapture, pose_error
+from shadow_twin.simulation.objects import CaptureConfig, MotionCapture, pose_error
 from shadow_twin.simulation.overrides import ParameterOverrides
 
 #: Targets (issue 36): the carried object, m and rad p95; a free object at rest, m p95.
@@ -66,9 +66,11 @@ def mock_settings(path: Path | None = None) -> tuple[float, float, ParameterOver
             ParameterOverrides.from_yaml_text(params.get('overrides')))
 
 
-def mock_and_sim(model_path, scene_file: str, followed, gains=None) -> tuple[LiveSimulation, LiveSimulation]:
-    """The mock (scene scaled, the mock's overrides) and the sim (``followed`` objects) of one model."""
-    friction, mass, overrides = mock_settings()
+def mock_and_sim(model_path, scene_file: str, followed, gains=None,
+                 same: bool = False) -> tuple[LiveSimulation, LiveSimulation]:
+    """The mock (scene scaled, the mock's overrides; with ``same`` the model's own physics: the control
+    run) and the sim (``followed`` objects) of one model."""
+    friction, mass, overrides = (1.0, 1.0, None) if same else mock_settings()
     scene = SceneConfig.from_yaml(config_path(scene_file))
     mock = LiveSimulation(model_path, gains=gains, overrides=overrides,
                           scene=scene.scaled(friction=friction, mass=mass))
@@ -80,9 +82,9 @@ class Run:
     """The two simulations in lock step with the capture between them; records per frame
     (phase, name, sim pose, frame, mock's true pose)."""
 
-    def __init__(self, mock: LiveSimulation, sim: LiveSimulation, names) -> None:
+    def __init__(self, mock: LiveSimulation, sim: LiveSimulation, names, capture: CaptureConfig | None = None) -> None:
         self.mock, self.sim, self.names = mock, sim, list(names)
-        self.capture = MotionCapture(self.names, seed=36)
+        self.capture = MotionCapture(self.names, capture, seed=36)
         self.records: list[tuple[str, str, tuple, tuple, tuple]] = []
         self.verdicts: dict[str, int] = {}
         self.phase = 'rest'
@@ -156,15 +158,15 @@ def add_arguments(parser) -> None:
     parser.add_argument('--carry', type=float, default=4 * SWING_S, help='s of carrying (following section)')
 
 
-def run(check, args) -> None:
-    """The following section (module doc)."""
-    carry = getattr(args, 'carry', 4 * SWING_S)
-    print(f'== following: sim vs mock motion capture, the cell, {", ".join(FOLLOWED)} followed; '
-          f'at rest {REST_S:.1f} s, grasp, carried {carry:.1f} s', flush=True)
+def carry(same: bool, carry_s: float, capture: CaptureConfig | None = None) -> tuple[Run, float]:
+    """The scenario (module doc) on a mock and a sim of the cell; ``same``: the mock has the sim's physics
+    (a control run); ``capture``: the motion capture's figures (default: the mock hardware's). Returns the
+    run and the mock's can height after the carry (m)."""
     with tempfile.TemporaryDirectory() as folder:
         path, _ = write_cell_mjcf(None, Path(folder) / 'cell.xml')
-        mock, sim = mock_and_sim(path, 'scene.yaml', FOLLOWED, gains=config_path('controllers', 'cell.yaml'))
-        run_ = Run(mock, sim, FOLLOWED)
+        mock, sim = mock_and_sim(path, 'scene.yaml', FOLLOWED, gains=config_path('controllers', 'cell.yaml'),
+                                 same=same)
+        run_ = Run(mock, sim, FOLLOWED, capture)
         run_.run_for(REST_S)
         # the grasp: the arm fingers up, the can put in the hand while the fingers close (contacts.cell_grasp)
         held = {}
@@ -178,14 +180,15 @@ def run(check, args) -> None:
         run_.phase = 'grasp'
         run_.run_for(contacts.CLOSE_S, lambda s: set_object_motion(s, 'can', held[id(s)]))
         run_.run_for(contacts.SETTLE_S)
-        grasped = {n: object_motion(s, 'can').position for n, s in (('mock', mock), ('sim', sim))}
-        print(f"  the can after the grasp: mock at {np.round(grasped['mock'], 3).tolist()} m, sim at "
-              f"{np.round(grasped['sim'], 3).tolist()} m", flush=True)
+        if not same and capture is None:
+            grasped = {n: object_motion(s, 'can').position for n, s in (('mock', mock), ('sim', sim))}
+            print(f"  the can after the grasp: mock at {np.round(grasped['mock'], 3).tolist()} m, sim at "
+                  f"{np.round(grasped['sim'], 3).tolist()} m", flush=True)
         # the carry: shoulder lift and elbow swing and back; the fingers keep their desired grasp (a trajectory
         # naming them would start from where they stopped on the can: no squeeze, the can falls)
         names = list(arm_joint_names())
         start = list(contacts.ARM_FINGERS_UP)
-        legs = max(1, int(round(carry / SWING_S)))
+        legs = max(1, int(round(carry_s / SWING_S)))
         points, times = [], []
         for k in range(legs):        # out (up, then down on the next pair) on even legs, back on odd ones
             out = 0.0 if k % 2 else (-SWING if k % 4 == 0 else SWING)
@@ -199,10 +202,28 @@ def run(check, args) -> None:
             s.set_trajectory(JointTrajectory(names, times, points), start_time=t0)
         run_.phase = 'carried'
         run_.run_for(legs * SWING_S)
-        can_z = object_motion(mock, 'can').position[2]
+        return run_, float(object_motion(mock, 'can').position[2])
+
+
+def run(check, args) -> None:
+    """The following section (module doc), then three control runs of the carried can (no target): the mock
+    with the sim's own physics (unfollowed, the two would be one), a perfect capture, and both; what is left
+    in the last is the following's own error on a held object (module doc)."""
+    carry_s = getattr(args, 'carry', 4 * SWING_S)
+    print(f'== following: sim vs mock motion capture, the cell, {", ".join(FOLLOWED)} followed; '
+          f'at rest {REST_S:.1f} s, grasp, carried {carry_s:.1f} s', flush=True)
+    run_, can_z = carry(False, carry_s)
     print(f'  capture frames offered: {run_.verdicts}; the mock\'s can at z {can_z:.3f} m after the carry')
     # at rest, against the true pose: the frames' own noise (0.5 mm per axis) has a p95 of 1.4 mm (module doc)
     report(check, run_, 'rest', 'can', RESTING_POSITION_MAX, None, against='true')
     report(check, run_, 'rest', 'ball', RESTING_POSITION_MAX, None, against='true')
     report(check, run_, 'carried', 'ball', RESTING_POSITION_MAX, None, against='true')
     report(check, run_, 'carried', 'can', CARRIED_POSITION_MAX, CARRIED_ANGLE_MAX)
+    perfect = CaptureConfig(latency=0.0, position_noise=0.0, angle_noise=0.0)
+    for words, same, capture in (("the mock with the sim's own physics", True, None),
+                                 ('a perfect capture (no noise, no latency)', False, perfect),
+                                 ("both: the sim's physics and a perfect capture", True, perfect)):
+        control, _ = carry(same, carry_s, capture)
+        f = _figures(control.errors('carried', 'can', 'true'))
+        print(f"  control, {words}: carried can vs the mock's true pose p50 {f[0]:.2f} mm {f[2]:.2f} deg, p95 "
+              f'{f[1]:.2f} mm {f[3]:.2f} deg (no target)', flush=True)

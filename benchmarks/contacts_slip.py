@@ -262,6 +262,31 @@ def run(check, args) -> None:
              else
              'no slip-speed threshold meets both targets: the can creeps (soft contacts), it does not break away'),
           flush=True)
+    sticking(args)
+
+
+#: The static-friction stand-in: MuJoCo's noslip solver iterations (``model.opt.noslip_iterations``),
+#: which take the soft contacts' creep away (``benchmarks/slip_study.py``: 0.127 to 0.000 mm/s).
+NOSLIP = 10
+
+
+def sticking(args) -> None:
+    """No target: the mock once more with static friction (:data:`NOSLIP` noslip iterations), the effect
+    a real grasp has and the soft contacts lack: the tilt runs (onset, warning, the slip read in the
+    second before the can passed 5 mm) and three holds of ``args.slip_hold_s`` s (peak slip)."""
+    options = {'noslip_iterations': NOSLIP}
+    runs = tilt_runs(True, options=options)
+    warned = [r.warning is not None and r.at_warning() < WARN_BEFORE_MM for r in runs]
+    before = np.array([r.slip_before() for r in runs])
+    print(f'  the mock with static friction ({NOSLIP} noslip iterations), no target: onset at '
+          f'{_deg(np.nanmin([r.onset() for r in runs]))}-{_deg(np.nanmax([r.onset() for r in runs]))} deg; warning '
+          f'before {WARN_BEFORE_MM:g} mm in {sum(warned)} runs of {len(runs)}; slip read in the second before '
+          f'{WARN_BEFORE_MM:g} mm {np.nanmin(before) * 1000:.2f}-{np.nanmax(before) * 1000:.2f} mm/s', flush=True)
+    for tilt in np.radians([0.0, 60.0, 120.0]):
+        r = trial(held_can(True, options=options), 0.0, tilt, args.slip_hold_s)
+        print(f'  the same, held at {np.degrees(tilt):.0f} deg for {args.slip_hold_s:g} s: creep '
+              f'{r.displacement[-1]:.3f} mm, peak slip {max(r.slip) * 1000:.2f} mm/s, warning '
+              + ('none' if r.warning is None else f'at {r.warning:.2f} s'), flush=True)
 
 
 def add_arguments(parser) -> None:
