@@ -14,6 +14,8 @@ predicted error, first contact, peak effort per joint, predicted duration). The 
 * ``effort``: a joint's actuator effort above its published limit (INVALID_GOAL);
 * ``contact``: a disallowed contact (:class:`~shadow_twin.simulation.preview.contacts.ContactChecker`;
   INVALID_GOAL);
+* ``grasp``: a held object predicted to slide in the hand past ``grasp_slide_limit`` or to leave it
+  (:class:`~shadow_twin.simulation.preview.grasp.GraspWatch`; INVALID_GOAL);
 * ``base_speed`` / ``base_acceleration`` / ``base_yaw_rate``: the base's reference or predicted
   motion above the MiR250's limits (INVALID_GOAL); ``base_tolerance``: the twin's base follower
   would abort (its code).
@@ -35,6 +37,7 @@ from shadow_twin.simulation.preview.goal import PredictedRun, PreviewGoal
 from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.contacts import ContactChecker, ContactHit
+from shadow_twin.simulation.preview.grasp import GraspWatch
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,10 @@ class PreviewFailure:
     """One predicted failure.
 
     Attributes:
-        kind: ``position_limit``, ``path_tolerance``, ``goal_tolerance``, ``effort``, ``contact``,
+        kind: ``position_limit``, ``path_tolerance``, ``goal_tolerance``, ``effort``, ``contact``, ``grasp``,
             ``base_speed``, ``base_acceleration``, ``base_yaw_rate`` or ``base_tolerance``.
         code: the ``FollowJointTrajectory.Result`` error code the goal gets.
-        subject: the joint, the contact pair (``body1/body2``) or ``base``.
+        subject: the joint, the contact pair (``body1/body2``), the held object or ``base``.
         time: s from the goal's start.
         amount: by how much the limit is exceeded (rad, N m, m, m/s, m/s^2, rad/s).
         message: one line naming all of it.
@@ -316,10 +319,10 @@ def _base(run: PredictedRun, goal: PreviewGoal, config: PreviewConfig, predictio
 
 
 def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: ContactChecker,
-          config: PreviewConfig, held: np.ndarray | None = None) -> Prediction:
+          config: PreviewConfig, held: np.ndarray | None = None, grasps: GraspWatch | None = None) -> Prediction:
     """All checks of the module doc on ``run`` (the prediction of ``goal`` on ``model``, driven by
-    ``controller``; ``held``: see :func:`_limits`); returns the :class:`Prediction`, failures
-    earliest first (one per kind)."""
+    ``controller``; ``held``: see :func:`_limits`; ``grasps``: the grasp check, None: none); returns the
+    :class:`Prediction`, failures earliest first (one per kind)."""
     prediction = Prediction(simulated=float(run.times[-1]) if len(run.times) else 0.0, goal_end=run.goal_end)
     efforts = np.abs(averaged_efforts(run, config.effort_window))
     prediction.peak_efforts = dict(zip(run.joint_names, np.max(efforts, axis=0, initial=0.0).tolist()))
@@ -334,6 +337,10 @@ def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: Con
         found.append(PreviewFailure('contact', jtc.INVALID_GOAL, hit.pair, hit.time, hit.depth, (
             f'contact {hit.pair} (geoms {hit.geom1}, {hit.geom2}) at t = {hit.time:.3f} s, {hit.depth * 1000:.1f} mm '
             f'deep')))
+    loss = None if grasps is None else grasps.first_loss(run.times, run.qpos)
+    if loss is not None:
+        found.append(PreviewFailure('grasp', jtc.INVALID_GOAL, loss.name, loss.time, loss.slide,
+                                    loss.message(config.grasp_slide_limit)))
     found.extend(_base(run, goal, config, prediction))
     failures = sorted((f for f in found if f is not None), key=lambda f: f.time)
     kinds = set()
@@ -360,12 +367,13 @@ def preview_goal(predictor: GoalPredictor, goal: PreviewGoal) -> Prediction:
 def judge_run(predictor: GoalPredictor, goal: PreviewGoal, run: PredictedRun) -> Prediction:
     """:func:`judge` ``run`` (``predictor``'s prediction of ``goal``), with the hold-run
     counterfactual of :func:`preview_goal` for a predicted position limit."""
-    prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config)
+    prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config,
+                       grasps=predictor.grasps)
     limit = next((f for f in prediction.failures if f.kind == 'position_limit'), None)
     if limit is not None and 'predicted position' in limit.message and _moving(goal):
         held = predictor.hold_run(goal, len(run.times))
         prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config,
-                           held)
+                           held, predictor.grasps)
     return prediction
 
 

@@ -98,6 +98,11 @@ class PreviewConfig:
         request_window: s simulated per window of a ``/twin/preview`` request (a canceled request
             stops after the window under way), > 0.
         request_queue: ``/twin/preview`` requests waiting or running at most (more are rejected at once), >= 1.
+        grasp_slide_limit: m a held object may slide in the hand (its position in the palm's frame) before
+            the goal fails, > 0 (:mod:`shadow_twin.simulation.preview.grasp`).
+        grasp_min_fingertips: fingertips touching an object that make it held, and under which a held one
+            has left the hand, >= 1.
+        held_objects: scene objects taken as held at the start whatever touches them (declared held).
     Raises:
         ConfigError: a negative or non-finite figure, a malformed pair.
     """
@@ -116,6 +121,9 @@ class PreviewConfig:
     watch_behind: str = 'warn'
     request_window: float = 1.0
     request_queue: int = 4
+    grasp_slide_limit: float = 0.01
+    grasp_min_fingertips: int = 2
+    held_objects: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ('watch_horizon', 'watch_gate', 'watch_period', 'request_window'):
@@ -129,6 +137,14 @@ class PreviewConfig:
         if queue != int(queue) or queue < 1:
             raise ConfigError(f'preview requests.queue must be a whole number >= 1, got {self.request_queue!r}')
         object.__setattr__(self, 'request_queue', int(queue))
+        object.__setattr__(self, 'grasp_slide_limit', _positive(self.grasp_slide_limit, 'grasp.slide_limit'))
+        tips = _positive(self.grasp_min_fingertips, 'grasp.min_fingertips')
+        if tips != int(tips) or tips < 1:
+            raise ConfigError(f'preview grasp.min_fingertips must be a whole number >= 1, got {self.grasp_min_fingertips!r}')
+        object.__setattr__(self, 'grasp_min_fingertips', int(tips))
+        if not isinstance(self.held_objects, (list, tuple)) or not all(isinstance(n, str) for n in self.held_objects):
+            raise ConfigError(f'preview grasp.held: a list of object names, got {self.held_objects!r}')
+        object.__setattr__(self, 'held_objects', tuple(self.held_objects))
         limits = {str(k): _positive(v, f'effort limit of {k!r}') for k, v in dict(self.effort_limits).items()}
         object.__setattr__(self, 'effort_limits', limits)
         object.__setattr__(self, 'effort_window', _positive(self.effort_window, 'effort_window', allow_zero=True))
@@ -160,7 +176,7 @@ class PreviewConfig:
         Raises ConfigError for unknown keys or bad values."""
         data = dict(data or {})
         known = {'effort_limits', 'effort_window', 'position_limit_margin', 'contacts', 'base', 'settle_time',
-                 'watch', 'requests'}
+                 'watch', 'requests', 'grasp'}
         unknown = set(data) - known
         if unknown:
             raise ConfigError(f'preview config: unknown key(s) {sorted(unknown)}; known: {sorted(known)}')
@@ -173,11 +189,14 @@ class PreviewConfig:
         if unknown:
             raise ConfigError(f'preview base: unknown key(s) {sorted(unknown)}')
         kwargs = {}
-        for section, keys in (('watch', ('horizon', 'gate', 'period', 'behind')), ('requests', ('window', 'queue'))):
+        for section, keys in (('watch', ('horizon', 'gate', 'period', 'behind')), ('requests', ('window', 'queue')),
+                              ('grasp', ('slide_limit', 'min_fingertips', 'held'))):
             given = data.get(section) or {}
             if not isinstance(given, Mapping) or set(given) - set(keys):
                 raise ConfigError(f'preview {section}: a mapping with the keys {list(keys)}, got {given!r}')
-            kwargs.update((f'{section.rstrip("s")}_{k}', v) for k, v in given.items())
+            kwargs.update((f'{section.rstrip("s")}_{k}', v) for k, v in given.items() if k != 'held')
+            if section == 'grasp' and 'held' in given:
+                kwargs['held_objects'] = given['held'] or ()
         if 'effort_limits' in data:
             if not isinstance(data['effort_limits'], Mapping):
                 raise ConfigError('preview effort_limits must be a mapping {joint glob: N m}')

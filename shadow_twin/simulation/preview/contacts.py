@@ -10,7 +10,9 @@ dynamics of the prediction (and of the live sim) are unchanged. Allowed:
 * pairs of bodies MuJoCo never checks (a body and its parent, geoms of one body);
 * geom pairs already in contact in the model's reference pose ``qpos0`` (neighbouring links
   that overlap by construction, the base on its wheels);
-* the configured body-glob pairs (:attr:`PreviewConfig.allowed_contacts`).
+* the configured body-glob pairs (:attr:`PreviewConfig.allowed_contacts`);
+* a free scene object and the hand (a body below ``rh_forearm``): a grasp touches what it holds, and
+  whether the object stays held is the grasp check's (:mod:`shadow_twin.simulation.preview.grasp`).
 
 A contact counts when its penetration is deeper than ``contact_min_depth``.
 """
@@ -24,7 +26,28 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from shadow_twin.model.scene import object_kinds
+from shadow_twin.model.scene.names import FREE
 from shadow_twin.simulation.preview.config import PreviewConfig
+
+#: The hand's root body: its subtree may touch free scene objects (module doc).
+HAND_ROOT = 'rh_forearm'
+
+
+def hand_and_free_objects(model: mujoco.MjModel) -> tuple[set[int], set[int]]:
+    """(body ids below and at :data:`HAND_ROOT`, body ids of the free scene objects) of ``model``; the
+    first is empty without a hand."""
+    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, HAND_ROOT)
+    hand = set()
+    if root >= 0:
+        for body in range(model.nbody):
+            b = body
+            while b > 0 and b != root:
+                b = int(model.body_parentid[b])
+            if b == root:
+                hand.add(body)
+    free = {model.body(n).id for n, kind in object_kinds(model).items() if kind == FREE}
+    return hand, free
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,7 @@ class ContactChecker:
         self.model.geom_margin[:] = 0.0
         self.model.geom_gap[:] = 0.0
         self._scratch = threading.local()         # each thread its own MjData (the watch and requests)
+        self._hand, self._free = hand_and_free_objects(model)
         data = mujoco.MjData(self.model)
         self._allowed: dict[tuple[int, int], bool] = {}
         mujoco.mj_kinematics(self.model, data)
@@ -87,8 +111,10 @@ class ContactChecker:
         key = (min(g1, g2), max(g1, g2))
         hit = self._allowed.get(key)
         if hit is None:
-            b1, b2 = (_name(self.model, mujoco.mjtObj.mjOBJ_BODY, int(self.model.geom_bodyid[g])) for g in key)
-            hit = self._allowed[key] = self.config.contact_allowed(b1, b2)
+            i1, i2 = (int(self.model.geom_bodyid[g]) for g in key)
+            b1, b2 = (_name(self.model, mujoco.mjtObj.mjOBJ_BODY, i) for i in (i1, i2))
+            held = (i1 in self._free and i2 in self._hand) or (i2 in self._free and i1 in self._hand)
+            hit = self._allowed[key] = held or self.config.contact_allowed(b1, b2)
         return hit
 
     def first_hit(self, times: np.ndarray, qpos: np.ndarray) -> ContactHit | None:

@@ -31,15 +31,23 @@ class StartState:
         base_pose: the base's pose in the world (the sim's ``odom``): (x, y, yaw) m, m, rad, or
             (x, y, z, qw, qx, qy, qz); None: the model's.
         base_twist: (forward m/s, lateral m/s, yaw rate rad/s) in the base frame; None: at rest.
+        holds: {ROS joint: rad} the setpoints of driven joints the goal does not name (the controller's
+            desired positions: fingers closed past a held object squeeze it); others hold their start
+            positions, as the offline simulator's joints do.
+        objects: {scene object: (7,) pose x, y, z m, qw, qx, qy, qz in the world} of free objects
+            (the sim's, e.g. one held in the hand); others start where the scene puts them, at rest.
         full_state: (mj_stateSize(mjSTATE_FULLPHYSICS),) the preview model's whole state to start
             from (a window that continues the previous one: :attr:`PredictedRun.final_state`); it
-            replaces the positions, velocities and base pose given above. None: build the state from them.
+            replaces the positions, velocities, base pose and objects given above. None: build the
+            state from them.
     """
 
     positions: Mapping[str, float] = field(default_factory=dict)
     velocities: Mapping[str, float] = field(default_factory=dict)
     base_pose: Sequence[float] | None = None
     base_twist: Sequence[float] | None = None
+    holds: Mapping[str, float] = field(default_factory=dict)
+    objects: Mapping[str, Sequence[float]] = field(default_factory=dict)
     full_state: np.ndarray | None = None
 
 

@@ -42,10 +42,12 @@ from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import ControllerGains, SimController
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
+from shadow_twin.model.scene import free_joint_name
 from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.contacts import ContactChecker
 from shadow_twin.simulation.preview.goal import BasePart, PredictedRun, PreviewGoal, StartState
+from shadow_twin.simulation.preview.grasp import GraspWatch
 
 #: Prefix of the effort sensors added to the preview copy.
 EFFORT_SENSOR_PREFIX = 'preview_effort_'
@@ -97,6 +99,8 @@ class GoalPredictor:
                                     for n in mjcf_joints], dtype=int)
         #: The contact check's copy of the model (every collision geom colliding).
         self.contacts = ContactChecker(self.model, self.config)
+        #: The grasp check (held scene objects; inactive without any).
+        self.grasps = GraspWatch(self.model, self.config)
         self._scratch = threading.local()     # each thread its own MjData: the watch and requests run at once
 
     @property
@@ -161,10 +165,12 @@ class GoalPredictor:
                                   self.interpolation, goal.start.velocities, time_offset=offset)
         if scaled and (goal.speed_scaling != 1.0 or scaled_offset != offset):
             self._scale(sim, traj, scaled, goal.speed_scaling, scaled_offset)
+        self._hold(sim, traj, goal.start.holds)
         if goal.start.full_state is not None:
             sim.initial_state[:] = goal.start.full_state
         else:
             self._place_base(sim, goal.start)
+            self._place_objects(sim, goal.start)
         if goal.base is None:
             state, sensors = mujoco.rollout.rollout(self.model, self.data, sim.initial_state,
                                                     sim.control(self.model))
@@ -204,6 +210,7 @@ class GoalPredictor:
             sim.initial_state[:] = goal.start.full_state
         else:
             self._place_base(sim, goal.start)
+            self._place_objects(sim, goal.start)
         state, _ = mujoco.rollout.rollout(self.model, self.data, sim.initial_state, sim.control(self.model))
         return state[0][:, 1:1 + self.model.nq][:, self.controller.qpos_adr]
 
@@ -248,6 +255,41 @@ class GoalPredictor:
             data.qvel[dof + 5] = omega            # body-frame angular velocity; the base stands level
         sim.base.stop()
         self.controller.hold_integrators(self.model, data)
+        mujoco.mj_forward(self.model, data)
+        mujoco.mj_getState(self.model, data, sim.initial_state, FULL_STATE)
+
+    def _hold(self, sim: TrajectorySimulator, traj: JointTrajectory | None, holds) -> None:
+        """Command the driven joints in ``holds`` ({ROS joint: rad}) that ``traj`` does not name to their
+        setpoints through the whole run (:attr:`StartState.holds`). Raises ValueError: a setpoint that is
+        not finite."""
+        named = set() if traj is None else set(traj.joint_names)
+        for joint, value in holds.items():
+            if joint in named or joint not in self.controller.joint_names:
+                continue
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f'the hold setpoint of {joint} is not finite: {value}')
+            sim.desired_positions[:, self.controller.joint_names.index(joint)] = value
+
+    def _place_objects(self, sim: TrajectorySimulator, start: StartState) -> None:
+        """Put the start state's objects (free scene objects) at their poses, at rest, in ``sim.initial_state``.
+        Raises ValueError: an object the model has no free joint for, or a pose not of 7 finite numbers."""
+        if not start.objects:
+            return
+        data = self._probe
+        mujoco.mj_setState(self.model, data, sim.initial_state, FULL_STATE)
+        for name, pose in start.objects.items():
+            joint = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, free_joint_name(str(name)))
+            if joint < 0:
+                raise ValueError(f'start object {name!r} is not a free object of the preview model')
+            values = np.asarray(pose, dtype=float).reshape(-1)
+            if values.shape != (7,) or not np.all(np.isfinite(values)) or not np.linalg.norm(values[3:]) > 0:
+                raise ValueError(f'start object {name!r}: a pose is 7 finite numbers (x, y, z, qw, qx, qy, qz), '
+                                 f'got {list(values)}')
+            adr, dof = int(self.model.jnt_qposadr[joint]), int(self.model.jnt_dofadr[joint])
+            data.qpos[adr:adr + 3] = values[:3]
+            data.qpos[adr + 3:adr + 7] = values[3:] / np.linalg.norm(values[3:])
+            data.qvel[dof:dof + 6] = 0.0
         mujoco.mj_forward(self.model, data)
         mujoco.mj_getState(self.model, data, sim.initial_state, FULL_STATE)
 
