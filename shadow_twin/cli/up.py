@@ -54,7 +54,9 @@ without ``--cell``, in the hand's mock hardware too (whose ``scene_friction_scal
 with one line (exit status 2). With ``--mock-hardware`` (without ``--cell``) the mock hand publishes its
 objects' poses as a motion-capture system (on its ``object_pose_topic_prefix``, ``/mocap``) and the sim
 bridge follows the scene's free objects from them (``follow_objects``, :func:`mocap_sources`); the twin
-monitor compares them (``objects.*``: the sim-vs-motion-capture pose error). ``--contacts``: contact
+monitor compares them (``objects.*``: the sim-vs-motion-capture pose error). The twin's preview
+simulates the scene too (``scene_file``) and judges the held objects from the sim's object poses and
+its controller_state (published at :data:`SETPOINTS_RATE` Hz, ``preview_setpoints_topic``). ``--contacts``: contact
 outputs (``contact_sensors`` 'hand') in the sim bridge and the hand's mock hardware, compared by the
 monitor (``contacts.enabled``).
 
@@ -82,6 +84,8 @@ from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
+from mujoco_bridge.controller_state import controller_state_topic
+from mujoco_bridge.parameters import SPECS as BRIDGE_SPECS
 
 #: The hand's joint states in the cell: its own topic beside the UR driver's /joint_states.
 CELL_HAND_JOINT_STATES = '/rh/joint_states'
@@ -96,6 +100,10 @@ READY_LINES = {'mujoco_bridge.main': r'(?:^|\]: )ready: stepping\b',
 READY_REPORT = r'^\[shadow-twin up\] ready: '
 #: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
 MOCK_UR_MODEL = 'mock_ur.xml'
+#: With a scene: the sim's controller_state (its default action's), whose setpoints the twin's preview
+#: holds the joints a goal leaves out to (fingers squeezing a held object), and its rate, Hz.
+SIM_SETPOINTS = controller_state_topic(next(spec for spec in BRIDGE_SPECS if spec.name == 'action_name').default)
+SETPOINTS_RATE = 50.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -169,7 +177,7 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     sim = () if cell_model is None else (
         '-p', f'model_path:={cell_model}', '-p', f'gains_file:={config_path("controllers", "cell.yaml")}')
     scene = () if args.scene is None else ('-p', f'scene_file:={Path(args.scene).resolve()}')
-    sim += scene
+    sim += scene + (() if args.scene is None else ('-p', f'controller_state_rate:={SETPOINTS_RATE}'))
     contacts = ('-p', 'contact_sensors:=hand') if args.contacts else ()
     sim += contacts
     mock_config = args.mock_config or config_path('mock_hardware.yaml')
@@ -196,7 +204,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
                                       '-r', '__node:=mock_mir')
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
-    out['shadow_twin'] = command('shadow_twin.ros.twin.server', args.config or config_path(twin), *mode)
+    preview = () if args.scene is None else (*scene, '-p', f'preview_setpoints_topic:={SIM_SETPOINTS}')
+    out['shadow_twin'] = command('shadow_twin.ros.twin.server', args.config or config_path(twin), *mode, *preview)
     if not args.no_monitor:
         watch = () if args.mode != 'shadow' else (
             '--params-file', str(config_path(SHADOW_MONITOR_CONFIG[cell_model is not None])))

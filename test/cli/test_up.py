@@ -56,7 +56,11 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
     nodes = commands('--mock-hardware', '--scene', str(scene))
     for name in ('mujoco_bridge', 'mock_hardware'):
         assert f'scene_file:={scene.resolve()}' in nodes[name], name
-    assert not any('scene_file' in arg for arg in nodes['shadow_twin'])
+    # the twin's preview simulates the scene and holds the joints a goal leaves out to the sim's setpoints
+    assert f'scene_file:={scene.resolve()}' in nodes['shadow_twin']
+    assert f'preview_setpoints_topic:={up.SIM_SETPOINTS}' in nodes['shadow_twin']
+    assert f'controller_state_rate:={up.SETPOINTS_RATE}' in nodes['mujoco_bridge']
+    assert not any('controller_state_rate' in arg for arg in nodes['mock_hardware'])
     cell = commands('--cell', '--mock-hardware', '--scene', str(config_path('scene.yaml')),
                     cell_model=config_path('cell.yaml'))
     assert f'scene_file:={config_path("scene.yaml").resolve()}' in cell['mujoco_bridge']
@@ -66,6 +70,9 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
     assert 'objects.enabled:=true' in nodes['twin_monitor'] and 'objects.names:=[can]' in nodes['twin_monitor']
     alone = commands('--scene', str(scene))                  # no mock hardware: no motion capture to follow
     assert not any('follow_objects' in arg or 'objects.' in arg for name in alone for arg in alone[name])
+    plain = commands('--mock-hardware')                       # no scene: no setpoints asked of the sim
+    assert not any('setpoints' in arg or 'controller_state_rate' in arg or 'scene_file' in arg
+                   for name in ('mujoco_bridge', 'shadow_twin') for arg in plain[name])
     assert not any('follow_objects' in arg for arg in cell['mujoco_bridge'])
     touching = commands('--mock-hardware', '--contacts')
     assert all('contact_sensors:=hand' in touching[name] for name in ('mujoco_bridge', 'mock_hardware'))

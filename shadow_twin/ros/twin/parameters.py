@@ -64,6 +64,14 @@ SPECS = GOAL_HANDLING_SPECS + (
                   read_only=True),
     ParameterSpec('preview_config', '', "The preview's checks and limits (YAML; config/preview.yaml); empty = the "
                   'shipped config/preview.yaml.', read_only=True),
+    ParameterSpec('scene_file', '', "The sim's scene (its bridge's scene_file, YAML): the preview simulates its "
+                  'objects and judges the held ones (docs/preview.md); empty = none.', read_only=True),
+    ParameterSpec('preview_objects_prefix', '/mujoco_bridge/objects', "The sim bridge's object poses "
+                  '(<prefix>/<name>/pose, its object_pose_topic_prefix): where a prediction starts the objects.',
+                  read_only=True),
+    ParameterSpec('preview_setpoints_topic', '', "The sim's controller_state (its bridge's, with "
+                  'controller_state_rate > 0): the setpoints the joints a goal leaves out hold in a prediction '
+                  '(fingers squeezing a held object); empty = they hold where they stand.', read_only=True),
     ParameterSpec('preview_gains_file', '', "The sim bridge's drive gains the preview simulates with; empty = "
                   'the shipped config/controllers/<model>.yaml (cell.yaml for the cell, ur5.yaml for ur5.xml), else '
                   'shadow_hand_e.yaml.',

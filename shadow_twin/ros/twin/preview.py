@@ -45,8 +45,11 @@ from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.model.cell.assembly import CellConfig, build_cell_spec
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.scene import SceneConfig
+from shadow_twin.model.scene.build import add_objects
 from shadow_twin.ros.twin.goal import TwinGoalState
 from shadow_twin.ros.twin.context import GoalContext
+from shadow_twin.ros.twin.preview_inputs import PreviewInputs
 from shadow_twin.simulation.preview.goal import BasePart, PreviewGoal, StartState
 from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.checks import Prediction, preview_goal
@@ -94,17 +97,18 @@ class TwinPreview:
             prediction starts from the robot in mode ``real``, else from the sim.
         result_topic: where the predictions go (``std_msgs/String``, JSON).
         mode: the twin's mode as every published prediction names it (``shadow`` in mode shadow).
+        inputs: the sim's object poses and setpoints a prediction starts from (None: none).
     """
 
     def __init__(self, node: Node, predictor: GoalPredictor, context: GoalContext, result_topic: str,
-                 mode: str) -> None:
+                 mode: str, inputs: PreviewInputs | None = None) -> None:
         self.node, self.log = node, node.get_logger()
         self.predictor = predictor
         self.config = predictor.config
         #: Whose state a prediction starts from: the robot in mode real, else the sim.
         self.source = 'real' if context.mode == 'real' else 'sim'
         self.states, self.base, self.speed_scaling = context.states, context.base, context.speed_scaling
-        self.mode = mode
+        self.mode, self.inputs = mode, inputs
         self.publisher = node.create_publisher(String, result_topic, QoSProfile(depth=10))
         # each goal's watch on a daemon thread of its own (a preempting goal's gate never waits for the
         # ending goal's window, and no window holds up the process's exit); the requests one at a
@@ -138,7 +142,8 @@ class TwinPreview:
             latest = self.base.endpoints[side].latest()
             if latest is not None:
                 pose, twist = tuple(latest.pose), (latest.v, latest.lateral, latest.omega)
-        return StartState(positions, velocities, pose, twist), stamp
+        holds, objects = ({}, {}) if self.inputs is None else (self.inputs.holds(), self.inputs.objects())
+        return StartState(positions, velocities, pose, twist, holds=holds, objects=objects), stamp
 
     def goal_of(self, plan: TwinGoalState, settings: TwinSettings) -> PreviewGoal:
         """The :class:`PreviewGoal` of a screened goal: its trajectory, tolerances and base part, from
@@ -335,10 +340,13 @@ def describe_prediction(prediction: Prediction) -> str:
 
 
 def make_predictor(param: Callable[[str], object]) -> GoalPredictor:
-    """The preview's :class:`GoalPredictor` from the twin's ``preview_*``, ``model_path`` and
-    ``cell_config`` parameters (``param(name)``): the one model the twin builds at start (its joint
-    limits are read from it too). Raises ShadowTwinError (ConfigError, ModelError)."""
+    """The preview's :class:`GoalPredictor` from the twin's ``preview_*``, ``model_path``, ``cell_config`` and
+    ``scene_file`` parameters (``param(name)``): the one model the twin builds at start (its joint
+    limits are read from it too; a scene's objects have free joints, which have none). Raises
+    ShadowTwinError (ConfigError, ModelError)."""
     spec, gains = preview_model(param('model_path'), param('cell_config'), param('preview_gains_file'))
+    if param('scene_file'):
+        add_objects(spec, SceneConfig.from_yaml(resolve_share_url(param('scene_file'))))
     config = PreviewConfig.from_yaml(resolve_share_url(param('preview_config')) if param('preview_config')
                                      else config_path('preview.yaml'))
     return GoalPredictor(spec, gains, config)
@@ -349,4 +357,9 @@ def make_preview(node: Node, predictor: GoalPredictor, param: Callable[[str], ob
     """The twin's :class:`TwinPreview` on ``predictor`` (:func:`make_predictor`) for the goals of
     ``context``; ``shadow``: the twin is in mode shadow."""
     preview_goal(predictor, PreviewGoal(None, horizon=0.05))      # warm up: the first goal's gate pays no first call
-    return TwinPreview(node, predictor, context, param('preview_result_topic'), 'shadow' if shadow else context.mode)
+    objects = list(predictor.grasps.objects)
+    inputs = None
+    if objects or param('preview_setpoints_topic'):
+        inputs = PreviewInputs(node, objects, param('preview_objects_prefix'), param('preview_setpoints_topic'))
+    return TwinPreview(node, predictor, context, param('preview_result_topic'), 'shadow' if shadow else context.mode,
+                       inputs)

@@ -74,6 +74,7 @@ class Prediction:
         final_errors: {goal joint: target - predicted position at the end of the simulation, rad}.
         peak_efforts: {driven joint: largest |effort| averaged over ``effort_window``, N m}.
         first_contact: the first disallowed contact, None when there is none.
+        grasp_slides: {held object: its largest predicted slide in the hand, m (up to its loss)}.
         base: {'peak_speed' m/s, 'peak_reference_speed' m/s, 'peak_reference_acceleration' m/s^2}
             when the model has a base, else {}.
         simulated: goal time the prediction reaches, s (from the goal's start).
@@ -87,6 +88,7 @@ class Prediction:
     final_errors: dict[str, float] = field(default_factory=dict)
     peak_efforts: dict[str, float] = field(default_factory=dict)
     first_contact: ContactHit | None = None
+    grasp_slides: dict[str, float] = field(default_factory=dict)
     base: dict[str, float] = field(default_factory=dict)
     simulated: float = 0.0
     goal_end: float = 0.0
@@ -122,6 +124,7 @@ class Prediction:
             'final_errors': {k: r(v) for k, v in self.final_errors.items()},
             'peak_efforts': {k: r(v) for k, v in self.peak_efforts.items()},
             'first_contact': None if self.first_contact is None else asdict(self.first_contact),
+            'grasp_slides': {k: r(v) for k, v in self.grasp_slides.items()},
             'base': {k: r(v) for k, v in self.base.items()},
             'simulated': r(self.simulated),
             'goal_end': r(self.goal_end),
@@ -337,7 +340,7 @@ def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: Con
         found.append(PreviewFailure('contact', jtc.INVALID_GOAL, hit.pair, hit.time, hit.depth, (
             f'contact {hit.pair} (geoms {hit.geom1}, {hit.geom2}) at t = {hit.time:.3f} s, {hit.depth * 1000:.1f} mm '
             f'deep')))
-    loss = None if grasps is None else grasps.first_loss(run.times, run.qpos)
+    prediction.grasp_slides, loss = ({}, None) if grasps is None else grasps.judge(run.times, run.qpos)
     if loss is not None:
         found.append(PreviewFailure('grasp', jtc.INVALID_GOAL, loss.name, loss.time, loss.slide,
                                     loss.message(config.grasp_slide_limit)))

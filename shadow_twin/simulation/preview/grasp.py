@@ -129,11 +129,16 @@ class GraspWatch:
     def first_loss(self, times: np.ndarray, qpos: np.ndarray) -> GraspLoss | None:
         """The first held object lost in the states ``qpos`` ((N, nq)) at ``times`` ((N,) s), checked
         every ``contact_period`` s (and the last state); held: in ``qpos[0]``. None when none is lost."""
+        return self.judge(times, qpos)[1]
+
+    def judge(self, times: np.ndarray, qpos: np.ndarray) -> tuple[dict[str, float], GraspLoss | None]:
+        """({held object: its largest slide, m, up to the loss or the end}, the first loss or None) of the
+        states ``qpos`` ((N, nq)) at ``times`` ((N,) s), as :meth:`first_loss`."""
         if len(times) == 0 or not self.active:
-            return None
+            return {}, None
         held = self.held(qpos[0])
         if not held:
-            return None
+            return {}, None
         data, config = self._data(), self.config
         bodies = {n: self.objects[n] for n in held}
         data.qpos[:] = qpos[0]
@@ -141,6 +146,7 @@ class GraspWatch:
         start = {n: self._in_palm(data, b) for n, b in bodies.items()}
         touched = {n: n not in config.held_objects or self._touching_now(data)[b] >= config.grasp_min_fingertips
                    for n, b in bodies.items()}
+        slides = dict.fromkeys(bodies, 0.0)
         dt = float(times[1] - times[0]) if len(times) > 1 else 1.0
         stride = max(1, int(round(config.contact_period / dt)))
         rows = list(range(stride - 1, len(times), stride))
@@ -152,11 +158,12 @@ class GraspWatch:
             tips = self._touching_now(data) if any(touched.values()) else {}
             for name, body in bodies.items():
                 slide = float(np.linalg.norm(self._in_palm(data, body) - start[name]))
+                slides[name] = max(slides[name], slide)
                 left = touched[name] and tips[body] < config.grasp_min_fingertips
                 if left or slide > config.grasp_slide_limit:
-                    return GraspLoss(name, slide, float(times[row]), bool(left),
-                                     tuple(float(v) for v in data.xpos[body]))
-        return None
+                    return slides, GraspLoss(name, slide, float(times[row]), bool(left),
+                                             tuple(float(v) for v in data.xpos[body]))
+        return slides, None
 
     def _touching_now(self, data: mujoco.MjData) -> dict[int, int]:
         """:meth:`_touching` after running ``mj_collision`` on ``data`` (kinematics done)."""

@@ -80,6 +80,9 @@ def test_the_grasp_kept_passes_and_the_hand_may_touch_what_it_holds(hand, graspe
     kinds = [f.kind for f in prediction.failures]                     # (fingers stopped by the can miss their goal
     assert 'grasp' not in kinds, prediction.verdict().message          # tolerance: the JTC's rule, not this check's)
     assert prediction.first_contact is None                           # fingertips on the can are no contact failure
+    slide = prediction.grasp_slides['can']                            # reported though held: m, under the limit
+    assert 0.0 <= slide < CONFIG.grasp_slide_limit
+    assert prediction.summary()['grasp_slides'] == {'can': round(slide, 6)}
 
 
 def test_opening_the_hand_is_refused_the_can_leaves_it(hand, grasped):
