@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from support import cell as cell_helpers
+from support.scenarios.cell import positions, result_of
 
 REPO = Path(__file__).resolve().parents[3]
 SCENE = REPO / 'config' / 'scene_hand.yaml'
@@ -36,13 +37,7 @@ def send_and_wait(client, targets, seconds):
     goal = ros_helpers.one_point_goal(targets, seconds, goal_tolerance=2.0)    # fingers stop on the can
     handle = client.send_goal(FollowJointTrajectory, TWIN_ACTION, goal, timeout=15.0)
     assert handle.accepted
-    response = client.wait_future(handle.get_result_async(), 20.0)
-    return response.status, response.result
-
-
-def positions(msg, names):
-    index = {n: k for k, n in enumerate(msg.name)}
-    return np.array([msg.position[index[n]] for n in names])
+    return result_of(client, handle, 20.0)
 
 
 @pytest.fixture(scope='module')
