@@ -22,7 +22,8 @@ peak accelerations from about 0.5 to 60 rad/s^2. No base motion: the base part o
 closed-loop by the twin's base follower, which the mock side here does not run (the base's own
 benchmark is ``benchmarks/cell.py``). **Outcome**: the can lost on the mock by the preview's own rule
 (:class:`~shadow_twin.simulation.preview.grasp.GraspWatch` on the mock's states every 10 ms: slid more
-than ``grasp.slide_limit`` in the palm's frame, or fewer than two fingertips on it). **Prediction**: a
+than :data:`SLIDE_LIMIT` against the fingertips that held it, or fewer than two fingertips on it; the
+check is off in the shipped config, on here with that limit). **Prediction**: a
 ``grasp`` failure in the preview. A refused transport is not run on the robots (the twin refuses it
 before anything moves, ``test/core/simulation/test_preview_grasp.py``); here it is run on the mock all
 the same, to score the prediction.
@@ -40,6 +41,7 @@ rolled out by ``mujoco.rollout``: the grip's creep is that sensitive).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 import time
@@ -76,6 +78,8 @@ DURATIONS = (0.3, 2.5)
 MOVED = 3
 #: s between the mock states judged (the preview's contact period).
 CHECK_S = 0.01
+#: m: the grasp check's slide limit here (off in config/preview.yaml; the issue's 'configured distance').
+SLIDE_LIMIT = 0.01
 
 
 def grasped(path: Path, scene: SceneConfig, overrides=None) -> LiveSimulation:
@@ -157,7 +161,7 @@ def add_arguments(parser) -> None:
 def run(check, args) -> None:
     """The preview section (module doc)."""
     count = getattr(args, 'transports', TRANSPORTS)
-    config = PreviewConfig.from_yaml(config_path('preview.yaml'))
+    config = dataclasses.replace(PreviewConfig.from_yaml(config_path('preview.yaml')), grasp_slide_limit=SLIDE_LIMIT)
     friction, mass, overrides = mock_settings()
     scene = SceneConfig.from_yaml(config_path('scene.yaml'))
     print(f'== preview: {count} random transports of the held can (arm +-{REACH:g} rad in '

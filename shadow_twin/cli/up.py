@@ -45,7 +45,7 @@ Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both|shadow [--shadow-config FILE]] [--bridge-config FILE] [--mock-config FILE]
-                   [--mock-ur-config FILE] [--mock-mir-config FILE] [--scene FILE]
+                   [--mock-ur-config FILE] [--mock-mir-config FILE] [--scene FILE] [--preview-config FILE]
                    [--monitor-config FILE | --no-monitor] [--no-respawn] [--ros-args ...]
 
 ``--scene FILE``: the objects of a scene file (``shadow_twin.model.scene``) in the sim bridge's model and,
@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--mock-hardware', action='store_true', help='also start the mock hardware bridge(s)')
     parser.add_argument('--config', type=Path, default=None,
                         help="the twin server's ROS parameters (default config/twin.yaml)")
+    parser.add_argument('--preview-config', type=Path, default=None,
+                        help="the twin's goal preview checks (its preview_config; default config/preview.yaml)")
     parser.add_argument('--mode', choices=MODES, default=None,
                         help='override the ROS parameter mode of the twin server; shadow: the sim follows the '
                              "robots' own controllers (the sim bridge also takes --shadow-config)")
@@ -205,6 +207,10 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
     preview = () if args.scene is None else (*scene, '-p', f'preview_setpoints_topic:={SIM_SETPOINTS}')
+    if getattr(args, 'preview_config', None) is not None:
+        if not Path(args.preview_config).is_file():
+            raise FileNotFoundError(f'preview config {args.preview_config} does not exist')
+        preview += ('-p', f'preview_config:={Path(args.preview_config).resolve()}')
     out['shadow_twin'] = command('shadow_twin.ros.twin.server', args.config or config_path(twin), *mode, *preview)
     if not args.no_monitor:
         watch = () if args.mode != 'shadow' else (

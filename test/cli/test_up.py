@@ -70,6 +70,10 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
     assert 'objects.enabled:=true' in nodes['twin_monitor'] and 'objects.names:=[can]' in nodes['twin_monitor']
     alone = commands('--scene', str(scene))                  # no mock hardware: no motion capture to follow
     assert not any('follow_objects' in arg or 'objects.' in arg for name in alone for arg in alone[name])
+    checks = commands('--preview-config', str(config_path('preview.yaml')))
+    assert f'preview_config:={config_path("preview.yaml").resolve()}' in checks['shadow_twin']
+    with pytest.raises(FileNotFoundError, match='preview config'):
+        commands('--preview-config', str(tmp_path / 'missing.yaml'))
     plain = commands('--mock-hardware')                       # no scene: no setpoints asked of the sim
     assert not any('setpoints' in arg or 'controller_state_rate' in arg or 'scene_file' in arg
                    for name in ('mujoco_bridge', 'shadow_twin') for arg in plain[name])

@@ -4,9 +4,10 @@ poses of the scene's free objects and the setpoints of the joints a goal leaves 
 * **Objects** (with ``scene_file``): per free object of the scene, the sim bridge's pose
   (``<preview_objects_prefix>/<name>/pose``, ``geometry_msgs/PoseStamped`` in ``world``, the bridge's
   ``object_pose_*`` output). A prediction starts with each object where the newest pose, received within
-  :data:`MAX_AGE` s, puts it (one held in the hand: the grasp check judges it,
-  :mod:`shadow_twin.simulation.preview.grasp`); an object with no fresh pose starts where the scene puts
-  it. A pose that is not finite, not a unit quaternion or not in ``world`` is dropped and reported by the
+  :data:`MAX_AGE` s, puts it, moving at the velocity its last two poses give (stamps at most
+  :data:`MAX_GAP` s apart; else at rest): one held in a moving hand moves with it (the grasp check judges
+  it, :mod:`shadow_twin.simulation.preview.grasp`); an object with no fresh pose starts where the scene
+  puts it. A pose that is not finite, not a unit quaternion or not in ``world`` is dropped and reported by the
   node's callback guard (one line per topic and period).
 * **Setpoints** (with ``preview_setpoints_topic``): the sim's ``control_msgs/JointTrajectoryControllerState``
   (the bridge's ``controller_state``, ``controller_state_rate`` > 0): ``reference.positions``, received
@@ -35,11 +36,14 @@ from shadow_twin.common.stamps import to_seconds
 from shadow_twin.model.scene.config import WORLD_FRAMES
 from shadow_twin.ros.guard import guarded_subscription
 from shadow_twin.simulation.objects.gate import check_sample
+from shadow_twin.simulation.objects.poses import relative_rotvec
 
 #: s: the newest pose or setpoints older than this (by receipt) are not used.
 MAX_AGE = 0.5
 #: The unit-quaternion tolerance of a pose (the entities' and the follower's).
 UNIT_TOLERANCE = 1e-3
+#: s: two poses further apart than this give no velocity (the object starts at rest).
+MAX_GAP = 0.1
 
 
 class PreviewInputs:
@@ -55,6 +59,7 @@ class PreviewInputs:
     def __init__(self, node: Node, objects, objects_prefix: str, setpoints_topic: str) -> None:
         self._lock = threading.Lock()
         self._poses: dict[str, tuple[float, list[float]]] = {}
+        self._last: dict[str, object] = {}          # the newest sample per object (the velocity's other end)
         self._setpoints: tuple[float, dict[str, float]] | None = None
         self.topics = {name: f'{objects_prefix.rstrip("/")}/{name}/pose' for name in objects}
         for name, topic in self.topics.items():
@@ -72,8 +77,15 @@ class PreviewInputs:
                                             UNIT_TOLERANCE)
         if sample is None:
             raise BadMessage(f'{kind}: {detail}')
+        velocity = [0.0] * 6
         with self._lock:
-            self._poses[name] = (time.monotonic(), [*sample.position.tolist(), *sample.quat.tolist()])
+            last = self._last.get(name)
+            if last is not None and 0.0 < sample.stamp - last.stamp <= MAX_GAP:
+                dt = sample.stamp - last.stamp
+                velocity = [*((sample.position - last.position) / dt).tolist(),
+                            *(relative_rotvec(sample.quat, last.quat) / dt).tolist()]
+            self._last[name] = sample
+            self._poses[name] = (time.monotonic(), [*sample.position.tolist(), *sample.quat.tolist(), *velocity])
 
     def _on_setpoints(self, msg: JointTrajectoryControllerState) -> None:
         names, positions = list(msg.joint_names), list(msg.reference.positions)
@@ -85,7 +97,8 @@ class PreviewInputs:
             self._setpoints = (time.monotonic(), dict(zip(names, (float(v) for v in positions))))
 
     def objects(self) -> dict[str, list[float]]:
-        """{object: (7,) pose x, y, z m, qw, qx, qy, qz} of the poses received within :data:`MAX_AGE` s."""
+        """{object: (13,) pose x, y, z m, qw, qx, qy, qz and velocity vx, vy, vz m/s, wx, wy, wz rad/s (world
+        axes)} of the poses received within :data:`MAX_AGE` s."""
         now = time.monotonic()
         with self._lock:
             return {n: list(pose) for n, (at, pose) in self._poses.items() if now - at <= MAX_AGE}

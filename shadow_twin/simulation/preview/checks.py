@@ -18,7 +18,8 @@ predicted error, first contact, peak effort per joint, predicted duration). The 
   (:class:`~shadow_twin.simulation.preview.grasp.GraspWatch`; INVALID_GOAL);
 * ``base_speed`` / ``base_acceleration`` / ``base_yaw_rate``: the base's reference or predicted
   motion above the MiR250's limits (INVALID_GOAL); ``base_tolerance``: the twin's base follower
-  would abort (its code).
+  would abort (its code); ``base_slip``: a base commanded to stand (no base part) sliding on its wheels
+  past ``base.max_slip``, when set (:mod:`shadow_twin.simulation.preview.base_slip`; INVALID_GOAL).
 
 The first failure (earliest in time) is the goal's verdict. Units: rad, rad/s, N m, m, m/s, s.
 """
@@ -36,6 +37,7 @@ from shadow_twin.model.ur.arm import model_effort_limits
 from shadow_twin.simulation.preview.goal import PredictedRun, PreviewGoal
 from shadow_twin.simulation.preview.predictor import GoalPredictor
 from shadow_twin.simulation.preview.config import PreviewConfig
+from shadow_twin.simulation.preview.base_slip import WheelSlip
 from shadow_twin.simulation.preview.contacts import ContactChecker, ContactHit
 from shadow_twin.simulation.preview.grasp import GraspWatch
 
@@ -46,7 +48,7 @@ class PreviewFailure:
 
     Attributes:
         kind: ``position_limit``, ``path_tolerance``, ``goal_tolerance``, ``effort``, ``contact``, ``grasp``,
-            ``base_speed``, ``base_acceleration``, ``base_yaw_rate`` or ``base_tolerance``.
+            ``base_speed``, ``base_acceleration``, ``base_yaw_rate``, ``base_tolerance`` or ``base_slip``.
         code: the ``FollowJointTrajectory.Result`` error code the goal gets.
         subject: the joint, the contact pair (``body1/body2``), the held object or ``base``.
         time: s from the goal's start.
@@ -322,10 +324,11 @@ def _base(run: PredictedRun, goal: PreviewGoal, config: PreviewConfig, predictio
 
 
 def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: ContactChecker,
-          config: PreviewConfig, held: np.ndarray | None = None, grasps: GraspWatch | None = None) -> Prediction:
+          config: PreviewConfig, held: np.ndarray | None = None, grasps: GraspWatch | None = None,
+          slips: WheelSlip | None = None) -> Prediction:
     """All checks of the module doc on ``run`` (the prediction of ``goal`` on ``model``, driven by
-    ``controller``; ``held``: see :func:`_limits`; ``grasps``: the grasp check, None: none); returns the
-    :class:`Prediction`, failures earliest first (one per kind)."""
+    ``controller``; ``held``: see :func:`_limits`; ``grasps``, ``slips``: the grasp and wheel-slip checks,
+    None: none); returns the :class:`Prediction`, failures earliest first (one per kind)."""
     prediction = Prediction(simulated=float(run.times[-1]) if len(run.times) else 0.0, goal_end=run.goal_end)
     efforts = np.abs(averaged_efforts(run, config.effort_window))
     prediction.peak_efforts = dict(zip(run.joint_names, np.max(efforts, axis=0, initial=0.0).tolist()))
@@ -345,6 +348,12 @@ def judge(run: PredictedRun, goal: PreviewGoal, model, controller, contacts: Con
         found.append(PreviewFailure('grasp', jtc.INVALID_GOAL, loss.name, loss.time, loss.slide,
                                     loss.message(config.grasp_slide_limit)))
     found.extend(_base(run, goal, config, prediction))
+    if slips is not None and run.base_poses is not None and goal.base is None:      # the base commanded to stand
+        peak, slid = slips.first(run.times, run.qpos, run.base_poses, config.base.max_slip)
+        prediction.base['peak_slip'] = peak
+        if slid is not None:
+            found.append(PreviewFailure('base_slip', jtc.INVALID_GOAL, 'base', slid.time, slid.slip - slid.allowed,
+                                        slid.message()))
     failures = sorted((f for f in found if f is not None), key=lambda f: f.time)
     kinds = set()
     for f in failures:
@@ -371,12 +380,12 @@ def judge_run(predictor: GoalPredictor, goal: PreviewGoal, run: PredictedRun) ->
     """:func:`judge` ``run`` (``predictor``'s prediction of ``goal``), with the hold-run
     counterfactual of :func:`preview_goal` for a predicted position limit."""
     prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config,
-                       grasps=predictor.grasps)
+                       grasps=predictor.grasps, slips=predictor.slips)
     limit = next((f for f in prediction.failures if f.kind == 'position_limit'), None)
     if limit is not None and 'predicted position' in limit.message and _moving(goal):
         held = predictor.hold_run(goal, len(run.times))
         prediction = judge(run, goal, predictor.model, predictor.controller, predictor.contacts, predictor.config,
-                           held, predictor.grasps)
+                           held, predictor.grasps, predictor.slips)
     return prediction
 
 

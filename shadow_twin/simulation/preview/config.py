@@ -63,13 +63,17 @@ def _positive(value, what: str, allow_zero: bool = False) -> float:
 @dataclass(frozen=True)
 class BasePreviewLimits:
     """Limits of the base's predicted and commanded motion: ``max_speed`` m/s, ``max_acceleration``
-    m/s^2 (0: not checked, the default), ``max_yaw_rate`` rad/s (the others > 0). Raises ConfigError."""
+    m/s^2 (0: not checked, the default), ``max_yaw_rate`` rad/s (the others > 0); ``max_slip`` m the base
+    may slide on its wheels while a goal without a base part runs (:mod:`shadow_twin.simulation.preview.base_slip`;
+    0: not checked, the default). Raises ConfigError."""
 
     max_speed: float = MIR250_TOP_SPEED
     max_acceleration: float = DEFAULT_MAX_ACCELERATION
     max_yaw_rate: float = DEFAULT_MAX_YAW_RATE
+    max_slip: float = 0.0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, 'max_slip', _positive(self.max_slip, 'base.max_slip', allow_zero=True))
         for name in ('max_speed', 'max_yaw_rate'):
             object.__setattr__(self, name, _positive(getattr(self, name), f'base.{name}'))
         if self.max_acceleration:
@@ -98,8 +102,8 @@ class PreviewConfig:
         request_window: s simulated per window of a ``/twin/preview`` request (a canceled request
             stops after the window under way), > 0.
         request_queue: ``/twin/preview`` requests waiting or running at most (more are rejected at once), >= 1.
-        grasp_slide_limit: m a held object may slide in the hand (its position in the palm's frame) before
-            the goal fails, > 0 (:mod:`shadow_twin.simulation.preview.grasp`).
+        grasp_slide_limit: m a held object may slide in the hand before the goal fails
+            (:mod:`shadow_twin.simulation.preview.grasp`); 0, the default, turns the grasp check off.
         grasp_min_fingertips: fingertips touching an object that make it held, and under which a held one
             has left the hand, >= 1.
         held_objects: scene objects taken as held at the start whatever touches them (declared held).
@@ -121,7 +125,7 @@ class PreviewConfig:
     watch_behind: str = 'warn'
     request_window: float = 1.0
     request_queue: int = 4
-    grasp_slide_limit: float = 0.01
+    grasp_slide_limit: float = 0.0
     grasp_min_fingertips: int = 2
     held_objects: tuple[str, ...] = ()
 
@@ -137,7 +141,8 @@ class PreviewConfig:
         if queue != int(queue) or queue < 1:
             raise ConfigError(f'preview requests.queue must be a whole number >= 1, got {self.request_queue!r}')
         object.__setattr__(self, 'request_queue', int(queue))
-        object.__setattr__(self, 'grasp_slide_limit', _positive(self.grasp_slide_limit, 'grasp.slide_limit'))
+        object.__setattr__(self, 'grasp_slide_limit', _positive(self.grasp_slide_limit, 'grasp.slide_limit',
+                                                                allow_zero=True))
         tips = _positive(self.grasp_min_fingertips, 'grasp.min_fingertips')
         if tips != int(tips) or tips < 1:
             raise ConfigError(f'preview grasp.min_fingertips must be a whole number >= 1, got {self.grasp_min_fingertips!r}')
@@ -185,7 +190,7 @@ class PreviewConfig:
         if unknown:
             raise ConfigError(f'preview contacts: unknown key(s) {sorted(unknown)}')
         base = dict(data.get('base') or {})
-        unknown = set(base) - {'max_speed', 'max_acceleration', 'max_yaw_rate'}
+        unknown = set(base) - {'max_speed', 'max_acceleration', 'max_yaw_rate', 'max_slip'}
         if unknown:
             raise ConfigError(f'preview base: unknown key(s) {sorted(unknown)}')
         kwargs = {}

@@ -11,8 +11,11 @@ dynamics of the prediction (and of the live sim) are unchanged. Allowed:
 * geom pairs already in contact in the model's reference pose ``qpos0`` (neighbouring links
   that overlap by construction, the base on its wheels);
 * the configured body-glob pairs (:attr:`PreviewConfig.allowed_contacts`);
-* a free scene object and the hand (a body below ``rh_forearm``): a grasp touches what it holds, and
-  whether the object stays held is the grasp check's (:mod:`shadow_twin.simulation.preview.grasp`).
+* a free scene object and anything but the robot's moving links outside the hand (a body that a hinge
+  or slide joint moves, not below ``rh_forearm``): a grasp touches what it holds (whether the object
+  stays held is the grasp check's, :mod:`shadow_twin.simulation.preview.grasp`), and an object set
+  down touches the table, the tote or another object; the arm, a wheel or a caster striking one is a
+  contact failure.
 
 A contact counts when its penetration is deeper than ``contact_min_depth``.
 """
@@ -34,20 +37,22 @@ from shadow_twin.simulation.preview.config import PreviewConfig
 HAND_ROOT = 'rh_forearm'
 
 
-def hand_and_free_objects(model: mujoco.MjModel) -> tuple[set[int], set[int]]:
-    """(body ids below and at :data:`HAND_ROOT`, body ids of the free scene objects) of ``model``; the
-    first is empty without a hand."""
+def robot_links_and_free_objects(model: mujoco.MjModel) -> tuple[set[int], set[int]]:
+    """(the robot's moving links outside the hand: body ids that a hinge or slide joint on their chain to
+    the world moves, none at or below :data:`HAND_ROOT`; body ids of the free scene objects) of ``model``."""
     root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, HAND_ROOT)
-    hand = set()
-    if root >= 0:
-        for body in range(model.nbody):
-            b = body
-            while b > 0 and b != root:
-                b = int(model.body_parentid[b])
-            if b == root:
-                hand.add(body)
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    jointed = {int(model.jnt_bodyid[j]) for j in range(model.njnt) if int(model.jnt_type[j]) in scalar}
+    links = set()
+    for body in range(1, model.nbody):
+        chain, b = [], body
+        while b > 0:
+            chain.append(b)
+            b = int(model.body_parentid[b])
+        if root not in chain and jointed.intersection(chain):
+            links.add(body)
     free = {model.body(n).id for n, kind in object_kinds(model).items() if kind == FREE}
-    return hand, free
+    return links, free
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class ContactChecker:
         self.model.geom_margin[:] = 0.0
         self.model.geom_gap[:] = 0.0
         self._scratch = threading.local()         # each thread its own MjData (the watch and requests)
-        self._hand, self._free = hand_and_free_objects(model)
+        self._links, self._free = robot_links_and_free_objects(model)
         data = mujoco.MjData(self.model)
         self._allowed: dict[tuple[int, int], bool] = {}
         mujoco.mj_kinematics(self.model, data)
@@ -113,8 +118,8 @@ class ContactChecker:
         if hit is None:
             i1, i2 = (int(self.model.geom_bodyid[g]) for g in key)
             b1, b2 = (_name(self.model, mujoco.mjtObj.mjOBJ_BODY, i) for i in (i1, i2))
-            held = (i1 in self._free and i2 in self._hand) or (i2 in self._free and i1 in self._hand)
-            hit = self._allowed[key] = held or self.config.contact_allowed(b1, b2)
+            touched = (i1 in self._free and i2 not in self._links) or (i2 in self._free and i1 not in self._links)
+            hit = self._allowed[key] = touched or self.config.contact_allowed(b1, b2)
         return hit
 
     def first_hit(self, times: np.ndarray, qpos: np.ndarray) -> ContactHit | None:

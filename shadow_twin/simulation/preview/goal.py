@@ -34,8 +34,9 @@ class StartState:
         holds: {ROS joint: rad} the setpoints of driven joints the goal does not name (the controller's
             desired positions: fingers closed past a held object squeeze it); others hold their start
             positions, as the offline simulator's joints do.
-        objects: {scene object: (7,) pose x, y, z m, qw, qx, qy, qz in the world} of free objects
-            (the sim's, e.g. one held in the hand); others start where the scene puts them, at rest.
+        objects: {scene object: (7,) pose x, y, z m, qw, qx, qy, qz in the world, or (13,) that and its
+            velocity vx, vy, vz m/s, wx, wy, wz rad/s (world axes)} of free objects (the sim's, e.g. one
+            held in a moving hand); without a velocity at rest; others start where the scene puts them.
         full_state: (mj_stateSize(mjSTATE_FULLPHYSICS),) the preview model's whole state to start
             from (a window that continues the previous one: :attr:`PredictedRun.final_state`); it
             replaces the positions, velocities, base pose and objects given above. None: build the

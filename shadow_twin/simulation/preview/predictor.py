@@ -44,6 +44,7 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.scene import free_joint_name
 from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
+from shadow_twin.simulation.preview.base_slip import WheelSlip
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.contacts import ContactChecker
 from shadow_twin.simulation.preview.goal import BasePart, PredictedRun, PreviewGoal, StartState
@@ -101,6 +102,8 @@ class GoalPredictor:
         self.contacts = ContactChecker(self.model, self.config)
         #: The grasp check (held scene objects; inactive without any).
         self.grasps = GraspWatch(self.model, self.config)
+        #: The base's wheel slip (inactive without a mobile base).
+        self.slips = WheelSlip(self.model)
         self._scratch = threading.local()     # each thread its own MjData: the watch and requests run at once
 
     @property
@@ -272,8 +275,9 @@ class GoalPredictor:
             sim.desired_positions[:, self.controller.joint_names.index(joint)] = value
 
     def _place_objects(self, sim: TrajectorySimulator, start: StartState) -> None:
-        """Put the start state's objects (free scene objects) at their poses, at rest, in ``sim.initial_state``.
-        Raises ValueError: an object the model has no free joint for, or a pose not of 7 finite numbers."""
+        """Put the start state's objects (free scene objects) at their poses and velocities (at rest when
+        none is given) in ``sim.initial_state``. Raises ValueError: an object the model has no free joint
+        for, or a pose that is not 7 or 13 finite numbers with a non-zero quaternion."""
         if not start.objects:
             return
         data = self._probe
@@ -283,13 +287,19 @@ class GoalPredictor:
             if joint < 0:
                 raise ValueError(f'start object {name!r} is not a free object of the preview model')
             values = np.asarray(pose, dtype=float).reshape(-1)
-            if values.shape != (7,) or not np.all(np.isfinite(values)) or not np.linalg.norm(values[3:]) > 0:
+            if values.shape not in ((7,), (13,)) or not np.all(np.isfinite(values)) or \
+                    not np.linalg.norm(values[3:7]) > 0:
                 raise ValueError(f'start object {name!r}: a pose is 7 finite numbers (x, y, z, qw, qx, qy, qz), '
-                                 f'got {list(values)}')
+                                 f'or 13 with its velocity (vx, vy, vz, wx, wy, wz), got {list(values)}')
             adr, dof = int(self.model.jnt_qposadr[joint]), int(self.model.jnt_dofadr[joint])
-            data.qpos[adr:adr + 3] = values[:3]
-            data.qpos[adr + 3:adr + 7] = values[3:] / np.linalg.norm(values[3:])
+            quat = values[3:7] / np.linalg.norm(values[3:7])
+            data.qpos[adr:adr + 3], data.qpos[adr + 3:adr + 7] = values[:3], quat
             data.qvel[dof:dof + 6] = 0.0
+            if len(values) == 13:          # a free joint's angular velocity is in the body's frame
+                rotation = np.empty(9)
+                mujoco.mju_quat2Mat(rotation, quat)
+                data.qvel[dof:dof + 3] = values[7:10]
+                data.qvel[dof + 3:dof + 6] = rotation.reshape(3, 3).T @ values[10:13]
         mujoco.mj_forward(self.model, data)
         mujoco.mj_getState(self.model, data, sim.initial_state, FULL_STATE)
 

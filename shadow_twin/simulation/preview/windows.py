@@ -76,7 +76,7 @@ def preview_in_windows(predictor: GoalPredictor, goal: PreviewGoal, window: floa
             prediction = judge_run(predictor, current, run)   # the first window: the start's own motion off
         else:
             prediction = judge(run, current, predictor.model, predictor.controller, predictor.contacts,
-                               predictor.config)
+                               predictor.config, grasps=predictor.grasps, slips=predictor.slips)
         parts.append(prediction)
         if not prediction.ok or run.final_state is None or run.times[-1] >= run.goal_end - 1e-9:
             return merge(parts)

@@ -1,10 +1,11 @@
 """Integration test of the grasp preview (issue 37) with real processes over DDS: the mock hand and the
 sim bridge with config/scene_hand.yaml's can (the sim publishing its controller_state), the twin (mode
-both: preview enforce) with the scene and the sim's setpoints. The fingers close on the can through the
-twin; a goal that would open the hand is aborted before its start with the can's name, its slide and
-the time, and nothing moves; a goal that keeps the grasp passes the preview and runs, its prediction
-reporting the can's slide; a malformed object pose on the sim's topic is dropped and the twin lives.
-Skipped without rclpy or control_msgs.
+both: preview enforce) with the scene, the sim's setpoints and a preview config that turns the grasp
+check on (10 mm) and declares the can held (it stands on its stand in this scene: a can the hand carries would be held without it; the hand
+alone cannot lift it). The fingers close on the can through the twin; a goal that would open the hand
+is aborted before its start with the can's name, its slide and the time, and nothing moves; a goal that
+keeps the grasp passes the preview and runs, its prediction reporting the can's slide; a malformed
+object pose on the sim's topic is dropped and the twin lives. Skipped without rclpy or control_msgs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from support import cell as cell_helpers
 from support.scenarios.cell import positions, result_of
@@ -52,10 +54,13 @@ def procs(ros, rec, tmp_path_factory):
     _, client = ros
     folder = tmp_path_factory.mktemp('grasp')
     scene = ['-p', f'scene_file:={SCENE}']
+    config = yaml.safe_load((REPO / 'config' / 'preview.yaml').read_text())
+    config['preview']['grasp'].update(held=['can'], slide_limit=0.01)     # on (off by default), the can held
+    (folder / 'preview.yaml').write_text(yaml.safe_dump(config))
     procs = {'mock': cell_helpers.bridge(folder, 'mock_hardware', 'mock_hardware.yaml', *scene),
              'sim': cell_helpers.bridge(folder, 'mujoco_bridge', 'mujoco_bridge.yaml', *scene,
                                         '-p', 'controller_state_rate:=50.0'),
-             'twin': cell_helpers.twin_server(folder, 'twin.yaml', *scene,
+             'twin': cell_helpers.twin_server(folder, 'twin.yaml', *scene, '-p', f'preview_config:={folder / "preview.yaml"}',
                                               '-p', 'preview_setpoints_topic:=/sim/controller_state')}
     cell_helpers.wait_started(procs, [rec['real'], rec['sim']], START_TIMEOUT, 'the hand with its can')
     cell_helpers.wait_twin_ready(client, procs, START_TIMEOUT, subscribers={
@@ -64,7 +69,7 @@ def procs(ros, rec, tmp_path_factory):
     cell_helpers.stop_all(procs)
 
 
-def test_a_goal_that_drops_the_held_can_is_refused_and_one_that_keeps_it_runs(ros, procs, rec):
+def test_a_goal_that_lets_go_of_the_held_can_is_refused_and_one_that_keeps_it_runs(ros, procs, rec):
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
     helpers, client = ros
