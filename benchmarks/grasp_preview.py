@@ -30,12 +30,12 @@ the same, to score the prediction.
 
 Usage: ``.venv/bin/python benchmarks/grasp_preview.py [--transports 100]`` (exit 1 on a miss).
 
-**Finding** (28 Nov, this 2-core PC, 100 transports, about 3 min): the mock lost the can in 48; agreement
-87 % uncalibrated, 84 % contacts calibrated, 84 % calibrated (target 95 %), the misses mostly "predicted
-held, lost" (15 of 16 calibrated). The can creeps in the grip (MuJoCo's soft contacts: 5-7 mm in a 4 s
+**Finding** (28 Nov, this 2-core PC, 100 transports, 225 s): the mock lost the can in 41; agreement 92 %
+uncalibrated, 89 % contacts calibrated, 87 % calibrated (target 95 %), the misses mostly "predicted held,
+lost" (9 of 13 calibrated). The can creeps in the grip (MuJoCo's soft contacts: 5-7 mm in a 4 s
 transport at 0.3 rad/s^2 on the mock), so many transports end within a millimetre of the 10 mm limit,
 where a few tenths of a millimetre decide; started from the mock's whole physics state instead of its
-joint states and the can's pose, the calibrated preview still disagrees in 2 of 20 (the same model,
+joint states and the can's pose, the calibrated preview still disagreed in 2 of 20 (the same model,
 rolled out by ``mujoco.rollout``: the grip's creep is that sensitive).
 """
 

@@ -25,7 +25,7 @@ whichever comes first; the reason names the object, its slide and the time, and 
 (world frame, m).
 
 **Off by default** (``grasp.slide_limit`` 0): against the mock hardware the preview's verdict agrees
-with the outcome in 84 % of 100 random transports of a held can (``benchmarks/grasp_preview.py``, 28
+with the outcome in 87 % of 100 random transports of a held can (``benchmarks/grasp_preview.py``, 28
 Nov), below what a refusal should rest on, and the demo's pick (``shadow-twin demo --cell``), which
 holds its can in the sim, was predicted to let it go; a lab turns it on with its own limit.
 
