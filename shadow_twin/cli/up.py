@@ -207,7 +207,7 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     mode = ['-p', f'mode:={args.mode}'] if args.mode else []
     twin, monitor = ('twin_cell.yaml', 'twin_monitor_cell.yaml') if cell_model else ('twin.yaml', 'twin_monitor.yaml')
     preview = () if args.scene is None else (*scene, '-p', f'preview_setpoints_topic:={SIM_SETPOINTS}')
-    if getattr(args, 'preview_config', None) is not None:
+    if args.preview_config is not None:
         if not Path(args.preview_config).is_file():
             raise FileNotFoundError(f'preview config {args.preview_config} does not exist')
         preview += ('-p', f'preview_config:={Path(args.preview_config).resolve()}')

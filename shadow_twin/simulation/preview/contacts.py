@@ -12,7 +12,7 @@ dynamics of the prediction (and of the live sim) are unchanged. Allowed:
   that overlap by construction, the base on its wheels);
 * the configured body-glob pairs (:attr:`PreviewConfig.allowed_contacts`);
 * a free scene object and anything but the robot's moving links outside the hand (a body that a hinge
-  or slide joint moves, not below ``rh_forearm``): a grasp touches what it holds (whether the object
+  or slide joint moves, not below the hand's root, ``rh_forearm``): a grasp touches what it holds (whether the object
   stays held is the grasp check's, :mod:`shadow_twin.simulation.preview.grasp`), and an object set
   down touches the table, the tote or another object; the arm, a wheel or a caster striking one is a
   contact failure.
@@ -29,30 +29,24 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from shadow_twin.model.scene import object_kinds
-from shadow_twin.model.scene.names import FREE
 from shadow_twin.simulation.preview.config import PreviewConfig
-
-#: The hand's root body: its subtree may touch free scene objects (module doc).
-HAND_ROOT = 'rh_forearm'
+from shadow_twin.simulation.preview.grasp import free_objects, hand_bodies
 
 
 def robot_links_and_free_objects(model: mujoco.MjModel) -> tuple[set[int], set[int]]:
     """(the robot's moving links outside the hand: body ids that a hinge or slide joint on their chain to
-    the world moves, none at or below :data:`HAND_ROOT`; body ids of the free scene objects) of ``model``."""
-    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, HAND_ROOT)
+    the world moves, none of :func:`~shadow_twin.simulation.preview.grasp.hand_bodies`; body ids of the free
+    scene objects) of ``model``."""
     scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
     jointed = {int(model.jnt_bodyid[j]) for j in range(model.njnt) if int(model.jnt_type[j]) in scalar}
     links = set()
     for body in range(1, model.nbody):
-        chain, b = [], body
-        while b > 0:
-            chain.append(b)
+        b = body
+        while b > 0 and b not in jointed:
             b = int(model.body_parentid[b])
-        if root not in chain and jointed.intersection(chain):
+        if b > 0:
             links.add(body)
-    free = {model.body(n).id for n, kind in object_kinds(model).items() if kind == FREE}
-    return links, free
+    return links - hand_bodies(model), set(free_objects(model).values())
 
 
 @dataclass(frozen=True)

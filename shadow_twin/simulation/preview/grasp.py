@@ -45,6 +45,7 @@ import mujoco
 import numpy as np
 
 from shadow_twin.common.errors import ConfigError
+from shadow_twin.model.cell.names import HAND_ROOT
 from shadow_twin.model.scene import object_kinds
 from shadow_twin.model.scene.names import FREE
 from shadow_twin.simulation.contact_sensing import DEFAULT_SENSORS
@@ -52,22 +53,33 @@ from shadow_twin.simulation.preview.config import PreviewConfig
 
 #: The body whose orientation the slide is measured in.
 PALM = 'rh_palm'
-#: The hand's root body.
-HAND_ROOT = 'rh_forearm'
 #: m: two geoms closer than this touch (module doc).
 TOUCH_MARGIN = 0.002
 
 
-def _below(model: mujoco.MjModel, body: int, root: int) -> bool:
-    """True when ``body`` is ``root`` or below it."""
-    while body > 0 and body != root:
-        body = int(model.body_parentid[body])
-    return body == root
+def hand_bodies(model: mujoco.MjModel) -> set[int]:
+    """Body ids of the hand: :data:`~shadow_twin.model.cell.names.HAND_ROOT` and every body below it
+    (empty without it)."""
+    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, HAND_ROOT)
+    out = set()
+    for body in range(model.nbody) if root >= 0 else ():
+        b = body
+        while b > 0 and b != root:
+            b = int(model.body_parentid[b])
+        if b == root:
+            out.add(body)
+    return out
+
+
+def free_objects(model: mujoco.MjModel) -> dict[str, int]:
+    """{name: body id} of the model's free scene objects, in the order they were added."""
+    return {n: model.body(n).id for n, kind in object_kinds(model).items() if kind == FREE}
 
 
 @dataclass(frozen=True)
 class GraspLoss:
-    """The first held object predicted lost: ``name``; ``slide`` m, its slide in the palm's frame then;
+    """The first held object predicted lost: ``name``; ``slide`` m, its slide against the fingertips that
+    held it then (module doc);
     ``time`` s from the goal's start; ``left``: True when it left the hand (too few fingertips), False
     when it slid past the limit in it; ``place`` (3,) m, where it is then (world frame)."""
 
@@ -102,19 +114,18 @@ class GraspWatch:
         self.config = config
         self.model = copy.copy(model)
         self.model.geom_margin[:] = np.maximum(model.geom_margin, TOUCH_MARGIN)
-        free = [n for n, kind in object_kinds(model).items() if kind == FREE]
-        unknown = sorted(set(config.held_objects) - set(free))
-        if unknown:
-            raise ConfigError(f'preview grasp.held: {unknown} are not free objects of the scene; free objects: {free}')
         #: {object name: body id} of the free scene objects.
-        self.objects = {n: model.body(n).id for n in free}
+        self.objects = free_objects(model)
+        unknown = sorted(set(config.held_objects) - set(self.objects))
+        if unknown:
+            raise ConfigError(f'preview grasp.held: {unknown} are not free objects of the scene; free objects: '
+                              f'{list(self.objects)}')
         self.palm = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, PALM)
         tips = [body for label, bodies in DEFAULT_SENSORS.items() if label != 'palm' for body in bodies]
         self.tip_bodies = np.array([i for i in (mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in tips)
                                     if i >= 0], dtype=int)
-        root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, HAND_ROOT)
         #: Body ids of the hand (at and below its root): what may touch a carried object.
-        self.hand = np.array([b for b in range(model.nbody) if root >= 0 and _below(model, b, root)], dtype=int)
+        self.hand = np.array(sorted(hand_bodies(model)), dtype=int)
         self._scratch = threading.local()
 
     @property
@@ -173,31 +184,33 @@ class GraspWatch:
         if not self.active:
             return []
         data = self._data()
+        self._collide(data, qpos)
+        return self._held(data)
+
+    def _collide(self, data: mujoco.MjData, qpos: np.ndarray) -> None:
+        """``data`` in the state ``qpos``: kinematics and collision."""
         data.qpos[:] = qpos
         mujoco.mj_kinematics(self.model, data)
         mujoco.mj_collision(self.model, data)
+
+    def _held(self, data: mujoco.MjData) -> list[str]:
+        """:meth:`held` of ``data`` after :meth:`_collide`."""
         touching = self._touching(data)
         return [n for n, body in self.objects.items() if n in self.config.held_objects
                 or (touching[body] >= self.config.grasp_min_fingertips and not self._supported(data, body))]
 
-    def first_loss(self, times: np.ndarray, qpos: np.ndarray) -> GraspLoss | None:
-        """The first held object lost in the states ``qpos`` ((N, nq)) at ``times`` ((N,) s), checked
-        every ``contact_period`` s (and the last state); held: in ``qpos[0]``. None when none is lost."""
-        return self.judge(times, qpos)[1]
-
     def judge(self, times: np.ndarray, qpos: np.ndarray) -> tuple[dict[str, float], GraspLoss | None]:
-        """({held object: its largest slide, m, up to the loss or the end}, the first loss or None) of the
-        states ``qpos`` ((N, nq)) at ``times`` ((N,) s), as :meth:`first_loss`."""
+        """({held object: its largest slide, m, up to the loss or the end}, the first held object lost or
+        None) of the states ``qpos`` ((N, nq)) at ``times`` ((N,) s), checked every ``contact_period`` s
+        (and the last state); held: in ``qpos[0]`` (module doc)."""
         if len(times) == 0 or not self.active:
             return {}, None
-        held = self.held(qpos[0])
+        data, config = self._data(), self.config
+        self._collide(data, qpos[0])
+        held = self._held(data)
         if not held:
             return {}, None
-        data, config = self._data(), self.config
         bodies = {n: self.objects[n] for n in held}
-        data.qpos[:] = qpos[0]
-        mujoco.mj_kinematics(self.model, data)
-        mujoco.mj_collision(self.model, data)
         holding = self._tips(data)
         tips = {n: holding[b] if len(holding[b]) >= config.grasp_min_fingertips else [] for n, b in bodies.items()}
         start = {n: self._relative(data, b, tips[n]) for n, b in bodies.items()}
