@@ -152,6 +152,8 @@ def test_fingers_left_out_of_a_goal_hold_their_setpoints(hand, grasped):
     assert np.allclose(run.desired_positions[:, column], GRASP['rh_FFJ3'])
     free = hand.predict(dataclasses.replace(goal, start=start_of(grasped)))
     assert not np.allclose(free.desired_positions[:, column], GRASP['rh_FFJ3'])   # without: where they stand
+    with pytest.raises(ValueError, match='hold setpoint of rh_FFJ3 is not finite'):
+        hand.predict(dataclasses.replace(goal, start=start_of(grasped, holds={'rh_FFJ3': float('nan')})))
 
 
 def test_a_declared_held_object_slides_when_the_hand_turns_away(open_hand):

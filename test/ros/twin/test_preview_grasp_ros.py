@@ -98,7 +98,8 @@ def test_a_goal_that_lets_go_of_the_held_can_is_refused_and_one_that_keeps_it_ru
     assert result['ok'] and 0.0 <= result['grasp_slides']['can'] < 0.01
 
 
-def test_a_malformed_object_pose_is_dropped_and_the_twin_lives(ros, procs):
+def test_a_malformed_object_pose_or_setpoint_message_is_dropped_and_the_twin_lives(ros, procs):
+    from control_msgs.msg import JointTrajectoryControllerState
     from geometry_msgs.msg import PoseStamped
     helpers, client = ros
     publisher = client.node.create_publisher(PoseStamped, '/mujoco_bridge/objects/can/pose', 10)
@@ -113,5 +114,15 @@ def test_a_malformed_object_pose_is_dropped_and_the_twin_lives(ros, procs):
         out = procs['twin'].output()
         return '/mujoco_bridge/objects/can/pose' in out and 'not finite' in out
     assert helpers.wait_until(said, 5.0), procs['twin'].output()[-2000:]
+    setpoints = client.node.create_publisher(JointTrajectoryControllerState, '/sim/controller_state', 10)
+    uneven = JointTrajectoryControllerState(joint_names=['rh_FFJ3', 'rh_FFJ2'])
+    uneven.reference.positions = [0.5]
+    assert helpers.wait_until(lambda: setpoints.get_subscription_count() >= 1, 5.0)
+
+    def dropped() -> bool:
+        setpoints.publish(uneven)
+        return '2 joint names but 1 reference positions' in procs['twin'].output()
+    assert helpers.wait_until(dropped, 5.0), procs['twin'].output()[-2000:]
     assert procs['twin'].alive()
     client.node.destroy_publisher(publisher)
+    client.node.destroy_publisher(setpoints)
