@@ -59,9 +59,8 @@ SETTLE = 3.0
 #: dispatches it before that start (the calibration node's start_lead, 1.0 s; 0.3 s was overrun by a
 #: preview on a loaded machine, and the controllers refused the parts whose start had passed)
 START_LEAD = 1.0
-#: Sends of a goal the twin rejects (nothing moved; e.g. a controller the twin has not matched yet on
-#: a loaded PC: CI saw the first goal rejected once), 1 s apart, as the calibration node's record_attempts.
-SEND_ATTEMPTS = 3
+#: Sends of a goal the twin rejects, as in the cell demo and the calibration node's record_attempts.
+SEND_ATTEMPTS = demo_cell.SEND_ATTEMPTS
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,7 +56,7 @@ from shadow_twin.model.cell.assembly import arm_joint_names
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.plots.demo_figures import plot_base, plot_pick
 from shadow_twin.ros.calibration_client import SpinningNode
-from shadow_twin.ros.conversions import duration_msg
+from shadow_twin.ros.conversions import duration_msg, time_msg
 from shadow_twin.ros.dds import isolate_domain
 
 TWIN_ACTION = '/twin/follow_joint_trajectory'
@@ -65,6 +65,9 @@ HAND_CLOSE = {'rh_FFJ3': 1.2, 'rh_MFJ3': 1.2, 'rh_RFJ3': 1.2, 'rh_LFJ3': 1.2, 'r
 ARM_TARGET = [0.5, -0.6, 0.9, -0.3, 0.4, 0.0]            # rad, the goal's last arm point
 ARC_RADIUS, ARC_SECONDS = 1.0, 8.0                       # m, s: a quarter arc to the left
 SWING_SECONDS = 6.0
+#: Sends of a goal the twin rejects (nothing moved; e.g. a controller that did not accept its part within
+#: start_lead on a PC still loading the cell: CI saw the first goal rejected so), 1 s apart.
+SEND_ATTEMPTS = 3
 REAL_TOPICS = ('/joint_states', '/rh/joint_states')
 
 
@@ -173,15 +176,34 @@ def swing_goal() -> FollowJointTrajectory.Goal:
     return goal
 
 
-def send(node, action: ActionClient, goal, timeout: float) -> tuple[int, str]:
-    """Send ``goal`` and wait for its result; (error_code, error_string). Raises ShadowTwinError
-    when it is rejected or no result comes within ``timeout`` s."""
-    future = action.send_goal_async(goal)
-    deadline = time.monotonic() + timeout
-    while not future.done() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not future.done() or not future.result().accepted:
-        raise ShadowTwinError('the twin rejected the goal or did not answer (see logs/twin.log)')
+def send(node, action: ActionClient, goal, timeout: float, lead: float | None = None,
+         on_accept=None) -> tuple[int, str]:
+    """Send ``goal`` and wait for its result; (error_code, error_string). ``lead`` (s): stamp each
+    send's start ``lead`` s ahead (ROS time; None: the twin's own start lead). A rejected goal
+    (nothing moved) is sent again 1 s later, up to :data:`SEND_ATTEMPTS` sends;
+    ``on_accept(start_s)`` is called when one is accepted, with its stamped start (s; None
+    unstamped). Raises ShadowTwinError when every send is rejected or no answer or result comes
+    within ``timeout`` s."""
+    for attempt in range(1, SEND_ATTEMPTS + 1):
+        start_s = None
+        if lead is not None:
+            start_s = node.get_clock().now().nanoseconds * 1e-9 + lead
+            goal.trajectory.header.stamp = time_msg(start_s)
+        future = action.send_goal_async(goal)
+        deadline = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not future.done():
+            raise ShadowTwinError(f'the twin did not answer the goal within {timeout:g} s (see logs/twin.log)')
+        if future.result().accepted:
+            if on_accept is not None:
+                on_accept(start_s)
+            break
+        if attempt == SEND_ATTEMPTS:
+            raise ShadowTwinError(f'the twin rejected the goal {SEND_ATTEMPTS} times (see logs/twin.log)')
+        print(f'   the twin rejected the goal (nothing moved; the reason is in logs/twin.log): sending it again '
+              f'(attempt {attempt + 1}/{SEND_ATTEMPTS})', flush=True)
+        time.sleep(1.0)
     result = future.result().get_result_async()
     while not result.done() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -268,7 +290,7 @@ def run(args) -> int:
         print('4. pick-up: the hand takes the can, lifts it, holds it, sets it down', flush=True)
         try:
             pick, figure = run_pick(ros.node, scene, recorder.pose('/sim/odom'),
-                                    lambda goal, timeout: send(ros.node, action, goal, timeout))
+                                    functools.partial(send, ros.node, action))
         except ShadowTwinError as exc:                   # the demo goes on: the report says why
             print(f'   no pick-up: {exc}', flush=True)
             pick, figure = {'error': str(exc)}, None

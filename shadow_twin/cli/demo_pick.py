@@ -8,11 +8,12 @@ closes on it, the arm lifts it, holds it, sets it down and lets it go, all in on
   beside it without its upper arm over the can.
 * The motion: :func:`shadow_twin.control.pick.plan_pick` (IK on the cell model ``up`` runs, written
   here too), the palm moving towards the cabinet (-x of the base).
-* Measured: the object's pose on each side (``GetEntityState`` of the sim bridge, and of a mock
-  hardware bridge that has the object) every :data:`SAMPLE_PERIOD` s, and the fingertip and palm
-  contacts of each side (:data:`CONTACT_PREFIXES`, ``<prefix>/<label>/wrench``; the demo starts
-  ``up --contacts``). Picked up: the object's lowest height during the hold is more than
-  :data:`PICKED_HEIGHT` m above its start.
+* Measured, on the messages' stamps from the goal's stamped start (now + :data:`START_LEAD`): the
+  object's pose on each side (:data:`POSE_PREFIXES`, ``<prefix>/<object>/pose``: the sim bridge's
+  object poses and the mock hardware's motion capture) and the fingertip and palm contacts of each
+  side (:data:`CONTACT_PREFIXES`, ``<prefix>/<label>/wrench``; the demo starts ``up --contacts``).
+  Picked up: the object's lowest height during the hold is more than :data:`PICKED_HEIGHT` m above
+  its start.
 
 In the cell the mock hardware holds no objects: ``up --cell`` gives the scene to the sim bridge only,
 the mock UR5 carries a rigid hand and the mock hand is the hand alone; the report says so.
@@ -29,7 +30,7 @@ import mujoco
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState, SetEntityState
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -38,21 +39,22 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.pick import plan_pick
 from shadow_twin.model.cell.assembly import CellConfig, arm_joint_names, write_cell_mjcf
-from shadow_twin.ros.conversions import duration_msg
+from shadow_twin.ros.conversions import duration_msg, seconds_of
 from shadow_twin.simulation.contact_sensing import DEFAULT_SENSORS
 
 SIM_BRIDGE = '/mujoco_bridge'
-#: Mock hardware bridges asked for the object, in order (the first that has it is the mock's side).
-MOCK_BRIDGES = ('/mock_ur', '/mock_hardware')
+#: The object poses of each side: the sim bridge's (``object_pose_topic_prefix`` ~/objects) and the mock
+#: hardware's motion capture (config/mock_hardware.yaml), ``<prefix>/<object>/pose``.
+POSE_PREFIXES = {'sim': f'{SIM_BRIDGE}/objects', 'mock': '/mocap'}
 #: The contact outputs of each side (``up --contacts``): the sim bridge's ``~/contacts`` and the mock
 #: hand's (config/mock_hardware.yaml's ``contact_topic_prefix``).
 CONTACT_PREFIXES = {'sim': f'{SIM_BRIDGE}/contacts', 'mock': '/rh/contacts'}
 LIFT = 0.15                  # m, the planned lift
 PICKED_HEIGHT = 0.10         # m: picked up when the object stays this much above its start through the hold
-SAMPLE_PERIOD = 0.05         # s between pose samples
-#: s: the hold is judged from this long after its planned start (times from the goal's send) to its end:
-#: the twin starts a goal its start lead (config/twin_cell.yaml: 0.5 s) and a little more after the send.
-HOLD_MARGIN = 1.0
+#: s from sending the goal to its stamped start (the twin previews it, then dispatches it before that start).
+START_LEAD = 1.0
+#: s: the hold is judged from this long after its planned start (the arm settles) to its end.
+HOLD_MARGIN = 0.5
 #: Where on its support the object is set, m, in the base frame from the support's top centre.
 SPOT_OFFSET = (0.0, 0.02)
 HAND_TOLERANCE = 0.2       # rad, the hand's goal tolerance in the pick-up's goal
@@ -129,43 +131,50 @@ class Entities:
 
 
 class PickRecorder:
-    """The object's height on each side every :data:`SAMPLE_PERIOD` s (a thread) and each side's contacts."""
+    """Each side's object height (:data:`POSE_PREFIXES`) and contacts (:data:`CONTACT_PREFIXES`), on
+    the messages' stamps (ROS time, s)."""
 
-    def __init__(self, node, sides: dict[str, Entities], name: str) -> None:
-        self.sides, self.name = sides, name
+    def __init__(self, node, name: str) -> None:
         self.lock = threading.Lock()
-        self.heights: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+        self.heights: dict[str, list[tuple[float, float]]] = {side: [] for side in POSE_PREFIXES}
         self.contacts = {(side, label): [] for side in CONTACT_PREFIXES for label in DEFAULT_SENSORS}
-        self.t0 = time.monotonic()
+        self.recording = False
+        for side, prefix in POSE_PREFIXES.items():
+            node.create_subscription(PoseStamped, f'{prefix}/{name}/pose', lambda m, side=side: self._pose(side, m),
+                                     200)
         for side, label in self.contacts:
             node.create_subscription(WrenchStamped, f'{CONTACT_PREFIXES[side]}/{label}/wrench',
                                      lambda m, key=(side, label): self._contact(key, m), 20)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name='pick-samples', daemon=True)
+
+    def _pose(self, side: str, msg: PoseStamped) -> None:
+        with self.lock:
+            if self.recording:
+                self.heights[side].append((seconds_of(msg.header.stamp), float(msg.pose.position.z)))
 
     def _contact(self, key: tuple[str, str], msg: WrenchStamped) -> None:
         f = msg.wrench.force
         with self.lock:
-            self.contacts[key].append((time.monotonic() - self.t0, bool(f.x or f.y or f.z)))
-
-    def _sample(self) -> None:
-        while not self._stop.wait(SAMPLE_PERIOD):
-            for side, entities in self.sides.items():
-                position = entities.position(self.name, timeout=0.5)
-                if position is not None:
-                    with self.lock:
-                        self.heights[side].append((time.monotonic() - self.t0, float(position[2])))
+            if self.recording:
+                self.contacts[key].append((seconds_of(msg.header.stamp), bool(f.x or f.y or f.z)))
 
     def start(self) -> None:
-        self.t0 = time.monotonic()
         with self.lock:
             for series in (*self.heights.values(), *self.contacts.values()):
                 series.clear()
-        self._thread.start()
+            self.recording = True
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
+        with self.lock:
+            self.recording = False
+
+    def since(self, start_s: float) -> tuple[dict, dict]:
+        """({side: (N, 2) time s from ``start_s``, height m}, {side: {label: (M, 2) time s, in contact 0/1}})."""
+        with self.lock:
+            heights = {side: np.array(h, dtype=float).reshape(-1, 2) - [start_s, 0.0]
+                       for side, h in self.heights.items()}
+            contacts = {side: {label: np.array(self.contacts[side, label], dtype=float).reshape(-1, 2) - [start_s, 0.0]
+                               for label in DEFAULT_SENSORS} for side in CONTACT_PREFIXES}
+        return heights, contacts
 
 
 def pick_goal(plan) -> FollowJointTrajectory.Goal:
@@ -181,14 +190,18 @@ def pick_goal(plan) -> FollowJointTrajectory.Goal:
 
 
 def verdict(heights: np.ndarray, start: float, hold: tuple[float, float]) -> dict:
-    """{'picked_up', 'lift_min_m', 'lift_max_m', 'end_m'}: ``heights`` (N, 2) time s (from the goal's
-    send), height m; the lift during ``hold`` (s, s) above ``start`` m; picked up: its minimum above
-    :data:`PICKED_HEIGHT` (and samples there)."""
+    """{'picked_up', 'lift_min_m', 'lift_max_m', 'end_m', 'samples', 'sampled_s'}: ``heights`` (N, 2)
+    time s (from the goal's start), height m; the lift during ``hold`` (s, s) above ``start`` m; picked
+    up: its minimum above :data:`PICKED_HEIGHT` (and samples there); 'sampled_s': the first and last
+    sample's time (s; None without samples)."""
+    sampled = [float(heights[0, 0]), float(heights[-1, 0])] if len(heights) else None
     during = heights[(heights[:, 0] >= hold[0]) & (heights[:, 0] <= hold[1]), 1] - start if len(heights) else []
     if len(during) == 0:
-        return {'picked_up': False, 'lift_min_m': None, 'lift_max_m': None, 'end_m': None, 'samples': len(heights)}
+        return {'picked_up': False, 'lift_min_m': None, 'lift_max_m': None, 'end_m': None, 'samples': len(heights),
+                'sampled_s': sampled}
     return {'picked_up': bool(np.min(during) > PICKED_HEIGHT), 'lift_min_m': float(np.min(during)),
-            'lift_max_m': float(np.max(during)), 'end_m': float(heights[-1, 1] - start), 'samples': len(heights)}
+            'lift_max_m': float(np.max(during)), 'end_m': float(heights[-1, 1] - start), 'samples': len(heights),
+            'sampled_s': sampled}
 
 
 def share(contacts: np.ndarray, window: tuple[float, float]) -> float | None:
@@ -200,12 +213,13 @@ def share(contacts: np.ndarray, window: tuple[float, float]) -> float | None:
 
 def run_pick(node, scene, base: np.ndarray, send) -> tuple[dict, dict]:
     """Place, plan, send and measure the pick-up (module doc); ``base``: the sim base's planar pose
-    (x, y m, yaw rad, world), ``send(goal, timeout)`` -> (error_code, error_string). Returns the
+    (x, y m, yaw rad, world), ``send(goal, timeout, lead, on_accept)`` -> (error_code, error_string):
+    the goal stamped to start ``lead`` s after each send (a rejected goal is sent again), and
+    ``on_accept(start_s)`` called with the accepted goal's start (ROS time, s). Returns the
     report's 'pick' entry and the figure's data; prints what it does. Raises ShadowTwinError."""
     obj, support, spot = pick_target(scene)
     sim = Entities(node, SIM_BRIDGE)
-    mocks = {bridge: Entities(node, bridge) for bridge in MOCK_BRIDGES}
-    mock_side = next((b for b, e in mocks.items() if e.position(obj.name, timeout=2.0) is not None), None)
+    recorder = PickRecorder(node, obj.name)
     print(f'   {obj.name}: declared on {obj.frame} at {list(obj.xyz)} m, out of the hand\'s reach there (the upper '
           f'arm would cover it); set upright on the {support.name} ({support.frame}) at {spot.round(3).tolist()} m '
           f'with {SIM_BRIDGE}/set_entity_state', flush=True)
@@ -219,27 +233,22 @@ def run_pick(node, scene, base: np.ndarray, send) -> tuple[dict, dict]:
         model = mujoco.MjModel.from_xml_path(str(path))
         data = mujoco.MjData(model)
         plan = plan_pick(model, data, arm_joint_names(), in_base(base, start), APPROACH, lift=LIFT)
-    sides = {'sim': sim, **({'mock': mocks[mock_side]} if mock_side else {})}
-    recorder = PickRecorder(node, sides, obj.name)
-    print(f'   one goal, {plan.times[-1]:.1f} s: approach, close, lift {LIFT:g} m, hold, set down, release '
-          f'(mock side: {mock_side or "none has the object"})', flush=True)
+    print(f'   one goal, {plan.times[-1]:.1f} s: approach, close, lift {LIFT:g} m, hold, set down, release',
+          flush=True)
     recorder.start()
+    started = []
     try:
-        code, message = send(pick_goal(plan), plan.times[-1] + 30.0)
+        code, message = send(pick_goal(plan), plan.times[-1] + 30.0, START_LEAD, started.append)
         time.sleep(0.5)
     finally:
         recorder.stop()
-    with recorder.lock:
-        heights = {side: np.array(h).reshape(-1, 2) for side, h in recorder.heights.items()}
-        contacts = {side: {label: np.array(recorder.contacts[side, label], dtype=float).reshape(-1, 2)
-                           for label in DEFAULT_SENSORS} for side in CONTACT_PREFIXES}
-    heights.setdefault('mock', np.zeros((0, 2)))           # drawn as 'not measured'
+    heights, contacts = recorder.since(started[0] if started else float('nan'))
+    mock_side = len(heights['mock']) > 0
     hold = (plan.phases['hold'][0] + HOLD_MARGIN, plan.phases['hold'][1])
-    starts = {'sim': float(start[2]), **({'mock': float(heights['mock'][0, 1])} if mock_side and
-                                          len(heights['mock']) else {})}
+    starts = {'sim': float(start[2]), **({'mock': float(heights['mock'][0, 1])} if mock_side else {})}
     result = {side: verdict(heights[side], starts[side], hold) for side in starts}
     if not mock_side:
-        result['mock'] = {'picked_up': None, 'why': 'no mock hardware bridge has the object: up --cell gives the '
+        result['mock'] = {'picked_up': None, 'why': 'no object poses on /mocap: up --cell gives the '
                           'scene to the sim bridge only (the mock UR5 carries a rigid hand, the mock hand is the hand '
                           'alone); a mock pick-up needs up to give one mock process the arm, the hand\'s fingers and '
                           'the scene'}
