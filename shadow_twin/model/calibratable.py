@@ -1,5 +1,5 @@
-"""Calibratable model parameters, ROS-free: addressed by :class:`ParameterTarget` (a joint, actuator
-or geom name and an attribute), read and set directly in the compiled ``mujoco.MjModel`` arrays, so
+"""Calibratable model parameters, ROS-free: addressed by :class:`ParameterTarget` (a joint, actuator,
+geom or body name and an attribute), read and set directly in the compiled ``mujoco.MjModel`` arrays, so
 an evaluation never re-parses XML (:func:`get_parameter`, :func:`set_parameter`,
 :func:`apply_parameters`). Writing them into an MJCF is :mod:`shadow_twin.model.mjcf`'s.
 
@@ -10,6 +10,13 @@ reference (``mjModel``): damping -> ``dof_damping``, frictionloss ->
 ``jnt_range``. Actuator attributes kp/kd are the gains of a PD servo written as
 an affine-bias actuator (force = kp*ctrl - kp*length - kd*velocity), which is
 how MuJoCo's own ``<position>`` actuator is built.
+
+Geom attributes (contact parameters; MuJoCo's ``geom_friction``, ``geom_solref``, ``geom_solimp``):
+friction and friction_torsional (``friction[0]``, ``[1]``), solref_timeconst and solref_dampratio
+(``solref[0]``, ``[1]``: s, and the ratio; standard solref), solimp_width (``solimp[2]``, m). With
+``priority`` or MuJoCo's mixing rule (the larger friction, the solref and solimp averaged by
+``solmix``) they become the contact's. Body attributes: mass (kg; the inertia scales with it, as a
+body of the same shape and density) and ipos_x/ipos_y/ipos_z (m: the centre of mass in the body frame).
 """
 
 from __future__ import annotations
@@ -27,12 +34,18 @@ JOINT_ATTRIBUTES = ('damping', 'frictionloss', 'armature', 'stiffness', 'springr
 ACTUATOR_ATTRIBUTES = ('kp', 'kd', 'kv')
 #: friction: sliding (Coulomb) friction coefficient of a geom, MuJoCo's ``friction[0]`` (with ``priority``
 #: it is the contact's: the MiR250's wheel geoms have priority 1 over the floor).
-GEOM_ATTRIBUTES = ('friction',)
+GEOM_ATTRIBUTES = ('friction', 'friction_torsional', 'solref_timeconst', 'solref_dampratio', 'solimp_width')
+#: mass (kg, inertia scaled with it) and centre of mass (m, body frame) of a body: a held object's.
+BODY_ATTRIBUTES = ('mass', 'ipos_x', 'ipos_y', 'ipos_z')
+#: Compiled array and column of each geom attribute.
+GEOM_FIELDS = {'friction': ('geom_friction', 0), 'friction_torsional': ('geom_friction', 1),
+               'solref_timeconst': ('geom_solref', 0), 'solref_dampratio': ('geom_solref', 1),
+               'solimp_width': ('geom_solimp', 2)}
 
 
 @dataclass(frozen=True)
 class ParameterTarget:
-    """One calibratable scalar: ``kind`` 'joint', 'actuator' or 'geom', element name, attribute."""
+    """One calibratable scalar: ``kind`` 'joint', 'actuator', 'geom' or 'body', element name, attribute."""
 
     kind: str
     name: str
@@ -64,7 +77,12 @@ def get_parameter(model: mujoco.MjModel, target: ParameterTarget) -> float:
         array, index = _joint_slot(model, target)
         return float(array[index])
     if target.kind == 'geom':
-        return float(model.geom_friction[_geom_id(model, target.name), 0])
+        field, column = GEOM_FIELDS[target.attribute]
+        return float(getattr(model, field)[_geom_id(model, target.name), column])
+    if target.kind == 'body':
+        bid = _body_id(model, target.name)
+        return float(model.body_mass[bid] if target.attribute == 'mass' else
+                     model.body_ipos[bid, 'xyz'.index(target.attribute[-1])])
     aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
     if aid < 0:
         raise ModelError(f'no actuator named {target.name!r}')
@@ -78,13 +96,22 @@ def _geom_id(model: mujoco.MjModel, name: str) -> int:
     return gid
 
 
+def _body_id(model: mujoco.MjModel, name: str) -> int:
+    bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+    if bid < 0:
+        raise ModelError(f'no body named {name!r}')
+    return bid
+
+
 def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) -> None:
     """Set ``target`` in a compiled model in place (no recompilation).
 
     kp sets both the gain and the position bias of the servo, so that
     force = kp*(ctrl - q) - kd*qdot keeps holding; kv likewise sets the gain and the
     velocity bias of a velocity servo (force = kv*(ctrl - qdot)). A geom's friction sets
-    its sliding coefficient. Raises ModelError for an unknown name or kp/kv <= 0.
+    its sliding coefficient; a body's mass scales its inertia with it (call :func:`apply_parameters`,
+    which refreshes the constants MuJoCo derives from masses). Raises ModelError for an unknown name,
+    kp/kv <= 0 or a mass <= 0.
     """
     value = float(value)
     if target.kind == 'joint':
@@ -95,7 +122,20 @@ def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) 
             model.jnt_limited[jid] = 1
         return
     if target.kind == 'geom':
-        model.geom_friction[_geom_id(model, target.name), 0] = value
+        field, column = GEOM_FIELDS[target.attribute]
+        getattr(model, field)[_geom_id(model, target.name), column] = value
+        return
+    if target.kind == 'body':
+        bid = _body_id(model, target.name)
+        if target.attribute == 'mass':
+            if value <= 0:
+                raise ModelError(f'{target}: mass must be positive, got {value}')
+            model.body_inertia[bid] *= value / model.body_mass[bid]
+            model.body_mass[bid] = value
+        else:
+            model.body_ipos[bid, 'xyz'.index(target.attribute[-1])] = value
+            model.body_sameframe[bid] = 0          # the inertial frame leaves the body frame: MuJoCo's general path
+            model.body_simple[bid] = 0
         return
     aid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, target.name)
     if aid < 0:
@@ -115,14 +155,14 @@ def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) 
 def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
     """Set several parameters in place; see :func:`set_parameter`.
 
-    Armature enters constants that MuJoCo derives at compile time (``dof_M0``,
-    the inverse weights, ``actuator_acc0``); when it changes they are recomputed
-    with ``mj_setConst``, as the compiler does, so the in-place model moves as the
-    recompiled MJCF would.
+    Armature and bodies' masses and centres of mass enter constants that MuJoCo derives at
+    compile time (``dof_M0``, the inverse weights, ``actuator_acc0``, ``body_subtreemass``);
+    when they change they are recomputed with ``mj_setConst``, as the compiler does, so the
+    in-place model moves as the recompiled MJCF would.
     """
     for target, value in values.items():
         set_parameter(model, target, value)
-    if any(t.kind == 'joint' and t.attribute == 'armature' for t in values):
+    if any((t.kind == 'joint' and t.attribute == 'armature') or t.kind == 'body' for t in values):
         spring = model.qpos_spring.copy()
         mujoco.mj_setConst(model, mujoco.MjData(model))
         model.qpos_spring[:] = spring

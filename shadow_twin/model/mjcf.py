@@ -20,7 +20,8 @@ import numpy as np
 from shadow_twin.common.errors import ModelError, ModelTooLarge, one_line
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.globs import matching
-from shadow_twin.model.calibratable import ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget
+from shadow_twin.model.calibratable import (ACTUATOR_ATTRIBUTES, BODY_ATTRIBUTES, GEOM_ATTRIBUTES, GEOM_FIELDS,
+                                            JOINT_ATTRIBUTES, ParameterTarget)
 
 #: Models shipped in shadow_twin/model/builtin: the hand, and the UR5 arm and MiR250 base of the cell.
 BUILTIN_MODELS = {'shadow_hand_e': 'shadow_hand_e.xml', 'ur5': 'ur5.xml', 'mir250': 'mir250.xml'}
@@ -189,6 +190,11 @@ class TwinModel:
         """Names of all named geoms, in model order."""
         return [self.model.geom(i).name for i in range(self.model.ngeom) if self.model.geom(i).name]
 
+    @property
+    def body_names(self) -> list[str]:
+        """Names of all named bodies but the world, in model order."""
+        return [self.model.body(i).name for i in range(1, self.model.nbody) if self.model.body(i).name]
+
     def joint_id(self, name: str) -> int:
         """Index of joint ``name``; ModelError if absent."""
         jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
@@ -204,13 +210,14 @@ class TwinModel:
         return joint.classname.name or 'main'
 
     def select(self, kind: str, patterns: Sequence[str] = (), classes: Sequence[str] = ()) -> list[str]:
-        """Names of joints, actuators or geoms (``kind``) matching any glob ``pattern`` or
+        """Names of joints, actuators, geoms or bodies (``kind``) matching any glob ``pattern`` or
         default ``class`` (joints only).
 
         Patterns use shell globs (``rh_*FJ1``, ``rh_[FMRL]FJ3``). Returns names in
         model order. Raises ModelError if a pattern or class matches nothing.
         """
-        names = {'joint': self.joint_names, 'actuator': self.actuator_names, 'geom': self.geom_names}[kind]
+        names = {'joint': self.joint_names, 'actuator': self.actuator_names, 'geom': self.geom_names,
+                 'body': self.body_names}[kind]
         chosen: set[str] = set()
         for pattern in patterns:
             hits = matching(names, [pattern])
@@ -242,6 +249,11 @@ class TwinModel:
                 raise ModelError(f'unknown geom attribute {attribute!r}; known: {GEOM_ATTRIBUTES}')
             if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, name) < 0:
                 raise ModelError(f'{self.path.name}: no geom named {name!r}')
+        elif kind == 'body':
+            if attribute not in BODY_ATTRIBUTES:
+                raise ModelError(f'unknown body attribute {attribute!r}; known: {BODY_ATTRIBUTES}')
+            if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, name) < 0 or name == 'world':
+                raise ModelError(f'{self.path.name}: no body named {name!r}')
         else:
             raise ModelError(f'unknown parameter kind {kind!r}')
         return ParameterTarget(kind, name, attribute)
@@ -270,12 +282,45 @@ def _spec_set(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> Non
         joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
 
 
+def _spec_set_geom(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:
+    """Write one geom's contact parameter (:data:`GEOM_FIELDS`) into an MjSpec."""
+    geom = spec.geom(target.name)
+    if geom is None:
+        raise ModelError(f'no geom named {target.name!r}')
+    field, column = GEOM_FIELDS[target.attribute]
+    name = field.removeprefix('geom_')
+    array = np.array(getattr(geom, name), dtype=float)
+    array[column] = value
+    setattr(geom, name, array)
+
+
+def _spec_set_body(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -> None:
+    """Write one body's mass (its inertia scaled with it) or centre of mass into an MjSpec, as an
+    explicit inertial."""
+    body = spec.body(target.name)
+    if body is None:
+        raise ModelError(f'no body named {target.name!r}')
+    compiled = spec.compile()
+    bid = compiled.body(target.name).id
+    if not body.explicitinertial:           # inferred from the geoms: written out from the compiled model
+        body.mass, body.ipos = float(compiled.body_mass[bid]), compiled.body_ipos[bid].copy()
+        body.iquat, body.inertia = compiled.body_iquat[bid].copy(), compiled.body_inertia[bid].copy()
+        body.explicitinertial = True
+    if target.attribute == 'mass':
+        body.inertia = np.array(body.inertia, dtype=float) * (value / body.mass)
+        body.mass = value
+    else:
+        ipos = np.array(body.ipos, dtype=float)
+        ipos['xyz'.index(target.attribute[-1])] = value
+        body.ipos = ipos
+
+
 def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float],
                           out_path: str | os.PathLike) -> Path:
     """Write a copy of ``source``'s MJCF with ``values`` applied, atomically.
 
-    Joint attributes are written as explicit values on each joint, a geom's friction
-    on the geom; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
+    Joint attributes are written as explicit values on each joint, a geom's contact
+    parameters on the geom, a body's mass and centre of mass as its explicit inertial; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
     written to their gain/bias parameters (gainprm/biasprm). Every value given is written:
     the drive gains of plain motors belong to the simulated controller, not the MJCF, and
     are split off first by :meth:`shadow_twin.control.controller.SimController.split_values`.
@@ -298,12 +343,10 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
             _spec_set(spec, target, value)
             continue
         if target.kind == 'geom':
-            geom = spec.geom(target.name)
-            if geom is None:
-                raise ModelError(f'no geom named {target.name!r}')
-            friction = np.array(geom.friction, dtype=float)
-            friction[0] = value
-            geom.friction = friction
+            _spec_set_geom(spec, target, value)
+            continue
+        if target.kind == 'body':
+            _spec_set_body(spec, target, value)
             continue
         actuator = spec.actuator(target.name)
         if actuator is None:

@@ -87,7 +87,7 @@ def plot_pick(path: Path, heights: dict[str, np.ndarray], starts: dict[str, floa
             colours[side] = ax_h.plot([], [], label=f'{side}: not measured')[0].get_color()
     ax_h.axhline(picked_height * 1e3, color='k', linestyle='--', linewidth=0.8, label='picked-up threshold')
     ax_h.axvspan(*hold, color='C2', alpha=0.15, label='hold (judged)')
-    ax_h.set(xlabel='time from the goal's start (s)', ylabel='height - start (mm)', title=f'{name}: height, sim vs mock')
+    ax_h.set(xlabel="time from the goal's start (s)", ylabel='height - start (mm)', title=f'{name}: height, sim vs mock')
     ax_h.legend(fontsize=8)
     labels = list(next(iter(contacts.values()), {}))           # every side has the same labels
     for j, (side, series) in enumerate(contacts.items()):
@@ -99,7 +99,7 @@ def plot_pick(path: Path, heights: dict[str, np.ndarray], starts: dict[str, floa
                          label=side if k == 0 else None)
     ax_c.axvspan(*hold, color='C2', alpha=0.15)
     ax_c.set_yticks(range(len(labels)), labels)
-    ax_c.set(xlabel='time from the goal's start (s)', title='in contact (fingertips, palm), sim vs mock',
+    ax_c.set(xlabel="time from the goal's start (s)", title='in contact (fingertips, palm), sim vs mock',
              ylim=(-0.5, len(labels) - 0.5), xlim=ax_h.get_xlim())
     ax_c.legend(fontsize=8, loc='upper left')
     for ax in (ax_h, ax_c):

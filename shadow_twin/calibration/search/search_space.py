@@ -15,9 +15,13 @@ YAML::
         attribute: kp
         bounds: [1.0, 10.0]         # absolute [low, high]
       - name: wheel_friction
-        geoms: ['*wheel_contact']   # geom globs, attribute friction (sliding coefficient)
-        attribute: friction
+        geoms: ['*wheel_contact']   # geom globs: friction (sliding coefficient), friction_torsional (m),
+        attribute: friction         # solref_timeconst (s), solref_dampratio, solimp_width (m)
         bounds: [0.2, 0.8]
+      - name: can_mass
+        bodies: [can]               # body globs: mass (kg; inertia scaled with it), ipos_x/y/z (m)
+        attribute: mass
+        bounds: {relative: 0.5}
 
 ``around`` gives the centre of relative bounds where the model default is
 zero or not the value to search around.
@@ -25,13 +29,15 @@ zero or not the value to search around.
 Bounds are clipped to each attribute's physical domain, with a warning naming
 the parameter, the bounds given and the clipped ones (:func:`physical_domain`):
 
-* damping, frictionloss, armature, stiffness (joints), kd (actuators) and friction (geoms) >= 0;
-* kp, kv > 0: a low at or below 0 becomes ``LOG_FLOOR`` x high;
+* damping, frictionloss, armature, stiffness (joints), kd (actuators), friction and
+  friction_torsional (geoms) >= 0;
+* kp, kv, solref_timeconst, solref_dampratio, solimp_width and mass > 0: a low at or below 0
+  becomes ``LOG_FLOOR`` x high;
 * range_lower < the joint's upper limit and range_upper > its lower limit, as the
   model has them now (the smallest upper / largest lower over the shared joints),
   kept ``RANGE_GAP`` apart. When both ends of a joint are searched, each is checked
   against the other's model value only;
-* springref: no limit.
+* springref, ipos_x/y/z: no limit.
 
 A log-scale dimension whose low is at or below 0 after that (``[0, 0.2]``, or
 ``{relative: 2.0}``: -100 % .. +300 %) starts at ``LOG_FLOOR`` x high instead,
@@ -50,16 +56,17 @@ import numpy as np
 import yaml
 
 from shadow_twin.common.errors import ModelError, SearchSpaceError
-from shadow_twin.model.calibratable import (ACTUATOR_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES, ParameterTarget,
-                                            get_parameter)
+from shadow_twin.model.calibratable import (ACTUATOR_ATTRIBUTES, BODY_ATTRIBUTES, GEOM_ATTRIBUTES, JOINT_ATTRIBUTES,
+                                            ParameterTarget, get_parameter)
 from shadow_twin.model.mjcf import TwinModel
 
 log = logging.getLogger(__name__)
-_KEYS = {'name', 'joints', 'classes', 'actuators', 'geoms', 'attribute', 'bounds', 'log', 'around'}
+_KEYS = {'name', 'joints', 'classes', 'actuators', 'geoms', 'bodies', 'attribute', 'bounds', 'log', 'around'}
 #: Attributes that are physically >= 0 (N m s/rad, N m, kg m^2, N m/rad; kd N m s/rad; friction, no unit).
-NON_NEGATIVE = ('damping', 'frictionloss', 'armature', 'stiffness', 'kd', 'friction')
-#: Attributes that are physically > 0 (kp N m/rad, kv N m s/rad: MuJoCo's servos need a positive gain).
-POSITIVE = ('kp', 'kv')
+NON_NEGATIVE = ('damping', 'frictionloss', 'armature', 'stiffness', 'kd', 'friction', 'friction_torsional')
+#: Attributes that are physically > 0 (kp N m/rad, kv N m s/rad: MuJoCo's servos need a positive gain;
+#: solref's time constant s and damping ratio, solimp's width m, a body's mass kg).
+POSITIVE = ('kp', 'kv', 'solref_timeconst', 'solref_dampratio', 'solimp_width', 'mass')
 #: A low that must be > 0 but clips to 0 (kp, log scale) becomes this fraction of the high.
 LOG_FLOOR = 1e-3
 #: Gap kept between a searched range end and the joint's other limit (rad, or m for slides).
@@ -209,17 +216,21 @@ def _resolve_entry(entry, k: int, twin: TwinModel, path: Path) -> Dimension:
     name = str(entry.get('name') or f'p{k}')
     where = f'{path}: parameter {name!r}'
     attribute = entry.get('attribute')
-    kind = 'actuator' if entry.get('actuators') else 'geom' if entry.get('geoms') else 'joint'
-    known = {'actuator': ACTUATOR_ATTRIBUTES, 'geom': GEOM_ATTRIBUTES, 'joint': JOINT_ATTRIBUTES}[kind]
+    kind = ('actuator' if entry.get('actuators') else 'geom' if entry.get('geoms') else
+            'body' if entry.get('bodies') else 'joint')
+    known = {'actuator': ACTUATOR_ATTRIBUTES, 'geom': GEOM_ATTRIBUTES, 'body': BODY_ATTRIBUTES,
+             'joint': JOINT_ATTRIBUTES}[kind]
     if attribute not in known:
         raise SearchSpaceError(f'{where}: unknown {kind} attribute {attribute!r}; known: {list(known)}')
     try:
         if kind in ('actuator', 'geom'):
             names = twin.select(kind, _as_list(entry.get(f'{kind}s')))
+        elif kind == 'body':
+            names = twin.select('body', _as_list(entry.get('bodies')))
         else:
             patterns, classes = _as_list(entry.get('joints')), _as_list(entry.get('classes'))
             if not patterns and not classes:
-                raise SearchSpaceError(f'{where}: give joints, classes, actuators or geoms')
+                raise SearchSpaceError(f'{where}: give joints, classes, actuators, geoms or bodies')
             names = twin.select('joint', patterns, classes)
         targets = [twin.target(kind, n, attribute) for n in names]
     except ModelError as exc:

@@ -199,11 +199,39 @@ def _apply_base_overrides(spec: mujoco.MjSpec, base: BaseConfig) -> None:
             spec.delete(integral)
     if base.command_latency > 0:
         spec.add_numeric(name=LATENCY_NUMERIC, data=[base.command_latency])
+    if base.suspension_stiffness > 0:
+        for side in ('left', 'right'):
+            _add_suspension(spec, element('body', f'{side}_wheel_link'), element('joint', f'{side}_wheel_joint'), base)
     for geom in spec.geoms:
         if geom.name.endswith('_contact'):
             friction = np.array(geom.friction)
             friction[0] = base.friction
             geom.friction = friction
+
+
+#: Attributes of a drive wheel's hinge kept when it is re-added after its suspension slide.
+_HINGE_FIELDS = ('axis', 'pos', 'armature', 'damping', 'frictionloss', 'stiffness', 'springref', 'ref', 'limited',
+                 'range', 'actfrclimited', 'actfrcrange', 'group')
+
+
+def _add_suspension(spec: mujoco.MjSpec, wheel, hinge, base: BaseConfig) -> None:
+    """Give the drive ``wheel`` body a suspension slide along the chassis' z before its ``hinge``
+    (MuJoCo applies a body's joints in order: the slide must not turn with the wheel), spring
+    ``base.suspension_stiffness`` N/m, preload ``base.suspension_preload`` N at qpos 0 (springref
+    -preload / stiffness), damping ``base.suspension_damping`` N s/m, travel +-``suspension_travel`` m.
+    The hinge is removed and added again after it with its name and attributes."""
+    kept = {name: np.array(getattr(hinge, name)) if isinstance(getattr(hinge, name), np.ndarray)
+            else getattr(hinge, name) for name in _HINGE_FIELDS}
+    name = hinge.name
+    spec.delete(hinge)
+    wheel.add_joint(name=name.replace('_wheel_joint', '_wheel_suspension_joint'), type=mujoco.mjtJoint.mjJNT_SLIDE,
+                    axis=[0.0, 0.0, 1.0], stiffness=[base.suspension_stiffness, 0.0, 0.0],
+                    springref=-base.suspension_preload / base.suspension_stiffness,
+                    damping=[base.suspension_damping, 0.0, 0.0], limited=mujoco.mjtLimited.mjLIMITED_TRUE,
+                    range=[-base.suspension_travel, base.suspension_travel])
+    joint = wheel.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE)
+    for field_name, value in kept.items():
+        setattr(joint, field_name, value)
 
 
 def _cabinet_spec(cabinet: CabinetConfig) -> mujoco.MjSpec:

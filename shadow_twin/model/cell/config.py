@@ -23,7 +23,8 @@ from shadow_twin.model.cell.names import HAND_ROOT
 from shadow_twin.model.ur.description import check_arm_type
 
 #: Base settings whose 0 means "none" (the others must be positive).
-BASE_ZERO_ALLOWED = ('wheel_ki', 'wheel_torque_limit', 'command_latency')
+BASE_ZERO_ALLOWED = ('wheel_ki', 'wheel_torque_limit', 'command_latency', 'suspension_stiffness',
+                     'suspension_preload', 'suspension_damping')
 _PREFIX = re.compile(r'^[A-Za-z0-9_/]*$')
 #: Friction cones by their MJCF names.
 CONES = {'elliptic': mujoco.mjtCone.mjCONE_ELLIPTIC, 'pyramidal': mujoco.mjtCone.mjCONE_PYRAMIDAL}
@@ -71,6 +72,15 @@ class BaseConfig:
             default: a command takes effect when it arrives. With a latency longer than the
             transport and scheduling delays, a stamped command moves the base the same way
             whenever it arrives, live or replayed from a recording.
+        suspension_stiffness: spring rate of each drive wheel's suspension, N/m; 0 = rigid drive
+            wheels, the default (the study's model; no figure of the MiR250's suspension is
+            published). Above 0 each drive wheel gets a slide joint along the chassis' z
+            (``<side>_wheel_suspension_joint``, travel +-``suspension_travel``) whose spring
+            pushes it to the floor with ``suspension_preload`` at the wheel's nominal height.
+        suspension_preload: spring force on each drive wheel at its nominal height, N (only
+            with a stiffness): the joint's springref is -preload / stiffness.
+        suspension_damping: damping of each suspension slide, N s/m.
+        suspension_travel: travel of each suspension slide either side of the nominal height, m.
     """
 
     mass: float = 83.0
@@ -81,6 +91,10 @@ class BaseConfig:
     wheel_ki: float = 0.155
     wheel_torque_limit: float = 0.0
     command_latency: float = 0.0
+    suspension_stiffness: float = 0.0
+    suspension_preload: float = 550.0
+    suspension_damping: float = 3000.0
+    suspension_travel: float = 0.015
 
 
 @dataclass(frozen=True)

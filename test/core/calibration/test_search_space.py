@@ -119,7 +119,7 @@ def _load(tmp_path, entries):
     ([dict(ENTRY, name='no_bounds', bounds=None)], r"parameter 'no_bounds': bounds must be"),
     ([dict(ENTRY, name='text_bounds', bounds=['a', 'b'])], r"parameter 'text_bounds': bounds must be numbers"),
     ([dict(ENTRY, name='inf_bounds', bounds=[0.0, float('inf')])], r"parameter 'inf_bounds': bounds must be finite"),
-    ([dict(ENTRY, name='no_joints', joints=None)], r"parameter 'no_joints': give joints, classes, actuators or geoms"),
+    ([dict(ENTRY, name='no_joints', joints=None)], r"parameter 'no_joints': give joints, classes, actuators, geoms or bodies"),
     ([dict(ENTRY, name='typo', bound=[0, 1])], r"parameter 1: unknown key\(s\) \['bound'\]"),
     ([ENTRY, dict(ENTRY, name='FF3_again', joints=['rh_FFJ3'])],
      r"rh_FFJ3.damping is in both 'J3_damping' and 'FF3_again'"),
