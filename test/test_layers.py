@@ -11,7 +11,7 @@
 * Figures are drawn in ``shadow_twin/plots`` only: no other module of the package or the
   node packages imports matplotlib.
 * Inside ``calibration``, its folders one way too (:data:`CALIBRATION_ORDER`): recordings <-
-  scoring <- search <- engine <- jobs.
+  scoring <- search <- engine <- contacts <- jobs.
 * ``shadow_twin.ros``'s toolkit (``ros/*.py``) imports neither ``ros.twin`` nor ``ros.monitor``,
   and those two not each other; no module imports a name issue 35 moved (``common/moved.py``).
 * ``shadow_twin.ros`` imports neither node package nor the CLI; ``mujoco_bridge`` and
@@ -57,11 +57,11 @@ def test_no_core_subpackage_imports_one_later_in_the_core_order():
 
 
 #: The calibration's folders, lowest first: each imports only those before it (and itself).
-CALIBRATION_ORDER = ('recordings', 'scoring', 'search', 'engine', 'jobs')
+CALIBRATION_ORDER = ('recordings', 'scoring', 'search', 'engine', 'contacts', 'jobs')
 
 
 def test_the_calibration_folders_depend_one_way():
-    """recordings <- scoring <- search <- engine <- jobs; no module at the package's top."""
+    """recordings <- scoring <- search <- engine <- contacts <- jobs; no module at the package's top."""
     root = REPO / 'shadow_twin' / 'calibration'
     paths = python_files('shadow_twin/calibration')
     folders = {p.relative_to(root).parts[0] for p in paths if p.parent != root}

@@ -12,6 +12,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+from support.physics import normal_force
 
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ModelError, SearchSpaceError
@@ -39,12 +40,7 @@ def can_support_force(model: mujoco.MjModel, seconds: float = 1.0) -> float:
     data = mujoco.MjData(model)
     for _ in range(int(seconds / model.opt.timestep)):
         mujoco.mj_step(model, data)
-    geom, force, total = model.geom('can').id, np.zeros(6), 0.0
-    for i in range(data.ncon):
-        if geom in (data.contact[i].geom1, data.contact[i].geom2):
-            mujoco.mj_contactForce(model, data, i, force)
-            total += force[0]
-    return total
+    return normal_force(model, data, 'can')
 
 
 def test_the_contact_space_resolves_on_the_scene_and_sets_the_compiled_model(scene_model):

@@ -11,6 +11,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+from support.physics import normal_force
 
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError, SearchSpaceError
@@ -34,16 +35,6 @@ def suspended(**base) -> CellConfig:
 def models():
     """(rigid, suspended) cells compiled."""
     return build_cell_spec().compile(), build_cell_spec(suspended()).compile()
-
-
-def wheel_load(model, data, side: str) -> float:
-    """Normal force of the floor on drive wheel ``side``, N."""
-    geom, force, total = model.geom(f'{side}_wheel_contact').id, np.zeros(6), 0.0
-    for i in range(data.ncon):
-        if geom in (data.contact[i].geom1, data.contact[i].geom2):
-            mujoco.mj_contactForce(model, data, i, force)
-            total += force[0]
-    return total
 
 
 def test_rigid_by_default_and_a_slide_before_each_wheel_hinge_with_a_stiffness(models):
@@ -80,7 +71,7 @@ def test_at_rest_the_spring_carries_each_drive_wheel_to_the_floor(models):
         spring = STIFFNESS * (model.qpos_spring[j.qposadr[0]] - q)           # N along +z on the wheel (< 0: down)
         assert abs(qd) < 1e-3 and abs(q) < 0.015                           # at rest, inside its travel
         wheel_weight = model.body(f'{side}_wheel_link').mass[0] * 9.81
-        assert wheel_load(model, data, side) == pytest.approx(-spring + wheel_weight, rel=0.03)
+        assert normal_force(model, data, f'{side}_wheel_contact') == pytest.approx(-spring + wheel_weight, rel=0.03)
 
 
 def test_its_calibration_space_resolves_on_a_suspended_cell_only(tmp_path):

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Benchmark of issue 37's grasp work, in sections (each its own module, ``grasp_<section>.py``):
+
+* ``calibration``: contact calibration from the protocol's runs on the mock: friction and mass
+  recovered, the hold-out slip-onset angle, the fit's time (``grasp_calibration.py``).
+* ``preview``: the grasp preview's agreement with the mock over 100 random transports of a held can,
+  with its confusion matrix (``grasp_preview.py``).
+
+Exit status 1 when a target is missed.
+
+Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview] [--transports 100]
+       [--contact-budget 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from checks import Checks  # noqa: E402
+
+SECTIONS = ('calibration', 'preview')
+
+
+def section_module(name: str):
+    """The module of section ``name`` (imported on first use)."""
+    return importlib.import_module(f'grasp_{name}')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--sections', nargs='+', choices=SECTIONS, default=list(SECTIONS))
+    for name in SECTIONS:
+        section_module(name).add_arguments(parser)
+    args = parser.parse_args(argv)
+    check = Checks()
+    started = time.perf_counter()
+    for name in args.sections:
+        section_module(name).run(check, args)
+    print(f'{len(check.failed)} target(s) missed; {time.perf_counter() - started:.0f} s')
+    return 1 if check.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

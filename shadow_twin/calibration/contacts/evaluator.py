@@ -1,0 +1,142 @@
+"""Scores contact parameter sets against recorded tilt runs: each set is replayed in the sim
+(:func:`~shadow_twin.calibration.contacts.tilt.record_runs` on the bridge's live simulation of the hand
+with its scene) and compared with the recording, sample by sample: the object's position in the palm's
+frame (m). The interface is the calibration engine's (``evaluate``, ``evaluate_scored_residuals``), so the
+default optimiser (:class:`~shadow_twin.calibration.engine.run.Calibration`) fits contact parameters as
+it fits the hand's.
+
+A batch runs on ``nthread`` worker processes (the live simulation's controller is Python: threads would
+share one interpreter), each building the simulation once and resetting the searched parameters to the
+model's values before each set.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from shadow_twin.calibration.contacts.protocol import ContactProtocol
+from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs, residuals
+from shadow_twin.calibration.scoring.evaluation import Score
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, get_parameter
+from shadow_twin.model.scene import SceneConfig
+from shadow_twin.simulation.live.simulation import LiveSimulation
+from shadow_twin.simulation.overrides import ParameterOverrides
+
+
+@dataclass(frozen=True)
+class HandModel:
+    """The sim the runs are replayed on: the hand's MJCF (``model_path``; None: the built-in Shadow Hand
+    E), best the hand's calibrated one, or its ``overrides`` (the hand calibration's values), with ``scene``."""
+
+    scene: SceneConfig
+    model_path: str | None = None
+    overrides: ParameterOverrides | None = None
+
+
+class _Replayer:
+    """The sim of one process: the hand with the scene, its searched parameters' model values."""
+
+    def __init__(self, hand: HandModel, protocol: ContactProtocol, targets: Sequence[ParameterTarget]) -> None:
+        self.sim = LiveSimulation(hand.model_path, scene=hand.scene, overrides=hand.overrides)
+        self.protocol = protocol
+        self.defaults = {t: get_parameter(self.sim.model, t) for t in targets}
+
+    def replay(self, values: Mapping[ParameterTarget, float], runs) -> list[TiltRecord]:
+        apply_parameters(self.sim.model, {**self.defaults, **values})
+        return record_runs(self.sim, self.protocol, runs)
+
+
+_WORKER: _Replayer | None = None
+
+
+def _start_worker(hand: HandModel, protocol: ContactProtocol, targets: Sequence[ParameterTarget]) -> None:
+    global _WORKER
+    _WORKER = _Replayer(hand, protocol, targets)
+
+
+def _replay_in_worker(values: Mapping[ParameterTarget, float], runs) -> list[TiltRecord]:
+    return _WORKER.replay(values, runs)
+
+
+class ContactEvaluator:
+    """Replays parameter sets and scores them against ``recordings`` (one :class:`TiltRecord` per run of
+    ``protocol.runs``, by name).
+
+    Args:
+        protocol: the runs and how they are made.
+        recordings: {run name: record} of the robot (the mock, or a bag's).
+        space: the searched parameters (every set names a subset of its targets).
+        hand: the sim's hand and scene (default: the built-in hand with the protocol's scene file).
+    Raises:
+        ValueError: a run of the protocol without a recording.
+    """
+
+    def __init__(self, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord], space: SearchSpace,
+                 hand: HandModel | None = None) -> None:
+        missing = [run.name for run in protocol.runs if run.name not in recordings]
+        if missing:
+            raise ValueError(f'no recording of run(s) {missing}')
+        self.protocol, self.space = protocol, space
+        self.hand = hand or HandModel(SceneConfig.from_yaml(protocol.scene))
+        self.recordings = dict(recordings)
+        self.targets = [t for d in space.dimensions for t in d.targets]
+        #: The engine's report names: one "joint" per run (its MSE, m^2), weight 1.
+        self.objective_joints = [run.name for run in protocol.runs]
+        self.weights = {name: 1.0 for name in self.objective_joints}
+        self._local: _Replayer | None = None
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._pool_size = 0
+
+    # -- replays -----------------------------------------------------------------------------------
+    def replay(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], runs=None,
+               nthread: int = 1) -> list[list[TiltRecord]]:
+        """The records of ``runs`` (default: the protocol's fitted runs) for each parameter set."""
+        runs = tuple(runs or self.protocol.runs)
+        if nthread <= 1 or len(parameter_sets) <= 1:
+            if self._local is None:
+                self._local = _Replayer(self.hand, self.protocol, self.targets)
+            return [self._local.replay(values, runs) for values in parameter_sets]
+        pool = self._workers(min(nthread, len(parameter_sets)))
+        return list(pool.map(_replay_in_worker, parameter_sets, [runs] * len(parameter_sets)))
+
+    def _workers(self, size: int) -> concurrent.futures.ProcessPoolExecutor:
+        if self._pool is None or self._pool_size < size:
+            self.close()
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                size, mp_context=multiprocessing.get_context('fork'), initializer=_start_worker,
+                initargs=(self.hand, self.protocol, self.targets))
+            self._pool_size = size
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes (a later batch starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool, self._pool_size = None, 0
+
+    # -- the engine's interface ------------------------------------------------------------------
+    def evaluate_scored_residuals(self, parameter_sets, nthread: int = 1) -> tuple[list[Score], np.ndarray]:
+        """Scores (objective: the mean squared residual, m^2; per run its MSE) and the residual
+        vectors (S, R) m of the parameter sets."""
+        scores, rows = [], []
+        for records in self.replay(parameter_sets, nthread=nthread):
+            parts = [residuals(record, self.recordings[record.name], self.protocol.clip, self.protocol.effort_weight)
+                     for record in records]
+            row = np.concatenate(parts)
+            scores.append(Score(float(np.mean(row ** 2)), {r.name: float(np.mean(p ** 2)) for r, p in zip(records, parts)}))
+            rows.append(row)
+        return scores, np.stack(rows)
+
+    def evaluate(self, parameter_sets, nthread: int = 1, keep_positions: bool = False) -> list[Score]:
+        """Scores of the parameter sets (see :meth:`evaluate_scored_residuals`)."""
+        return self.evaluate_scored_residuals(parameter_sets, nthread)[0]
+
+    def evaluate_residuals(self, parameter_sets, nthread: int = 1) -> np.ndarray:
+        """(S, R) residual vectors, m."""
+        return self.evaluate_scored_residuals(parameter_sets, nthread)[1]

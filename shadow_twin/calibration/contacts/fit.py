@@ -1,0 +1,170 @@
+"""Contact calibration (issue 37): screen, fit with the default optimiser, check the hold-out runs,
+write the calibrated scene.
+
+:func:`calibrate_contacts` takes the protocol's recordings (the mock's, or a real hand's), screens the
+search space (which contact parameters the runs can see: the engine's sensitivity screening), fits the
+most influential with the calibration engine's default optimiser (``auto``: least squares from the
+model's values, a global phase only when that stalls or ends on a bound), and replays the hold-out runs
+before and after: their slip-onset angle (the tilt at which the object has moved ``onset_mm``) against
+the recording's. :func:`write_calibrated_scene` installs the values in a copy of the scene file (the
+scene's objects carry their contact parameters; the user's file is never overwritten).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+import yaml
+
+from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
+from shadow_twin.calibration.contacts.protocol import ContactProtocol
+from shadow_twin.calibration.contacts.tilt import TiltRecord
+from shadow_twin.calibration.engine.run import Calibration, CalibrationResult
+from shadow_twin.calibration.engine.run_settings import CalibrationSettings
+from shadow_twin.calibration.engine.sensitivity import most_influential, screen
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.files import write_text_atomic
+from shadow_twin.model.calibratable import ParameterTarget
+
+
+@dataclass
+class ContactFit:
+    """What :func:`calibrate_contacts` found.
+
+    Attributes:
+        values: {dimension name: fitted value} of the fitted dimensions.
+        targets: {target: fitted value}, every target of those dimensions.
+        influence: {dimension name: influence index} of the screening (empty without one).
+        holdout: {run name: {'recorded', 'before', 'after'}} slip-onset angles, rad (NaN: no onset).
+        result: the engine's result (initial and best objectives, m^2; the phase log).
+        seconds: wall time of screening, fit and hold-out together, s.
+    """
+
+    values: dict[str, float]
+    targets: dict[ParameterTarget, float]
+    influence: dict[str, float] = field(default_factory=dict)
+    holdout: dict[str, dict[str, float]] = field(default_factory=dict)
+    result: CalibrationResult | None = None
+    seconds: float = 0.0
+
+    def holdout_errors(self, which: str) -> dict[str, float]:
+        """{run: |sim - recorded| onset angle, rad} ``before`` or ``after`` the fit."""
+        return {name: abs(angles[which] - angles['recorded']) for name, angles in self.holdout.items()}
+
+
+def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltRecord], space: SearchSpace,
+                       out_dir: str | Path, settings: CalibrationSettings | None = None, screen_samples: int = 0,
+                       keep: int = 0, progress: Callable[[str], None] | None = None,
+                       hand: HandModel | None = None) -> ContactFit:
+    """Fit ``space`` to ``recordings`` (module doc).
+
+    Args:
+        protocol: the runs; its hold-out runs need recordings too (else they are not checked).
+        recordings: {run name: record}.
+        space: the searched contact parameters (``config/calibration/scene_contacts.yaml``).
+        out_dir: the engine's checkpoint goes here (must not hold one).
+        settings: the engine's settings (default: the default optimiser, 60 evaluations, 2 workers).
+        screen_samples: parameter sets drawn for the screening (0: none, fit every dimension).
+        keep: the dimensions kept after a screening, most influential first (0: all).
+        progress: called with a line per step.
+        hand: the sim's hand and scene (:class:`HandModel`; default: the built-in hand, the protocol's
+            scene). Calibrate the hand first and give its result: the fingers' own dynamics move the
+            object too.
+    Raises:
+        ValueError: a fitted run without a recording. ConfigError: ``out_dir`` holds a calibration.
+    """
+    say = progress or (lambda line: None)
+    settings = settings or CalibrationSettings(budget=60)
+    started = time.perf_counter()
+    evaluator = ContactEvaluator(protocol, recordings, space, hand)
+    try:
+        influence = {}
+        if screen_samples:
+            say(f'screening {len(space.dimensions)} parameters on {screen_samples} samples')
+            screened = screen(evaluator, space, screen_samples, workers=settings.workers, seed=settings.seed)
+            influence = dict(screened.influence)
+            if keep:
+                space = space.subset(most_influential(influence, keep, space.names))
+                evaluator.space = space
+        say(f'fitting {", ".join(space.names)} with {settings.optimizer} ({settings.budget} evaluations)')
+        result = Calibration(evaluator, space, settings, out_dir, {'contact_protocol': str(protocol.scene),
+                                                                    'runs': [r.name for r in protocol.runs]}).run()
+        values = space.named(result.best.x)
+        targets = space.named_values(values)
+        holdout = _holdout(evaluator, protocol, recordings, targets, settings.workers)
+    finally:
+        evaluator.close()
+    return ContactFit(values, targets, influence, holdout, result, time.perf_counter() - started)
+
+
+def _holdout(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],
+             targets: Mapping[ParameterTarget, float], workers: int) -> dict[str, dict[str, float]]:
+    """Slip-onset angles (rad) of the hold-out runs that have a recording: recorded, the model's, fitted."""
+    runs = [run for run in protocol.holdout if run.name in recordings]
+    if not runs:
+        return {}
+    before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)
+    window = protocol.onset_window
+    return {run.name: {'recorded': recordings[run.name].onset(protocol.onset, window),
+                       'before': b.onset(protocol.onset, window), 'after': a.onset(protocol.onset, window)}
+            for run, b, a in zip(runs, before, after)}
+
+
+#: Where each calibrated attribute goes in a scene file's object: (key, index or None).
+_SCENE_KEYS = {'friction': ('friction', 'sliding'), 'friction_torsional': ('friction', 'torsional'),
+               'solref_timeconst': ('solref', 0), 'solref_dampratio': ('solref', 1), 'solimp_width': ('solimp', 2)}
+
+
+def write_calibrated_scene(scene_file: str | Path, targets: Mapping[ParameterTarget, float], out: str | Path) -> Path:
+    """A copy of ``scene_file`` (YAML) with the fitted contact parameters of its objects, written
+    atomically to ``out``; the scene file itself is never overwritten. A geom's friction, torsional
+    friction, solref and solimp width and a body's mass go to the object of that name (a mass given
+    by density scales the density).
+
+    Raises:
+        ConfigError: ``out`` is the scene file, a target names no object of the scene, or an
+            attribute a scene file cannot hold (a centre of mass).
+    """
+    scene_file, out = Path(scene_file), Path(out)
+    if out.exists() and out.resolve() == scene_file.resolve():
+        raise ConfigError(f'refusing to overwrite the scene file {scene_file}')
+    data = copy.deepcopy(yaml.safe_load(scene_file.read_text(encoding='utf-8')) or {})
+    scene = data.get('scene') if isinstance(data, dict) else None
+    listed = scene.get('objects') if isinstance(scene, dict) else None
+    objects = {obj.get('name'): obj for obj in listed or [] if isinstance(obj, dict)}
+    for target, value in targets.items():
+        obj = objects.get(target.name)
+        if obj is None:
+            raise ConfigError(f'{scene_file}: no object named {target.name!r} for {target}')
+        if target.kind == 'body' and target.attribute == 'mass':
+            if obj.get('mass') is not None:
+                obj['mass'] = float(value)
+            else:
+                raise ConfigError(f'{scene_file}: object {target.name!r} gives a density: set its mass to install {target}')
+            continue
+        if target.kind != 'geom' or target.attribute not in _SCENE_KEYS:
+            raise ConfigError(f'{scene_file}: a scene file cannot hold {target} (install it in the MJCF)')
+        key, index = _SCENE_KEYS[target.attribute]
+        if key == 'friction':
+            friction = obj.get('friction') or {}
+            friction = dict(friction) if isinstance(friction, dict) else dict(zip(('sliding', 'torsional', 'rolling'), friction))
+            friction[index] = float(value)
+            obj['friction'] = friction
+        else:
+            defaults = {'solref': [0.02, 1.0], 'solimp': [0.9, 0.95, 0.001, 0.5, 2.0]}[key]
+            array = list(obj.get(key) or defaults)
+            array[index] = float(value)
+            obj[key] = array
+    header = f'# Calibrated contact parameters (shadow_twin contact calibration) from {scene_file.name}.\n'
+    return write_text_atomic(out, header + yaml.safe_dump(data, sort_keys=False))
+
+
+def onset_degrees(angles: Mapping[str, float]) -> str:
+    """'recorded 28.4, before 36.9, after 29.1 deg' for one hold-out run's onset angles (rad)."""
+    return ', '.join(f'{k} {np.degrees(v):.1f}' for k, v in angles.items()) + ' deg'

@@ -1,0 +1,154 @@
+"""Contact calibration (issue 37; shadow_twin.calibration.contacts): the protocol file and its errors;
+the tilt runs on the bridge's live simulation (deterministic, and a grippier can slips later); the
+records' residuals, their file form and bad input; the evaluator (zero against its own model's
+recording, the same answers on worker processes); a short fit that moves the can's friction towards
+the recording's and checks the hold-out; the calibrated scene written as a copy, never over the user's."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
+from shadow_twin.calibration.contacts.fit import calibrate_contacts, write_calibrated_scene
+from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
+from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs, residuals
+from shadow_twin.calibration.engine.run_settings import CalibrationSettings
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.model.calibratable import ParameterTarget
+from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.scene import SceneConfig, add_objects
+from shadow_twin.simulation.live.simulation import LiveSimulation
+
+REPO = Path(__file__).resolve().parents[3]
+PROTOCOL_FILE = REPO / 'config' / 'calibration' / 'contact_protocol.yaml'
+SPACE_FILE = REPO / 'config' / 'calibration' / 'hand_contacts.yaml'
+SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
+
+
+@pytest.fixture(scope='module')
+def protocol():
+    """The shipped protocol, shortened: a grip run of 4 s at 15 deg/s, a hold-out of 5 s at 12 deg/s."""
+    shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
+    return dataclasses.replace(shipped, runs=(TiltRun('grip', True, math.radians(15.0), 4.0),),
+                               holdout=(TiltRun('grip_holdout', True, math.radians(12.0), 5.0),))
+
+
+@pytest.fixture(scope='module')
+def scene():
+    return SceneConfig.from_yaml(SCENE_FILE)
+
+
+def with_can(scene: SceneConfig, **changes) -> SceneConfig:
+    return SceneConfig(tuple(dataclasses.replace(o, **changes) if o.name == 'can' else o for o in scene.objects))
+
+
+def recordings(protocol, scene, friction: float) -> dict[str, TiltRecord]:
+    """Records of the protocol's runs (and hold-out) with the can's friction at ``friction`` (the model's: 1.0)."""
+    sim = LiveSimulation(None, scene=with_can(scene, friction=(friction, 0.005, 0.0)))
+    return {r.name: r for r in record_runs(sim, protocol, (*protocol.runs, *protocol.holdout))}
+
+
+@pytest.fixture(scope='module')
+def slippery(protocol, scene):
+    return recordings(protocol, scene, 0.5)
+
+
+def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
+    shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
+    assert shipped.scene.resolve() == SCENE_FILE.resolve() and len(shipped.runs) + len(shipped.holdout) <= 5
+    assert {run.grip for run in shipped.runs} == {True, False} and shipped.onset_window == 10
+    body = yaml.safe_load(PROTOCOL_FILE.read_text())
+    cases = [({'grip': {}}, 'grip'), ({'runs': [{'name': 'a', 'grip': True, 'rate': -1.0, 'duration': 1.0}]}, 'rate'),
+             ({'runs': [{'name': 'a', 'grip': 'yes', 'rate': 1.0, 'duration': 1.0}]}, 'grip'),
+             ({'holdout': [{'name': 'tilt_open', 'grip': True, 'rate': 1.0, 'duration': 1.0}]}, 'repeat'),
+             ({'speed': 2}, "unknown key(s) ['speed']")]
+    for change, words in cases:
+        path = tmp_path / 'protocol.yaml'
+        path.write_text(yaml.safe_dump({'contact_protocol': {**body['contact_protocol'], **change}}))
+        with pytest.raises(ConfigError) as raised:
+            ContactProtocol.from_yaml(path)
+        assert words in str(raised.value) and '\n' not in str(raised.value), str(raised.value)
+
+
+def test_runs_are_deterministic_and_a_grippier_can_slips_later(protocol, scene, slippery):
+    sim = LiveSimulation(None, scene=with_can(scene, friction=(0.5, 0.005, 0.0)))
+    again = record_runs(sim, protocol, protocol.runs)[0]
+    np.testing.assert_array_equal(again.position, slippery['grip'].position)
+    np.testing.assert_array_equal(again.effort, slippery['grip'].effort)
+    grippy = record_runs(LiveSimulation(None, scene=with_can(scene, friction=(1.5, 0.005, 0.0))), protocol,
+                         protocol.runs)[0]
+    slip, hold = slippery['grip'].onset(protocol.onset), grippy.onset(protocol.onset)
+    assert slip < protocol.runs[0].rate * protocol.runs[0].duration - math.radians(5.0)     # it slipped
+    assert math.isnan(hold) or hold > slip + math.radians(2.0), (math.degrees(slip), math.degrees(hold))
+    assert grippy.effort.shape == (len(grippy.times), len(protocol.grip)) and np.abs(grippy.effort).max() > 0
+
+
+def test_records_round_trip_and_residuals_are_clipped_and_checked(slippery):
+    record = slippery['grip']
+    back = TiltRecord.from_dict(yaml.safe_load(yaml.safe_dump(record.to_dict())))
+    np.testing.assert_allclose(back.position, record.position) and np.testing.assert_allclose(back.effort, record.effort)
+    far = dataclasses.replace(record, position=record.position + 1.0)
+    r = residuals(far, record, clip=0.02, effort_weight=1.0)
+    assert r.shape == (record.position.size + record.effort.size,) and np.abs(r).max() <= 0.02
+    assert np.allclose(r[:record.position.size], 0.02 * np.tanh(50.0))
+    with pytest.raises(ValueError, match='not sampled as the recording'):
+        residuals(dataclasses.replace(record, times=record.times[:-1], position=record.position[:-1]), record, 0.02)
+    bad = record.to_dict()
+    bad['position'][3][1] = float('nan')
+    with pytest.raises(ValueError, match='not finite'):
+        TiltRecord.from_dict(bad)
+    with pytest.raises(ValueError, match=r'position \(N, 3\)'):
+        TiltRecord.from_dict({**record.to_dict(), 'position': [[0.0, 0.0]] * len(record.times)})
+
+
+def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(protocol, scene):
+    twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
+    space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
+    own = {r.name: r for r in record_runs(LiveSimulation(None, scene=scene), protocol, protocol.runs)}
+    evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
+    try:
+        sets = [{}, space.named_values({'can_friction': 0.4})]
+        local = evaluator.evaluate_scored_residuals(sets, nthread=1)
+        pooled = evaluator.evaluate_scored_residuals(sets, nthread=2)
+    finally:
+        evaluator.close()
+    assert local[0][0].objective == 0.0 and local[0][1].objective > 1e-8
+    np.testing.assert_array_equal(local[1], pooled[1])
+    with pytest.raises(ValueError, match="no recording of run"):
+        ContactEvaluator(protocol, {}, space)
+
+
+def test_a_short_fit_moves_the_friction_towards_the_recordings_and_checks_the_holdout(protocol, scene, tmp_path):
+    twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
+    space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
+    recorded = recordings(protocol, scene, 0.75)
+    fit = calibrate_contacts(protocol, recorded, space, tmp_path / 'fit', CalibrationSettings(budget=8, workers=2))
+    assert fit.result.best.objective < 0.5 * fit.result.initial.objective
+    assert abs(fit.values['can_friction'] - 0.75) < 0.5 * abs(1.0 - 0.75), fit.values
+    assert set(fit.holdout) == {'grip_holdout'}
+    before, after = fit.holdout_errors('before')['grip_holdout'], fit.holdout_errors('after')['grip_holdout']
+    assert after < before, (math.degrees(before), math.degrees(after))
+
+
+def test_the_calibrated_scene_is_a_copy_with_the_values_and_never_the_users_file(tmp_path):
+    source = tmp_path / 'scene.yaml'
+    source.write_text(SCENE_FILE.read_text())
+    values = {ParameterTarget('geom', 'can', 'friction'): 0.62, ParameterTarget('geom', 'can', 'solref_dampratio'): 0.8,
+              ParameterTarget('body', 'can', 'mass'): 0.2}
+    out = write_calibrated_scene(source, values, tmp_path / 'calibrated.yaml')
+    can = next(o for o in SceneConfig.from_yaml(out).objects if o.name == 'can')
+    assert can.friction[0] == pytest.approx(0.62) and can.solref[1] == pytest.approx(0.8) and can.mass == pytest.approx(0.2)
+    assert source.read_text() == SCENE_FILE.read_text()
+    with pytest.raises(ConfigError, match='refusing to overwrite'):
+        write_calibrated_scene(source, values, source)
+    with pytest.raises(ConfigError, match="no object named 'mug'"):
+        write_calibrated_scene(source, {ParameterTarget('geom', 'mug', 'friction'): 0.5}, tmp_path / 'x.yaml')
+    with pytest.raises(ConfigError, match='density'):
+        write_calibrated_scene(source, {ParameterTarget('body', 'stand_plate', 'mass'): 0.5}, tmp_path / 'y.yaml')
