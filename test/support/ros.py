@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, ShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
@@ -215,16 +215,28 @@ class RosClient:
             os.environ.update(saved)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        #: What callbacks raised while spinning (repr), in order.
+        self.spin_errors: list[str] = []
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
         self._action_clients: dict[str, LockedActionClient] = {}
         self._service_clients: dict[tuple, object] = {}
 
     def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:
-            pass
+        """Spin until the context shuts down. A callback that raises (rclpy's executor passes it on)
+        is reported on stderr and kept in :attr:`spin_errors`, and spinning goes on: before, the
+        thread ended there and every recorder of the module went silent."""
+        while self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except (ExternalShutdownException, ShutdownException):
+                return
+            except Exception as exc:                     # noqa: BLE001 - a test's callback: keep serving the rest
+                if not self.context.ok():
+                    return
+                self.spin_errors.append(repr(exc))
+                print(f'test client {self.node.get_name()}: a callback raised {exc!r}; spinning on',
+                      file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Stop spinning and shut the context down."""

@@ -23,7 +23,7 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       onset_window_s: 0.2         # ... of the positions averaged over this long (a capture's noise)
       clip_mm: 20.0               # mm: a residual's soft limit (an object that fell is far off either way)
       effort_weight: 0.1          # m per N m: the grip joints' efforts beside the object's position
-      runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0}, ...]
+      runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x}, ...]
       holdout: [{name: tilt_grip_holdout, grip: true, rate: 8.0, duration: 8.0}]
 """
 
@@ -41,18 +41,22 @@ from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm', 'onset_window_s', 'clip_mm',
          'effort_weight', 'runs', 'holdout')
-_RUN_KEYS = ('name', 'grip', 'rate', 'duration')
+_RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis')
+#: The palm-frame axes a run may turn the hand about.
+AXES = ('x', '-x', 'y', '-y')
 
 
 @dataclass(frozen=True)
 class TiltRun:
     """One run: ``name``; ``grip`` (the fingers closed to the protocol's grip, else open at their
-    initial pose); tilt ``rate`` (rad/s, about the palm's x axis) for ``duration`` (s)."""
+    initial pose); tilt ``rate`` (rad/s) for ``duration`` (s) about the palm's ``axis`` (:data:`AXES`;
+    'x': the fingers tip over to the palm's side)."""
 
     name: str
     grip: bool
     rate: float
     duration: float
+    axis: str = 'x'
 
     def tilt_at(self, t: np.ndarray | float) -> np.ndarray | float:
         """The tilt (rad) ``t`` s into the run."""
@@ -130,6 +134,9 @@ def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, .
             raise ConfigError(f'{where}[{k}].name: expected a name, got {name!r}')
         if not isinstance(run.get('grip'), bool):
             raise ConfigError(f'{where}[{k}].grip: expected true or false, got {run.get("grip")!r}')
+        axis = run.get('axis', 'x')
+        if axis not in AXES:
+            raise ConfigError(f'{where}[{k}].axis: expected one of {list(AXES)}, got {axis!r}')
         out.append(TiltRun(name, run['grip'], np.radians(values.positive(run.get('rate'), f'{where}[{k}].rate')),
-                           values.positive(run.get('duration'), f'{where}[{k}].duration')))
+                           values.positive(run.get('duration'), f'{where}[{k}].duration'), axis))
     return tuple(out)

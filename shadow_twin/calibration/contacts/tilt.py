@@ -4,7 +4,7 @@ and its record: the object's position in the palm's frame over the tilt.
 
 The run (:class:`~shadow_twin.calibration.contacts.protocol.TiltRun`): from the model's initial
 state, the fingers close to the protocol's grip in ``close_s`` (or stay open) and hold ``settle_s``;
-then gravity turns in the hand's frame about the palm's x axis at the run's rate (the arm turning the
+then gravity turns in the hand's frame about the run's palm axis at its rate (the arm turning the
 hand slowly: at these rates the turning frame's own accelerations are three orders of magnitude below
 gravity's change, ``benchmarks/contacts_slip.py``), sampled every ``sample_s``.
 
@@ -77,9 +77,12 @@ class TiltRecord:
         return cls(str(data['name']), times, tilt, position, start, joints, effort)
 
 
-def gravity_at(tilt: float) -> np.ndarray:
-    """(3,) gravity, m/s^2, in the hand's frame with the hand turned ``tilt`` rad about the palm's x axis."""
-    return np.array([0.0, -G * np.sin(tilt), -G * np.cos(tilt)])
+def gravity_at(tilt: float, axis: str = 'x') -> np.ndarray:
+    """(3,) gravity, m/s^2, in the hand's frame with the hand turned ``tilt`` rad about the palm's
+    ``axis`` ('x', '-x', 'y', '-y'): gravity turns by -tilt about it (Rodrigues' rotation of (0, 0, -g))."""
+    sign = -1.0 if axis.startswith('-') else 1.0
+    s, c = np.sin(-sign * tilt), np.cos(tilt)
+    return np.array([0.0, G * s, -G * c]) if axis.endswith('x') else np.array([-G * s, 0.0, -G * c])
 
 
 def settle(sim: LiveSimulation, protocol: ContactProtocol, grip: bool) -> np.ndarray:
@@ -129,7 +132,7 @@ def run_tilt(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, start
     columns = [sim.joint_names.index(name) for name in joints]
     begin, positions, efforts = in_palm(), np.empty((count, 3)), np.empty((count, len(joints)))
     for k, t in enumerate(times):
-        model.opt.gravity[:] = gravity_at(float(run.tilt_at(t)))
+        model.opt.gravity[:] = gravity_at(float(run.tilt_at(t)), run.axis)
         sim.step(steps)
         positions[k] = in_palm()
         efforts[k] = sim.joint_state().effort[columns]

@@ -17,7 +17,7 @@ import yaml
 from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
 from shadow_twin.calibration.contacts.fit import calibrate_contacts, write_calibrated_scene
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
-from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs, residuals
+from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at, record_runs, residuals
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
@@ -68,6 +68,7 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
     cases = [({'grip': {}}, 'grip'), ({'runs': [{'name': 'a', 'grip': True, 'rate': -1.0, 'duration': 1.0}]}, 'rate'),
              ({'runs': [{'name': 'a', 'grip': 'yes', 'rate': 1.0, 'duration': 1.0}]}, 'grip'),
              ({'holdout': [{'name': 'tilt_open', 'grip': True, 'rate': 1.0, 'duration': 1.0}]}, 'repeat'),
+             ({'runs': [{'name': 'a', 'grip': True, 'rate': 1.0, 'duration': 1.0, 'axis': 'z'}]}, 'axis'),
              ({'speed': 2}, "unknown key(s) ['speed']")]
     for change, words in cases:
         path = tmp_path / 'protocol.yaml'
@@ -75,6 +76,17 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
         with pytest.raises(ConfigError) as raised:
             ContactProtocol.from_yaml(path)
         assert words in str(raised.value) and '\n' not in str(raised.value), str(raised.value)
+
+
+def test_gravity_turns_about_the_palm_axis_of_the_run():
+    for axis in ('x', '-x', 'y', '-y'):
+        assert gravity_at(0.0, axis) == pytest.approx([0.0, 0.0, -G])
+        assert np.linalg.norm(gravity_at(0.7, axis)) == pytest.approx(G)
+    # turning the hand about +x by 90 deg: gravity along the hand's -y (the fingers tip to the palm's side)
+    assert gravity_at(math.pi / 2, 'x') == pytest.approx([0.0, -G, 0.0], abs=1e-12)
+    assert gravity_at(math.pi / 2, '-x') == pytest.approx([0.0, G, 0.0], abs=1e-12)
+    assert gravity_at(math.pi / 2, 'y') == pytest.approx([G, 0.0, 0.0], abs=1e-12)
+    assert gravity_at(math.pi / 2, '-y') == pytest.approx([-G, 0.0, 0.0], abs=1e-12)
 
 
 def test_runs_are_deterministic_and_a_grippier_can_slips_later(protocol, scene, slippery):
