@@ -41,6 +41,8 @@ Usage: .venv/bin/python benchmarks/cell.py [--seconds 10] [--skip-bridge]
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import subprocess
 import sys
 import tempfile
@@ -51,14 +53,21 @@ import mujoco
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'test'))
 sys.path.insert(0, str(ROOT))
 
+from support.object_following import contact_normal_force  # noqa: E402  (after the path set-up)
 from shadow_twin.common.paths import config_path  # noqa: E402
+from shadow_twin.control.controller import ControllerGains  # noqa: E402
 from shadow_twin.control.trajectory import JointTrajectory  # noqa: E402
-from shadow_twin.model.cell.assembly import arm_joint_names, write_cell_mjcf  # noqa: E402
+from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec, write_cell_mjcf  # noqa: E402
 from shadow_twin.model.cell.config import BaseConfig, CellConfig  # noqa: E402
 from shadow_twin.model.mjcf import builtin_model_path  # noqa: E402
 from shadow_twin.simulation.live.simulation import LiveSimulation  # noqa: E402
+from shadow_twin.simulation.preview.checks import preview_goal  # noqa: E402
+from shadow_twin.simulation.preview.config import PreviewConfig  # noqa: E402
+from shadow_twin.simulation.preview.goal import PreviewGoal, StartState  # noqa: E402
+from shadow_twin.simulation.preview.predictor import GoalPredictor  # noqa: E402
 
 CELL_GAINS = config_path('controllers', 'cell.yaml')
 CPU_MAX_PERCENT = 60.0
@@ -135,17 +144,8 @@ def arm_swing(path: Path) -> dict:
 
 
 def drive_wheel_loads(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
-    """(2,) normal force of the floor on the left and right drive wheel, N (``mj_contactForce`` of
-    the contacts of ``left_wheel_contact`` and ``right_wheel_contact``)."""
-    geoms = [model.geom(f'{side}_wheel_contact').id for side in ('left', 'right')]
-    out, force = np.zeros(2), np.zeros(6)
-    for i in range(data.ncon):
-        contact = data.contact[i]
-        for k, geom in enumerate(geoms):
-            if geom in (contact.geom1, contact.geom2):
-                mujoco.mj_contactForce(model, data, i, force)
-                out[k] += force[0]
-    return out
+    """(2,) normal force of the floor on the left and right drive wheel, N."""
+    return np.array([contact_normal_force(model, data, f'{side}_wheel_contact') for side in ('left', 'right')])
 
 
 def _print_swing(label: str, swing: dict) -> None:
@@ -245,14 +245,6 @@ def suspension_section(folder: Path, rigid: dict) -> bool:
 def slip_flag_section() -> bool:
     """Part 3c (module doc): the goal preview with ``base.max_slip`` :data:`SLIP_LIMIT` on the default cell
     refuses the swing (base_slip) and passes a slow swing beside it; True when both hold."""
-    import dataclasses
-    import math
-    from shadow_twin.control.controller import ControllerGains
-    from shadow_twin.model.cell.assembly import build_cell_spec
-    from shadow_twin.simulation.preview.checks import preview_goal
-    from shadow_twin.simulation.preview.config import PreviewConfig
-    from shadow_twin.simulation.preview.goal import PreviewGoal, StartState
-    from shadow_twin.simulation.preview.predictor import GoalPredictor
     shipped = PreviewConfig.from_yaml(config_path('preview.yaml'))
     config = dataclasses.replace(shipped, base=dataclasses.replace(shipped.base, max_slip=SLIP_LIMIT))
     predictor = GoalPredictor(build_cell_spec(), ControllerGains.from_yaml(CELL_GAINS), config)

@@ -65,6 +65,7 @@ import numpy as np
 import yaml
 
 import contacts
+from shadow_twin.calibration.contacts.tilt import gravity_at
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.monitoring.slip import DEFAULT_HOLD, DEFAULT_RELEASE, DEFAULT_THRESHOLD, SlipWatch
@@ -74,7 +75,7 @@ from shadow_twin.simulation.overrides import ParameterOverrides
 
 SETTLE_S = 8.0           # s the closed grasp settles (the fingers push the can on the plate for ~5 s)
 SAMPLE_S = 0.02          # s between contact readings: the bridge's default contact_rate, 50 Hz
-TILT_AXIS = 0            # the palm frame's (= world's) x axis: the fingers tip over to the palm side
+TILT_AXIS = 'x'          # the palm frame's (= world's) x axis: the fingers tip over to the palm side
 MAX_TILT = np.pi         # rad: a tilt run ends at 180 degrees ...
 STOP_MM = 10.0           # ... or once the can has moved this far in the palm's frame (mm)
 ONSET_MM = 1.0           # mm: the displacement at which the can has begun to slip (module doc)
@@ -116,13 +117,6 @@ def held_can(mock: bool, changes: dict | None = None, options: dict | None = Non
     contacts.close_hand(sim)
     sim.step(int(round(SETTLE_S / sim.dt)))
     return sim
-
-
-def gravity_at(tilt: float) -> np.ndarray:
-    """Gravity (3,) m/s^2 in the hand's frame with the wrist tilted by ``tilt`` rad about :data:`TILT_AXIS`."""
-    g = np.zeros(3)
-    g[(TILT_AXIS + 1) % 3], g[2] = -9.81 * np.sin(tilt), -9.81 * np.cos(tilt)
-    return g
 
 
 @dataclass
@@ -184,12 +178,12 @@ def trial(sim: LiveSimulation, rate: float = 0.0, tilt0: float = 0.0, duration: 
     def in_palm() -> np.ndarray:
         return data.xmat[palm].reshape(3, 3).T @ (data.xpos[can] - data.xpos[palm])
 
-    model.opt.gravity[:] = gravity_at(tilt0)
+    model.opt.gravity[:] = gravity_at(tilt0, TILT_AXIS)
     sim.step(steps)
     start, out = in_palm(), Run()
     for k in range(1, int(round(duration / SAMPLE_S)) + 1):
         tilt = tilt0 + rate * k * SAMPLE_S
-        model.opt.gravity[:] = gravity_at(tilt)
+        model.opt.gravity[:] = gravity_at(tilt, TILT_AXIS)
         sim.step(steps)
         readings = reader.read(data)
         stamp = k * SAMPLE_S

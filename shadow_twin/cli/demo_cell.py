@@ -52,6 +52,7 @@ from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.diff_drive import wrap_angle
 from shadow_twin.common.paths import config_path
+from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.model.cell.assembly import arm_joint_names
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.plots.demo_figures import plot_base, plot_pick
@@ -187,7 +188,7 @@ def send(node, action: ActionClient, goal, timeout: float, lead: float | None = 
     for attempt in range(1, SEND_ATTEMPTS + 1):
         start_s = None
         if lead is not None:
-            start_s = node.get_clock().now().nanoseconds * 1e-9 + lead
+            start_s = from_nanoseconds(node.get_clock().now().nanoseconds) + lead
             goal.trajectory.header.stamp = time_msg(start_s)
         future = action.send_goal_async(goal)
         deadline = time.monotonic() + timeout

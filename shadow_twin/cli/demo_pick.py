@@ -37,9 +37,10 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.paths import config_path
+from shadow_twin.common.stamps import to_seconds
 from shadow_twin.control.pick import plan_pick
 from shadow_twin.model.cell.assembly import CellConfig, arm_joint_names, write_cell_mjcf
-from shadow_twin.ros.conversions import duration_msg, seconds_of
+from shadow_twin.ros.conversions import duration_msg
 from shadow_twin.simulation.contact_sensing import DEFAULT_SENSORS
 
 SIM_BRIDGE = '/mujoco_bridge'
@@ -149,13 +150,13 @@ class PickRecorder:
     def _pose(self, side: str, msg: PoseStamped) -> None:
         with self.lock:
             if self.recording:
-                self.heights[side].append((seconds_of(msg.header.stamp), float(msg.pose.position.z)))
+                self.heights[side].append((to_seconds(msg.header.stamp), float(msg.pose.position.z)))
 
     def _contact(self, key: tuple[str, str], msg: WrenchStamped) -> None:
         f = msg.wrench.force
         with self.lock:
             if self.recording:
-                self.contacts[key].append((seconds_of(msg.header.stamp), bool(f.x or f.y or f.z)))
+                self.contacts[key].append((to_seconds(msg.header.stamp), bool(f.x or f.y or f.z)))
 
     def start(self) -> None:
         with self.lock:

@@ -300,9 +300,9 @@ def _spec_set_body(spec: mujoco.MjSpec, target: ParameterTarget, value: float) -
     body = spec.body(target.name)
     if body is None:
         raise ModelError(f'no body named {target.name!r}')
-    compiled = spec.compile()
-    bid = compiled.body(target.name).id
     if not body.explicitinertial:           # inferred from the geoms: written out from the compiled model
+        compiled = spec.compile()
+        bid = compiled.body(target.name).id
         body.mass, body.ipos = float(compiled.body_mass[bid]), compiled.body_ipos[bid].copy()
         body.iquat, body.inertia = compiled.body_iquat[bid].copy(), compiled.body_inertia[bid].copy()
         body.explicitinertial = True
@@ -320,8 +320,9 @@ def write_calibrated_mjcf(source: TwinModel, values: dict[ParameterTarget, float
     """Write a copy of ``source``'s MJCF with ``values`` applied, atomically.
 
     Joint attributes are written as explicit values on each joint, a geom's contact
-    parameters on the geom, a body's mass and centre of mass as its explicit inertial; kp/kd/kv of actuators that are affine-bias servos in the MJCF are
-    written to their gain/bias parameters (gainprm/biasprm). Every value given is written:
+    parameters on the geom, a body's mass and centre of mass as its explicit inertial;
+    kp/kd/kv of actuators that are affine-bias servos in the MJCF are written to their
+    gain/bias parameters (gainprm/biasprm). Every value given is written:
     the drive gains of plain motors belong to the simulated controller, not the MJCF, and
     are split off first by :meth:`shadow_twin.control.controller.SimController.split_values`.
     Includes are flattened and ``meshdir``/``texturedir`` become absolute, so the file

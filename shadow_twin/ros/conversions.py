@@ -39,11 +39,6 @@ def time_msg_ns(nanoseconds: int) -> TimeMsg:
     return Time(nanoseconds=max(0, int(nanoseconds))).to_msg()
 
 
-def seconds_of(stamp: TimeMsg) -> float:
-    """The ``builtin_interfaces/Time`` ``stamp`` in s since the clock's epoch."""
-    return stamp.sec + 1e-9 * stamp.nanosec
-
-
 def duration_msg(seconds: float) -> DurationMsg:
     """``builtin_interfaces/Duration`` of ``seconds`` (s; negative values are clamped to 0)."""
     return Duration(nanoseconds=max(0, to_nanoseconds(seconds))).to_msg()

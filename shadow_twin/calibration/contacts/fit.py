@@ -12,7 +12,6 @@ scene's objects carry their contact parameters; the user's file is never overwri
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,17 +123,16 @@ _SCENE_KEYS = {'friction': ('friction', 'sliding'), 'friction_torsional': ('fric
 def write_calibrated_scene(scene_file: str | Path, targets: Mapping[ParameterTarget, float], out: str | Path) -> Path:
     """A copy of ``scene_file`` (YAML) with the fitted contact parameters of its objects, written
     atomically to ``out``; the scene file itself is never overwritten. A geom's friction, torsional
-    friction, solref and solimp width and a body's mass go to the object of that name (a mass given
-    by density scales the density).
+    friction, solref and solimp width and a body's mass go to the object of that name.
 
     Raises:
-        ConfigError: ``out`` is the scene file, a target names no object of the scene, or an
-            attribute a scene file cannot hold (a centre of mass).
+        ConfigError: ``out`` is the scene file, a target names no object of the scene, a mass for an
+            object given by its density, or an attribute a scene file cannot hold (a centre of mass).
     """
     scene_file, out = Path(scene_file), Path(out)
     if out.exists() and out.resolve() == scene_file.resolve():
         raise ConfigError(f'refusing to overwrite the scene file {scene_file}')
-    data = copy.deepcopy(yaml.safe_load(scene_file.read_text(encoding='utf-8')) or {})
+    data = yaml.safe_load(scene_file.read_text(encoding='utf-8')) or {}
     scene = data.get('scene') if isinstance(data, dict) else None
     listed = scene.get('objects') if isinstance(scene, dict) else None
     objects = {obj.get('name'): obj for obj in listed or [] if isinstance(obj, dict)}

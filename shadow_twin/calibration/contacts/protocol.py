@@ -39,8 +39,8 @@ import yaml
 from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
-_KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm', 'onset_window_s', 'clip_mm',
-         'effort_weight', 'runs', 'holdout')
+_KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
+         'onset_window_s', 'clip_mm', 'effort_weight', 'runs', 'holdout')
 _RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
@@ -110,15 +110,15 @@ class ContactProtocol:
         for key in ('object', 'palm'):
             if not isinstance(body[key], str) or not body[key]:
                 raise ConfigError(f'{where}.{key}: expected a body name, got {body[key]!r}')
+        sample_s = values.positive(body.get('sample_s', 0.02), f'{where}.sample_s')
+        window_s = values.non_negative(body.get('onset_window_s', 0.2), f'{where}.onset_window_s')
         return cls(path.parent / str(body['scene']), body['object'], body['palm'],
                    {str(k): values.number(v, f'{where}.grip.{k}') for k, v in grip.items()},
                    values.positive(body.get('close_s', 1.0), f'{where}.close_s'),
                    values.non_negative(body.get('settle_s', 8.0), f'{where}.settle_s'),
                    values.non_negative(body.get('settle_open_s', 0.5), f'{where}.settle_open_s'),
-                   values.positive(body.get('sample_s', 0.02), f'{where}.sample_s'),
-                   values.positive(body.get('onset_mm', 1.0), f'{where}.onset_mm') * 1e-3,
-                   max(1, int(round(values.non_negative(body.get('onset_window_s', 0.2), f'{where}.onset_window_s')
-                                    / values.positive(body.get('sample_s', 0.02), f'{where}.sample_s')))),
+                   sample_s, values.positive(body.get('onset_mm', 1.0), f'{where}.onset_mm') * 1e-3,
+                   max(1, int(round(window_s / sample_s))),
                    values.positive(body.get('clip_mm', 20.0), f'{where}.clip_mm') * 1e-3,
                    values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout)
 

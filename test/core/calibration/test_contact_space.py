@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from support.physics import normal_force
+from support.object_following import contact_normal_force
 
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ModelError, SearchSpaceError
@@ -40,7 +40,7 @@ def can_support_force(model: mujoco.MjModel, seconds: float = 1.0) -> float:
     data = mujoco.MjData(model)
     for _ in range(int(seconds / model.opt.timestep)):
         mujoco.mj_step(model, data)
-    return normal_force(model, data, 'can')
+    return contact_normal_force(model, data, 'can')
 
 
 def test_the_contact_space_resolves_on_the_scene_and_sets_the_compiled_model(scene_model):

@@ -11,7 +11,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from support.physics import normal_force
+from support.object_following import contact_normal_force
 
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError, SearchSpaceError
@@ -71,7 +71,7 @@ def test_at_rest_the_spring_carries_each_drive_wheel_to_the_floor(models):
         spring = STIFFNESS * (model.qpos_spring[j.qposadr[0]] - q)           # N along +z on the wheel (< 0: down)
         assert abs(qd) < 1e-3 and abs(q) < 0.015                           # at rest, inside its travel
         wheel_weight = model.body(f'{side}_wheel_link').mass[0] * 9.81
-        assert normal_force(model, data, f'{side}_wheel_contact') == pytest.approx(-spring + wheel_weight, rel=0.03)
+        assert contact_normal_force(model, data, f'{side}_wheel_contact') == pytest.approx(-spring + wheel_weight, rel=0.03)
 
 
 def test_its_calibration_space_resolves_on_a_suspended_cell_only(tmp_path):
