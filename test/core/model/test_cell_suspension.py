@@ -1,4 +1,4 @@
-"""The MiR250's drive-wheel suspension (issue 37; shadow_twin/model/cell/assembly.py, ``cell.base.suspension_*``):
+"""The MiR250's drive-wheel suspension (issue 37; shadow_twin/model/cell/base.py, ``cell.base.suspension_*``):
 absent by default (rigid wheels, the study's model), a spring-loaded slide per drive wheel before its hinge
 when a stiffness is set, whose spring carries the wheel's floor load at rest; the wheels' hinges,
 actuators and the controlled joints are unchanged; its calibration space resolves on a suspended cell
