@@ -39,16 +39,30 @@ class HandModel:
     overrides: ParameterOverrides | None = None
 
 
+#: The body arrays a body parameter changes beside its own value (a mass scales the inertia; a centre of
+#: mass clears the frame flags): restored from the model's before each set.
+_BODY_ARRAYS = ('body_mass', 'body_inertia', 'body_ipos', 'body_sameframe', 'body_simple')
+
+
 class _Replayer:
-    """The sim of one process: the hand with the scene, its searched parameters' model values."""
+    """The sim of one process: the hand with the scene, its searched parameters' model values.
+
+    Each set starts from the model as built, whatever sets this process replayed before: the
+    searched values are set back, and so are the body arrays (:data:`_BODY_ARRAYS`: a mass scaled
+    back and forth is not the same float), so that a set's records do not depend on which worker
+    process replays it."""
 
     def __init__(self, hand: HandModel, protocol: ContactProtocol, targets: Sequence[ParameterTarget]) -> None:
         self.sim = LiveSimulation(hand.model_path, scene=hand.scene, overrides=hand.overrides)
         self.protocol = protocol
         self.defaults = {t: get_parameter(self.sim.model, t) for t in targets}
+        self.bodies = {name: getattr(self.sim.model, name).copy() for name in _BODY_ARRAYS}
 
     def replay(self, values: Mapping[ParameterTarget, float], runs) -> list[TiltRecord]:
-        apply_parameters(self.sim.model, {**self.defaults, **values})
+        model = self.sim.model
+        for name, array in self.bodies.items():
+            getattr(model, name)[:] = array
+        apply_parameters(model, {**self.defaults, **values})
         return record_runs(self.sim, self.protocol, runs)
 
 

@@ -133,6 +133,20 @@ def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(pro
         evaluator.close()
     assert local[0][0].objective == 0.0 and local[0][1].objective > 1e-8
     np.testing.assert_array_equal(local[1], pooled[1])
+
+
+def test_a_replay_does_not_depend_on_the_sets_replayed_before(protocol, scene):
+    """A mass scaled to 1.37 kg and back leaves the inertia a rounding off: each set starts from the model."""
+    twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
+    space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_mass'])
+    own = {r.name: r for r in record_runs(LiveSimulation(None, scene=scene), protocol, protocol.runs)}
+    evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
+    odd = space.named_values({'can_mass': 0.1370123})
+    first = evaluator.evaluate_residuals([odd])
+    evaluator.evaluate_residuals([space.named_values({'can_mass': 0.0913})])
+    evaluator.evaluate_residuals([{}])
+    np.testing.assert_array_equal(evaluator.evaluate_residuals([odd]), first)
+    assert evaluator.evaluate([{}])[0].objective == 0.0
     with pytest.raises(ValueError, match="no recording of run"):
         ContactEvaluator(protocol, {}, space)
 
