@@ -155,6 +155,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             self.create_timer(0.1, lambda: scaling_pub.publish(Float64(data=self._settings.speed_scaling)))
         if s.speed_scaling_input_topic:
             guarded_subscription(self._inputs, Float64, s.speed_scaling_input_topic, self._on_speed_scaling, 10)
+        self._following = False                 # a followed joint state has arrived
         if s.follow_joint_states_topic:
             guarded_subscription(self._inputs, JointState, s.follow_joint_states_topic, self._on_followed_state,
                                  qos, check=check_joint_state)
@@ -181,7 +182,6 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self._published_sim_time = math.nan     # sim time of the latest published state, s
         self.effort_output = EffortOutput(s.effort_unit, s.drive_gains, s.effort_noise, s.effort_noise_seed)
         self.wrench = ExternalWrench(self)      # external_wrench: a push for tests (see effort_output)
-        self._following = False                 # a followed joint state has arrived
         self.get_logger().info(
             f'model {self.sim.path} ({len(self.sim.joint_names)} joints, timestep {self.sim.dt * 1e3:g} ms); '
             f'joint states on {self.joint_state_pub.topic_name} at {s.publish_rate:g} Hz, '

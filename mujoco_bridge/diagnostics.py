@@ -30,6 +30,13 @@ class BridgeDiagnostics:
                 f'(target {self.clock.real_time_factor:g}) over the last {report.window:.1f} s; '
                 f'joint states at {report.rate:.1f} Hz; latest tick {report.max_lateness * 1e3:.1f} ms late; '
                 f'dropped {report.dropped * 1e3:.0f} ms of sim time ({self._dropped_s:.3f} s since start)')
+            base = self.sim.base
+            if base is not None and base.late_commands > getattr(self, '_late_logged', 0):
+                self._late_logged = base.late_commands
+                self.get_logger().warning(
+                    f'{base.late_commands} base velocity command(s) arrived after the command latency '
+                    f'({base.command_latency * 1e3:.0f} ms) had passed since their stamp, the latest '
+                    f'{base.latest_late * 1e3:.0f} ms after it: they took effect late')
 
     def diagnostic_status(self) -> DiagnosticStatus:
         """Status of the physics loop: level by achieved vs target real-time factor over the

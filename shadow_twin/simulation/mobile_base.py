@@ -112,6 +112,9 @@ class SimMobileBase:
     Attributes:
         command_latency: s from a command's sending (its stamp) to its effect
             (:func:`command_latency_of` the model).
+        late_commands: how many commands with a latency arrived after it had passed (they take
+            effect late: the response then depends on delivery); ``latest_late`` s, the last one's
+            delay past its stamp.
     Raises:
         ModelError: a wheel joint is missing, is not a hinge, has no velocity
         actuator, or the wheels do not sit on a free body; a bad command latency.
@@ -148,6 +151,7 @@ class SimMobileBase:
         self._command_time = -math.inf      # when the command in force took effect, s
         self._command_sent = -math.inf      # when it was sent, s
         self._pending: list[tuple[float, float, BodyTwist]] = []   # (takes effect, sent, twist), by effect
+        self.late_commands, self.latest_late = 0, 0.0
 
     @classmethod
     def find(cls, model: mujoco.MjModel, **kwargs) -> 'SimMobileBase | None':
@@ -181,6 +185,8 @@ class SimMobileBase:
         applied = saturate_twist(BodyTwist(*map(float, twist)), self.geometry, self.max_speed)
         sent = float(sim_time)
         effect = max(sent + self.command_latency, sent if received is None else float(received))
+        if self.command_latency > 0 and effect > sent + self.command_latency:
+            self.late_commands, self.latest_late = self.late_commands + 1, effect - sent
         pending = self._pending
         while pending and pending[-1][0] == effect:     # superseded before it takes effect (paused sim)
             pending.pop()
@@ -194,6 +200,7 @@ class SimMobileBase:
         self._command_time, self._command_sent = other._command_time, other._command_sent
         self._pending = [(effect, sent, saturate_twist(twist, self.geometry, self.max_speed))
                          for effect, sent, twist in other._pending]
+        self.late_commands, self.latest_late = other.late_commands, other.latest_late
 
     def stop(self) -> None:
         """Drop the current command and those held back: the wheels stop."""

@@ -82,13 +82,18 @@ def rmse_against_sim(topics, real: str, names, since: float, until: float) -> np
 
 def test_the_sim_base_follows_the_velocity_commands_the_mir_receives(ros, cell, topics):
     """5 m of driving on /cmd_vel (straight, then an arc), published by this test as a navigation
-    stack would: the sim base ends within 1 cm of the mock's, both measured from where they stood."""
+    stack would (accelerations limited): the sim base ends within 1 cm of the mock's, both measured from where they stood."""
     from geometry_msgs.msg import TwistStamped
     helpers, client = ros
     publisher = client.node.create_publisher(TwistStamped, '/cmd_vel', 10)
     assert cell_helpers.wait_matched(client.node, 10.0, subscribers={'/cmd_vel': 2})
     before = {k: pose_of(helpers.current(topics[k])) for k in ('odom', 'sim_odom')}
-    profile = [(1.0, 0.0)] * 60 + [(1.0, 0.5)] * 40 + [(0.0, 0.0)] * 10     # 20 Hz: 3 m straight, 2 m of arc
+    # 20 Hz, with the accelerations a navigation stack's velocity smoother keeps (0.5 m/s^2, 0.5 rad/s^2):
+    # a step from rest to 1 m/s slips the wheels, and a slip's length follows the arm's last few micro-radians
+    # (under load the bases ended 4-31 mm apart after such steps, with every command on time)
+    ramp = [k / 40 for k in range(1, 41)]
+    profile = ([(v, 0.0) for v in ramp] + [(1.0, 0.0)] * 30 + [(1.0, 0.5 * k / 20) for k in range(1, 21)]
+               + [(1.0, 0.5)] * 20 + [(v, 0.5 * v) for v in reversed(ramp)] + [(0.0, 0.0)] * 10)
     next_time = time.monotonic()
     for v, omega in profile:
         msg = TwistStamped()
@@ -107,7 +112,11 @@ def test_the_sim_base_follows_the_velocity_commands_the_mir_receives(ros, cell, 
     real, sim = moved('odom'), moved('sim_odom')
     assert np.linalg.norm(real) > 4.0                                     # it did drive
     print(f"base: mock moved {real}, sim {sim}: {np.linalg.norm(sim - real) * 1e3:.1f} mm apart")
-    assert np.linalg.norm(sim - real) < BASE_ERROR, (real, sim, cell_helpers.logs({k: cell[k] for k in ('sim', 'mir')}))
+    if np.linalg.norm(sim - real) >= BASE_ERROR:
+        time.sleep(5.5)          # the bridges' next rate log says whether commands came after the latency
+        late = [line for k in ('sim', 'mir') for line in cell[k].output().splitlines() if 'took effect late' in line]
+        pytest.fail(f'the bases ended {np.linalg.norm(sim - real) * 1e3:.1f} mm apart (mock {real}, sim {sim}); '
+                    f'late commands: {late or "none logged"}\n' + cell_helpers.logs({k: cell[k] for k in ('sim', 'mir')}))
 
 
 def test_the_sim_follows_the_arm_driven_through_its_own_controller(ros, cell, topics):

@@ -103,7 +103,10 @@ def test_warn_mode_warns_about_a_teleop_and_the_goal_runs(ros, cell):
         assert out.status in (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED), out.status
         assert out.answer_s > 0.0          # the teleop sent before the goal ended
         logged = cell.up.output()[before:]
-        assert '/teleop_warned' in logged and 'base.other_publishers warn' in logged, logged[-3000:]
+        # named once the twin's graph has the node (it lags DDS discovery, as in the test above;
+        # CI once heard the teleop while the graph still listed only the idle publishers)
+        named = '/teleop_warned' in logged or 'a node whose name is not discovered yet' in logged
+        assert named and 'base.other_publishers warn' in logged, logged[-3000:]
     finally:
         client.set_parameters(TWIN_NODE, {'base.other_publishers': 'abort'})
     # a value outside the choices is refused, the setting stays

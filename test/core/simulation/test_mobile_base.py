@@ -121,14 +121,17 @@ def test_a_stamped_command_takes_effect_the_latency_after_its_stamp(late_sim):
 
 def test_a_command_later_than_the_latency_takes_effect_when_it_arrives(late_sim):
     late_sim.step(100)                                      # 0.2 s
+    assert late_sim.base.late_commands == 0
     late_sim.command_base(0.5, 0.0, sent=0.02)              # 180 ms old: at once
     late_sim.step(1)
     assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
+    assert late_sim.base.late_commands == 1 and late_sim.base.latest_late == pytest.approx(0.18)   # counted
     late_sim.command_base(0.3, 0.0)                         # unstamped: sent now, due in 0.1 s
     late_sim.step(49)
     assert late_sim.base.current_command(late_sim.time) == (0.5, 0.0)
     late_sim.step(1)
     assert late_sim.base.current_command(late_sim.time) == (0.3, 0.0)
+    assert late_sim.base.late_commands == 1                 # that one was on time
 
 
 def test_a_command_stamped_ahead_of_a_lagging_sim_waits_for_its_time(late_sim):
