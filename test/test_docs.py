@@ -191,7 +191,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         if exc.code in (0, None):      # --help
             return argparse.Namespace()
         raise _ParseFailed(err.getvalue().strip() or f'exit {exc.code}') from None
-    except Exception as exc:           # the _Parser of calibrate --protocol and frame-calibration
+    except Exception as exc:           # the ErrorLineParser of calibrate --protocol, --contacts, frame-calibration
         raise _ParseFailed(f'{type(exc).__name__}: {exc}') from None
 
 
@@ -212,6 +212,8 @@ def parser_for(argv: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         raise AssertionError(f'{module.__name__} has neither build_parser() nor add_parser()')
     if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):
         return importlib.import_module(main.CELL_CALIBRATION).build_parser(), list(argv[1:])
+    if argv and argv[0] == 'calibrate' and any(a == '--contacts' or a.startswith('--contacts=') for a in argv):
+        return importlib.import_module(main.SCENE_CALIBRATION).build_parser(), list(argv[1:])
     if argv and argv[0] == 'evaluate' and '--effort' in argv:
         return importlib.import_module(main.EFFORT_EVALUATION).build_parser(), [a for a in argv[1:] if a != '--effort']
     return main.build_parser(), list(argv)

@@ -30,6 +30,7 @@ from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob, CellJobSpe
 from shadow_twin.calibration.jobs.cell_result import result_lines
 from shadow_twin.calibration.engine.executor import parse_cluster
 from shadow_twin.calibration.jobs.protocol import CellProtocol
+from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
 from shadow_twin.cli.inputs import nonnegative_int
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
@@ -39,16 +40,10 @@ from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 PROG = 'shadow-twin calibrate'
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors raise ConfigError (one line, exit 2 from :func:`main`)."""
-
-    def error(self, message: str):
-        raise ConfigError(message)
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``shadow-twin calibrate --protocol``."""
-    p = _Parser(prog=f'{PROG} --protocol', description=__doc__.split('\n\n')[0])
+    p = ErrorLineParser(prog=f'{PROG} --protocol', description=__doc__.split('\n\n')[0])
     p.add_argument('--protocol', required=True, metavar='cell|FILE.yaml',
                    help="protocol file; 'cell' = config/calibration/cell_protocol.yaml")
     p.add_argument('--bags', type=Path, required=True, help='folder with one bag per protocol run, named after it')
@@ -130,11 +125,8 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (0, 3, or 2 after one error line on stderr)."""
     logging.basicConfig(level=logging.INFO, format='[%(levelname)s] %(name)s: %(message)s')
-    try:
-        return run(build_parser().parse_args(sys.argv[1:] if argv is None else argv))
-    except ShadowTwinError as exc:
-        print(f'{PROG}: error: {exc}', file=sys.stderr)
-        return ExitCode.BAD_INPUT
+    return run_reporting_errors(PROG, lambda a: run(build_parser().parse_args(a)),
+                                sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == '__main__':

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 import yaml
 
 from shadow_twin.calibration.recordings.frame import FrameCalibration
-from shadow_twin.common.errors import ConfigError, ShadowTwinError
+from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 
@@ -36,16 +37,10 @@ HEADER = ('# Floor frame of a motion-capture system from three recorded points (
           '# a capture point p is R^T (p - origin) in this frame (m).\n')
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors raise ConfigError (one line, exit 2 from :func:`main`)."""
-
-    def error(self, message: str):
-        raise ConfigError(message)
-
 
 def build_parser() -> argparse.ArgumentParser:
     """The command's own parser (prog ``shadow-twin frame-calibration``)."""
-    parser = _Parser(prog=PROG, description=__doc__.split('\n\n')[0])
+    parser = ErrorLineParser(prog=PROG, description=__doc__.split('\n\n')[0])
     for name, role in (('a', 'origin A'), ('b', 'point B on the +x axis'), ('c', 'point C in the x-y plane, +y side')):
         parser.add_argument(f'--{name}', type=float, nargs=3, required=True, metavar=('X', 'Y', 'Z'),
                             help=f'{role}: capture coordinates, m')
@@ -119,12 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (0, or 2 after one error line on stderr)."""
-    try:
-        args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-        return run(args)
-    except ShadowTwinError as exc:
-        print(f'{PROG}: error: {exc}', file=sys.stderr)
-        return ExitCode.BAD_INPUT
+    return run_reporting_errors(PROG, lambda a: run(build_parser().parse_args(a)),
+                                sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == '__main__':

@@ -5,7 +5,8 @@ Subcommands:
                   the arm's effort error and the intervals the external-force watch would flag
   identify        an arm's drive gains, friction, armature and payload from its joint efforts
   calibrate       fit MJCF parameters to one or more recordings with an optimiser;
-                  with --protocol, the cell (UR5 + MiR250) from the bags of its calibration protocol
+                  with --protocol, the cell (UR5 + MiR250) from the bags of its calibration protocol;
+                  with --contacts, a scene's contact parameters from the bags of the contact protocol
   sensitivity     screen a search space: which parameters move the objective (tornado chart)
   up              start the live twin (bridge, optional mock hardware, twin server, monitor) in one process
   calibrate-live  ask the running calibration_node to calibrate the twin, and follow it
@@ -52,6 +53,8 @@ log = logging.getLogger('shadow_twin')
 #: Subcommands with their own parser: name -> (module with main(argv), help).
 #: ``calibrate --protocol``: the cell's protocol calibration from bags (its own parser).
 CELL_CALIBRATION = 'shadow_twin.cli.calibrate_cell'
+#: ``calibrate --contacts``: a scene's contact parameters from the contact protocol's bags (its own parser).
+SCENE_CALIBRATION = 'shadow_twin.cli.calibrate_scene'
 #: ``evaluate --effort``: the arm's effort error (its own parser).
 EFFORT_EVALUATION = 'shadow_twin.cli.evaluate_effort'
 DELEGATED = {
@@ -284,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         return importlib.import_module(DELEGATED[argv[0]][0]).main(list(argv[1:]))
     if argv and argv[0] == 'calibrate' and any(a == '--protocol' or a.startswith('--protocol=') for a in argv):
         return importlib.import_module(CELL_CALIBRATION).main(list(argv[1:]))
+    if argv and argv[0] == 'calibrate' and any(a == '--contacts' or a.startswith('--contacts=') for a in argv):
+        return importlib.import_module(SCENE_CALIBRATION).main(list(argv[1:]))
     if argv and argv[0] == 'evaluate' and '--effort' in argv:
         return importlib.import_module(EFFORT_EVALUATION).main(list(argv[1:]))
     args = build_parser().parse_args(argv)

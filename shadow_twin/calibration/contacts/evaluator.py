@@ -137,14 +137,15 @@ class ContactEvaluator:
     # -- the engine's interface ------------------------------------------------------------------
     def evaluate_scored_residuals(self, parameter_sets, nthread: int = 1) -> tuple[list[Score], np.ndarray]:
         """Scores (objective: the mean squared residual, m^2; per run its MSE) and the residual
-        vectors (S, R) m of the parameter sets."""
+        vectors (S, R), each residual over sqrt(R) (m): their squares sum to the objective, as the
+        engine's least squares expects (its cost and the objective are then one figure)."""
         scores, rows = [], []
         for records in self.replay(parameter_sets, nthread=nthread):
             parts = [residuals(record, self.recordings[record.name], self.protocol.clip, self.protocol.effort_weight)
                      for record in records]
             row = np.concatenate(parts)
             scores.append(Score(float(np.mean(row ** 2)), {r.name: float(np.mean(p ** 2)) for r, p in zip(records, parts)}))
-            rows.append(row)
+            rows.append(row / np.sqrt(row.size))
         return scores, np.stack(rows)
 
     def evaluate(self, parameter_sets, nthread: int = 1, keep_positions: bool = False) -> list[Score]:

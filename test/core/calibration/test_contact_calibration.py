@@ -133,6 +133,8 @@ def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(pro
         evaluator.close()
     assert local[0][0].objective == 0.0 and local[0][1].objective > 1e-8
     np.testing.assert_array_equal(local[1], pooled[1])
+    # the engine's contract: the residuals' squares sum to the objective (least squares' cost is the objective)
+    assert float(local[1][1] @ local[1][1]) == pytest.approx(local[0][1].objective, rel=1e-12)
 
 
 def test_a_replay_does_not_depend_on_the_sets_replayed_before(protocol, scene):

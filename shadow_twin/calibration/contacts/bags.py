@@ -1,0 +1,196 @@
+"""Contact protocol runs in bags: what ``shadow-twin calibrate --scene`` reads (and what a recording of a
+run holds), one bag per run, named after it.
+
+A run's bag holds three topics (:class:`ContactTopics`; defaults for the Shadow Hand and a motion capture):
+
+* ``joint_states`` (``sensor_msgs/JointState``, default ``/rh/joint_states``): the grip joints' efforts
+  (N m), as the hand's driver publishes them;
+* ``object_pose`` (``geometry_msgs/PoseStamped``, default ``/mocap/<object>/pose``): the object's pose in
+  the capture's world frame (z up, gravity along -z);
+* ``palm_pose`` (``PoseStamped``, default ``/mocap/<palm>/pose``): the palm body's frame in the same world
+  frame (a capture's rigid body defined on the palm, or the arm's forward kinematics).
+
+:func:`read_tilt_run` turns a bag into the :class:`~shadow_twin.calibration.contacts.tilt.TiltRecord` the
+replay is compared with: the tilt (rad) is read from gravity in the palm's frame (the inverse of
+:func:`~shadow_twin.calibration.contacts.tilt.gravity_at`); the tilt begins where it first exceeds
+:data:`TILT_START` (between two samples, linearly; minus that angle at the run's rate); the object's position in the palm's frame and the
+efforts are interpolated at the protocol's sample times from there. :func:`write_tilt_run` writes a
+record as such a bag (the mock's runs in tests and benchmarks: the palm turned about its axis at the
+world's origin, standing still for :data:`LEAD_S` before the tilt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation, Slerp
+
+from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
+from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at
+from shadow_twin.calibration.recordings.bag_reader import bag_errors, open_bag_reader, typestore
+from shadow_twin.calibration.recordings.base_recording import POSE_STAMPED
+from shadow_twin.calibration.recordings.recording import JOINT_STATE, write_serialized_bag
+from shadow_twin.common.errors import RecordingError
+from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_sec_nanosec, to_seconds
+
+#: rad: the tilt at which a run's tilt is taken to have begun (then set back by this angle at the run's rate).
+TILT_START = np.radians(0.5)
+#: s of standing still that :func:`write_tilt_run` writes before the tilt.
+LEAD_S = 1.0
+
+
+@dataclass(frozen=True)
+class ContactTopics:
+    """The topics of a run's bag (module doc); None: the default for the protocol's object and palm."""
+
+    joint_states: str = '/rh/joint_states'
+    object_pose: str | None = None
+    palm_pose: str | None = None
+
+    def resolved(self, protocol: ContactProtocol) -> tuple[str, str, str]:
+        """(joint states, object pose, palm pose) topics."""
+        return (self.joint_states, self.object_pose or f'/mocap/{protocol.object}/pose',
+                self.palm_pose or f'/mocap/{protocol.palm}/pose')
+
+
+def tilt_of(palm: Rotation, axis: str) -> np.ndarray:
+    """(N,) rad: the tilt about the palm's ``axis`` of palm orientations ``palm`` (N rotations, palm to
+    world), from gravity in the palm's frame (the inverse of :func:`gravity_at`)."""
+    g = palm.inv().apply([0.0, 0.0, -G])
+    toward = gravity_at(np.pi / 2, axis) / G            # where gravity points in the palm's frame at 90 deg
+    return np.arctan2(g @ toward, -g[:, 2])
+
+
+def _read_topics(path: Path, topics: tuple[str, str, str]) -> dict[str, tuple[np.ndarray, list]]:
+    """{topic: (stamps s, messages)} of the three topics (header stamps; the bag's time where zero)."""
+    reader = open_bag_reader(path)
+    try:
+        present = {c.topic: c.msgtype for c in reader.connections}
+        for topic, kind in zip(topics, (JOINT_STATE, POSE_STAMPED, POSE_STAMPED)):
+            if present.get(topic) != kind:
+                found = f'it holds {present[topic]}' if topic in present else 'no such topic'
+                raise RecordingError(f'{path}: a contact run needs {topic} ({kind}); {found}')
+        out: dict[str, tuple[list, list]] = {topic: ([], []) for topic in topics}
+        with bag_errors(path, 'reading the contact run'):
+            for connection, bag_time, raw in reader.messages([c for c in reader.connections if c.topic in out]):
+                msg = reader.deserialize(raw, connection.msgtype)
+                stamp = to_seconds(msg.header.stamp)
+                out[connection.topic][0].append(stamp if stamp > 0 else from_nanoseconds(bag_time))
+                out[connection.topic][1].append(msg)
+    finally:
+        reader.close()
+    for topic, (times, _) in out.items():
+        if len(times) < 2:
+            raise RecordingError(f'{path}: topic {topic} has {len(times)} message(s)')
+    return {topic: (np.asarray(times), messages) for topic, (times, messages) in out.items()}
+
+
+def _poses(times: np.ndarray, messages: list) -> tuple[np.ndarray, np.ndarray, Rotation]:
+    """(stamps (N,) s, positions (N, 3) m, orientations) in stamp order, repeated stamps dropped."""
+    order = np.argsort(times, kind='stable')
+    times = times[order]
+    keep = np.concatenate([[True], np.diff(times) > 0])
+    msgs = [messages[k] for k in order[keep]]
+    position = np.array([(m.pose.position.x, m.pose.position.y, m.pose.position.z) for m in msgs], float)
+    quat = np.array([(m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w)
+                     for m in msgs], float)
+    if not (np.isfinite(position).all() and np.isfinite(quat).all()) or (np.linalg.norm(quat, axis=1) < 0.5).any():
+        raise RecordingError('a pose that is not finite or whose quaternion is not a rotation')
+    return times[keep], position, Rotation.from_quat(quat)
+
+
+def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
+                  topics: ContactTopics = ContactTopics()) -> TiltRecord:
+    """The record of ``run`` in the bag ``path`` (module doc), sampled as the protocol samples its replay.
+
+    Raises:
+        RecordingError: a missing or unreadable bag; a topic missing or of another type; a pose that is
+            not a rotation; a tilt that never begins (below :data:`TILT_START`) or a bag that ends before
+            the run's duration; a grip joint without efforts.
+    """
+    path = Path(path)
+    joint_topic, object_topic, palm_topic = topics.resolved(protocol)
+    series = _read_topics(path, (joint_topic, object_topic, palm_topic))
+    try:
+        t_obj, p_obj, _ = _poses(*series[object_topic])
+        t_palm, p_palm, r_palm = _poses(*series[palm_topic])
+    except RecordingError as exc:
+        raise RecordingError(f'{path}: {exc}') from None
+    tilt = tilt_of(r_palm, run.axis)
+    begun = np.flatnonzero(tilt >= TILT_START)
+    if not len(begun):
+        raise RecordingError(f'{path}: the palm never tilts {np.degrees(TILT_START):g} deg about its {run.axis} '
+                             f'axis (run {run.name!r}; most {np.degrees(tilt.max()):.2f} deg)')
+    k = begun[0]
+    crossed = t_palm[k] if k == 0 else np.interp(TILT_START, tilt[k - 1:k + 1], t_palm[k - 1:k + 1])
+    start = crossed - TILT_START / run.rate
+    count = int(round(run.duration / protocol.sample_s))
+    times = np.arange(1, count + 1) * protocol.sample_s
+    at = np.concatenate([[start], start + times])
+    end = min(t_obj[-1], t_palm[-1], series[joint_topic][0].max())
+    if at[-1] > end or start < max(t_obj[0], t_palm[0]):
+        raise RecordingError(f'{path}: run {run.name!r} lasts {run.duration:g} s from the tilt\'s start; the bag '
+                             f'covers {max(0.0, end - start):.2f} s of it')
+    palm_at = Slerp(t_palm, r_palm)(at)
+    palm_pos = np.column_stack([np.interp(at, t_palm, p_palm[:, k]) for k in range(3)])
+    obj_pos = np.column_stack([np.interp(at, t_obj, p_obj[:, k]) for k in range(3)])
+    in_palm = palm_at.inv().apply(obj_pos - palm_pos)
+    joints = tuple(protocol.grip)
+    effort = _efforts(path, *series[joint_topic], joints, at[1:])
+    return TiltRecord(run.name, times, np.interp(at[1:], t_palm, tilt), in_palm[1:], in_palm[0], joints, effort)
+
+
+def _efforts(path: Path, times: np.ndarray, messages: list, joints: tuple[str, ...], at: np.ndarray) -> np.ndarray:
+    """(len(at), J) N m: the joints' efforts interpolated at ``at``, from the messages that carry them."""
+    rows, stamps = [], []
+    for stamp, msg in zip(times, messages):
+        if len(msg.effort) != len(msg.name):
+            continue
+        effort = dict(zip(msg.name, msg.effort))
+        if all(j in effort for j in joints):
+            rows.append([effort[j] for j in joints])
+            stamps.append(stamp)
+    if len(rows) < 2:
+        raise RecordingError(f'{path}: no joint_states with the efforts of every grip joint {list(joints)}')
+    order = np.argsort(stamps, kind='stable')
+    stamps, rows = np.asarray(stamps)[order], np.asarray(rows, float)[order]
+    return np.column_stack([np.interp(at, stamps, rows[:, k]) for k in range(len(joints))])
+
+
+def write_tilt_run(path: str | Path, record: TiltRecord, protocol: ContactProtocol, run: TiltRun,
+                   topics: ContactTopics = ContactTopics(), start: float = 100.0) -> Path:
+    """Write ``record`` as a new bag of ``run`` (module doc); its tilt begins at ``start`` s (stamps).
+    Raises RecordingError if ``path`` exists (never overwritten)."""
+    joint_topic, object_topic, palm_topic = topics.resolved(protocol)
+    store, t = typestore(), typestore().types
+    lead = np.arange(-LEAD_S, 0.0, protocol.sample_s)
+    times = np.concatenate([lead, [0.0], record.times])
+    tilt = np.concatenate([np.zeros(len(lead) + 1), record.tilt])
+    axis = {'x': (1, 0, 0), '-x': (-1, 0, 0), 'y': (0, 1, 0), '-y': (0, -1, 0)}[run.axis]
+    palm = Rotation.from_rotvec(np.outer(tilt, axis))
+    in_palm = np.vstack([np.repeat(record.start[None], len(lead) + 1, axis=0), record.position])
+    effort = np.vstack([np.repeat(record.effort[:1], len(lead) + 1, axis=0), record.effort])
+
+    def header(seconds: float, frame: str):
+        sec, nanosec = to_sec_nanosec(seconds)
+        return t['std_msgs/msg/Header'](stamp=t['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec), frame_id=frame)
+
+    def pose(seconds: float, position, quat):
+        x, y, z, w = (float(v) for v in quat)
+        msg = t[POSE_STAMPED](header=header(seconds, 'world'), pose=t['geometry_msgs/msg/Pose'](
+            position=t['geometry_msgs/msg/Point'](x=float(position[0]), y=float(position[1]), z=float(position[2])),
+            orientation=t['geometry_msgs/msg/Quaternion'](x=x, y=y, z=z, w=w)))
+        return bytes(store.serialize_cdr(msg, POSE_STAMPED))
+    messages = []
+    for k, dt in enumerate(times):
+        stamp = start + float(dt)
+        ns = to_nanoseconds(stamp)
+        messages.append((palm_topic, ns, pose(stamp, (0.0, 0.0, 0.0), palm[k].as_quat())))
+        messages.append((object_topic, ns, pose(stamp, palm[k].apply(in_palm[k]), (0.0, 0.0, 0.0, 1.0))))
+        state = t[JOINT_STATE](header=header(stamp, ''), name=list(record.joints),
+                               position=np.zeros(len(record.joints)), velocity=np.zeros(0), effort=effort[k].astype(float))
+        messages.append((joint_topic, ns, bytes(store.serialize_cdr(state, JOINT_STATE))))
+    kinds = {joint_topic: JOINT_STATE, object_topic: POSE_STAMPED, palm_topic: POSE_STAMPED}
+    return write_serialized_bag(path, kinds, messages)

@@ -1,0 +1,181 @@
+"""``shadow-twin calibrate --contacts``: calibrate a scene's contact parameters (objects' friction,
+softness, mass) offline from the bags of the contact protocol's runs.
+
+    shadow-twin calibrate --contacts [contacts | PROTOCOL.yaml] --bags DIR --out DIR [--scene FILE.yaml]
+                          [--space FILE.yaml] [--fit NAME ...] [--screen N] [--keep N]
+                          [--hand-model HAND.xml] [--budget N] [--workers N] [--seed N]
+                          [--joint-states-topic T] [--object-topic T] [--palm-topic T]
+
+The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
+bags are optional: without one a hold-out is not checked); what each holds is
+:mod:`shadow_twin.calibration.contacts.bags`'. The fit is
+:func:`~shadow_twin.calibration.contacts.fit.calibrate_contacts`: the screening (``--screen`` parameter
+sets, then the ``--keep`` most influential; or ``--fit`` names them), the default optimiser, the hold-out
+runs' slip-onset angles before and after. ``--hand-model``: the hand's calibrated MJCF (calibrate the
+hand first: its fingers move the object too). ``--scene``: the scene file the runs were made with
+(default: the protocol's; as ``--scene`` of the other calibrations, the objects simulated with the hand).
+Written to ``--out``: ``scene.yaml`` (a copy of that scene file with the fitted values: install it with the bridge's ``scene_file`` and reload),
+``report.json`` and the engine's checkpoint.
+
+Exit status: 0 accepted (the objective fell and no hold-out onset got worse), 3 refused (the scene is
+still written, for inspection), 2 bad input (one line ``shadow-twin calibrate: error: ...``: a run
+without a bag, a bag without the topics, an unknown parameter name, an existing ``--out``), nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run
+from shadow_twin.calibration.contacts.evaluator import HandModel
+from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees,
+                                                  write_calibrated_scene)
+from shadow_twin.calibration.contacts.protocol import ContactProtocol
+from shadow_twin.calibration.engine.run_settings import CalibrationSettings
+from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
+from shadow_twin.cli.inputs import nonnegative_int
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.files import write_text_atomic
+from shadow_twin.common.paths import config_path
+from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.scene import SceneConfig, add_objects
+
+PROG = 'shadow-twin calibrate'
+#: The shipped protocol (``--scene contacts``) and search space.
+PROTOCOL = config_path('calibration', 'contact_protocol.yaml')
+SPACE = config_path('calibration', 'hand_contacts.yaml')
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``shadow-twin calibrate --contacts``."""
+    p = ErrorLineParser(prog=f'{PROG} --contacts', description=__doc__.split('\n\n')[0])
+    p.add_argument('--contacts', required=True, metavar='contacts|FILE.yaml',
+                   help='the contact protocol: contacts (config/calibration/contact_protocol.yaml) or a file')
+    p.add_argument('--scene', type=Path, help="the scene file of the runs (default: the protocol's)")
+    p.add_argument('--bags', type=Path, required=True, help='folder with one bag per protocol run, named after it')
+    p.add_argument('--out', type=Path, required=True, help='output folder (must not exist)')
+    p.add_argument('--space', type=Path, default=SPACE, help='search space (default config/calibration/hand_contacts.yaml)')
+    p.add_argument('--fit', nargs='+', metavar='NAME', help="the space's dimensions to fit (default: the screening's)")
+    p.add_argument('--screen', type=nonnegative_int, default=16, help='parameter sets of the screening (default 16)')
+    p.add_argument('--keep', type=nonnegative_int, default=3, help='dimensions kept after the screening (default 3)')
+    p.add_argument('--hand-model', type=Path, help="the hand's MJCF (default: the built-in Shadow Hand E)")
+    p.add_argument('--budget', type=nonnegative_int, default=DEFAULT_BUDGET,
+                   help=f'evaluations of the fit (default {DEFAULT_BUDGET})')
+    p.add_argument('--workers', type=int, default=2, help='simulations in parallel (processes; default 2)')
+    p.add_argument('--seed', type=nonnegative_int, default=0, help='random seed, an integer >= 0 (default: 0)')
+    p.add_argument('--joint-states-topic', default=ContactTopics.joint_states, help='JointState with the grip efforts')
+    p.add_argument('--object-topic', help='PoseStamped of the object (default /mocap/<object>/pose)')
+    p.add_argument('--palm-topic', help="PoseStamped of the palm's frame (default /mocap/<palm>/pose)")
+    return p
+
+
+def bags_of(folder: Path, protocol: ContactProtocol) -> dict[str, Path]:
+    """{run: bag} of ``folder``: every fitted run's (ConfigError naming those without), the hold-outs' found."""
+    if not folder.is_dir():
+        raise ConfigError(f'--bags {folder} is not a folder')
+    found = {run.name: folder / run.name for run in (*protocol.runs, *protocol.holdout) if (folder / run.name).exists()}
+    missing = [run.name for run in protocol.runs if run.name not in found]
+    if missing:
+        raise ConfigError(f'no bag in {folder} for the protocol run(s) {missing}')
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the inputs, calibrate, print; returns the exit status (see module doc)."""
+    protocol = ContactProtocol.from_yaml(PROTOCOL if args.contacts == 'contacts' else args.contacts)
+    if args.scene is not None:
+        if not args.scene.is_file():
+            raise ConfigError(f'--scene {args.scene} does not exist')
+        protocol = dataclasses.replace(protocol, scene=args.scene)
+    bags = bags_of(args.bags, protocol)
+    if args.out.exists():
+        raise ConfigError(f'--out {args.out} exists; choose a new folder (results are never overwritten)')
+    for what, path in (('--space', args.space), ('--hand-model', args.hand_model)):
+        if path is not None and not path.is_file():
+            raise ConfigError(f'{what} {path} does not exist')
+    if args.workers < 1:
+        raise ConfigError(f'--workers {args.workers}: at least 1')
+    scene = SceneConfig.from_yaml(protocol.scene)
+    model = str(args.hand_model) if args.hand_model else None
+    space = SearchSpace.from_yaml(args.space, TwinModel(model, edit=lambda spec: add_objects(spec, scene)))
+    if args.fit:
+        unknown = [name for name in args.fit if name not in space.names]
+        if unknown:
+            raise ConfigError(f'--fit {unknown}: not in {args.space.name} ({", ".join(space.names)})')
+        space = space.subset(args.fit)
+    topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic)
+    runs = {run.name: run for run in (*protocol.runs, *protocol.holdout)}
+    recordings = {name: read_tilt_run(bag, protocol, runs[name], topics) for name, bag in bags.items()}
+    args.out.mkdir(parents=True)
+    print(f'{PROG}: {len(recordings)} runs of {protocol.scene.name} ({", ".join(recordings)}); output {args.out}',
+          flush=True)
+    fit = calibrate_contacts(protocol, recordings, space, args.out,
+                             CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
+                             screen_samples=0 if args.fit else args.screen, keep=0 if args.fit else args.keep,
+                             progress=lambda line: print(f'  {line}', flush=True), hand=HandModel(scene, model))
+    scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')
+    accept, reason = verdict(fit)
+    write_text_atomic(args.out / 'report.json', json.dumps(report(fit, accept, reason, bags), indent=2))
+    for line in summary(fit):
+        print(line)
+    print(f'{"accepted" if accept else "refused"}: {reason}')
+    print(f'calibrated scene: {scene_out}; report: {args.out / "report.json"}')
+    return ExitCode.OK if accept else ExitCode.REFUSED
+
+
+def verdict(fit: ContactFit) -> tuple[bool, str]:
+    """(accepted, why): the objective fell and no hold-out run's onset error grew."""
+    result = fit.result
+    if not result.best.objective < result.initial.objective:
+        return False, f'nothing better than the scene as given ({result.initial.objective:.4g} m^2) was found'
+    before, after = fit.holdout_errors('before'), fit.holdout_errors('after')
+    worse = [name for name in after if not after[name] <= before[name]]    # NaN (no onset) counts as worse
+    if worse:
+        return False, f'the slip onset of hold-out run(s) {worse} got worse'
+    return True, (f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2'
+                  + (f'; hold-out onsets no worse ({len(after)})' if after else '; no hold-out run recorded'))
+
+
+def summary(fit: ContactFit) -> list[str]:
+    """Printed lines: the screening, the fitted values, the objective, the hold-outs."""
+    result = fit.result
+    lines = []
+    if fit.influence:
+        lines.append('screening: ' + ', '.join(f'{k} {v:+.2f}' for k, v in fit.influence.items()))
+    lines.append('fitted: ' + ', '.join(f'{k} {v:.4g}' for k, v in fit.values.items()))
+    lines.append(f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2 (RMS '
+                 f'{np.sqrt(result.initial.objective) * 1e3:.2f} -> {np.sqrt(result.best.objective) * 1e3:.2f} mm), '
+                 f'{len(result.evaluations)} evaluations, {fit.seconds:.1f} s')
+    lines += [f'hold-out {name} slip onset: {onset_degrees(angles)}' for name, angles in fit.holdout.items()]
+    return lines
+
+
+def report(fit: ContactFit, accept: bool, reason: str, bags: dict[str, Path]) -> dict:
+    """report.json: inputs, values, objectives, hold-out onsets (deg), the engine's phases."""
+    result = fit.result
+    return {'accepted': accept, 'reason': reason, 'bags': {k: str(v) for k, v in bags.items()},
+            'values': fit.values, 'influence': fit.influence,
+            'objective': {'initial': result.initial.objective, 'best': result.best.objective},
+            'holdout_onset_deg': {name: {k: float(np.degrees(v)) for k, v in angles.items()}
+                                  for name, angles in fit.holdout.items()},
+            'evaluations': len(result.evaluations), 'seconds': fit.seconds, 'phase_log': result.phase_log}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (0, 3, or 2 after one error line on stderr)."""
+    logging.basicConfig(level=logging.WARNING, format='[%(levelname)s] %(name)s: %(message)s')
+    return run_reporting_errors(PROG, lambda a: run(build_parser().parse_args(a)),
+                                sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

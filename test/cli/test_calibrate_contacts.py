@@ -1,0 +1,122 @@
+"""``shadow-twin calibrate --contacts`` (issue 37, contact calibration offline from bags): a run's bag
+read back is the record written (tilt, the object in the palm's frame, the grip's efforts); the command
+fits the can's friction from the bags of a slipperier can and writes a calibrated copy of the scene, the
+user's scene file untouched; bad input is one line and exit 2, nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip('rosbags')
+
+from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run, tilt_of, write_tilt_run  # noqa: E402
+from shadow_twin.calibration.contacts.protocol import AXES, ContactProtocol  # noqa: E402
+from shadow_twin.calibration.contacts.tilt import gravity_at, record_runs  # noqa: E402
+from shadow_twin.cli import main as cli  # noqa: E402
+from shadow_twin.common.errors import RecordingError  # noqa: E402
+from shadow_twin.model.scene import SceneConfig  # noqa: E402
+from shadow_twin.simulation.live.simulation import LiveSimulation  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
+
+
+@pytest.fixture(scope='module')
+def protocol_file(tmp_path_factory) -> Path:
+    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s)."""
+    data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
+    data['contact_protocol'].update(scene=str(SCENE_FILE),
+                                    runs=[{'name': 'grip', 'grip': True, 'rate': 15.0, 'duration': 4.0}],
+                                    holdout=[{'name': 'grip_holdout', 'grip': True, 'rate': 12.0, 'duration': 5.0}])
+    path = tmp_path_factory.mktemp('protocol') / 'protocol.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope='module')
+def bags(protocol_file, tmp_path_factory) -> Path:
+    """A bag per run of a can with friction 0.5 (the scene's: 1.0)."""
+    protocol = ContactProtocol.from_yaml(protocol_file)
+    scene = SceneConfig.from_yaml(SCENE_FILE)
+    slippery = SceneConfig(tuple(o.scaled(friction=0.5) if o.name == 'can' else o for o in scene.objects))
+    runs = (*protocol.runs, *protocol.holdout)
+    folder = tmp_path_factory.mktemp('bags')
+    for run, record in zip(runs, record_runs(LiveSimulation(None, scene=slippery), protocol, runs)):
+        write_tilt_run(folder / run.name, record, protocol, run)
+    return folder
+
+
+@pytest.mark.parametrize('axis', AXES)
+def test_the_tilt_read_from_the_palm_is_the_tilt_that_turned_gravity(axis):
+    from scipy.spatial.transform import Rotation
+    tilt = np.radians([0.0, 5.0, 30.0, 80.0])
+    e = {'x': (1, 0, 0), '-x': (-1, 0, 0), 'y': (0, 1, 0), '-y': (0, -1, 0)}[axis]
+    palm = Rotation.from_rotvec(np.outer(tilt, e))
+    np.testing.assert_allclose(palm.inv().apply([0, 0, -9.81]), [gravity_at(t, axis) for t in tilt], atol=1e-12)
+    np.testing.assert_allclose(tilt_of(palm, axis), tilt, atol=1e-12)
+
+
+def test_a_runs_bag_reads_back_as_the_record_written(protocol_file, tmp_path):
+    protocol = ContactProtocol.from_yaml(protocol_file)
+    run = protocol.runs[0]
+    record = record_runs(LiveSimulation(None, scene=SceneConfig.from_yaml(SCENE_FILE)), protocol, [run])[0]
+    back = read_tilt_run(write_tilt_run(tmp_path / 'grip', record, protocol, run), protocol, run)
+    np.testing.assert_allclose(back.times, record.times)
+    np.testing.assert_allclose(back.tilt, record.tilt, atol=1e-9)
+    np.testing.assert_allclose(back.position, record.position, atol=1e-9)
+    np.testing.assert_allclose(back.start, record.start, atol=1e-9)
+    np.testing.assert_allclose(back.effort, record.effort, atol=1e-9)
+    assert back.joints == record.joints and back.onset(protocol.onset) == pytest.approx(record.onset(protocol.onset))
+    with pytest.raises(RecordingError, match='/mocap/elsewhere/pose'):       # a topic the bag lacks, named
+        read_tilt_run(tmp_path / 'grip', protocol, run, ContactTopics(palm_pose='/mocap/elsewhere/pose'))
+    longer = type(run)(run.name, run.grip, run.rate, run.duration + 1.0)
+    with pytest.raises(RecordingError, match='covers'):                        # the bag ends before the run
+        read_tilt_run(tmp_path / 'grip', protocol, longer)
+
+
+def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags, tmp_path, capsys):
+    digest = hashlib.sha256(SCENE_FILE.read_bytes()).hexdigest()
+    out = tmp_path / 'out'
+    code = cli.main(['calibrate', '--contacts', str(protocol_file), '--bags', str(bags), '--out', str(out),
+                     '--fit', 'can_friction', '--budget', '10', '--workers', '1'])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    fitted = {o['name']: o for o in yaml.safe_load((out / 'scene.yaml').read_text())['scene']['objects']}
+    assert fitted['can']['friction']['sliding'] < 0.85, fitted['can']           # from 1.0 towards the bags' 0.5
+    report = json.loads((out / 'report.json').read_text())
+    assert report['accepted'] and report['objective']['best'] < report['objective']['initial']
+    onset = report['holdout_onset_deg']['grip_holdout']
+    assert abs(onset['after'] - onset['recorded']) <= abs(onset['before'] - onset['recorded'])
+    assert 'hold-out grip_holdout slip onset' in printed and 'accepted' in printed
+    assert hashlib.sha256(SCENE_FILE.read_bytes()).hexdigest() == digest       # the user's scene untouched
+
+
+@pytest.mark.parametrize('case, message', [
+    ('missing_bag', "no bag in .* for the protocol run\\(s\\) \\['grip'\\]"),
+    ('unknown_name', "--fit \\['can_grip'\\]: not in hand_contacts.yaml"),
+    ('out_exists', 'exists; choose a new folder'),
+    ('wrong_topic', 'a contact run needs /hand/joint_states'),
+])
+def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path, capsys, case, message):
+    import re
+    out = tmp_path / 'out'
+    args = ['calibrate', '--contacts', str(protocol_file), '--bags', str(bags), '--out', str(out)]
+    if case == 'missing_bag':
+        args[4] = str(tmp_path)
+    elif case == 'unknown_name':
+        args += ['--fit', 'can_grip']
+    elif case == 'out_exists':
+        out.mkdir()
+    else:
+        args += ['--joint-states-topic', '/hand/joint_states']
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith('shadow-twin calibrate: error: '), err
+    assert re.search(message, err), err
+    assert (case == 'out_exists') == out.exists()
