@@ -1,4 +1,5 @@
-"""The calibration node's link to the running ``mujoco_bridge``: read the model it runs, install a new one.
+"""The calibration node's link to the running ``mujoco_bridge``: read the model it runs, install a new one
+(or a calibrated scene: ``shadow-twin calibrate --contacts --install``).
 
 Uses the bridge's parameter services (``AsyncParameterClient``) and its ``~/reload``
 (std_srvs/Trigger). Called from a worker thread while the node's executor spins: every
@@ -56,10 +57,18 @@ class BridgeLink:
         If the reload fails, the parameters are set back: the bridge keeps running its previous
         model, and its parameters say so.
         """
+        return self._install({'model_path': model, **({'gains_file': gains} if gains else {})},
+                             f'{model}' + (f' with gains {gains}' if gains else ''), 'calibrated model')
+
+    def install_scene(self, scene: str) -> tuple[bool, str]:
+        """Set the bridge's ``scene_file`` (a calibrated scene: ``shadow-twin calibrate --contacts``) and
+        reload it; (installed, what happened). A failed reload sets it back (the bridge keeps its objects)."""
+        return self._install({'scene_file': scene}, f'scene {scene}', 'calibrated scene')
+
+    def _install(self, wanted: dict[str, str], what: str, written: str) -> tuple[bool, str]:
         if not self.params.wait_for_services(timeout_sec=self.timeout) or \
                 not self.reload_client.wait_for_service(timeout_sec=self.timeout):
-            return False, f'bridge {self.bridge} not reachable: calibrated model written to {model} but not loaded'
-        wanted = {'model_path': model, **({'gains_file': gains} if gains else {})}
+            return False, f'bridge {self.bridge} not reachable: {written} written to {next(iter(wanted.values()))} but not loaded'
         old = dict(zip(wanted, self._get(list(wanted)) or [''] * len(wanted)))
         for name, value in wanted.items():
             ok, reason = self._set(name, value)
@@ -68,11 +77,11 @@ class BridgeLink:
                 return False, f'bridge refused {name} {value}: {reason}'
         reply = result_within(self.reload_client.call_async(Trigger.Request()), self.timeout + RELOAD_EXTRA)
         if reply is not None and reply.success:
-            return True, f'bridge {self.bridge} reloaded {model}' + (f' with gains {gains}' if gains else '')
+            return True, f'bridge {self.bridge} reloaded {what}'
         self._restore(old)
         why = reply.message if reply is not None else 'no answer'
-        return False, (f'bridge reload failed ({why}); it keeps its previous model '
-                       f'{old["model_path"] or "(built-in)"}')
+        previous = ', '.join(f'{name} {value or "(default)"}' for name, value in old.items())
+        return False, f'bridge reload failed ({why}); it keeps its previous {previous}'
 
     def _restore(self, old: dict[str, str]) -> None:
         for name, value in old.items():

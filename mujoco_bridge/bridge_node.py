@@ -115,6 +115,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
         self._settings = s = self._read_settings()
         self.add_post_set_parameters_callback(self._after_set)
         self._running_model_path = s.model_path     # model_path of the model that runs
+        self._running_scene_file = s.scene_file     # scene_file of the objects that run
         self._restoring_model_path = False
         self._builds = BackgroundBuild('model_reload', on_late=self._late_build)
         self._reload_idle = threading.Event()     # cleared while ~/reload runs (shutdown waits for it)
@@ -243,7 +244,7 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             if param.name == 'real_time_factor':
                 self._anchor(real_time_factor=float(param.value))
                 self.get_logger().info(f'real-time factor set to {param.value:g}')
-            elif param.name in ('model_path', 'overrides', 'gains_file') and not self._restoring_model_path:
+            elif param.name in ('model_path', 'overrides', 'gains_file', 'scene_file') and not self._restoring_model_path:
                 self.get_logger().info(f'{param.name} set to {param.value!r}; takes effect on ~/reload')
 
     # -- time -------------------------------------------------------------------------------------

@@ -45,7 +45,10 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   check=ParameterOverrides.from_yaml_text),
     ParameterSpec('scene_file', '', 'Scene YAML of the objects added to the model (config/scene.yaml for the cell, '
                   'config/scene_hand.yaml for the hand; shadow_twin.model.scene); empty = none. Objects are spawned '
-                  'and deleted at run time with ~/spawn_entity and ~/delete_entity.', read_only=True),
+                  'and deleted at run time with ~/spawn_entity and ~/delete_entity. A change takes effect on ~/reload '
+                  '(a calibrated scene: shadow-twin calibrate --contacts): the objects are then the new file\'s (those '
+                  'spawned at run time are dropped; each keeps its pose by name); refused when a followed object '
+                  '(follow_objects) is not in it.'),
     ParameterSpec('scene_friction_scale', 1.0, "Factor on the scene objects' sliding, torsional and rolling friction "
                   '(mock hardware: the real objects\' other contact parameters).', read_only=True,
                   bounds=(0.01, 100.0)),

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from rclpy.parameter import Parameter
 
+from mujoco_bridge.entities import scene_of
+from mujoco_bridge.object_sources import followed_sources
 from shadow_twin.common.errors import ModelTooLarge, ShadowTwinError
 from shadow_twin.model.mjcf import builtin_model_path
 from shadow_twin.ros import parameters as ros_params
+from shadow_twin.simulation.live.reload import UNCHANGED
 from shadow_twin.simulation.overrides import ParameterOverrides
 from shadow_twin.simulation.reload import BuildBusy, BuildCancelled, BuildTimeout
 
@@ -37,8 +40,9 @@ class BridgeServices:
         try:
             overrides = ParameterOverrides.from_yaml_text(settings.overrides)
             gains, max_bytes = self._gains_file(), settings.reload_max_bytes
+            scene = self._new_scene(settings)
             prepared = self._builds.run(
-                lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes),
+                lambda: self.sim.prepare_reload(path, overrides=overrides, gains=gains, max_bytes=max_bytes, scene=scene),
                 timeout, cancel=self._stop, label=f'compiling {path}')
             report = self.sim.apply_reload(prepared)
         except BuildBusy as exc:
@@ -56,11 +60,26 @@ class BridgeServices:
         except ShadowTwinError as exc:
             return self._reload_failed(response, str(exc))
         self._running_model_path = raw_path
+        if scene is not UNCHANGED:
+            self._running_scene_file = settings.scene_file
+            report_scene = f'; scene {settings.scene_file or "(none)"}: {len(scene.objects) if scene else 0} objects'
+        else:
+            report_scene = ''
         ros_params.declare(self, ros_params.constraint_specs(self.sim.controlled_joints, self._constraints))
         self._settings = self._read_settings()
-        response.success, response.message = True, report.summary()
+        response.success, response.message = True, report.summary() + report_scene
         self.get_logger().info(response.message)
         return response
+
+    def _new_scene(self, settings):
+        """The objects of the reloaded model: UNCHANGED (the running ones, spawned ones included) unless
+        ``scene_file`` changed; then its file's (None: no objects). Raises ConfigError for a bad file or
+        one without a followed object (follow_objects)."""
+        if settings.scene_file == self._running_scene_file:
+            return UNCHANGED
+        scene = scene_of(settings)
+        followed_sources(settings.follow_objects, scene)
+        return scene
 
     def _reload_failed(self, response, reason: str):
         """Answer a failed reload with ``reason``, log it and set ``model_path`` back to the running model."""
@@ -71,20 +90,21 @@ class BridgeServices:
         return response
 
     def _restore_model_path(self) -> None:
-        """Set ``model_path`` back to the value the running model was loaded with ('' for the
-        built-in model when it was ''), without the "takes effect on ~/reload" log line."""
-        current, running = self._settings.model_path, self._running_model_path
-        if current == running:
-            return
-        self._restoring_model_path = True
-        try:
-            result = self.set_parameters([Parameter('model_path', value=running)])[0]
-        finally:
-            self._restoring_model_path = False
-        if result.successful:
-            self.get_logger().warning(f'model_path set back from {current!r} to {running!r}, the model that runs')
-        else:
-            self.get_logger().error(f'could not set model_path back to {running!r}: {result.reason}')
+        """Set ``model_path`` and ``scene_file`` back to the values the running model was loaded with
+        ('' for the built-in model when it was ''), without the "takes effect on ~/reload" log line."""
+        for name, current, running in (('model_path', self._settings.model_path, self._running_model_path),
+                                       ('scene_file', self._settings.scene_file, self._running_scene_file)):
+            if current == running:
+                continue
+            self._restoring_model_path = True
+            try:
+                result = self.set_parameters([Parameter(name, value=running)])[0]
+            finally:
+                self._restoring_model_path = False
+            if result.successful:
+                self.get_logger().warning(f'{name} set back from {current!r} to {running!r}, the one that runs')
+            else:
+                self.get_logger().error(f'could not set {name} back to {running!r}: {result.reason}')
 
     def _late_build(self, label: str, seconds: float, error: BaseException | None) -> None:
         """An abandoned reload build ended (in its thread): say so; its result is discarded."""

@@ -4,7 +4,7 @@ softness, mass) offline from the bags of the contact protocol's runs.
     shadow-twin calibrate --contacts [contacts | PROTOCOL.yaml] --bags DIR --out DIR [--scene FILE.yaml]
                           [--space FILE.yaml] [--fit NAME ...] [--screen N] [--keep N]
                           [--hand-model HAND.xml] [--budget N] [--workers N] [--seed N]
-                          [--joint-states-topic T] [--object-topic T] [--palm-topic T]
+                          [--joint-states-topic T] [--object-topic T] [--palm-topic T] [--install [BRIDGE]]
 
 The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
 bags are optional: without one a hold-out is not checked); what each holds is
@@ -15,7 +15,9 @@ runs' slip-onset angles before and after. ``--hand-model``: the hand's calibrate
 hand first: its fingers move the object too). ``--scene``: the scene file the runs were made with
 (default: the protocol's; as ``--scene`` of the other calibrations, the objects simulated with the hand).
 Written to ``--out``: ``scene.yaml`` (a copy of that scene file with the fitted values: install it with the bridge's ``scene_file`` and reload),
-``report.json`` and the engine's checkpoint.
+``report.json`` and the engine's checkpoint. ``--install``: when accepted, the running bridge (default
+``/mujoco_bridge``) gets the calibrated scene as its ``scene_file`` and reloads (the objects keep their
+poses; a failed reload leaves the bridge as it was, and the command exits 1).
 
 Exit status: 0 accepted (the objective fell and no hold-out onset got worse), 3 refused (the scene is
 still written, for inspection), 2 bad input (one line ``shadow-twin calibrate: error: ...``: a run
@@ -33,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration_node.bridge_link import BridgeLink
 from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run
 from shadow_twin.calibration.contacts.evaluator import HandModel
 from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees,
@@ -48,6 +51,7 @@ from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.scene import SceneConfig, add_objects
+from shadow_twin.ros.calibration_client import SpinningNode
 
 PROG = 'shadow-twin calibrate'
 #: The shipped protocol (``--scene contacts``) and search space.
@@ -75,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--joint-states-topic', default=ContactTopics.joint_states, help='JointState with the grip efforts')
     p.add_argument('--object-topic', help='PoseStamped of the object (default /mocap/<object>/pose)')
     p.add_argument('--palm-topic', help="PoseStamped of the palm's frame (default /mocap/<palm>/pose)")
+    p.add_argument('--install', nargs='?', const='/mujoco_bridge', metavar='BRIDGE',
+                   help="when accepted, reload the running bridge with the calibrated scene (default /mujoco_bridge)")
     return p
 
 
@@ -129,7 +135,24 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print(f'{"accepted" if accept else "refused"}: {reason}')
     print(f'calibrated scene: {scene_out}; report: {args.out / "report.json"}')
-    return ExitCode.OK if accept else ExitCode.REFUSED
+    if not accept:
+        return ExitCode.REFUSED
+    if args.install:
+        installed, what = install_scene(scene_out, args.install)
+        print(f'{"installed" if installed else "not installed"}: {what}')
+        if not installed:
+            return ExitCode.FAILED
+    return ExitCode.OK
+
+
+def install_scene(scene: Path, bridge: str, timeout: float = 10.0) -> tuple[bool, str]:
+    """Give the running ``bridge`` node ``scene`` as its ``scene_file`` and reload it (the calibration
+    node's :class:`~calibration_node.bridge_link.BridgeLink`); (installed, what happened)."""
+    ros = SpinningNode('calibrate_contacts_install')
+    try:
+        return BridgeLink(ros.node, bridge, timeout).install_scene(str(Path(scene).resolve()))
+    finally:
+        ros.close()
 
 
 def verdict(fit: ContactFit) -> tuple[bool, str]:
