@@ -44,7 +44,7 @@ from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
-from shadow_twin.cli.inputs import nonnegative_int
+from shadow_twin.cli.inputs import nonnegative_int, positive_int
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
@@ -72,9 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--screen', type=nonnegative_int, default=16, help='parameter sets of the screening (default 16)')
     p.add_argument('--keep', type=nonnegative_int, default=3, help='dimensions kept after the screening (default 3)')
     p.add_argument('--hand-model', type=Path, help="the hand's MJCF (default: the built-in Shadow Hand E)")
-    p.add_argument('--budget', type=nonnegative_int, default=DEFAULT_BUDGET,
+    p.add_argument('--budget', type=positive_int, default=DEFAULT_BUDGET,
                    help=f'evaluations of the fit (default {DEFAULT_BUDGET})')
-    p.add_argument('--workers', type=int, default=2, help='simulations in parallel (processes; default 2)')
+    p.add_argument('--workers', type=positive_int, default=2, help='simulations in parallel (processes; default 2)')
     p.add_argument('--seed', type=nonnegative_int, default=0, help='random seed, an integer >= 0 (default: 0)')
     p.add_argument('--joint-states-topic', default=ContactTopics.joint_states, help='JointState with the grip efforts')
     p.add_argument('--object-topic', help='PoseStamped of the object (default /mocap/<object>/pose)')
@@ -108,8 +108,6 @@ def run(args: argparse.Namespace) -> int:
     for what, path in (('--space', args.space), ('--hand-model', args.hand_model)):
         if path is not None and not path.is_file():
             raise ConfigError(f'{what} {path} does not exist')
-    if args.workers < 1:
-        raise ConfigError(f'--workers {args.workers}: at least 1')
     scene = SceneConfig.from_yaml(protocol.scene)
     model = str(args.hand_model) if args.hand_model else None
     space = SearchSpace.from_yaml(args.space, TwinModel(model, edit=lambda spec: add_objects(spec, scene)))

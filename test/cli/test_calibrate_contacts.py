@@ -101,6 +101,7 @@ def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags
     ('missing_bag', "no bag in .* for the protocol run\\(s\\) \\['grip'\\]"),
     ('unknown_name', "--fit \\['can_grip'\\]: not in hand_contacts.yaml"),
     ('out_exists', 'exists; choose a new folder'),
+    ('no_workers', "--workers: must be at least 1, got 0"),
     ('wrong_topic', 'a contact run needs /hand/joint_states'),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path, capsys, case, message):
@@ -113,6 +114,8 @@ def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path,
         args += ['--fit', 'can_grip']
     elif case == 'out_exists':
         out.mkdir()
+    elif case == 'no_workers':
+        args += ['--workers', '0']
     else:
         args += ['--joint-states-topic', '/hand/joint_states']
     assert cli.main(args) == 2
