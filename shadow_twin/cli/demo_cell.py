@@ -69,6 +69,10 @@ SWING_SECONDS = 6.0
 #: Sends of a goal the twin rejects (nothing moved; e.g. a controller that did not accept its part within
 #: start_lead on a PC still loading the cell: CI saw the first goal rejected so), 1 s apart.
 SEND_ATTEMPTS = 3
+#: s: the demo's goals are stamped to start this far ahead, so that the controllers have 0.75 s to accept
+#: their parts (the twin's own start_lead, 0.5 s, leaves them 0.25 s: CI saw a loaded PC's acceptances
+#: come later three sends in a row, while each controller had accepted in time on its side).
+GOAL_LEAD = 1.0
 REAL_TOPICS = ('/joint_states', '/rh/joint_states')
 
 
@@ -256,7 +260,7 @@ def run(args) -> int:
         start = recorder.pose('/odom')
         goal = cell_goal(start)
         t0 = time.monotonic()
-        code, message = send(ros.node, action, goal, 60.0)
+        code, message = send(ros.node, action, goal, 60.0, GOAL_LEAD)
         time.sleep(0.5)
         hand = list(HAND_CLOSE)
         errors = {'arm': recorder.error(ARM), 'hand': recorder.error(hand)}
@@ -278,8 +282,8 @@ def run(args) -> int:
         print(f'3. arm swing: shoulder pan +/-1 rad at pi rad/s for {SWING_SECONDS:g} s, base commanded still',
               flush=True)
         t1 = time.monotonic()
-        swing_code, swing_message = send(ros.node, action, swing_goal(), 60.0)
-        swing = {topic: recorder.poses_since(topic, t1 + 3.0) for topic in recorder.odom}
+        swing_code, swing_message = send(ros.node, action, swing_goal(), 60.0, GOAL_LEAD)
+        swing = {topic: recorder.poses_since(topic, t1 + GOAL_LEAD + 2.0) for topic in recorder.odom}
         effect = {topic: {'y_ptp_m': float(np.ptp(p[:, 1])), 'yaw_ptp_rad': float(np.ptp(p[:, 2]))}
                   for topic, p in swing.items()}
         print(f'   result: error_code {swing_code} {swing_message!r}')
