@@ -1,4 +1,4 @@
-"""Contact protocol runs in bags: what ``shadow-twin calibrate --scene`` reads (and what a recording of a
+"""Contact protocol runs in bags: what ``shadow-twin calibrate --contacts`` reads (and what a recording of a
 run holds), one bag per run, named after it.
 
 A run's bag holds three topics (:class:`ContactTopics`; defaults for the Shadow Hand and a motion capture):
