@@ -20,7 +20,8 @@ the fingers' own dynamics move the can too: uncalibrated, they leave the objecti
 runs see, by their influence index; not timed), then the fit of :data:`FITTED` (timed: the default
 optimiser, :data:`BUDGET` evaluations, two worker processes), the recovered friction and mass against
 the mock's (target within 10 %), the hold-out onset angle before and after (target <= 2 deg) and the
-fit's time (target <= 60 s).
+fit's time (target <= 60 s). The recovered factors (the fitted can's friction and mass over the model's) are
+left in ``args.fitted_factors`` for the preview section: its calibrated sim.
 
 Usage: ``.venv/bin/python benchmarks/grasp.py --sections calibration`` (exit 1 on a miss).
 """
@@ -144,3 +145,5 @@ def run(check, args) -> None:
                                          f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg)')
     check(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
                                           f'+ the model as given + the hold-out replays; target <= {FIT_SECONDS_MAX:g} s)')
+    can = {o.name: o for o in scene.objects}['can']
+    args.fitted_factors = (fit.values['can_friction'] / can.friction[0], fit.values['can_mass'] / can.mass)

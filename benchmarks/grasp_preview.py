@@ -9,12 +9,15 @@ grasp, :data:`contacts.GRASP`), 1.5 s in all; that state is each transport's sta
 
 **The mock** (the "real" cell) is that grasp with the mock hardware's physics (``config/mock_hardware.yaml``:
 the objects' friction x0.6 and mass x1.3, the fingers' damping x3 and friction loss x0.5; as
-``contacts_following.mock_and_sim``). **The preview** is a :class:`GoalPredictor` on the cell's spec with
-the scene's objects, in three versions: the model's physics ("uncalibrated"), the mock's scene factors
-("contacts calibrated": what contact calibration recovers) and those with the mock's finger overrides
-too ("calibrated": what the hand and contact calibrations recover together, when exact; the target is
-judged on it); each from the mock's start state: its joint positions and velocities, the can's pose,
-and the fingers' setpoints (:data:`contacts.GRASP`, what they squeeze with).
+``contacts_following.mock_and_sim``) and its motion capture (``object_pose_*``: 0.5 mm and 0.005 rad of
+noise, a fresh frame per transport). **The preview** is a :class:`GoalPredictor` on the cell's spec with
+the scene's objects, in three versions: the model's physics ("uncalibrated"); the can's friction and
+mass scaled by the factors the contact calibration recovered from the mock in the same run (the
+``calibration`` section, run first when it has not run: "contacts calibrated"); and those with the
+mock's finger overrides too ("calibrated": the hand's calibration taken as exact, as the calibration
+section does; the target is judged on it). Each starts from what the twin reads off the robots: the
+mock's joint states, every controller's setpoint (``controller_state``'s reference) and the can's pose
+as the capture saw it.
 
 **A transport** (seeded, :data:`SEED`): the shoulder pan, shoulder lift and elbow each move by a random
 amount (uniform +-:data:`REACH` rad) in a random time (:data:`DURATIONS` s) and back, a quintic each way:
@@ -30,13 +33,15 @@ the same, to score the prediction.
 
 Usage: ``.venv/bin/python benchmarks/grasp_preview.py [--transports 100]`` (exit 1 on a miss).
 
-**Finding** (28 Nov, this 2-core PC, 100 transports, 225 s): the mock lost the can in 41; agreement 92 %
-uncalibrated, 89 % contacts calibrated, 87 % calibrated (target 95 %), the misses mostly "predicted held,
-lost" (9 of 13 calibrated). The can creeps in the grip (MuJoCo's soft contacts: 5-7 mm in a 4 s
-transport at 0.3 rad/s^2 on the mock), so many transports end within a millimetre of the 10 mm limit,
-where a few tenths of a millimetre decide; started from the mock's whole physics state instead of its
-joint states and the can's pose, the calibrated preview still disagreed in 2 of 20 (the same model,
-rolled out by ``mujoco.rollout``: the grip's creep is that sensitive).
+**Finding** (29 Nov, 100 transports): the mock lost the can in 41; agreement 89 % uncalibrated, 96 %
+contacts calibrated, 97 % calibrated (target 95 %; figures and times in ``docs/benchmarks.md``). Two
+causes of the 87 % measured before (28 Nov) were the benchmark's and the preview's, not the physics':
+the preview's start gave the setpoints of the grip's joints only (the twin gives every controller's: the
+fingers' J4 and the wrist, pushed off theirs by the can, then sprang back in the preview), and the
+preview model's base started level at its reference height and dropped 0.26 mm onto its wheels in the
+transport's first 0.1 s (``shadow_twin/simulation/preview/base_rest.py``). With both mended, the
+preview from the mock's exact state with the mock's own physics predicts the slide to 0.04 mm; from its
+joint states and the captured pose, to 0.35 mm (standard deviation, 20 transports).
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+import yaml
 
 import contacts
+import grasp_calibration
 from contacts_following import mock_settings
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
@@ -60,6 +67,7 @@ from shadow_twin.model.scene import SceneConfig
 from shadow_twin.model.scene.build import add_objects
 from shadow_twin.simulation.live.entities import EntityMotion, object_motion, set_object_motion
 from shadow_twin.simulation.live.simulation import LiveSimulation
+from shadow_twin.simulation.objects import CaptureConfig, MotionCapture
 from shadow_twin.simulation.preview.checks import preview_goal
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.goal import PreviewGoal, StartState
@@ -120,12 +128,18 @@ class MockRuns:
         self.saved = np.empty(mujoco.mj_stateSize(sim.model, self.kind))
         mujoco.mj_getState(sim.model, sim.data, self.saved, self.kind)
 
-    def start(self, holds: dict) -> StartState:
-        """The preview's start: the saved state's joints, the can's pose, the fingers' setpoints ``holds``."""
+    def start(self, capture: MotionCapture) -> StartState:
+        """The preview's start, as the twin takes it from the robots: the saved state's joint states, every
+        controller's setpoints (``controller_state``'s reference: the grip's, and the joints the can pushes
+        off theirs) and the can's pose as ``capture`` measures it (its noise)."""
         state = self.sim.joint_state()
         can = object_motion(self.sim, 'can')
+        capture.reset()
+        capture.measure(0.0, {'can': (can.position, can.quat)})
+        (_, seen), = capture.delivered(capture.config.latency)
+        _, names, desired, *_ = self.sim.reference()
         return StartState(dict(zip(state.names, state.position)), dict(zip(state.names, state.velocity)),
-                          holds=holds, objects={'can': [*can.position, *can.quat]})
+                          holds=dict(zip(names, desired.tolist())), objects={'can': [*seen.position, *seen.quat]})
 
     def run(self, traj: JointTrajectory, settle: float) -> tuple[bool, float]:
         """Run ``traj`` from the saved state for its duration and ``settle`` s; (lost, largest slide m)."""
@@ -154,6 +168,22 @@ def predictor_for(scene: SceneConfig, config: PreviewConfig, overrides=None) -> 
     return predictor
 
 
+def mock_capture() -> CaptureConfig:
+    """The mock hardware's motion capture (``config/mock_hardware.yaml``'s ``object_pose_*``)."""
+    params = next(iter(yaml.safe_load(config_path('mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    return CaptureConfig(params['object_pose_rate'], params['object_pose_latency'],
+                         params['object_pose_position_noise'], params['object_pose_angle_noise'])
+
+
+def fitted_factors(check, args) -> tuple[float, float]:
+    """(friction, mass) factors of the can the contact calibration recovered in this run (its section;
+    run first when it has not run)."""
+    if getattr(args, 'fitted_factors', None) is None:
+        print('== the calibrated sim needs a contact calibration: the calibration section first', flush=True)
+        grasp_calibration.run(check, args)
+    return args.fitted_factors
+
+
 def add_arguments(parser) -> None:
     parser.add_argument('--transports', type=int, default=TRANSPORTS, help='random transports (preview section)')
 
@@ -164,22 +194,26 @@ def run(check, args) -> None:
     config = dataclasses.replace(PreviewConfig.from_yaml(config_path('preview.yaml')), grasp_slide_limit=SLIDE_LIMIT)
     friction, mass, overrides = mock_settings()
     scene = SceneConfig.from_yaml(config_path('scene.yaml'))
+    fitted = fitted_factors(check, args)
     print(f'== preview: {count} random transports of the held can (arm +-{REACH:g} rad in '
           f'{DURATIONS[0]:g}-{DURATIONS[1]:g} s a leg), previewed, then run on the mock; slide limit '
-          f'{config.grasp_slide_limit * 1000:g} mm', flush=True)
+          f'{config.grasp_slide_limit * 1000:g} mm; the calibrated can: friction x{fitted[0]:.3f}, mass '
+          f'x{fitted[1]:.3f} (the mock: x{friction:g}, x{mass:g})', flush=True)
     with tempfile.TemporaryDirectory() as folder:
         path, _ = write_cell_mjcf(None, Path(folder) / 'cell.xml')
         mock = MockRuns(grasped(path, scene.scaled(friction=friction, mass=mass), overrides), config)
-    scaled = scene.scaled(friction=friction, mass=mass)
-    previews = {'uncalibrated': predictor_for(scene, config), 'contacts calibrated': predictor_for(scaled, config),
-                'calibrated': predictor_for(scaled, config, overrides)}
-    start = mock.start(dict(contacts.GRASP))
+    calibrated = scene.scaled(friction=fitted[0], mass=fitted[1])
+    previews = {'uncalibrated': predictor_for(scene, config),
+                'contacts calibrated': predictor_for(calibrated, config),
+                'calibrated': predictor_for(calibrated, config, overrides)}
+    capture = MotionCapture(['can'], mock_capture(), seed=SEED)
     rng = np.random.default_rng(SEED)
     rows = {name: [] for name in previews}
     slides = {name: [] for name in ('mock', *previews)}
     outcomes, spent = [], {name: [] for name in previews}
     for k in range(count):
         traj = transport(rng)
+        start = mock.start(capture)
         lost, slide = mock.run(traj, config.settle_time)
         outcomes.append(lost)
         slides['mock'].append(slide)

@@ -44,6 +44,7 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.scene import free_joint_name
 from shadow_twin.simulation.offline import FULL_STATE, TrajectorySimulator
+from shadow_twin.simulation.preview.base_rest import rest_base
 from shadow_twin.simulation.preview.base_slip import WheelSlip
 from shadow_twin.simulation.preview.config import PreviewConfig
 from shadow_twin.simulation.preview.contacts import ContactChecker
@@ -96,6 +97,7 @@ class GoalPredictor:
             raise ModelError(f'the preview model does not compile with its effort sensors: {exc}') from None
         #: The driven model (the same conversion as the live sim's).
         self.controller = SimController(self.model, gains, joint_map)
+        rest_base(self.model, self.controller)     # a start places the base where it rests on its wheels
         self.sensor_adr = np.array([self.model.sensor_adr[self.model.sensor(EFFORT_SENSOR_PREFIX + n).id]
                                     for n in mjcf_joints], dtype=int)
         #: The contact check's copy of the model (every collision geom colliding).
