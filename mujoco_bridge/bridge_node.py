@@ -69,6 +69,7 @@ from mujoco_bridge.object_poses import ObjectPoseOutput
 from mujoco_bridge.object_sources import ObjectSources, followed_sources
 from mujoco_bridge.effort_output import WRENCH_PARAMETER, EffortOutput, ExternalWrench
 from mujoco_bridge.parameters import SPECS, BridgeSettings, read_settings
+from mujoco_bridge.published_joints import PublishedJoints
 from mujoco_bridge.services import BridgeServices
 from mujoco_bridge.shadow import ShadowSources
 from mujoco_bridge.simulation_control import SimulationControl
@@ -178,8 +179,9 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             from mujoco_bridge.viewer import PassiveViewer  # lazy: only with viewer:=true (needs a display)
             self.viewer = PassiveViewer(self.sim, self.get_logger())
 
-        self._msg = JointState(name=list(self.sim.joint_names))
-        self._msg_names = self.sim.joint_names
+        self.published = PublishedJoints(s.published_joints, self.sim.joint_names)
+        self._msg = JointState()
+        self._msg_names = None
         self._published_sim_time = math.nan     # sim time of the latest published state, s
         self.effort_output = EffortOutput(s.effort_unit, s.drive_gains, s.effort_noise, s.effort_noise_seed)
         self.wrench = ExternalWrench(self)      # external_wrench: a push for tests (see effort_output)
@@ -374,12 +376,16 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
     def _publish(self, state) -> None:
         """Publish ``state`` (a ``JointStateSample``) on joint_states (and /clock)."""
         msg = self._msg
-        if state.names is not self._msg_names:      # a reload changed the joints
-            msg.name, self._msg_names = list(state.names), state.names
+        columns = self.published.columns(state.names)
+        if state.names is not self._msg_names:      # the first state, or a reload changed the joints
+            msg.name, self._msg_names = list(self.published.names), state.names
         msg.header.stamp = self.stamp_of(state.sim_time)
-        msg.position = doubles(state.position)
-        msg.velocity = doubles(state.velocity)
-        msg.effort = doubles(self.effort_output(self.sim, state.names))
+        effort = self.effort_output(self.sim, state.names)
+        if columns is None:
+            msg.position, msg.velocity, msg.effort = doubles(state.position), doubles(state.velocity), doubles(effort)
+        else:
+            msg.position, msg.velocity = doubles(state.position[columns]), doubles(state.velocity[columns])
+            msg.effort = doubles(effort[columns])
         self.joint_state_pub.publish(msg)
         self._published_sim_time = state.sim_time
         if self.clock_pub is not None:

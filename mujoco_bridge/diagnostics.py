@@ -20,6 +20,9 @@ class BridgeDiagnostics:
     """The real-time factor log and ``/diagnostics`` of the bridge node it is mixed into, from its
     ``meter`` (:class:`~mujoco_bridge.timing.RateMeter`), ``clock``, ``sim``, ``jtc`` and settings."""
 
+    #: Late base velocity commands already logged (the base's ``late_commands`` when last logged).
+    _late_logged: int = 0
+
     def _log_rate(self) -> None:
         report = self.meter.report()
         if self.sim.paused:
@@ -31,7 +34,7 @@ class BridgeDiagnostics:
                 f'joint states at {report.rate:.1f} Hz; latest tick {report.max_lateness * 1e3:.1f} ms late; '
                 f'dropped {report.dropped * 1e3:.0f} ms of sim time ({self._dropped_s:.3f} s since start)')
             base = self.sim.base
-            if base is not None and base.late_commands > getattr(self, '_late_logged', 0):
+            if base is not None and base.late_commands > self._late_logged:
                 self._late_logged = base.late_commands
                 self.get_logger().warning(
                     f'{base.late_commands} base velocity command(s) arrived after the command latency '

@@ -105,6 +105,9 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   'same-named joints track while no trajectory drives them (LiveSimulation.follow), e.g. the mock '
                   'MiR250 carrying the arm mirroring the mock UR5\'s /joint_states so that its base feels the arm '
                   'move; empty = none.', read_only=True),
+    ParameterSpec('published_joints', ['*'], 'Globs of the joints published on joint_states; the others are '
+                  'simulated but not published (the cell\'s mock hand carries the arm whose joint states the mock UR5 '
+                  'publishes). A glob matching no joint of the model stops the node at start.', read_only=True),
     ParameterSpec('speed_scaling_topic', '', 'The mock UR: std_msgs/Float64 topic on which its '
                   'speed_scaling is published at 10 Hz, as ur_robot_driver\'s speed_scaling_state_broadcaster does; '
                   'empty = not published.', read_only=True),

@@ -18,7 +18,12 @@ by the sim bridge with ``config/controllers/cell.yaml``; the twin server takes
 ``--mock-hardware`` three mock hardware bridges start: ``mock_ur`` (``config/mock_ur.yaml`` on
 the cell reduced to the UR5's joints, the hand rigid on the flange, written beside the cell MJCF),
 ``mock_hardware`` (the hand, its joint states on ``/rh/joint_states`` as a hand driver beside
-the UR's) and ``mock_mir`` (``config/mock_mir.yaml``).
+the UR's) and ``mock_mir`` (``config/mock_mir.yaml``). With ``--scene`` and ``--mock-objects`` the
+mock hand carries the scene's objects on the arm: it runs the cell reduced to the arm and the hand
+(:func:`write_hand_stand_in_mjcf`, written beside the cell MJCF) with its arm following the mock
+UR5's joint states and publishes the hand's joints alone (``published_joints``); its motion capture
+gives the objects' poses, which the sim follows, as without ``--cell``. Without ``--mock-objects`` the
+cell's objects are the sim's alone (the cell demo moves them in the sim).
 
 With ``--mode shadow`` the sim follows the robots however they are driven (MoveIt, the hand's
 tools, the MiR's navigation): the sim bridge also takes ``config/mujoco_bridge_shadow.yaml`` (with
@@ -45,13 +50,13 @@ Usage::
 
     shadow-twin up [--cell [--cell-config FILE]] [--mock-hardware] [--config FILE]
                    [--mode sim|real|both|shadow [--shadow-config FILE]] [--bridge-config FILE] [--mock-config FILE]
-                   [--mock-ur-config FILE] [--mock-mir-config FILE] [--scene FILE] [--preview-config FILE]
+                   [--mock-ur-config FILE] [--mock-mir-config FILE] [--scene FILE [--mock-objects]] [--preview-config FILE]
                    [--monitor-config FILE | --no-monitor] [--no-respawn] [--ros-args ...]
 
 ``--scene FILE``: the objects of a scene file (``shadow_twin.model.scene``) in the sim bridge's model and,
-without ``--cell``, in the hand's mock hardware too (whose ``scene_friction_scale`` and
-``scene_mass_scale`` make the "real" objects other than the model's); a bad file ends ``up`` at once
-with one line (exit status 2). With ``--mock-hardware`` (without ``--cell``) the mock hand publishes its
+without ``--cell`` (with it: and ``--mock-objects``), in the hand's mock hardware too (whose
+``scene_friction_scale`` and ``scene_mass_scale`` make the "real" objects other than the model's); a bad
+file ends ``up`` at once with one line (exit status 2). With ``--mock-hardware`` the mock hand publishes its
 objects' poses as a motion-capture system (on its ``object_pose_topic_prefix``, ``/mocap``) and the sim
 bridge follows the scene's free objects from them (``follow_objects``, :func:`mocap_sources`); the twin
 monitor compares them (``objects.*``: the sim-vs-motion-capture pose error). The twin's preview
@@ -81,7 +86,7 @@ from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
-from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
+from shadow_twin.model.mock_models import write_arm_stand_in_mjcf, write_hand_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.ros.modes import MODES, SHADOW_CONFIG, SHADOW_MONITOR_CONFIG
 from mujoco_bridge.controller_state import controller_state_topic
@@ -100,6 +105,10 @@ READY_LINES = {'mujoco_bridge.main': r'(?:^|\]: )ready: stepping\b',
 READY_REPORT = r'^\[shadow-twin up\] ready: '
 #: The mock UR5's model in the cell, beside the cell MJCF (:func:`write_cell_model`).
 MOCK_UR_MODEL = 'mock_ur.xml'
+#: The cell's mock hand's model with a scene, beside the cell MJCF (:func:`write_cell_model`).
+MOCK_HAND_MODEL = 'mock_hand.xml'
+#: The joints the cell's mock hand publishes (the hand model's prefix): the arm's are the mock UR5's.
+HAND_JOINTS = 'rh_*'
 #: With a scene: the sim's controller_state (its default action's), whose setpoints the twin's preview
 #: holds the joints a goal leaves out to (fingers squeezing a held object), and its rate, Hz.
 SIM_SETPOINTS = controller_state_topic(next(spec for spec in BRIDGE_SPECS if spec.name == 'action_name').default)
@@ -138,7 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
                              'calibration does not need it)')
     parser.add_argument('--scene', type=Path, default=None,
                         help='scene YAML of the objects (config/scene.yaml, config/scene_hand.yaml): in the sim, and '
-                             "without --cell in the hand's mock hardware too (with its own friction and mass factors)")
+                             "in the hand's mock hardware too (with its own friction and mass factors; with --cell on "
+                             "the mock UR5's arm)")
+    parser.add_argument('--mock-objects', action='store_true',
+                        help="with --cell, --mock-hardware and --scene: the mock hand runs on the mock UR5's arm carrying "
+                             "the scene's objects, which the sim follows from its motion capture (without --cell the "
+                             'mock hand always carries them)')
     parser.add_argument('--contacts', action='store_true',
                         help="contact outputs per fingertip and palm in the sim and the hand's mock hardware, compared "
                              'by the monitor (contact agreement, slip warning; docs/contacts.md; rqt --contacts shows them)')
@@ -152,16 +166,22 @@ def mocap_sources(scene: Path, mock_config: Path) -> str:
     hardware's motion capture: ``{name: <prefix>/<name>/pose}``, the prefix the mock's params file
     ``mock_config`` gives its ``object_pose_topic_prefix`` (''  when it publishes none: object_pose_rate
     0, or a private ``~/`` prefix). Raises ShadowTwinError (a bad scene), FileNotFoundError."""
-    if not Path(mock_config).is_file():
-        raise FileNotFoundError(f'parameter file {mock_config} does not exist')
-    values = yaml.safe_load(Path(mock_config).read_text()) or {}
-    params = next((v.get('ros__parameters', {}) for v in values.values() if isinstance(v, dict)), {})
+    params = ros_parameters(mock_config)
     prefix = str(params.get('object_pose_topic_prefix', '')).rstrip('/')
     if not prefix.startswith('/') or not params.get('object_pose_rate', 0):
         return ''
     names = [obj.name for obj in SceneConfig.from_yaml(scene).objects if obj.free]
     return yaml.safe_dump({name: f'{prefix}/{name}/pose' for name in names}, default_flow_style=True).strip() \
         if names else ''
+
+
+def ros_parameters(params_file: Path) -> dict:
+    """The ``ros__parameters`` of the first node of a ROS params file ({} when it has none).
+    Raises FileNotFoundError: no such file."""
+    if not Path(params_file).is_file():
+        raise FileNotFoundError(f'parameter file {params_file} does not exist')
+    values = yaml.safe_load(Path(params_file).read_text()) or {}
+    return next((v.get('ros__parameters', {}) for v in values.values() if isinstance(v, dict)), {})
 
 
 def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path | None = None) -> dict[str, list[str]]:
@@ -183,7 +203,8 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
     contacts = ('-p', 'contact_sensors:=hand') if args.contacts else ()
     sim += contacts
     mock_config = args.mock_config or config_path('mock_hardware.yaml')
-    follow = mocap_sources(args.scene, mock_config) if args.scene and args.mock_hardware and not cell_model else ''
+    mock_objects = args.mock_hardware and (cell_model is None or args.mock_objects)
+    follow = mocap_sources(args.scene, mock_config) if args.scene and mock_objects else ''
     if follow:      # a quoted YAML string: ROS reads a -p value as YAML
         sim += ('-p', f'follow_objects:={yaml.safe_dump(follow, default_style=chr(39)).strip()}')
     if args.mode == 'shadow':       # a second params file: its shadow.* sources override the first's
@@ -199,6 +220,12 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
             out['mock_ur'] = command('mujoco_bridge.main', args.mock_ur_config or config_path('mock_ur.yaml'),
                                      '-r', '__node:=mock_ur', '-p', f'model_path:={cell_model.parent / MOCK_UR_MODEL}')
         hand = (scene if cell_model is None else ('-p', f'joint_states_topic:={CELL_HAND_JOINT_STATES}')) + contacts
+        if cell_model is not None and scene and args.mock_objects:    # the hand on the mock UR5's arm, with the scene
+            ur = ros_parameters(args.mock_ur_config or config_path('mock_ur.yaml'))
+            hand += (*scene, '-p', f'model_path:={cell_model.parent / MOCK_HAND_MODEL}',
+                     '-p', f'gains_file:={config_path("controllers", "cell.yaml")}',
+                     '-p', f'follow_joint_states_topic:={ur.get("joint_states_topic", "/joint_states")}',
+                     '-p', f"published_joints:=['{HAND_JOINTS}']")
         out['mock_hardware'] = command('mujoco_bridge.main', mock_config,
                                        '-r', '__node:=mock_hardware', *hand)
         if cell_model is not None:
@@ -233,13 +260,15 @@ def ready_line(command: list[str]) -> str | None:
 def write_cell_model(config: Path | None) -> Path:
     """Write the cell MJCF of ``config`` (None: config/cell.yaml) into a new temporary
     directory, and beside it (``MOCK_UR_MODEL``) the mock UR5's model, the cell reduced to the
-    UR5's joints with the hand rigid on the flange (:func:`write_arm_stand_in_mjcf`); returns the
-    cell MJCF's path. Raises ShadowTwinError (ConfigError, ModelError)."""
+    UR5's joints with the hand rigid on the flange (:func:`write_arm_stand_in_mjcf`), and the mock
+    hand's (``MOCK_HAND_MODEL``: the cell reduced to the arm and the hand, :func:`write_hand_stand_in_mjcf`,
+    run with a scene); returns the cell MJCF's path. Raises ShadowTwinError (ConfigError, ModelError)."""
     cell = CellConfig.from_yaml(config or config_path('cell.yaml'))
     folder = Path(tempfile.mkdtemp(prefix='shadow_twin_cell_'))
     try:
         path, model = write_cell_mjcf(cell, folder / 'cell.xml')
         write_arm_stand_in_mjcf(cell, folder / MOCK_UR_MODEL)
+        write_hand_stand_in_mjcf(cell, folder / MOCK_HAND_MODEL)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

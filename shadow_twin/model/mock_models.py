@@ -1,5 +1,6 @@
 """Mock hardware models of the cell's robots, for the mock UR5 and MiR250, benchmarks and tests: the
-cell reduced to its arm (:func:`write_arm_stand_in_mjcf`) or to its base (:func:`write_base_stand_in_mjcf`).
+cell reduced to its arm (:func:`write_arm_stand_in_mjcf`), to its base (:func:`write_base_stand_in_mjcf`)
+or to its arm and hand (:func:`write_hand_stand_in_mjcf`).
 The functions keep their ``stand_in`` names, which tests and benchmarks import.
 
 See :mod:`shadow_twin.model.cell.assembly` for the cell they are cut from.
@@ -99,12 +100,35 @@ def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_
     return _write_mock_model(config, out_path, hand_path, arm_prefix, 'base', reduce)
 
 
+def write_hand_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
+                             hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None) -> Path:
+    """Write the cell reduced to its arm and hand, the cell's mock hand's model (the hand on the UR5 that
+    carries it), atomically.
+
+    The cell's MJCF with every joint of the base removed (its free joint: the base welded to the world
+    at its start pose; the wheels and casters) and the UR5's and the hand's joints kept, with their
+    servos. The mock hand's bridge runs it with ``follow_joint_states_topic`` on the mock UR5's joint
+    states and ``published_joints`` on the hand's: its arm turns as that one turns, so that the objects
+    of its scene (``scene_file``: in the hand, on a fixture on the forearm) feel the arm move, and it
+    publishes the hand's joint states alone, as a real hand driver does. Its world is the base's frame
+    where the base started: a mock MiR250 that drives does not move it.
+
+    Args and errors as :func:`write_arm_stand_in_mjcf`.
+    """
+    def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
+        base = {j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE
+                or 'wheel' in j.name or 'caster' in j.name}
+        _keep_joints(spec, {j.name for j in spec.joints} - base)
+        return 'with the UR5 and hand joints, the base welded to the world'
+    return _write_mock_model(config, out_path, hand_path, arm_prefix, 'hand', reduce)
+
+
 def _write_mock_model(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
                       hand_path: str | os.PathLike | None, arm_prefix: str | None, what: str,
                       reduce: Callable[[mujoco.MjSpec, str], str]) -> Path:
     """Build the cell's spec, let ``reduce(spec, arm prefix)`` cut it down (it returns the header's
     description), compile it and write it to ``out_path`` atomically: the body of the ``what``
-    (``'arm'`` / ``'base'``) mock model writers, whose errors it raises. The model keeps its name
+    (``'arm'`` / ``'base'`` / ``'hand'``) mock model writers, whose errors it raises. The model keeps its name
     ``shadow_twin_<what>_stand_in``."""
     if config is not None and not isinstance(config, CellConfig):
         config = CellConfig.from_yaml(config)

@@ -65,6 +65,19 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
                     cell_model=config_path('cell.yaml'))
     assert f'scene_file:={config_path("scene.yaml").resolve()}' in cell['mujoco_bridge']
     assert not any('scene_file' in arg for name in ('mock_hardware', 'mock_ur', 'mock_mir') for arg in cell[name])
+    assert not any('follow_objects' in arg for arg in cell['mujoco_bridge'])      # the cell's objects: the sim's
+    cell = commands('--cell', '--mock-hardware', '--scene', str(config_path('scene.yaml')), '--mock-objects',
+                    cell_model=config_path('cell.yaml'))
+    # --mock-objects: the cell's mock hand carries the scene on the mock UR5's arm, publishing the hand's joints alone
+    hand = cell['mock_hardware']
+    assert f'scene_file:={config_path("scene.yaml").resolve()}' in hand
+    assert f'model_path:={config_path(up.MOCK_HAND_MODEL)}' in hand
+    assert 'follow_joint_states_topic:=/joint_states' in hand and f"published_joints:=['{up.HAND_JOINTS}']" in hand
+    assert f'joint_states_topic:={up.CELL_HAND_JOINT_STATES}' in hand
+    assert not any('scene_file' in arg for name in ('mock_ur', 'mock_mir') for arg in cell[name])
+    assert "follow_objects:='{ball: /mocap/ball/pose, can: /mocap/can/pose}'" in cell['mujoco_bridge']   # the free ones
+    bare = commands('--cell', '--mock-hardware', cell_model=config_path('cell.yaml'))   # no scene: the hand alone
+    assert not any('follow_joint_states' in arg or 'published_joints' in arg for arg in bare['mock_hardware'])
     # the hand's mock publishes its objects' poses as motion capture: the sim follows them, the monitor compares
     assert "follow_objects:='{can: /mocap/can/pose}'" in nodes['mujoco_bridge']
     assert 'objects.enabled:=true' in nodes['twin_monitor'] and 'objects.names:=[can]' in nodes['twin_monitor']
@@ -77,7 +90,6 @@ def test_a_scene_goes_to_the_sim_and_the_hands_mock_hardware(tmp_path, capsys):
     plain = commands('--mock-hardware')                       # no scene: no setpoints asked of the sim
     assert not any('setpoints' in arg or 'controller_state_rate' in arg or 'scene_file' in arg
                    for name in ('mujoco_bridge', 'shadow_twin') for arg in plain[name])
-    assert not any('follow_objects' in arg for arg in cell['mujoco_bridge'])
     touching = commands('--mock-hardware', '--contacts')
     assert all('contact_sensors:=hand' in touching[name] for name in ('mujoco_bridge', 'mock_hardware'))
     assert 'contacts.enabled:=true' in touching['twin_monitor']
