@@ -50,6 +50,11 @@ class BridgeLink:
         values = self._get(['model_path', 'gains_file'])
         return None if values is None else (values[0], values[1])
 
+    def scene_file(self) -> str | None:
+        """The bridge's ``scene_file`` parameter ('' = no scene), or None if unreachable."""
+        values = self._get(['scene_file'])
+        return None if values is None else values[0]
+
     def install(self, model: str, gains: str | None = None) -> tuple[bool, str]:
         """Set the bridge's ``model_path`` (and ``gains_file`` if given) and reload it;
         (installed, what happened).

@@ -3,7 +3,10 @@ publishes it, from the stepping thread (after the tick's joint states, as the co
 
 * ``<object_pose_topic_prefix>/<object>/pose`` (``geometry_msgs/PoseStamped``, ``frame_id``
   ``world``): the object's body frame in the world frame, m and a unit quaternion; ``header.stamp``
-  the time the pose was true (the joint states' clock: ROS time, or sim time with ``publish_clock``).
+  the time the pose was true (the joint states' clock: ROS time, or sim time with ``publish_clock``);
+* ``<object_pose_topic_prefix>/<body>/pose`` likewise for each body of the model named in
+  ``object_pose_bodies``: a rigid body the capture tracks on a robot (markers on the palm: the contact
+  protocol's palm pose, ``shadow_twin.calibration.contacts.bags``).
 
 The frames are :class:`shadow_twin.simulation.objects.MotionCapture`'s, in sim time: taken at
 ``object_pose_rate`` (on the multiples of its period; a tick takes at most one), each delivered once
@@ -24,6 +27,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.scene import free_joint_name
 from shadow_twin.simulation.live.entities import WORLD_FRAME
 from shadow_twin.simulation.objects import CaptureConfig, MotionCapture
@@ -44,10 +48,10 @@ class ObjectPoseOutput:
         sim: its ``LiveSimulation`` (``scene``, ``model``, ``data``, ``lock``, ``time``).
         settings: the bridge's settings (``object_pose_rate`` > 0, ``object_pose_topic_prefix``,
             ``object_pose_latency``, ``object_pose_position_noise``, ``object_pose_angle_noise``,
-            ``object_pose_seed``).
+            ``object_pose_seed``, ``object_pose_bodies``).
         stamp_of: sim time (s) -> stamp of a message (the joint states' clock).
     Raises:
-        ConfigError: a capture figure out of range.
+        ConfigError: a capture figure out of range; a body of ``object_pose_bodies`` the model lacks.
     """
 
     def __init__(self, node: Node, sim, settings, stamp_of) -> None:
@@ -56,13 +60,15 @@ class ObjectPoseOutput:
         self.prefix = settings.object_pose_topic_prefix.rstrip('/')
         self._publishers: dict[str, object] = {}
         self._qpos: dict[str, int] = {}
+        self.bodies = [str(b) for b in settings.object_pose_bodies if str(b)]
+        self._body_ids: dict[str, int] = {}
         self._model = None
         self._last_time = -np.inf
         with sim.lock:
-            self._bind()
+            self._bind(strict=True)
         c = self.capture.config
         node.get_logger().info(
-            f'object poses of {", ".join(self._qpos) or "no free object (yet)"} on '
+            f'object poses of {", ".join([*self._qpos, *self._body_ids]) or "no free object (yet)"} on '
             f'{node.resolve_topic_name(self.prefix)}/<object>/pose at {c.rate:g} Hz (latency {c.latency * 1e3:g} ms, '
             f'noise {c.position_noise * 1e3:g} mm and {c.angle_noise:g} rad)')
 
@@ -71,8 +77,10 @@ class ObjectPoseOutput:
         """The objects published (the free objects of the running model's scene)."""
         return list(self._qpos)
 
-    def _bind(self) -> None:
-        """Index the free objects of the running model (lock held); publishers for new names."""
+    def _bind(self, strict: bool = False) -> None:
+        """Index the free objects and ``object_pose_bodies`` of the running model (lock held); publishers for
+        new names. A body the model lacks: ConfigError when ``strict`` (at start), else left out with a warning
+        (a reloaded model)."""
         model = self.sim.model
         self._qpos = {}
         for obj in self.sim.scene.objects:
@@ -82,7 +90,19 @@ class ObjectPoseOutput:
                 if obj.name not in self._publishers:
                     self._publishers[obj.name] = self.node.create_publisher(
                         PoseStamped, f'{self.prefix}/{obj.name}/pose', 10)
-        self.capture.names = list(self._qpos)
+        self._body_ids = {}
+        for body in self.bodies:
+            index = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+            if index < 0:
+                if strict:
+                    raise ConfigError(f'object_pose_bodies: the model has no body {body!r}')
+                self.node.get_logger().warning(f'object_pose_bodies: the reloaded model has no body {body!r}; '
+                                               'its pose is not published')
+                continue
+            self._body_ids[body] = index
+            if body not in self._publishers:
+                self._publishers[body] = self.node.create_publisher(PoseStamped, f'{self.prefix}/{body}/pose', 10)
+        self.capture.names = [*self._qpos, *self._body_ids]
         self._model = model
 
     def tick(self, mono: float) -> None:
@@ -98,8 +118,10 @@ class ObjectPoseOutput:
             self._last_time = now
             if self.capture.due(now):
                 qpos = sim.data.qpos
-                self.capture.measure(now, {name: (qpos[q:q + 3].copy(), qpos[q + 3:q + 7].copy())
-                                           for name, q in self._qpos.items()})
+                data = sim.data
+                poses = {name: (qpos[q:q + 3].copy(), qpos[q + 3:q + 7].copy()) for name, q in self._qpos.items()}
+                poses.update({name: (data.xpos[b].copy(), data.xquat[b].copy()) for name, b in self._body_ids.items()})
+                self.capture.measure(now, poses)
             frames = self.capture.delivered(now)
         for name, sample in frames:
             publisher = self._publishers.get(name)

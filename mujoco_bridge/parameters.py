@@ -83,6 +83,9 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
     ParameterSpec('object_pose_angle_noise', 0.0, 'Standard deviation of each component of the random rotation '
                   'vector turning a published object orientation; 0 = none.', read_only=True, bounds=(0.0, 3.14),
                   unit='rad'),
+    ParameterSpec('object_pose_bodies', [''], 'Bodies of the model whose poses the motion capture publishes too '
+                  '(<object_pose_topic_prefix>/<body>/pose), e.g. rh_palm: markers on the palm for the contact '
+                  "protocol; [''] = none. A body the model lacks stops the node at start.", read_only=True),
     ParameterSpec('object_pose_seed', 0, 'Seed of the object pose noise.', read_only=True, bounds=(0, 2**31 - 1)),
     ParameterSpec('late_start_limit', -1.0, 'A goal whose header stamp passed more than this long ago when it arrives '
                   'is rejected (the twin stamps its parts ahead and gives up on a part not accepted before its '

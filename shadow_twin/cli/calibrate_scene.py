@@ -5,6 +5,13 @@ softness, mass) offline from the bags of the contact protocol's runs.
                           [--space FILE.yaml] [--fit NAME ...] [--screen N] [--keep N]
                           [--hand-model HAND.xml] [--budget N] [--workers N] [--seed N]
                           [--joint-states-topic T] [--object-topic T] [--palm-topic T] [--install [BRIDGE]]
+                          [--record [--action A] [--place-service S] [--start-lead S] [--cell-config FILE]]
+
+``--record``: first make the protocol's runs on the robots through the twin and record them into
+``--bags`` (a new folder; :mod:`calibration_node.contact_runner`: the protocol's ``live`` section says
+how: the robots' scene, the arm's start pose), then fit them as below. ``--place-service``: the services
+that put the object on its fixture before each run (default the sim bridge's; with mock hardware its
+``/mock_hardware/set_entity_state`` too; on the real cell the operator puts it there and the run checks).
 
 The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
 bags are optional: without one a hold-out is not checked); what each holds is
@@ -36,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration_node.bridge_link import BridgeLink
+from calibration_node.contact_runner import ContactRunRecorder, ContactRunSettings
 from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run
 from shadow_twin.calibration.contacts.evaluator import HandModel
 from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees,
@@ -49,6 +57,8 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
+from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec
+from shadow_twin.model.cell.config import CONES, CellConfig
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.scene import SceneConfig, add_objects
 from shadow_twin.ros.calibration_client import SpinningNode
@@ -81,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--palm-topic', help="PoseStamped of the palm's frame (default /mocap/<palm>/pose)")
     p.add_argument('--install', nargs='?', const='/mujoco_bridge', metavar='BRIDGE',
                    help="when accepted, reload the running bridge with the calibrated scene (default /mujoco_bridge)")
+    p.add_argument('--record', action='store_true', help="record the runs on the robots first, into --bags (new)")
+    p.add_argument('--action', default='/twin/follow_joint_trajectory', help="with --record: the twin's action")
+    p.add_argument('--place-service', nargs='+', default=['/mujoco_bridge/set_entity_state'], metavar='SERVICE',
+                   help="with --record: SetEntityState services that put the object on its fixture before each run "
+                        "(default the sim bridge's; add the mock hardware's, /mock_hardware/set_entity_state)")
+    p.add_argument('--start-lead', type=float, default=1.0, help="with --record: s between sending a goal and its start")
+    p.add_argument('--cell-config', type=Path,
+                   help="the runs were made on the cell of this YAML (--record: default config/cell.yaml): the replay "
+                        "takes its friction cone and impratio")
     return p
 
 
@@ -102,9 +121,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.scene.is_file():
             raise ConfigError(f'--scene {args.scene} does not exist')
         protocol = dataclasses.replace(protocol, scene=args.scene)
-    bags = bags_of(args.bags, protocol)
     if args.out.exists():
         raise ConfigError(f'--out {args.out} exists; choose a new folder (results are never overwritten)')
+    if args.record:
+        record_runs(args, protocol)
+    bags = bags_of(args.bags, protocol)
     for what, path in (('--space', args.space), ('--hand-model', args.hand_model)):
         if path is not None and not path.is_file():
             raise ConfigError(f'{what} {path} does not exist')
@@ -125,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     fit = calibrate_contacts(protocol, recordings, space, args.out,
                              CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
                              screen_samples=0 if args.fit else args.screen, keep=0 if args.fit else args.keep,
-                             progress=lambda line: print(f'  {line}', flush=True), hand=HandModel(scene, model))
+                             progress=lambda line: print(f'  {line}', flush=True),
+                             hand=HandModel(scene, model, options=robots_options(args)))
     scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')
     accept, reason = verdict(fit)
     write_text_atomic(args.out / 'report.json', json.dumps(report(fit, accept, reason, bags), indent=2))
@@ -136,19 +158,71 @@ def run(args: argparse.Namespace) -> int:
     if not accept:
         return ExitCode.REFUSED
     if args.install:
-        installed, what = install_scene(scene_out, args.install)
+        installed, what = install_scene(scene_out, args.install, fit, args.out)
         print(f'{"installed" if installed else "not installed"}: {what}')
         if not installed:
             return ExitCode.FAILED
     return ExitCode.OK
 
 
-def install_scene(scene: Path, bridge: str, timeout: float = 10.0) -> tuple[bool, str]:
-    """Give the running ``bridge`` node ``scene`` as its ``scene_file`` and reload it (the calibration
-    node's :class:`~calibration_node.bridge_link.BridgeLink`); (installed, what happened)."""
+def install_scene(scene: Path, bridge: str, fit: ContactFit | None = None, out: Path | None = None,
+                  timeout: float = 10.0) -> tuple[bool, str]:
+    """Install the fit in the running ``bridge`` node and reload it (the calibration node's
+    :class:`~calibration_node.bridge_link.BridgeLink`); (installed, what happened). A bridge running a scene
+    file gets that file with the fitted values (``out/installed_scene.yaml``: e.g. the robots' scene of a
+    protocol run live, whose fixture stands in the forearm's frame), one running none (or without ``fit``
+    and ``out``) gets ``scene``."""
     ros = SpinningNode('calibrate_contacts_install')
     try:
-        return BridgeLink(ros.node, bridge, timeout).install_scene(str(Path(scene).resolve()))
+        link = BridgeLink(ros.node, bridge, timeout)
+        running = link.scene_file()
+        if running is None:
+            return False, f'no answer from {bridge}'
+        if fit is not None and out is not None and running and Path(running).is_file():
+            try:
+                scene = write_calibrated_scene(running, fit.targets, out / 'installed_scene.yaml')
+            except ConfigError as exc:
+                return False, f'the bridge\'s scene {running}: {exc}'
+        return link.install_scene(str(Path(scene).resolve()))
+    finally:
+        ros.close()
+
+
+def robots_options(args: argparse.Namespace) -> dict[str, float] | None:
+    """The cell's physics options ({MjOption field: value}: its friction cone and impratio) for runs made on
+    the cell (``--record`` or ``--cell-config``), which the hand-alone replay must share; None: the hand's."""
+    if not (args.record or args.cell_config):
+        return None
+    cell = CellConfig.from_yaml(args.cell_config or config_path('cell.yaml'))
+    return {'cone': int(CONES[cell.cone]), 'impratio': float(cell.impratio)}
+
+
+def record_runs(args: argparse.Namespace, protocol: ContactProtocol) -> None:
+    """``--record``: the protocol's runs on the robots into ``args.bags`` (module doc). Raises ConfigError
+    (an existing --bags, no live section), TrajectoryError (a run failed; the bags recorded are kept)."""
+    if args.bags.exists():
+        raise ConfigError(f'--bags {args.bags} exists; --record writes a new folder (recordings are never overwritten)')
+    if protocol.live is None:
+        raise ConfigError(f'{PROTOCOL.name if args.contacts == "contacts" else args.contacts}: no live section: '
+                          'the protocol cannot be run on the robots')
+    spec = build_cell_spec(CellConfig.from_yaml(args.cell_config or config_path('cell.yaml')))
+    add_objects(spec, SceneConfig.from_yaml(protocol.live.scene))
+    model = spec.compile()
+    topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic)
+    settings = ContactRunSettings(args.action, tuple(args.place_service), topics, args.start_lead, tuple(arm_joint_names()))
+    ros = SpinningNode('calibrate_contacts_record')
+    try:
+        runner = ContactRunRecorder(ros.node, protocol, model, settings)
+        try:
+            for run in (*protocol.runs, *protocol.holdout):
+                runner.plan(run)                              # every run's plan first: a bad pose moves nothing
+            args.bags.mkdir(parents=True)
+            for run in (*protocol.runs, *protocol.holdout):
+                print(f'{PROG}: recording {run.name} on the robots', flush=True)
+                counts = runner.record(run, args.bags / run.name)
+                print(f'  {run.name}: ' + ', '.join(f'{topic} {n}' for topic, n in counts.items()), flush=True)
+        finally:
+            runner.close()
     finally:
         ros.close()
 

@@ -22,7 +22,8 @@ the UR's) and ``mock_mir`` (``config/mock_mir.yaml``). With ``--scene`` and ``--
 mock hand carries the scene's objects on the arm: it runs the cell reduced to the arm and the hand
 (:func:`write_hand_stand_in_mjcf`, written beside the cell MJCF) with its arm following the mock
 UR5's joint states and publishes the hand's joints alone (``published_joints``); its motion capture
-gives the objects' poses, which the sim follows, as without ``--cell``. Without ``--mock-objects`` the
+gives the objects' poses, which the sim follows, as without ``--cell``, and the palm's
+(``object_pose_bodies``: the contact protocol's runs, ``calibrate --contacts --record``). Without ``--mock-objects`` the
 cell's objects are the sim's alone (the cell demo moves them in the sim).
 
 With ``--mode shadow`` the sim follows the robots however they are driven (MoveIt, the hand's
@@ -109,6 +110,9 @@ MOCK_UR_MODEL = 'mock_ur.xml'
 MOCK_HAND_MODEL = 'mock_hand.xml'
 #: The joints the cell's mock hand publishes (the hand model's prefix): the arm's are the mock UR5's.
 HAND_JOINTS = 'rh_*'
+#: The body the cell's mock hand's motion capture tracks besides the objects (markers on the palm: the
+#: contact protocol's palm pose).
+MOCK_PALM = 'rh_palm'
 #: With a scene: the sim's controller_state (its default action's), whose setpoints the twin's preview
 #: holds the joints a goal leaves out to (fingers squeezing a held object), and its rate, Hz.
 SIM_SETPOINTS = controller_state_topic(next(spec for spec in BRIDGE_SPECS if spec.name == 'action_name').default)
@@ -225,7 +229,7 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
             hand += (*scene, '-p', f'model_path:={cell_model.parent / MOCK_HAND_MODEL}',
                      '-p', f'gains_file:={config_path("controllers", "cell.yaml")}',
                      '-p', f'follow_joint_states_topic:={ur.get("joint_states_topic", "/joint_states")}',
-                     '-p', f"published_joints:=['{HAND_JOINTS}']")
+                     '-p', f"published_joints:=['{HAND_JOINTS}']", '-p', f"object_pose_bodies:=['{MOCK_PALM}']")
         out['mock_hardware'] = command('mujoco_bridge.main', mock_config,
                                        '-r', '__node:=mock_hardware', *hand)
         if cell_model is not None:

@@ -4,13 +4,14 @@ the hand (``write_hand_stand_in_mjcf``), its arm following another robot's joint
 ``shadow-twin up --cell --mock-hardware --scene`` starts it. The hand feels the arm turn: with the
 UR5's wrist 1 turned a quarter turn, the wrist's gravity load moves from WRJ1 to WRJ2 in the published
 efforts (0.52 N m on WRJ1 at the arm's zero pose; 0.78 N m on WRJ2 turned: the model's gravity torques),
-which a hand fixed in the world never shows. A glob matching no joint stops the bridge at start with
-one line. Real processes on this run's ROS domain."""
+which a hand fixed in the world never shows. A glob matching no joint, or a captured body the model
+lacks, stops the bridge at start with one line. Real processes on this run's ROS domain."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.mock_models import write_hand_stand_in_mjcf
@@ -62,12 +63,15 @@ def test_the_mock_hand_publishes_its_joints_and_feels_the_arm_turn(ros, tmp_path
         assert proc.stop() == 0, proc.output()
 
 
-def test_a_published_joints_glob_matching_nothing_stops_the_bridge_with_one_line(ros, tmp_path):
+@pytest.mark.parametrize('parameter, message', [
+    ("published_joints:=['lh_*']", "published_joints ['lh_*'] match no joint"),
+    ("object_pose_bodies:=['lh_palm']", "object_pose_bodies: the model has no body 'lh_palm'")])
+def test_a_name_matching_nothing_stops_the_bridge_with_one_line(ros, tmp_path, parameter, message):
     helpers, _ = ros
     model = write_hand_stand_in_mjcf(None, tmp_path / 'mock_hand.xml')
-    proc = helpers.NodeProcess('mujoco_bridge.main', bridge_args(model, '-p', "published_joints:=['lh_*']"),
-                               tmp_path / 'bad.log')
+    extra = ('-p', parameter) if parameter.startswith('published') else ('-p', parameter, '-p', 'object_pose_rate:=100.0')
+    proc = helpers.NodeProcess('mujoco_bridge.main', bridge_args(model, *extra), tmp_path / 'bad.log')
     assert helpers.wait_until(lambda: not proc.alive(), START_TIMEOUT), proc.output()
     assert proc.proc.returncode != 0
-    lines = [line for line in proc.output().splitlines() if "published_joints ['lh_*'] match no joint" in line]
+    lines = [line for line in proc.output().splitlines() if message in line]
     assert len(lines) == 1, proc.output()

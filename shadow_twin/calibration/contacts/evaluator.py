@@ -32,11 +32,15 @@ from shadow_twin.simulation.overrides import ParameterOverrides
 @dataclass(frozen=True)
 class HandModel:
     """The sim the runs are replayed on: the hand's MJCF (``model_path``; None: the built-in Shadow Hand
-    E), best the hand's calibrated one, or its ``overrides`` (the hand calibration's values), with ``scene``."""
+    E), best the hand's calibrated one, or its ``overrides`` (the hand calibration's values), with ``scene``;
+    ``options`` {MjOption field: value} set on it: the physics options of the model the runs were made on
+    when it is not the hand's own (the cell's elliptic friction cone and impratio 10 against the hand's
+    pyramidal cone and 1: a grip creeps and slips differently under them)."""
 
     scene: SceneConfig
     model_path: str | None = None
     overrides: ParameterOverrides | None = None
+    options: Mapping[str, float] | None = None
 
 
 #: The body arrays a body parameter changes beside its own value (a mass scales the inertia; a centre of
@@ -54,6 +58,8 @@ class _Replayer:
 
     def __init__(self, hand: HandModel, protocol: ContactProtocol, targets: Sequence[ParameterTarget]) -> None:
         self.sim = LiveSimulation(hand.model_path, scene=hand.scene, overrides=hand.overrides)
+        for name, value in (hand.options or {}).items():
+            setattr(self.sim.model.opt, name, value)
         self.protocol = protocol
         self.defaults = {t: get_parameter(self.sim.model, t) for t in targets}
         self.bodies = {name: getattr(self.sim.model, name).copy() for name in _BODY_ARRAYS}

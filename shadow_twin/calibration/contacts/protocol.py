@@ -25,6 +25,10 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       effort_weight: 0.1          # m per N m: the grip joints' efforts beside the object's position
       runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x}, ...]
       holdout: [{name: tilt_grip_holdout, grip: true, rate: 8.0, duration: 8.0}]
+      live:                       # the runs on the robots (shadow-twin calibrate --contacts --record)
+        scene: ../scene_contacts_cell.yaml   # the robots' scene: the same fixture, fixed to the forearm
+        arm_start: {shoulder_pan_joint: 0.0, ..., wrist_3_joint: 0.0}   # rad: the forearm upright
+        positioning_s: 3.0        # s to reach it
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
-         'onset_window_s', 'clip_mm', 'effort_weight', 'runs', 'holdout')
+         'onset_window_s', 'clip_mm', 'effort_weight', 'runs', 'holdout', 'live')
 _RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
@@ -82,6 +86,7 @@ class ContactProtocol:
     effort_weight: float
     runs: tuple[TiltRun, ...]
     holdout: tuple[TiltRun, ...]
+    live: 'LiveSetup | None' = None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> 'ContactProtocol':
@@ -120,7 +125,31 @@ class ContactProtocol:
                    sample_s, values.positive(body.get('onset_mm', 1.0), f'{where}.onset_mm') * 1e-3,
                    max(1, int(round(window_s / sample_s))),
                    values.positive(body.get('clip_mm', 20.0), f'{where}.clip_mm') * 1e-3,
-                   values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout)
+                   values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout,
+                   _live(body.get('live'), f'{where}.live', path.parent))
+
+
+@dataclass(frozen=True)
+class LiveSetup:
+    """How the runs are made on the robots: ``scene`` (absolute path) is the robots' scene (the protocol's
+    fixture fixed to the forearm), ``arm_start`` {arm joint: rad} the pose each run starts from (the
+    forearm upright, as the hand stands in the protocol's scene), reached in ``positioning_s`` s."""
+
+    scene: Path
+    arm_start: dict[str, float]
+    positioning_s: float = 3.0
+
+
+def _live(item: Any, where: str, folder: Path) -> LiveSetup | None:
+    """The ``live`` section (None without one)."""
+    if item is None:
+        return None
+    body = values.mapping(item, where, ('scene', 'arm_start', 'positioning_s'))
+    if not isinstance(body.get('scene'), str) or not isinstance(body.get('arm_start'), dict) or not body['arm_start']:
+        raise ConfigError(f'{where}: give scene (the robots\' scene file) and arm_start ({{arm joint: rad}})')
+    return LiveSetup(folder / body['scene'],
+                     {str(k): values.number(v, f'{where}.arm_start.{k}') for k, v in body['arm_start'].items()},
+                     values.positive(body.get('positioning_s', 3.0), f'{where}.positioning_s'))
 
 
 def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, ...]:

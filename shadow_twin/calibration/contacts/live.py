@@ -1,0 +1,150 @@
+"""The contact protocol's runs on the robots, planned on the cell's model (ROS-free): which arm joint turns
+the hand, which way, and where the object stands on its fixture when a run starts.
+
+The protocol's runs turn gravity about a palm axis in the hand-alone model (``tilt.py``). On the robots
+the arm turns the hand, and the fixture with it (the protocol's ``live.scene``: the same post, plate and
+object, fixed to the forearm). :func:`plan_live_tilt` takes the cell model with that scene at the
+protocol's ``arm_start`` (the forearm upright, as the hand stands in the hand-alone model) and picks the
+arm joint whose axis is nearest the palm's turning axis (of those, the one nearest the palm: the least
+travel, so that the turning frame's own accelerations stay three orders of magnitude below gravity's
+change at the protocol's rates), and the sign of its turn that tilts the palm as the protocol's runs do
+(checked through :func:`~shadow_twin.calibration.contacts.bags.tilt_of`, the reading of the recorded
+palm pose). :func:`tilt_trajectory` is the run's arm goal: that joint at the run's rate for its
+duration, constant velocity after :data:`RAMP_S`.
+
+Units: rad, rad/s, m, s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from shadow_twin.calibration.contacts.bags import tilt_of
+from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.model.scene import SceneConfig
+from shadow_twin.model.scene.config import WORLD_FRAMES
+
+#: Palm-frame axis vector of each protocol axis.
+AXIS_VECTORS = {'x': (1.0, 0.0, 0.0), '-x': (-1.0, 0.0, 0.0), 'y': (0.0, 1.0, 0.0), '-y': (0.0, -1.0, 0.0)}
+#: s over which a tilt goal reaches its rate (the controllers' acceleration; the onset is read past it).
+RAMP_S = 0.2
+#: s between the points of a tilt goal.
+POINT_S = 0.1
+#: deg: how far gravity may be off the palm's -z axis at the start pose.
+START_TOLERANCE_DEG = 5.0
+
+
+@dataclass(frozen=True)
+class LiveTilt:
+    """A run's motion on the robots: the arm ``joint`` turned by ``sign`` x the run's angle from ``start``
+    ({arm joint: rad}); ``alignment`` (|cos| of the angle between its axis and the palm's turning axis,
+    1 = parallel); ``object_pose`` (7,) the object on its fixture at ``start`` (x, y, z m, qw, qx, qy, qz:
+    the world frame of the robots' model)."""
+
+    joint: str
+    sign: float
+    start: dict[str, float]
+    alignment: float
+    object_pose: np.ndarray
+
+
+def plan_live_tilt(model: mujoco.MjModel, protocol: ContactProtocol, run: TiltRun,
+                   arm_joints: list[str]) -> LiveTilt:
+    """The :class:`LiveTilt` of ``run`` on ``model`` (the cell with the protocol's live scene).
+
+    Args:
+        model: the robots' model (MJCF joint names as ``arm_joints`` and the protocol's palm).
+        protocol: with a ``live`` section (its ``arm_start``, ``scene``).
+        run: the run (its axis).
+        arm_joints: the arm's joints, of which one is turned.
+    Raises:
+        ConfigError: no ``live`` section; a joint, the palm or the object's frame missing from ``model``;
+            no arm joint within 30 deg of the palm's turning axis (the start pose cannot make the run).
+    """
+    live = protocol.live
+    if live is None:
+        raise ConfigError('the contact protocol has no live section: it cannot be run on the robots')
+    data = mujoco.MjData(model)
+    for name, angle in live.arm_start.items():
+        data.qpos[model.jnt_qposadr[_id(model, mujoco.mjtObj.mjOBJ_JOINT, name)]] = angle
+    mujoco.mj_kinematics(model, data)
+    palm = _id(model, mujoco.mjtObj.mjOBJ_BODY, protocol.palm)
+    turning = data.xmat[palm].reshape(3, 3) @ np.array(AXIS_VECTORS[run.axis])
+    upright = data.xmat[palm].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])      # gravity in the palm's frame
+    off = float(np.degrees(np.arccos(np.clip(-upright[2], -1.0, 1.0))))
+    if off > START_TOLERANCE_DEG:
+        raise ConfigError(f'live.arm_start leaves gravity {off:.0f} deg off the palm\'s -z axis: the runs start with '
+                          f'the hand as it stands in the protocol\'s scene (fingers up)')
+    joints = [_id(model, mujoco.mjtObj.mjOBJ_JOINT, name) for name in arm_joints]
+    cosines = [abs(float(data.xaxis[j] @ turning)) for j in joints]
+    best = max(cosines)
+    if best < np.cos(np.radians(30.0)):
+        raise ConfigError(f'no arm joint turns the palm about its {run.axis} axis from live.arm_start (the nearest '
+                          f'is {np.degrees(np.arccos(best)):.0f} deg off)')
+    near = [k for k, c in enumerate(cosines) if c > best - 1e-6]
+    k = min(near, key=lambda i: float(np.linalg.norm(data.xanchor[joints[i]] - data.xpos[palm])))
+    name = arm_joints[k]
+    sign = _tilt_sign(model, data, joints[k], palm, run.axis)
+    return LiveTilt(name, sign, dict(live.arm_start), best, object_pose(model, data, live.scene, protocol.object))
+
+
+def tilt_trajectory(plan: LiveTilt, run: TiltRun) -> JointTrajectory:
+    """The arm goal of ``run``: ``plan.joint`` from its start at ``run.rate`` for ``run.duration`` (points
+    every :data:`POINT_S` s, reaching the rate over :data:`RAMP_S` and stopping over another after the
+    duration: a JTC's goal ends at rest), the other arm joints holding the start."""
+    names = list(plan.start)
+    k = names.index(plan.joint)
+    end = run.duration + RAMP_S
+    times = np.append(np.arange(POINT_S, run.duration + 1e-9, POINT_S), end)
+    rate = plan.sign * run.rate
+    travelled = rate * np.where(times < RAMP_S, times ** 2 / (2 * RAMP_S), times - RAMP_S / 2)
+    travelled[-1] = rate * run.duration          # rate x (duration - RAMP_S / 2), and the stop's half ramp
+    speed = rate * np.minimum(times / RAMP_S, 1.0)
+    speed[-1] = 0.0
+    positions = np.tile([plan.start[n] for n in names], (len(times), 1))
+    positions[:, k] += travelled
+    velocities = np.zeros_like(positions)
+    velocities[:, k] = speed
+    return JointTrajectory(names, times.tolist(), positions.tolist(), velocities=velocities.tolist())
+
+
+def object_pose(model: mujoco.MjModel, data: mujoco.MjData, scene_file, name: str) -> np.ndarray:
+    """(7,) the world pose of scene object ``name`` of ``scene_file`` (its pose in its frame composed with
+    that body's pose in ``data``, kinematics done). Raises ConfigError: no such object, or a frame the
+    model lacks."""
+    objects = {o.name: o for o in SceneConfig.from_yaml(scene_file).objects}
+    if name not in objects:
+        raise ConfigError(f'{scene_file}: no object {name!r} (the protocol\'s object)')
+    obj = objects[name]
+    position, quat = np.array(obj.xyz, dtype=float), np.asarray(obj.quat, dtype=float)
+    if obj.frame in WORLD_FRAMES:
+        return np.concatenate([position, quat])
+    body = _id(model, mujoco.mjtObj.mjOBJ_BODY, obj.frame)
+    out_pos, out_quat = np.zeros(3), np.zeros(4)
+    mujoco.mju_mulPose(out_pos, out_quat, data.xpos[body], data.xquat[body], position, quat)
+    return np.concatenate([out_pos, out_quat])
+
+
+def _tilt_sign(model: mujoco.MjModel, data: mujoco.MjData, joint: int, palm: int, axis: str) -> float:
+    """+1 or -1: the turn of ``joint`` that tilts the palm positively about ``axis`` (as the recording is read)."""
+    probe = mujoco.MjData(model)
+    probe.qpos[:] = data.qpos
+    probe.qpos[model.jnt_qposadr[joint]] += 0.05
+    mujoco.mj_kinematics(model, probe)
+    quats = np.array([data.xquat[palm], probe.xquat[palm]])[:, [1, 2, 3, 0]]      # scipy: x, y, z, w
+    before, after = tilt_of(Rotation.from_quat(quats), axis)
+    return 1.0 if after > before else -1.0
+
+
+def _id(model: mujoco.MjModel, kind: mujoco.mjtObj, name: str) -> int:
+    index = mujoco.mj_name2id(model, kind, name)
+    if index < 0:
+        raise ConfigError(f'the robots\' model has no {"joint" if kind == mujoco.mjtObj.mjOBJ_JOINT else "body"} '
+                          f'{name!r} (the contact protocol names it)')
+    return index

@@ -1,0 +1,103 @@
+"""``shadow-twin calibrate --contacts --record`` (issue 37, the contact protocol on the robots): the cell's
+mock hardware carrying the protocol's fixture on its forearm (``up --cell --mock-hardware --scene
+config/scene_contacts_cell.yaml --mock-objects``), the command makes a grip run through the twin (the arm
+to its start pose, the can put on the plate by the mock's ``~/set_entity_state``, the grip closed, wrist 1
+turned), records its bag, fits the can's friction from it and installs the calibrated robots' scene in
+the running sim bridge. The recording is the protocol's run: the tilt read from the palm's captured pose
+grows at the run's rate, and the can starts within 5 mm of where the hand-alone replay of the run (the
+mock's physics, the cell's friction cone) has it in the palm's frame. The two scene files hold the same fixture. Real processes on this run's ROS domain."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip('rosbags')
+
+from support import cell as cell_helpers  # noqa: E402
+from shadow_twin.calibration.contacts.bags import read_tilt_run  # noqa: E402
+from shadow_twin.calibration.contacts.protocol import ContactProtocol  # noqa: E402
+from shadow_twin.calibration.contacts.tilt import record_runs  # noqa: E402
+from shadow_twin.model.cell.config import CONES, CellConfig  # noqa: E402
+from shadow_twin.model.scene import SceneConfig  # noqa: E402
+from shadow_twin.simulation.live.simulation import LiveSimulation, ParameterOverrides  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+HAND_SCENE = REPO / 'config' / 'scene_hand.yaml'
+ROBOTS_SCENE = REPO / 'config' / 'scene_contacts_cell.yaml'
+START_TIMEOUT = 90.0
+
+
+def test_the_robots_scene_holds_the_protocols_fixture_on_the_forearm():
+    hand = {o.name: o for o in SceneConfig.from_yaml(HAND_SCENE).objects}
+    robots = {o.name: o for o in SceneConfig.from_yaml(ROBOTS_SCENE).objects}
+    assert set(hand) == set(robots)
+    for name, obj in hand.items():
+        other = robots[name]
+        assert obj.frame == 'world' and other.frame == 'rh_forearm'      # the hand model's world is its forearm
+        assert other == dataclasses.replace(obj, frame='rh_forearm'), name
+
+
+def mock_hand_alone() -> LiveSimulation:
+    """The hand alone with the mock hardware's physics (its scene factors and finger overrides) and the
+    cell's friction cone: the protocol's replay of what the mock cell does."""
+    params = next(iter(yaml.safe_load((REPO / 'config' / 'mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    scene = SceneConfig.from_yaml(HAND_SCENE).scaled(friction=params['scene_friction_scale'], mass=params['scene_mass_scale'])
+    sim = LiveSimulation(None, scene=scene, overrides=ParameterOverrides.from_yaml_text(params['overrides']))
+    cell = CellConfig.from_yaml(REPO / 'config' / 'cell.yaml')
+    sim.model.opt.cone, sim.model.opt.impratio = CONES[cell.cone], cell.impratio
+    return sim
+
+
+def short_protocol(folder: Path) -> Path:
+    """The shipped protocol, shortened: one grip run (4 s at 12 deg/s) after 2 s of settling, no hold-out."""
+    data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
+    body = data['contact_protocol']
+    body.update(scene=str(HAND_SCENE), settle_s=2.0, holdout=[],
+                runs=[{'name': 'grip', 'grip': True, 'rate': 12.0, 'duration': 4.0}])
+    body['live']['scene'] = str(ROBOTS_SCENE)
+    path = folder / 'protocol.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_path):
+    from geometry_msgs.msg import PoseStamped
+    from sensor_msgs.msg import JointState
+    helpers, client = ros
+    protocol_file = short_protocol(tmp_path)
+    hand_states = client.record(JointState, '/rh/joint_states', depth=10)
+    palm = client.record(PoseStamped, '/mocap/rh_palm/pose', depth=10)
+    up = cell_helpers.up(tmp_path / 'up.log', '--cell', '--mock-hardware', '--scene', str(ROBOTS_SCENE),
+                         '--mock-objects', '--no-monitor')
+    try:
+        cell_helpers.wait_started([up], [hand_states, palm], START_TIMEOUT, 'the cell with its mock objects')
+        assert not any(n.startswith(('shoulder', 'elbow', 'wrist')) for n in hand_states.last().name)
+        bags, out = tmp_path / 'bags', tmp_path / 'out'
+        command = helpers.NodeProcess(None, [], tmp_path / 'calibrate.log', command=[
+            helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate', '--contacts', str(protocol_file), '--record',
+            '--bags', str(bags), '--out', str(out), '--place-service', '/mujoco_bridge/set_entity_state',
+            '/mock_hardware/set_entity_state',
+            '--fit', 'can_friction', '--budget', '4', '--workers', '1', '--install'])
+        assert helpers.wait_until(lambda: not command.alive(), 240.0), command.output()
+        printed = command.output()
+        assert command.proc.returncode in (0, 3), printed + cell_helpers.logs({'up': up})
+        assert 'recording grip on the robots' in printed and 'fitted: can_friction' in printed, printed
+    finally:
+        cell_helpers.stop_all({'up': up})
+    protocol = ContactProtocol.from_yaml(protocol_file)
+    run = protocol.runs[0]
+    recorded = read_tilt_run(bags / 'grip', protocol, run)
+    slope = np.polyfit(recorded.times, recorded.tilt, 1)[0]
+    assert slope == pytest.approx(run.rate, rel=0.1)               # wrist 1 turned the palm at the run's rate
+    assert recorded.tilt[-1] > 0.8 * run.rate * run.duration
+    replay, = record_runs(mock_hand_alone(), protocol, [run])
+    assert np.linalg.norm(recorded.start - replay.start) < 0.005, (recorded.start, replay.start)
+    if command.proc.returncode == 0:        # accepted: the robots' scene with the fitted friction, installed
+        installed = yaml.safe_load((out / 'installed_scene.yaml').read_text())
+        can = next(o for o in installed['scene']['objects'] if o['name'] == 'can')
+        assert can['frame'] == 'rh_forearm' and 'installed:' in printed
