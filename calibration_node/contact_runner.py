@@ -23,6 +23,7 @@ A goal the twin rejects or aborts raises TrajectoryError naming the run. Units: 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from simulation_interfaces.srv import SetEntityState
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
 from shadow_twin.calibration.contacts.bags import ContactTopics
-from shadow_twin.calibration.contacts.live import LiveTilt, plan_live_tilt, tilt_trajectory
+from shadow_twin.calibration.contacts.live import PLACE_S, LiveTilt, plan_live_tilt, tilt_trajectory
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.common.errors import ShadowTwinError, TrajectoryError
 from shadow_twin.control.trajectory import JointTrajectory
@@ -92,7 +93,8 @@ class ContactRunRecorder:
 
     def plan(self, run: TiltRun) -> LiveTilt:
         """The run's motion on the robots. Raises ConfigError (see :func:`plan_live_tilt`)."""
-        return plan_live_tilt(self.model, self.protocol, run, list(self.settings.arm_joints))
+        plan = plan_live_tilt(self.model, self.protocol, run, list(self.settings.arm_joints))
+        return dataclasses.replace(plan, lead=self.settings.start_lead)
 
     def record(self, run: TiltRun, bag: Path) -> dict[str, int]:
         """Make ``run`` and record its tilt into ``bag`` (must not exist); returns the messages recorded per
@@ -143,7 +145,7 @@ class ContactRunRecorder:
             if answer is None or answer.result.result != Result.RESULT_OK:
                 why = 'no answer' if answer is None else answer.result.error_message
                 raise TrajectoryError(f'{service} did not place {name!r}: {why}')
-        self.node_sleep(0.2)             # a capture frame of the placed object
+        self.node_sleep(PLACE_S)             # a capture frame of the placed object
         with self._lock:
             latest = self._latest
         if latest is None:

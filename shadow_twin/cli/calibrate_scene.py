@@ -12,6 +12,9 @@ softness, mass) offline from the bags of the contact protocol's runs.
 how: the robots' scene, the arm's start pose), then fit them as below. ``--place-service``: the services
 that put the object on its fixture before each run (default the sim bridge's; with mock hardware its
 ``/mock_hardware/set_entity_state`` too; on the real cell the operator puts it there and the run checks).
+Runs made on the robots (``--record``, or ``--cell-config`` for bags recorded there before) are replayed as
+the robots make them: on the cell reduced to arm and hand (``--out``/robots_model.xml) with the protocol's
+live scene, the arm turning the hand (:func:`~shadow_twin.calibration.contacts.live.record_runs_on_robots`).
 
 The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
 bags are optional: without one a hold-out is not checked); what each holds is
@@ -40,6 +43,7 @@ import logging
 import sys
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 from calibration_node.bridge_link import BridgeLink
@@ -48,6 +52,7 @@ from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run
 from shadow_twin.calibration.contacts.evaluator import HandModel
 from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees,
                                                   write_calibrated_scene)
+from shadow_twin.calibration.contacts.live import plan_live_tilt
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.search.search_space import SearchSpace
@@ -58,8 +63,9 @@ from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec
-from shadow_twin.model.cell.config import CONES, CellConfig
+from shadow_twin.model.cell.config import CellConfig
 from shadow_twin.model.mjcf import TwinModel
+from shadow_twin.model.mock_models import write_hand_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig, add_objects
 from shadow_twin.ros.calibration_client import SpinningNode
 
@@ -96,10 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--place-service', nargs='+', default=['/mujoco_bridge/set_entity_state'], metavar='SERVICE',
                    help="with --record: SetEntityState services that put the object on its fixture before each run "
                         "(default the sim bridge's; add the mock hardware's, /mock_hardware/set_entity_state)")
-    p.add_argument('--start-lead', type=float, default=1.0, help="with --record: s between sending a goal and its start")
+    p.add_argument('--start-lead', type=float, default=1.0,
+                   help="s between sending a goal and its start (--record; the replay of runs on the robots waits as long)")
     p.add_argument('--cell-config', type=Path,
-                   help="the runs were made on the cell of this YAML (--record: default config/cell.yaml): the replay "
-                        "takes its friction cone and impratio")
+                   help="the runs were made on the cell of this YAML (--record: default config/cell.yaml): they are "
+                        'replayed as the robots make them, on the cell reduced to arm and hand')
     return p
 
 
@@ -147,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                              CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
                              screen_samples=0 if args.fit else args.screen, keep=0 if args.fit else args.keep,
                              progress=lambda line: print(f'  {line}', flush=True),
-                             hand=HandModel(scene, model, options=robots_options(args)))
+                             hand=robots_hand(args, protocol, model) or HandModel(scene, model))
     scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')
     accept, reason = verdict(fit)
     write_text_atomic(args.out / 'report.json', json.dumps(report(fit, accept, reason, bags), indent=2))
@@ -188,13 +195,23 @@ def install_scene(scene: Path, bridge: str, fit: ContactFit | None = None, out: 
         ros.close()
 
 
-def robots_options(args: argparse.Namespace) -> dict[str, float] | None:
-    """The cell's physics options ({MjOption field: value}: its friction cone and impratio) for runs made on
-    the cell (``--record`` or ``--cell-config``), which the hand-alone replay must share; None: the hand's."""
+def robots_hand(args: argparse.Namespace, protocol: ContactProtocol, model: str | None) -> HandModel | None:
+    """For runs made on the robots (``--record`` or ``--cell-config``): the replay as the robots make them, on
+    the cell reduced to arm and hand (written to ``--out``/robots_model.xml; ``--hand-model``'s hand) with the
+    protocol's live scene, each run by its plan; None: the hand-alone replay."""
     if not (args.record or args.cell_config):
         return None
+    if protocol.live is None:
+        raise ConfigError('the protocol has no live section: runs on the robots cannot be replayed as they were made')
     cell = CellConfig.from_yaml(args.cell_config or config_path('cell.yaml'))
-    return {'cone': int(CONES[cell.cone]), 'impratio': float(cell.impratio)}
+    path = write_hand_stand_in_mjcf(cell, args.out / 'robots_model.xml', hand_path=model)
+    scene = SceneConfig.from_yaml(protocol.live.scene)
+    spec = mujoco.MjSpec.from_file(str(path))
+    add_objects(spec, scene)
+    compiled = spec.compile()
+    plans = {run.name: dataclasses.replace(plan_live_tilt(compiled, protocol, run, list(arm_joint_names())),
+                                           lead=args.start_lead) for run in (*protocol.runs, *protocol.holdout)}
+    return HandModel(scene, str(path), plans=plans, gains=str(config_path('controllers', 'cell.yaml')))
 
 
 def record_runs(args: argparse.Namespace, protocol: ContactProtocol) -> None:

@@ -4,8 +4,9 @@ config/scene_contacts_cell.yaml --mock-objects``), the command makes a grip run 
 to its start pose, the can put on the plate by the mock's ``~/set_entity_state``, the grip closed, wrist 1
 turned), records its bag, fits the can's friction from it and installs the calibrated robots' scene in
 the running sim bridge. The recording is the protocol's run: the tilt read from the palm's captured pose
-grows at the run's rate, and the can starts within 5 mm of where the hand-alone replay of the run (the
-mock's physics, the cell's friction cone) has it in the palm's frame. The two scene files hold the same fixture. Real processes on this run's ROS domain."""
+grows at the run's rate; the can starts within 5 mm of where the hand-alone replay of the run (the
+mock's physics, the cell's friction cone) has it in the palm's frame, and within 2 mm (its path within
+3 mm RMS) of the replay as the robots make it (the cell reduced to arm and hand: what the fit replays). The two scene files hold the same fixture. Real processes on this run's ROS domain."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ pytest.importorskip('rosbags')
 
 from support import cell as cell_helpers  # noqa: E402
 from shadow_twin.calibration.contacts.bags import read_tilt_run  # noqa: E402
+from shadow_twin.calibration.contacts.live import plan_live_tilt, record_runs_on_robots  # noqa: E402
 from shadow_twin.calibration.contacts.protocol import ContactProtocol  # noqa: E402
 from shadow_twin.calibration.contacts.tilt import record_runs  # noqa: E402
+from shadow_twin.model.cell.assembly import arm_joint_names  # noqa: E402
 from shadow_twin.model.cell.config import CONES, CellConfig  # noqa: E402
 from shadow_twin.model.scene import SceneConfig  # noqa: E402
 from shadow_twin.simulation.live.simulation import LiveSimulation, ParameterOverrides  # noqa: E402
@@ -51,6 +54,16 @@ def mock_hand_alone() -> LiveSimulation:
     cell = CellConfig.from_yaml(REPO / 'config' / 'cell.yaml')
     sim.model.opt.cone, sim.model.opt.impratio = CONES[cell.cone], cell.impratio
     return sim
+
+
+def mock_robots(model: Path, protocol: ContactProtocol) -> LiveSimulation:
+    """The robots' model the command wrote (the cell reduced to arm and hand) with the mock hardware's
+    physics and the protocol's live scene."""
+    params = next(iter(yaml.safe_load((REPO / 'config' / 'mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    scene = SceneConfig.from_yaml(protocol.live.scene).scaled(friction=params['scene_friction_scale'],
+                                                              mass=params['scene_mass_scale'])
+    return LiveSimulation(model, gains=REPO / 'config' / 'controllers' / 'cell.yaml', scene=scene,
+                          overrides=ParameterOverrides.from_yaml_text(params['overrides']))
 
 
 def short_protocol(folder: Path) -> Path:
@@ -97,6 +110,12 @@ def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_p
     assert recorded.tilt[-1] > 0.8 * run.rate * run.duration
     replay, = record_runs(mock_hand_alone(), protocol, [run])
     assert np.linalg.norm(recorded.start - replay.start) < 0.005, (recorded.start, replay.start)
+    # replayed as the robots make it (the cell reduced to arm and hand, the mock's physics): closer still
+    robots = mock_robots(out / 'robots_model.xml', protocol)
+    on_robots, = record_runs_on_robots(robots, protocol, [run], {run.name: plan_live_tilt(
+        robots.model, protocol, run, list(arm_joint_names()))})
+    assert np.linalg.norm(recorded.start - on_robots.start) < 0.002, (recorded.start, on_robots.start)
+    assert np.sqrt(np.mean((recorded.position - on_robots.position) ** 2)) < 0.003
     if command.proc.returncode == 0:        # accepted: the robots' scene with the fitted friction, installed
         installed = yaml.safe_load((out / 'installed_scene.yaml').read_text())
         can = next(o for o in installed['scene']['objects'] if o['name'] == 'can')

@@ -118,10 +118,30 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
         t_palm, p_palm, r_palm = _poses(*series[palm_topic])
     except RecordingError as exc:
         raise RecordingError(f'{path}: {exc}') from None
+    joints = tuple(protocol.grip)
+    return sampled_run(protocol, run, (t_palm, p_palm, r_palm), (t_obj, p_obj),
+                       _effort_rows(path, *series[joint_topic], joints), str(path))
+
+
+def sampled_run(protocol: ContactProtocol, run: TiltRun, palm: tuple, obj: tuple, efforts: tuple,
+                where: str) -> TiltRecord:
+    """The :class:`TiltRecord` of a run's series, sampled as the protocol samples its replay (module doc): the
+    tilt read from the palm's orientation, its start where it passes :data:`TILT_START`.
+
+    Args:
+        palm: (stamps (N,) s, positions (N, 3) m, orientations: a scipy Rotation of N) of the palm's frame.
+        obj: (stamps (M,) s, positions (M, 3) m) of the object, in the same world frame.
+        efforts: (stamps (K,) s, (K, J) N m) of the protocol's grip joints.
+        where: what the series come from, for the errors (a bag's path, a replay).
+    Raises:
+        RecordingError: a tilt that never begins, or series that end before the run's duration.
+    """
+    t_palm, p_palm, r_palm = palm
+    t_obj, p_obj = obj
     tilt = tilt_of(r_palm, run.axis)
     begun = np.flatnonzero(tilt >= TILT_START)
     if not len(begun):
-        raise RecordingError(f'{path}: the palm never tilts {np.degrees(TILT_START):g} deg about its {run.axis} '
+        raise RecordingError(f'{where}: the palm never tilts {np.degrees(TILT_START):g} deg about its {run.axis} '
                              f'axis (run {run.name!r}; most {np.degrees(tilt.max()):.2f} deg)')
     k = begun[0]
     crossed = t_palm[k] if k == 0 else np.interp(TILT_START, tilt[k - 1:k + 1], t_palm[k - 1:k + 1])
@@ -129,21 +149,22 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
     count = int(round(run.duration / protocol.sample_s))
     times = np.arange(1, count + 1) * protocol.sample_s
     at = np.concatenate([[start], start + times])
-    end = min(t_obj[-1], t_palm[-1], series[joint_topic][0].max())
+    end = min(t_obj[-1], t_palm[-1], efforts[0].max())
     if at[-1] > end or start < max(t_obj[0], t_palm[0]):
-        raise RecordingError(f'{path}: run {run.name!r} lasts {run.duration:g} s from the tilt\'s start; the bag '
-                             f'covers {max(0.0, end - start):.2f} s of it')
+        raise RecordingError(f'{where}: run {run.name!r} lasts {run.duration:g} s from the tilt\'s start; what '
+                             f'it holds covers {max(0.0, end - start):.2f} s of it')
     palm_at = Slerp(t_palm, r_palm)(at)
     palm_pos = np.column_stack([np.interp(at, t_palm, p_palm[:, k]) for k in range(3)])
     obj_pos = np.column_stack([np.interp(at, t_obj, p_obj[:, k]) for k in range(3)])
     in_palm = palm_at.inv().apply(obj_pos - palm_pos)
-    joints = tuple(protocol.grip)
-    effort = _efforts(path, *series[joint_topic], joints, at[1:])
-    return TiltRecord(run.name, times, np.interp(at[1:], t_palm, tilt), in_palm[1:], in_palm[0], joints, effort)
+    stamps, rows = efforts
+    effort = np.column_stack([np.interp(at[1:], stamps, rows[:, j]) for j in range(rows.shape[1])])
+    return TiltRecord(run.name, times, np.interp(at[1:], t_palm, tilt), in_palm[1:], in_palm[0],
+                      tuple(protocol.grip), effort)
 
 
-def _efforts(path: Path, times: np.ndarray, messages: list, joints: tuple[str, ...], at: np.ndarray) -> np.ndarray:
-    """(len(at), J) N m: the joints' efforts interpolated at ``at``, from the messages that carry them."""
+def _effort_rows(path: Path, times: np.ndarray, messages: list, joints: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """((K,) stamps s, (K, J) N m): the joints' efforts of the messages that carry them all, in stamp order."""
     rows, stamps = [], []
     for stamp, msg in zip(times, messages):
         if len(msg.effort) != len(msg.name):
@@ -155,8 +176,7 @@ def _efforts(path: Path, times: np.ndarray, messages: list, joints: tuple[str, .
     if len(rows) < 2:
         raise RecordingError(f'{path}: no joint_states with the efforts of every grip joint {list(joints)}')
     order = np.argsort(stamps, kind='stable')
-    stamps, rows = np.asarray(stamps)[order], np.asarray(rows, float)[order]
-    return np.column_stack([np.interp(at, stamps, rows[:, k]) for k in range(len(joints))])
+    return np.asarray(stamps)[order], np.asarray(rows, float)[order]
 
 
 def write_tilt_run(path: str | Path, record: TiltRecord, protocol: ContactProtocol, run: TiltRun,

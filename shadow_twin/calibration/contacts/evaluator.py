@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
+from shadow_twin.calibration.contacts.live import LiveTilt, record_runs_on_robots
 from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs, residuals
 from shadow_twin.calibration.scoring.evaluation import Score
 from shadow_twin.calibration.search.search_space import SearchSpace
@@ -32,15 +33,18 @@ from shadow_twin.simulation.overrides import ParameterOverrides
 @dataclass(frozen=True)
 class HandModel:
     """The sim the runs are replayed on: the hand's MJCF (``model_path``; None: the built-in Shadow Hand
-    E), best the hand's calibrated one, or its ``overrides`` (the hand calibration's values), with ``scene``;
-    ``options`` {MjOption field: value} set on it: the physics options of the model the runs were made on
-    when it is not the hand's own (the cell's elliptic friction cone and impratio 10 against the hand's
-    pyramidal cone and 1: a grip creeps and slips differently under them)."""
+    E), best the hand's calibrated one, or its ``overrides`` (the hand calibration's values), with ``scene``.
+    With ``plans`` ({run name: :class:`~shadow_twin.calibration.contacts.live.LiveTilt`}) the runs are
+    replayed as the robots make them (:func:`~shadow_twin.calibration.contacts.live.record_runs_on_robots`):
+    ``model_path`` is then the robots' model (the cell reduced to arm and hand: its physics options too, the
+    cell's elliptic friction cone and impratio 10 against the hand's pyramidal cone and 1), ``gains`` its
+    drive gains file and ``scene`` the protocol's live scene."""
 
     scene: SceneConfig
     model_path: str | None = None
     overrides: ParameterOverrides | None = None
-    options: Mapping[str, float] | None = None
+    plans: Mapping[str, LiveTilt] | None = None
+    gains: str | None = None
 
 
 #: The body arrays a body parameter changes beside its own value (a mass scales the inertia; a centre of
@@ -57,9 +61,8 @@ class _Replayer:
     process replays it."""
 
     def __init__(self, hand: HandModel, protocol: ContactProtocol, targets: Sequence[ParameterTarget]) -> None:
-        self.sim = LiveSimulation(hand.model_path, scene=hand.scene, overrides=hand.overrides)
-        for name, value in (hand.options or {}).items():
-            setattr(self.sim.model.opt, name, value)
+        self.sim = LiveSimulation(hand.model_path, gains=hand.gains, scene=hand.scene, overrides=hand.overrides)
+        self.plans = hand.plans
         self.protocol = protocol
         self.defaults = {t: get_parameter(self.sim.model, t) for t in targets}
         self.bodies = {name: getattr(self.sim.model, name).copy() for name in _BODY_ARRAYS}
@@ -69,6 +72,8 @@ class _Replayer:
         for name, array in self.bodies.items():
             getattr(model, name)[:] = array
         apply_parameters(model, {**self.defaults, **values})
+        if self.plans:
+            return record_runs_on_robots(self.sim, self.protocol, list(runs), self.plans)
         return record_runs(self.sim, self.protocol, runs)
 
 
