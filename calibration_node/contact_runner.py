@@ -46,6 +46,7 @@ from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.common.errors import ShadowTwinError, TrajectoryError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.conversions import trajectory_msg
+from shadow_twin.ros.spinning import result_within
 
 #: m: how far the captured object may stand from its fixture's place when a run starts.
 PLACED_TOLERANCE = 0.01
@@ -141,7 +142,7 @@ class ContactRunRecorder:
         for service, client in self._place.items():
             if not client.wait_for_service(timeout_sec=WAIT_S):
                 raise TrajectoryError(f'no {service} service to place {name!r}')
-            answer = self._call(client, request)
+            answer = result_within(client.call_async(request), WAIT_S)
             if answer is None or answer.result.result != Result.RESULT_OK:
                 why = 'no answer' if answer is None else answer.result.error_message
                 raise TrajectoryError(f'{service} did not place {name!r}: {why}')
@@ -155,13 +156,6 @@ class ContactRunRecorder:
         if off > PLACED_TOLERANCE:
             raise TrajectoryError(f'{name!r} stands {off * 1000:.0f} mm from its place on the fixture (at most '
                                   f'{PLACED_TOLERANCE * 1000:.0f} mm): put it on the plate')
-
-    @staticmethod
-    def _call(client, request):
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        return future.result() if done.wait(WAIT_S) else None
 
     def node_sleep(self, seconds: float) -> None:
         """Wait ``seconds`` s of the node's clock."""

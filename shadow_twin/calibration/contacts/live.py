@@ -33,7 +33,7 @@ from scipy.spatial.transform import Rotation
 
 from shadow_twin.calibration.contacts.bags import sampled_run, tilt_of
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
-from shadow_twin.calibration.contacts.tilt import TiltRecord
+from shadow_twin.calibration.contacts.tilt import TiltRecord, physics_state
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.scene import SceneConfig
@@ -144,10 +144,7 @@ def settle_on_robots(sim: LiveSimulation, protocol: ContactProtocol, plan: LiveT
                                            velocities=[[0.0] * len(protocol.grip)]), start_time=sim.time)
     seconds = protocol.close_s + protocol.settle_s if grip else protocol.settle_open_s
     sim.step(int(round((seconds + plan.lead) / sim.dt)))
-    kind = mujoco.mjtState.mjSTATE_INTEGRATION
-    state = np.empty(mujoco.mj_stateSize(sim.model, kind))
-    mujoco.mj_getState(sim.model, sim.data, state, kind)
-    return state
+    return physics_state(sim)
 
 
 def run_on_robots(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, plan: LiveTilt,

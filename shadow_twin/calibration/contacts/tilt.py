@@ -100,10 +100,11 @@ def settle(sim: LiveSimulation, protocol: ContactProtocol, grip: bool) -> np.nda
         sim.set_trajectory(JointTrajectory(list(protocol.grip), [protocol.close_s], [list(protocol.grip.values())]))
     seconds = protocol.close_s + protocol.settle_s if grip else protocol.settle_open_s
     sim.step(int(round(seconds / sim.dt)))
-    return _state(sim)
+    return physics_state(sim)
 
 
-def _state(sim: LiveSimulation) -> np.ndarray:
+def physics_state(sim: LiveSimulation) -> np.ndarray:
+    """``sim``'s physics state (``mj_getState``, ``mjSTATE_INTEGRATION``): where a run starts from."""
     spec = mujoco.mjtState.mjSTATE_INTEGRATION
     state = np.empty(mujoco.mj_stateSize(sim.model, spec))
     mujoco.mj_getState(sim.model, sim.data, state, spec)
