@@ -39,7 +39,6 @@ from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
 from geometry_msgs.msg import Transform, Twist
 from nav_msgs.msg import Odometry
-from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
@@ -56,6 +55,7 @@ from shadow_twin.common.stamps import from_nanoseconds
 from shadow_twin.model.cell.assembly import arm_joint_names
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.plots.demo_figures import plot_base, plot_pick
+from shadow_twin.ros.action_client import LockedActionClient
 from shadow_twin.ros.calibration_client import SpinningNode
 from shadow_twin.ros.conversions import duration_msg, time_msg
 from shadow_twin.ros.dds import isolate_domain
@@ -181,7 +181,7 @@ def swing_goal() -> FollowJointTrajectory.Goal:
     return goal
 
 
-def send(node, action: ActionClient, goal, timeout: float, lead: float | None = None,
+def send(node, action: LockedActionClient, goal, timeout: float, lead: float | None = None,
          on_accept=None) -> tuple[int, str]:
     """Send ``goal`` and wait for its result; (error_code, error_string). ``lead`` (s): stamp each
     send's start ``lead`` s ahead (ROS time; None: the twin's own start lead). A rejected goal
@@ -239,7 +239,7 @@ def run(args) -> int:
     ros = SpinningNode('shadow_twin_demo_cell')
     try:
         recorder = CellRecorder(ros.node)
-        action = ActionClient(ros.node, FollowJointTrajectory, TWIN_ACTION)
+        action = LockedActionClient(ros.node, FollowJointTrajectory, TWIN_ACTION)
         print('1. starting the cell with mock hardware (UR5, hand, MiR250) ...', flush=True)
         deadline = time.monotonic() + 90.0
 

@@ -6,6 +6,8 @@ import threading
 
 from rclpy.action import ActionClient
 
+from shadow_twin.ros.action_qos import action_services_qos
+
 
 class LockedActionClient(ActionClient):
     """rclpy's ``ActionClient`` with its request/response race closed (ros2/rclpy#1123, the
@@ -15,11 +17,12 @@ class LockedActionClient(ActionClient):
     that takes a fast response in between drops it ("Ignoring unexpected goal response")
     and the future never completes. Here sending a goal, cancel or result request and
     handling responses share one lock. Feedback callbacks must be plain functions (the
-    lock is held while they run).
+    lock is held while they run). Its goal, result and cancel services keep 100 responses
+    unless told otherwise (``shadow_twin.ros.action_qos``).
     """
 
     def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **{**action_services_qos(), **kwargs})
         self._request_lock = threading.RLock()
 
     def send_goal_async(self, *args, **kwargs):

@@ -52,6 +52,7 @@ from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from shadow_twin.control import jtc
+from shadow_twin.ros.action_qos import action_services_qos
 from shadow_twin.ros.conversions import doubles, duration_msg
 
 Result = FollowJointTrajectory.Result
@@ -151,7 +152,7 @@ class FollowJointTrajectoryServer(abc.ABC):
         self.server = ActionServer(
             node, FollowJointTrajectory, action_name, execute_callback=self._execute,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel, callback_group=self.group)
+            cancel_callback=self._on_cancel, callback_group=self.group, **action_services_qos())
 
     # -- hooks ------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -86,6 +86,14 @@ class FakeServer(FollowJointTrajectoryServer):
         return not plan.name.startswith('stale')      # a goal handed out before the running one
 
 
+class HeldUp(FakeServer):
+    """The FakeServer on its own action name."""
+
+    def __init__(self, node, action: str) -> None:
+        self.events = []
+        FollowJointTrajectoryServer.__init__(self, node, action, handover_timeout=2.0)
+
+
 @pytest.fixture(scope='module')
 def fake(ros):
     """The FakeServer, spun by a 4-thread executor on its own context."""
@@ -234,3 +242,32 @@ def test_locked_action_client_sends_cancels_and_gets_results(ros, server):
         assert result.result().status == GoalStatus.STATUS_CANCELED
     finally:
         client.destroy()
+
+
+def test_a_burst_of_goals_while_the_server_is_held_up_is_answered_in_full(ros):
+    """30 goals arrive while the server's executor is held up (here: not yet spinning); once it
+    spins, every one is answered. rclpy's default for an action's services keeps 10 requests:
+    20 clients would wait for ever (a preemption storm on a loaded CI machine lost one)."""
+    helpers, client = ros
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('held_up_trajectory_server', context=context)
+    burst = '/held_up/follow_joint_trajectory'
+    HeldUp(node, burst)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    try:
+        act = client.action_client(FollowJointTrajectory, burst)
+        futures = [act.send_goal_async(goal_named('bad')) for _ in range(30)]
+        time.sleep(1.0)                      # all 30 requests are in the server's reader by now
+        assert not any(f.done() for f in futures)
+        executor.add_node(node)
+        thread.start()
+        assert helpers.wait_until(lambda: all(f.done() for f in futures), 10.0), \
+            f'{sum(not f.done() for f in futures)} of 30 goals got no answer'
+        assert not any(f.result().accepted for f in futures)
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+        thread.join(timeout=2.0)
