@@ -15,7 +15,7 @@ Sources, by preference (each a list of topics; a component uses the first it has
   the robot's odometry (``nav_msgs/Odometry``).
 
 **Timing**, one rule for every source: a setpoint applies at its stamp. A state is moved on from its
-stamp to the sim's now at its velocity (for at most ``FOLLOW_EXTRAPOLATION``; then the joints
+stamp to the sim's now at its velocity (at most ``FOLLOW_COAST``, 0.3 s; then the joints
 hold, so a source that goes silent leaves the sim standing); a trajectory runs on its stamped clock;
 a base command acts as the MiR's does, on arrival (plus the model's command latency from its stamp).
 
@@ -59,8 +59,9 @@ from shadow_twin.ros.message_checks import check_finite, check_joint_state, chec
 from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: s: a stamp further ahead of this node's clock is a bad stamp, dropped. The followed state is moved
-#: on from its stamp for at most FOLLOW_EXTRAPOLATION (0.1 s), so the clocks of the robots' PCs and
-#: the twin's must agree to well within that anyway (chrony or NTP on a lab network: about 1 ms).
+#: on from its stamp at its acceleration for at most FOLLOW_EXTRAPOLATION (0.1 s), so the clocks of the
+#: robots' PCs and the twin's must agree to well within that anyway (chrony or NTP on a lab network:
+#: about 1 ms).
 STAMP_LEAD_LIMIT = 0.1
 #: s: a message whose stamp is older than this when it arrives is dropped (a state that old is not
 #: where the robot is; the source's next messages are followed).

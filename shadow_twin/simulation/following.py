@@ -29,9 +29,17 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-#: Longest a followed state is moved on at its velocity, s: past it the joints hold (e.g. the
-#: followed robot's ``joint_states`` stopped). Five periods of a 50 Hz stream.
+#: Longest a followed state is moved on at its velocity and acceleration, s (five periods of a 50 Hz
+#: stream); then at the velocity reached until :data:`FOLLOW_COAST`.
 FOLLOW_EXTRAPOLATION = 0.1
+#: Longest a followed state is moved on at all, s: past it the target brakes to a stop (the followed
+#: robot's ``joint_states`` stopped). A source late by more than 0.1 s is common on a loaded 2-core PC
+#: (the follower's process or the source's not scheduled, late ticks of 28-114 ms in one live contact
+#: run); braking then, at FOLLOW_MAX_ACCELERATION, and rejoining jerked the mock hand's arm (it follows
+#: the mock UR5's joint states) enough to shake a held can loose: its tilt 1.5 deg behind for a moment
+#: and the grip's efforts 42-49 mN m below the same run's replay. Coasting 0.3 s: docs/benchmarks.md (the contact
+#: protocol on the robots).
+FOLLOW_COAST = 0.3
 #: Fastest a followed target moves, rad/s: the UR5's joint speed limit (pi rad/s, UR5 technical
 #: specifications: 180 deg/s for every joint; the Shadow Hand's model gives no limit, so its joints
 #: get the same). A followed state far from the target (the first message, a stream that resumes
@@ -93,18 +101,20 @@ class Followed:
 
     def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(N, K) target positions (rad) and velocities (rad/s) at sim ``times`` (N,), s: the goal
-        moved on (or back) at most :data:`FOLLOW_EXTRAPOLATION` s from ``since`` plus the
-        correction; past that the target brakes to a stop at :data:`FOLLOW_MAX_ACCELERATION` (a
-        source gone silent leaves the sim standing, without a jerk)."""
+        moved on (or back) at most :data:`FOLLOW_EXTRAPOLATION` s from ``since`` at its velocity and
+        acceleration, then at the velocity reached up to :data:`FOLLOW_COAST` s, plus the correction;
+        past that the target brakes to a stop at :data:`FOLLOW_MAX_ACCELERATION` (a source gone
+        silent leaves the sim standing)."""
         rel = np.asarray(times, dtype=float)[:, None] - self.since
         ahead = np.clip(rel, -FOLLOW_EXTRAPOLATION, FOLLOW_EXTRAPOLATION)
-        q = self.positions + (self.velocities + 0.5 * self.accelerations * ahead) * ahead
+        coast = np.clip(rel - FOLLOW_EXTRAPOLATION, 0.0, FOLLOW_COAST - FOLLOW_EXTRAPOLATION)
         qd = self.velocities + self.accelerations * ahead
+        q = self.positions + (self.velocities + 0.5 * self.accelerations * ahead) * ahead + qd * coast
         # the correction: its speed ramps from correction_speed to closing_speed at the acceleration limit
         w0, w1 = self.correction_speed, self.closing_speed
         ramp = np.abs(w1 - w0) / FOLLOW_JOIN_ACCELERATION                     # (K,) s
         sign = np.sign(w1 - w0)
-        tau = np.maximum(ahead, 0.0)
+        tau = np.clip(rel, 0.0, FOLLOW_COAST)
         early = np.minimum(tau, ramp)
         c = self.correction + w0 * early + 0.5 * sign * FOLLOW_JOIN_ACCELERATION * early ** 2 \
             + w1 * (tau - early) + w0 * np.minimum(ahead, 0.0)
@@ -113,9 +123,9 @@ class Followed:
         c, w = np.where(closed, 0.0, c), np.where(closed, 0.0, w)
         q, qd = q + c, qd + w
         # past the extrapolation the target stops, braking at the acceleration limit; back before it, holds
-        stop = np.clip(rel - FOLLOW_EXTRAPOLATION, 0.0, np.abs(qd) / FOLLOW_MAX_ACCELERATION)
+        stop = np.clip(rel - FOLLOW_COAST, 0.0, np.abs(qd) / FOLLOW_MAX_ACCELERATION)
         q = q + (qd - 0.5 * np.sign(qd) * FOLLOW_MAX_ACCELERATION * stop) * stop
-        qd = np.where(rel >= FOLLOW_EXTRAPOLATION, qd - np.sign(qd) * FOLLOW_MAX_ACCELERATION * stop, qd)
+        qd = np.where(rel >= FOLLOW_COAST, qd - np.sign(qd) * FOLLOW_MAX_ACCELERATION * stop, qd)
         return q, np.where(rel <= -FOLLOW_EXTRAPOLATION, 0.0, qd)
 
 
