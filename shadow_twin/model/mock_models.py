@@ -23,7 +23,8 @@ from shadow_twin.model.cell.names import arm_joint_names
 
 
 def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,
-                            hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None) -> Path:
+                            hand_path: str | os.PathLike | None = None, arm_prefix: str | None = None,
+                            gravity_compensation: bool = True) -> Path:
     """Write the cell reduced to its arm, the mock UR5's model (the UR5 carrying the hand), atomically.
 
     The cell's MJCF (:func:`build_cell_spec`: same masses, geometry, options and timestep) with
@@ -37,13 +38,16 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
     simulated offline (each with its gains) on the sweeps of config/trajectories/ur5.yaml, the
     mock UR5's arm joint positions are 14 to 48 times closer (RMS) to the cell's than ur5.xml's
     (shoulder pan, lift, elbow and wrist 1 sweeps measured; test/core/model/test_cell_files.py checks the
-    fast shoulder-lift sweep).
+    fast shoulder-lift sweep, without the gravity compensation). With ``gravity_compensation`` (the mock
+    UR5's) its servos compensate the weight of the arm and the hand (:func:`_compensate_gravity`), as the
+    real UR's controller does and the cell's model does not.
 
     Args:
         config: the cell figures, or the path of a cell YAML (:meth:`CellConfig.from_yaml`);
             None: the :class:`CellConfig` defaults.
         out_path: the MJCF to write (its folder is created; an existing file is replaced).
         hand_path, arm_prefix: as for :func:`build_cell_spec`.
+        gravity_compensation: the servos compensate gravity (default), or are the model's PD alone.
     Returns:
         The path written.
     Raises:
@@ -53,8 +57,28 @@ def write_arm_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_p
     """
     def reduce(spec: mujoco.MjSpec, prefix: str) -> str:
         _keep_joints(spec, set(arm_joint_names(prefix)))
-        return 'with only the UR5 joints, the base welded to the world and the hand rigid'
+        if not gravity_compensation:
+            return 'with only the UR5 joints, the base welded to the world and the hand rigid'
+        _compensate_gravity(spec)
+        return ('with only the UR5 joints, the base welded to the world, the hand rigid and the servos '
+                'compensating gravity')
     return _write_mock_model(config, out_path, hand_path, arm_prefix, 'arm', reduce)
+
+
+def _compensate_gravity(spec: mujoco.MjSpec) -> None:
+    """Let every joint's servo of ``spec`` compensate the weight of every body (MuJoCo's body ``gravcomp`` 1
+    with joint ``actgravcomp``: the compensating torque goes through the joint's actuator, within its force
+    range, and counts in its effort), as the UR's controller does with its model and payload: the real arm
+    holds its setpoint, where the simulated servo (a PD, config/controllers/ur5.yaml) alone stands up to 1 mrad
+    below it. That difference jolted the hand: a JTC accepting a goal stamped ahead holds the measured state
+    (closed loop, ros2_controllers' rule, as the bridge does), so the sagging arm sank another 1 mrad and
+    shook a held can loose (docs/benchmarks.md, the contact protocol on the robots). For a model whose
+    joints are all an arm's: any other joint would feel its bodies weightless."""
+    for body in spec.bodies:
+        if body.name != 'world':
+            body.gravcomp = 1.0
+    for joint in spec.joints:
+        joint.actgravcomp = True
 
 
 def write_base_stand_in_mjcf(config: CellConfig | str | os.PathLike | None, out_path: str | os.PathLike,

@@ -23,6 +23,7 @@ from shadow_twin.model.cell.assembly import (CellConfig, arm_joint_names, build_
 from shadow_twin.model.mjcf import TwinModel, builtin_model_path
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
 from shadow_twin.simulation.offline import TrajectorySimulator
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 
 REPO = Path(__file__).resolve().parents[3]
@@ -102,10 +103,28 @@ def test_arm_stand_in_moves_like_the_cell_and_the_bare_arm_does_not(tmp_path):
 
     cell, _ = write_cell_mjcf(None, tmp_path / 'cell.xml')
     full = arm_positions(cell, config_path('controllers', 'cell.yaml'))
-    stand_in = arm_positions(write_arm_stand_in_mjcf(None, tmp_path / 'stand_in.xml'), UR5_GAINS)
+    stand_in = arm_positions(write_arm_stand_in_mjcf(None, tmp_path / 'stand_in.xml', gravity_compensation=False),
+                             UR5_GAINS)
     bare = arm_positions(builtin_model_path('ur5'), UR5_GAINS)
     rms = {name: float(np.sqrt(np.mean((q - full) ** 2))) for name, q in (('stand-in', stand_in), ('bare', bare))}
     assert rms['stand-in'] * 5 <= rms['bare'] and rms['stand-in'] < 1e-4, rms
+
+
+def test_the_mock_ur5s_servos_compensate_gravity_and_hold_their_setpoint(tmp_path):
+    """The mock UR5's stand-in (gravity compensation on, the default) holds the arm at its setpoint with
+    the hand on the flange, as the real UR's controller does; the model's PD alone stands below it (the
+    shoulder lift by about 1 mrad). The compensating torque is the servo's: it is in the joints' effort."""
+    def held(path) -> tuple[np.ndarray, np.ndarray]:
+        sim = LiveSimulation(path, gains=UR5_GAINS)
+        sim.step(500)
+        state = sim.joint_state()
+        columns = [state.names.index(j) for j in arm_joint_names()]
+        return np.abs(state.position[columns] - sim.reference()[2]), state.effort[columns]
+    sag, effort = held(write_arm_stand_in_mjcf(None, tmp_path / 'compensated.xml'))
+    pd_sag, pd_effort = held(write_arm_stand_in_mjcf(None, tmp_path / 'pd.xml', gravity_compensation=False))
+    lift = arm_joint_names().index('shoulder_lift_joint')
+    assert pd_sag[lift] > 5e-4 and sag.max() < 2e-5, (sag, pd_sag)
+    assert effort[lift] == pytest.approx(pd_effort[lift], rel=0.05) and abs(effort[lift]) > 50.0   # N m
 
 
 def test_cell_with_shadows_mesh_hand_writes_a_standalone_file(tmp_path, monkeypatch):
