@@ -35,9 +35,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 import contacts
+from shadow_twin.cli.up import ros_parameters
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.cell.assembly import arm_joint_names, write_cell_mjcf
@@ -60,8 +60,7 @@ SWING_S = 1.2                # s per leg of the swing: peak speed 1.875 * 0.6 / 
 def mock_settings(path: Path | None = None) -> tuple[float, float, ParameterOverrides]:
     """(scene friction scale, scene mass scale, overrides) of the mock hardware
     (``config/mock_hardware.yaml``'s ``scene_friction_scale``, ``scene_mass_scale``, ``overrides``)."""
-    text = (path or config_path('mock_hardware.yaml')).read_text()
-    params = next(iter(yaml.safe_load(text).values()))['ros__parameters']
+    params = ros_parameters(path or config_path('mock_hardware.yaml'))
     return (float(params.get('scene_friction_scale', 1.0)), float(params.get('scene_mass_scale', 1.0)),
             ParameterOverrides.from_yaml_text(params.get('overrides')))
 

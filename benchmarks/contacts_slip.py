@@ -62,10 +62,10 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
-import yaml
 
 import contacts
 from shadow_twin.calibration.contacts.tilt import gravity_at
+from shadow_twin.cli.up import ros_parameters
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.scene import SceneConfig
 from shadow_twin.monitoring.slip import DEFAULT_HOLD, DEFAULT_RELEASE, DEFAULT_THRESHOLD, SlipWatch
@@ -90,9 +90,7 @@ MOCK_FRICTION, MOCK_MASS = 0.6, 1.3
 
 def mock_overrides() -> ParameterOverrides:
     """The mock hardware's finger overrides, read from ``config/mock_hardware.yaml``."""
-    with open(config_path('mock_hardware.yaml'), encoding='utf-8') as f:
-        params = yaml.safe_load(f)['/**/mock_hardware']['ros__parameters']
-    return ParameterOverrides.from_yaml_text(params['overrides'])
+    return ParameterOverrides.from_yaml_text(ros_parameters(config_path('mock_hardware.yaml'))['overrides'])
 
 
 def scene(mock: bool = False, **changes) -> SceneConfig:

@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from contacts_slip import MOCK_FRICTION, MOCK_MASS, mock_overrides
 from shadow_twin.calibration.contacts.bags import read_tilt_run, write_tilt_run
@@ -44,6 +43,7 @@ from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.engine.sensitivity import ranking, screen
 from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.cli.up import ros_parameters
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.scene import SceneConfig, add_objects
@@ -74,8 +74,7 @@ def add_arguments(parser) -> None:
 
 def capture_noise() -> float:
     """m: the mock hardware's motion-capture noise per coordinate (config/mock_hardware.yaml)."""
-    with open(config_path('mock_hardware.yaml'), encoding='utf-8') as f:
-        return float(yaml.safe_load(f)['/**/mock_hardware']['ros__parameters']['object_pose_position_noise'])
+    return float(ros_parameters(config_path('mock_hardware.yaml'))['object_pose_position_noise'])
 
 
 def mock_recordings(protocol: ContactProtocol, scene: SceneConfig, folder: Path) -> dict[str, TiltRecord]:

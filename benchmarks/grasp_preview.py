@@ -54,11 +54,11 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-import yaml
 
 import contacts
 import grasp_calibration
 from contacts_following import mock_settings
+from shadow_twin.cli.up import ros_parameters
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.controller import ControllerGains
 from shadow_twin.control.trajectory import JointTrajectory
@@ -170,7 +170,7 @@ def predictor_for(scene: SceneConfig, config: PreviewConfig, overrides=None) -> 
 
 def mock_capture() -> CaptureConfig:
     """The mock hardware's motion capture (``config/mock_hardware.yaml``'s ``object_pose_*``)."""
-    params = next(iter(yaml.safe_load(config_path('mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    params = ros_parameters(config_path('mock_hardware.yaml'))
     return CaptureConfig(params['object_pose_rate'], params['object_pose_latency'],
                          params['object_pose_position_noise'], params['object_pose_angle_noise'])
 

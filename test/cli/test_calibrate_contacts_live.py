@@ -25,6 +25,7 @@ from shadow_twin.calibration.contacts.bags import read_tilt_run  # noqa: E402
 from shadow_twin.calibration.contacts.live import plan_live_tilt, record_runs_on_robots  # noqa: E402
 from shadow_twin.calibration.contacts.protocol import ContactProtocol  # noqa: E402
 from shadow_twin.calibration.contacts.tilt import record_runs  # noqa: E402
+from shadow_twin.cli.up import ros_parameters  # noqa: E402
 from shadow_twin.model.cell.assembly import arm_joint_names  # noqa: E402
 from shadow_twin.model.cell.config import CONES, CellConfig  # noqa: E402
 from shadow_twin.model.scene import SceneConfig  # noqa: E402
@@ -49,7 +50,7 @@ def test_the_robots_scene_holds_the_protocols_fixture_on_the_forearm():
 def mock_hand_alone() -> LiveSimulation:
     """The hand alone with the mock hardware's physics (its scene factors and finger overrides) and the
     cell's friction cone: the protocol's replay of what the mock cell does."""
-    params = next(iter(yaml.safe_load((REPO / 'config' / 'mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    params = ros_parameters(REPO / 'config' / 'mock_hardware.yaml')
     scene = SceneConfig.from_yaml(HAND_SCENE).scaled(friction=params['scene_friction_scale'], mass=params['scene_mass_scale'])
     sim = LiveSimulation(None, scene=scene, overrides=ParameterOverrides.from_yaml_text(params['overrides']))
     cell = CellConfig.from_yaml(REPO / 'config' / 'cell.yaml')
@@ -60,7 +61,7 @@ def mock_hand_alone() -> LiveSimulation:
 def mock_robots(model: Path, protocol: ContactProtocol) -> LiveSimulation:
     """The robots' model the command wrote (the cell reduced to arm and hand) with the mock hardware's
     physics and the protocol's live scene."""
-    params = next(iter(yaml.safe_load((REPO / 'config' / 'mock_hardware.yaml').read_text()).values()))['ros__parameters']
+    params = ros_parameters(REPO / 'config' / 'mock_hardware.yaml')
     scene = SceneConfig.from_yaml(protocol.live.scene).scaled(friction=params['scene_friction_scale'],
                                                               mass=params['scene_mass_scale'])
     return LiveSimulation(model, gains=REPO / 'config' / 'controllers' / 'cell.yaml', scene=scene,
