@@ -4,9 +4,10 @@
 Each run (:class:`~shadow_twin.calibration.contacts.protocol.TiltRun`, planned by
 :func:`~shadow_twin.calibration.contacts.live.plan_live_tilt` on the robots' model):
 
-1. **positioning** (not recorded): the arm to the protocol's ``live.arm_start`` (the forearm upright)
-   and the hand open (the grip's joints at their model's reference angle), one goal through the twin's
-   action, in ``live.positioning_s`` s;
+1. **positioning** (not recorded): the object put on ``live.park`` if the protocol gives one (out of the
+   robots' reach, as step 2 puts it, then :data:`PARK_S` of waiting), then the arm to the protocol's
+   ``live.arm_start`` (the forearm upright) and the hand open (the grip's joints at their model's reference
+   angle), one goal through the twin's action, in ``live.positioning_s`` s;
 2. **the object on its fixture**: each of ``place_services`` (``SetEntityState``) puts the object where
    the fixture holds it at the start pose, at rest: the sim bridge's (its object would otherwise walk
    there from wherever it lay, through the robot, as its follower joins a source that jumped), and the
@@ -50,6 +51,9 @@ from shadow_twin.ros.spinning import result_within
 
 #: m: how far the captured object may stand from its fixture's place when a run starts.
 PLACED_TOLERANCE = 0.01
+#: s after parking the object: the sim's object follower takes a jump in its source for a glitch until the
+#: source has held the new place 0.5 s (``simulation.objects.gate``), and the preview sees the sim's objects.
+PARK_S = 1.0
 #: s of recording after a tilt's last point.
 TAIL_S = 0.3
 #: s to wait for a service's answer, or for the object's captured pose.
@@ -106,6 +110,8 @@ class ContactRunRecorder:
         try:
             live = self.protocol.live
             start = {**plan.start, **self.hand_open}
+            if live.park is not None:       # wherever the last run left it: out of the way first
+                self._put_object(np.array([*live.park, 1.0, 0.0, 0.0, 0.0]), checked=False)
             self._move(start, live.positioning_s, 0.2)
             self._put_object(plan.object_pose)
             if run.grip:        # the fingers stop on the object short of the grip's targets: no goal tolerance
@@ -132,8 +138,10 @@ class ContactRunRecorder:
             goal.goal_tolerance = [JointTolerance(name=n, position=-1.0) for n in names]
         self.executor.send(goal, self.settings.start_lead, tail)
 
-    def _put_object(self, pose: np.ndarray) -> None:
-        """The object on its fixture (module doc, step 2). Raises TrajectoryError."""
+    def _put_object(self, pose: np.ndarray, checked: bool = True) -> None:
+        """The object at ``pose`` ((7,) m and w, x, y, z; world): on its fixture (module doc, step 2), its captured
+        position then checked; without ``checked`` on the park, where it drops to the floor, and
+        :data:`PARK_S` of waiting. Raises TrajectoryError."""
         name = self.protocol.object
         request = SetEntityState.Request(entity=name)
         p, q = request.state.pose.position, request.state.pose.orientation
@@ -146,6 +154,9 @@ class ContactRunRecorder:
             if answer is None or answer.result.result != Result.RESULT_OK:
                 why = 'no answer' if answer is None else answer.result.error_message
                 raise TrajectoryError(f'{service} did not place {name!r}: {why}')
+        if not checked:
+            self.node_sleep(PARK_S)
+            return
         self.node_sleep(PLACE_S)             # a capture frame of the placed object
         with self._lock:
             latest = self._latest

@@ -160,7 +160,10 @@ def run_on_robots(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, 
     t0 = float(data.time)
     sim.set_trajectory(tilt_trajectory(plan, run), start_time=t0)
     steps = max(1, int(round(protocol.sample_s / sim.dt)))
-    count = int(np.ceil((run.duration + 2 * RAMP_S) / protocol.sample_s)) + 2
+    # the run's start is read where the tilt passes TILT_START: a palm that starts tilted back (the grip and the
+    # object's weight bend the wrist: -1.5 deg after 8 s of holding the can) passes it that much later
+    behind = max(0.0, -float(tilt_of(Rotation.from_quat([data.xquat[palm][[1, 2, 3, 0]]]), run.axis)[0]))
+    count = int(np.ceil((run.duration + 2 * RAMP_S + behind / run.rate) / protocol.sample_s)) + 2
     times, palm_pos, palm_quat = np.empty(count), np.empty((count, 3)), np.empty((count, 4))
     obj_pos, efforts = np.empty((count, 3)), np.empty((count, len(columns)))
     for k in range(count):

@@ -29,6 +29,7 @@ YAML (``config/calibration/contact_protocol.yaml``)::
         scene: ../scene_contacts_cell.yaml   # the robots' scene: the same fixture, fixed to the forearm
         arm_start: {shoulder_pan_joint: 0.0, ..., wrist_3_joint: 0.0}   # rad: the forearm upright
         positioning_s: 3.0        # s to reach it
+        park: [2.0, 0.0, 0.1]     # m, world: where the object waits while the arm positions (optional)
 """
 
 from __future__ import annotations
@@ -133,23 +134,31 @@ class ContactProtocol:
 class LiveSetup:
     """How the runs are made on the robots: ``scene`` (absolute path) is the robots' scene (the protocol's
     fixture fixed to the forearm), ``arm_start`` {arm joint: rad} the pose each run starts from (the
-    forearm upright, as the hand stands in the protocol's scene), reached in ``positioning_s`` s."""
+    forearm upright, as the hand stands in the protocol's scene), reached in ``positioning_s`` s. ``park``
+    (m, world; None: not used) is where the object is put while the arm positions, out of the robots' reach
+    (by the mock hardware's and the sim's ``set_entity_state``): a run ends with the object wherever it
+    fell, on the arm too, and the twin's preview refuses a positioning that would carry it along."""
 
     scene: Path
     arm_start: dict[str, float]
     positioning_s: float = 3.0
+    park: tuple[float, float, float] | None = None
 
 
 def _live(item: Any, where: str, folder: Path) -> LiveSetup | None:
     """The ``live`` section (None without one)."""
     if item is None:
         return None
-    body = values.mapping(item, where, ('scene', 'arm_start', 'positioning_s'))
+    body = values.mapping(item, where, ('scene', 'arm_start', 'positioning_s', 'park'))
     if not isinstance(body.get('scene'), str) or not isinstance(body.get('arm_start'), dict) or not body['arm_start']:
         raise ConfigError(f'{where}: give scene (the robots\' scene file) and arm_start ({{arm joint: rad}})')
+    park = body.get('park')
+    if park is not None and (not isinstance(park, list) or len(park) != 3):
+        raise ConfigError(f'{where}.park: expected [x, y, z] (m, world), got {park!r}')
     return LiveSetup(folder / body['scene'],
                      {str(k): values.number(v, f'{where}.arm_start.{k}') for k, v in body['arm_start'].items()},
-                     values.positive(body.get('positioning_s', 3.0), f'{where}.positioning_s'))
+                     values.positive(body.get('positioning_s', 3.0), f'{where}.positioning_s'),
+                     None if park is None else tuple(values.number(v, f'{where}.park[{k}]') for k, v in enumerate(park)))
 
 
 def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, ...]:

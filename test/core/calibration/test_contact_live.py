@@ -11,15 +11,18 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
+import yaml
 from scipy.spatial.transform import Rotation
 
 from shadow_twin.calibration.contacts.bags import tilt_of
-from shadow_twin.calibration.contacts.live import object_pose, plan_live_tilt, tilt_trajectory
+from shadow_twin.calibration.contacts.live import object_pose, plan_live_tilt, record_runs_on_robots, tilt_trajectory
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec
+from shadow_twin.model.mock_models import write_hand_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig, add_objects
+from shadow_twin.simulation.live.simulation import LiveSimulation
 
 PROTOCOL = ContactProtocol.from_yaml(config_path('calibration', 'contact_protocol.yaml'))
 ARM = list(arm_joint_names())
@@ -83,3 +86,35 @@ def test_a_start_that_does_not_stand_the_hand_upright_and_a_protocol_without_liv
         plan_live_tilt(cell, dataclasses.replace(PROTOCOL, live=None), PROTOCOL.runs[0], ARM)
     with pytest.raises(ConfigError, match="no joint 'elbow'"):
         plan_live_tilt(cell, PROTOCOL, PROTOCOL.runs[0], [*ARM, 'elbow'])
+
+
+def test_the_park_is_read_and_a_bad_one_is_one_line(tmp_path):
+    assert PROTOCOL.live.park == (2.0, 0.0, 0.1)
+    data = yaml.safe_load(config_path('calibration', 'contact_protocol.yaml').read_text())
+    body = data['contact_protocol']
+    body['scene'] = str(config_path('scene_hand.yaml'))
+    body['live']['scene'] = str(PROTOCOL.live.scene)
+    for bad in ([2.0, 0.0], 'far', [2.0, 'x', 0.1]):
+        body['live']['park'] = bad
+        path = tmp_path / 'protocol.yaml'
+        path.write_text(yaml.safe_dump(data))
+        with pytest.raises(ConfigError, match=r'live\.park'):
+            ContactProtocol.from_yaml(path)
+    del body['live']['park']
+    path.write_text(yaml.safe_dump(data))
+    assert ContactProtocol.from_yaml(path).live.park is None
+
+
+@pytest.mark.parametrize('friction', [1.0, 0.2])
+def test_a_slow_grip_run_whose_palm_starts_tilted_back_is_replayed_in_full(tmp_path, friction):
+    """The shipped slow grip run (8 s of holding, then 6 deg/s for 7 s) replayed on the robots' model, the can
+    as the scene has it and with a fifth of its friction (the fit's lower bound): the grip and the can's weight
+    bend the wrist back (1.5 and 2.6 deg), so the tilt passes the reading's start later; the replay goes on
+    that much longer (with the slippery can it ended 0.1 s short of the run, a RecordingError, in a fit)."""
+    model = write_hand_stand_in_mjcf(None, tmp_path / 'robots.xml')
+    sim = LiveSimulation(model, gains=config_path('controllers', 'cell.yaml'),
+                         scene=SceneConfig.from_yaml(PROTOCOL.live.scene).scaled(friction=friction))
+    run = next(r for r in PROTOCOL.runs if r.name == 'tilt_grip_slow')
+    record, = record_runs_on_robots(sim, PROTOCOL, [run], {run.name: plan_live_tilt(sim.model, PROTOCOL, run, ARM)})
+    assert record.times[-1] == pytest.approx(run.duration)
+    assert record.tilt[0] > 0.0 and record.tilt[-1] == pytest.approx(run.rate * run.duration, rel=0.05)
