@@ -87,7 +87,7 @@ class ContactRunRecorder:
         self._latest: PoseStamped | None = None
         self._lock = threading.Lock()
         self._pose_sub = node.create_subscription(PoseStamped, self.object_topic, self._on_pose, 10)
-        self._place = {name: node.create_client(SetEntityState, name) for name in settings.place_services}
+        self._place_clients = {name: node.create_client(SetEntityState, name) for name in settings.place_services}
         hand = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in protocol.grip]
         #: The open hand: the grip's joints at the model's reference angles, rad.
         self.hand_open = {j: float(model.qpos0[model.jnt_qposadr[i]]) for j, i in zip(protocol.grip, hand) if i >= 0}
@@ -111,7 +111,8 @@ class ContactRunRecorder:
             live = self.protocol.live
             start = {**plan.start, **self.hand_open}
             if live.park is not None:       # wherever the last run left it: out of the way first
-                self._put_object(np.array([*live.park, 1.0, 0.0, 0.0, 0.0]), checked=False)
+                self._place(np.array([*live.park, 1.0, 0.0, 0.0, 0.0]))
+                self.node_sleep(PARK_S)
             self._move(start, live.positioning_s, 0.2)
             self._put_object(plan.object_pose)
             if run.grip:        # the fingers stop on the object short of the grip's targets: no goal tolerance
@@ -138,25 +139,27 @@ class ContactRunRecorder:
             goal.goal_tolerance = [JointTolerance(name=n, position=-1.0) for n in names]
         self.executor.send(goal, self.settings.start_lead, tail)
 
-    def _put_object(self, pose: np.ndarray, checked: bool = True) -> None:
-        """The object at ``pose`` ((7,) m and w, x, y, z; world): on its fixture (module doc, step 2), its captured
-        position then checked; without ``checked`` on the park, where it drops to the floor, and
-        :data:`PARK_S` of waiting. Raises TrajectoryError."""
+    def _place(self, pose: np.ndarray) -> None:
+        """Put the object at ``pose`` ((7,) m and w, x, y, z; world) by each of the place services. Raises
+        TrajectoryError."""
         name = self.protocol.object
         request = SetEntityState.Request(entity=name)
         p, q = request.state.pose.position, request.state.pose.orientation
         p.x, p.y, p.z = (float(v) for v in pose[:3])
         q.w, q.x, q.y, q.z = (float(v) for v in pose[3:])
-        for service, client in self._place.items():
+        for service, client in self._place_clients.items():
             if not client.wait_for_service(timeout_sec=WAIT_S):
                 raise TrajectoryError(f'no {service} service to place {name!r}')
             answer = result_within(client.call_async(request), WAIT_S)
             if answer is None or answer.result.result != Result.RESULT_OK:
                 why = 'no answer' if answer is None else answer.result.error_message
                 raise TrajectoryError(f'{service} did not place {name!r}: {why}')
-        if not checked:
-            self.node_sleep(PARK_S)
-            return
+
+    def _put_object(self, pose: np.ndarray) -> None:
+        """The object on its fixture (module doc, step 2), its captured position then checked. Raises
+        TrajectoryError."""
+        name = self.protocol.object
+        self._place(pose)
         self.node_sleep(PLACE_S)             # a capture frame of the placed object
         with self._lock:
             latest = self._latest

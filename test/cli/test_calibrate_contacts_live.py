@@ -47,12 +47,19 @@ def test_the_robots_scene_holds_the_protocols_fixture_on_the_forearm():
         assert other == dataclasses.replace(obj, frame='rh_forearm'), name
 
 
+def mock_physics(scene_file) -> tuple[SceneConfig, ParameterOverrides]:
+    """``scene_file``'s scene with the mock hardware's scene factors, and its finger overrides."""
+    params = ros_parameters(REPO / 'config' / 'mock_hardware.yaml')
+    scene = SceneConfig.from_yaml(scene_file).scaled(friction=params['scene_friction_scale'],
+                                                     mass=params['scene_mass_scale'])
+    return scene, ParameterOverrides.from_yaml_text(params['overrides'])
+
+
 def mock_hand_alone() -> LiveSimulation:
     """The hand alone with the mock hardware's physics (its scene factors and finger overrides) and the
     cell's friction cone: the protocol's replay of what the mock cell does."""
-    params = ros_parameters(REPO / 'config' / 'mock_hardware.yaml')
-    scene = SceneConfig.from_yaml(HAND_SCENE).scaled(friction=params['scene_friction_scale'], mass=params['scene_mass_scale'])
-    sim = LiveSimulation(None, scene=scene, overrides=ParameterOverrides.from_yaml_text(params['overrides']))
+    scene, overrides = mock_physics(HAND_SCENE)
+    sim = LiveSimulation(None, scene=scene, overrides=overrides)
     cell = CellConfig.from_yaml(REPO / 'config' / 'cell.yaml')
     sim.model.opt.cone, sim.model.opt.impratio = CONES[cell.cone], cell.impratio
     return sim
@@ -61,11 +68,8 @@ def mock_hand_alone() -> LiveSimulation:
 def mock_robots(model: Path, protocol: ContactProtocol) -> LiveSimulation:
     """The robots' model the command wrote (the cell reduced to arm and hand) with the mock hardware's
     physics and the protocol's live scene."""
-    params = ros_parameters(REPO / 'config' / 'mock_hardware.yaml')
-    scene = SceneConfig.from_yaml(protocol.live.scene).scaled(friction=params['scene_friction_scale'],
-                                                              mass=params['scene_mass_scale'])
-    return LiveSimulation(model, gains=REPO / 'config' / 'controllers' / 'cell.yaml', scene=scene,
-                          overrides=ParameterOverrides.from_yaml_text(params['overrides']))
+    scene, overrides = mock_physics(protocol.live.scene)
+    return LiveSimulation(model, gains=REPO / 'config' / 'controllers' / 'cell.yaml', scene=scene, overrides=overrides)
 
 
 def short_protocol(folder: Path) -> Path:

@@ -45,9 +45,9 @@ class FakeServer(FollowJointTrajectoryServer):
     succeeds after 3 steps, ``stale...`` was handed out before the running goal (it does not
     supersede it), anything else runs until stopped."""
 
-    def __init__(self, node) -> None:
+    def __init__(self, node, action: str = ACTION) -> None:
         self.events: list[tuple[str, str]] = []
-        super().__init__(node, ACTION, handover_timeout=2.0)
+        super().__init__(node, action, handover_timeout=2.0)
 
     def validate(self, request):
         name = request.trajectory.joint_names[0]
@@ -84,14 +84,6 @@ class FakeServer(FollowJointTrajectoryServer):
 
     def supersedes(self, plan, running):
         return not plan.name.startswith('stale')      # a goal handed out before the running one
-
-
-class HeldUp(FakeServer):
-    """The FakeServer on its own action name."""
-
-    def __init__(self, node, action: str) -> None:
-        self.events = []
-        FollowJointTrajectoryServer.__init__(self, node, action, handover_timeout=2.0)
 
 
 @pytest.fixture(scope='module')
@@ -253,7 +245,7 @@ def test_a_burst_of_goals_while_the_server_is_held_up_is_answered_in_full(ros):
     rclpy.init(context=context, domain_id=int(os.environ['ROS_DOMAIN_ID']))
     node = rclpy.create_node('held_up_trajectory_server', context=context)
     burst = '/held_up/follow_joint_trajectory'
-    HeldUp(node, burst)
+    FakeServer(node, burst)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
     thread = threading.Thread(target=executor.spin, daemon=True)
     try:

@@ -22,8 +22,8 @@ from shadow_twin.model.cell.assembly import (CellConfig, arm_joint_names, build_
                                              write_cell_mjcf)
 from shadow_twin.model.mjcf import TwinModel, builtin_model_path
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf
-from shadow_twin.simulation.offline import TrajectorySimulator
 from shadow_twin.simulation.live.simulation import LiveSimulation
+from shadow_twin.simulation.offline import TrajectorySimulator
 
 
 REPO = Path(__file__).resolve().parents[3]
