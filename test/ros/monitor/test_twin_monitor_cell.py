@@ -193,7 +193,10 @@ def test_joint_error_holds_the_arm_and_the_hand_each_compared_on_its_own_stamps(
     print(f'{len(errors)} joint error messages, {from_hand} stamped by /rh/joint_states; while the sim arm '
           f'moved, {exact} of {moving} arm errors exact at an arm stamp')
     assert moving >= 5 and exact >= 0.9 * moving
-    assert from_hand >= 0.3 * len(errors)                                  # the hand's comparisons are there too
+    # the hand's comparisons stamp messages too (all of them here, quiet or beside two busy processes:
+    # the hand's 250 Hz samples are the newest); which driver's sample is newest is the mocks' timing,
+    # not the monitor's: in one fresh-clone CI run on a loaded PC 13 of 47
+    assert from_hand >= 1
     assert abs(errors[-1].position[0] - 0.3) < 0.02                        # sim 0.3 rad, the mock UR's at 0
 
     settled = time.monotonic()
