@@ -5,11 +5,14 @@
   recovered, the hold-out slip-onset angle, the fit's time (``grasp_calibration.py``).
 * ``preview``: the grasp preview's agreement with the mock over 100 random transports of a held can,
   with its confusion matrix (``grasp_preview.py``).
+* ``live``: the contact protocol made on the mock cell through the twin (``shadow-twin up --cell
+  --mock-hardware``), recorded and fitted by ``shadow-twin calibrate --contacts --record`` (``grasp_live.py``;
+  needs rclpy, about 6 minutes).
 
 Exit status 1 when a target is missed.
 
-Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview] [--transports 100]
-       [--contact-budget 60]
+Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview live] [--transports 100]
+       [--contact-budget N] [--live-budget N]
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checks import Checks  # noqa: E402
 
-SECTIONS = ('calibration', 'preview')
+SECTIONS = ('calibration', 'preview', 'live')
 
 
 def section_module(name: str):

@@ -15,7 +15,8 @@ import yaml
 
 pytest.importorskip('rosbags')
 
-from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run, tilt_of, write_tilt_run  # noqa: E402
+from shadow_twin.calibration.contacts.bags import (ContactTopics, read_tilt_run, sampled_run, tilt_of,  # noqa: E402
+                                                  write_tilt_run)
 from shadow_twin.calibration.contacts.protocol import AXES, ContactProtocol  # noqa: E402
 from shadow_twin.calibration.contacts.tilt import gravity_at, record_runs  # noqa: E402
 from shadow_twin.cli import main as cli  # noqa: E402
@@ -29,9 +30,11 @@ SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
 
 @pytest.fixture(scope='module')
 def protocol_file(tmp_path_factory) -> Path:
-    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s)."""
+    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s); the efforts
+    compared as recorded (the bags are the sim's own runs: the squeeze the grip holds repeats, and shows the
+    friction in a short fit)."""
     data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
-    data['contact_protocol'].update(scene=str(SCENE_FILE),
+    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False,
                                     runs=[{'name': 'grip', 'grip': True, 'rate': 15.0, 'duration': 4.0}],
                                     holdout=[{'name': 'grip_holdout', 'grip': True, 'rate': 12.0, 'duration': 5.0}])
     path = tmp_path_factory.mktemp('protocol') / 'protocol.yaml'
@@ -78,6 +81,28 @@ def test_a_runs_bag_reads_back_as_the_record_written(protocol_file, tmp_path):
     longer = type(run)(run.name, run.grip, run.rate, run.duration + 1.0)
     with pytest.raises(RecordingError, match='covers'):                        # the bag ends before the run
         read_tilt_run(tmp_path / 'grip', protocol, longer)
+
+
+def test_the_tilts_start_is_not_read_from_the_captures_noise_at_rest(protocol_file):
+    """A palm standing still whose capture passes 0.5 deg on its noise alone (spikes of 0.8 deg; the mock
+    capture's noise is 0.29 deg RMS) starts the run where the turn begins, as a clean capture does."""
+    from scipy.spatial.transform import Rotation
+    protocol = ContactProtocol.from_yaml(protocol_file)
+    run = protocol.runs[0]
+    t = np.arange(0.0, 1.5 + run.duration, 0.01)
+    clean = np.clip(t - 1.0, 0.0, None) * run.rate               # at rest, then turning from t = 1 s
+    spiked = clean.copy()
+    spiked[[20, 50, 90]] += np.radians(0.8)
+
+    def read(tilt):
+        palm = (t, np.zeros((len(t), 3)), Rotation.from_rotvec(np.outer(tilt, (1.0, 0.0, 0.0))))
+        obj = (t, np.tile([0.0, -0.07, 0.06], (len(t), 1)))
+        return sampled_run(protocol, run, palm, obj, (t, np.zeros((len(t), len(protocol.grip)))), 'a test')
+    reference, noisy = read(clean), read(spiked)
+    assert reference.tilt[0] == pytest.approx(run.rate * protocol.sample_s, abs=1e-9)     # began at 1 s
+    np.testing.assert_allclose(noisy.tilt, reference.tilt, atol=1e-9)
+    with pytest.raises(RecordingError, match='never tilts 2 deg'):                       # noise alone: no run
+        read(np.where(t < 1.0, spiked, 0.0))
 
 
 def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags, tmp_path, capsys):

@@ -7,7 +7,7 @@ the running sim bridge. The recording is the protocol's run: the tilt read from 
 grows at the run's rate; the can starts within 5 mm of where the hand-alone replay of the run (the
 mock's physics, the cell's friction cone) has it in the palm's frame, and so do its start and its path (RMS)
 in the replay as the robots make it (the cell reduced to arm and hand: what the fit replays; measured here
-0.9-3.3 mm and 1.2-2.4 mm: the live timeline moves where the grip leaves the can). The two scene files hold the same fixture. Real processes on this run's ROS domain."""
+0.9-3.3 mm and 1.2-2.4 mm: the live timeline moves where the grip leaves the can). The robots' scene holds the hand scene's fixture, and a stop. Real processes on this run's ROS domain."""
 
 from __future__ import annotations
 
@@ -40,11 +40,18 @@ START_TIMEOUT = 90.0
 def test_the_robots_scene_holds_the_protocols_fixture_on_the_forearm():
     hand = {o.name: o for o in SceneConfig.from_yaml(HAND_SCENE).objects}
     robots = {o.name: o for o in SceneConfig.from_yaml(ROBOTS_SCENE).objects}
-    assert set(hand) == set(robots)
+    assert set(robots) == set(hand) | {'stand_stop'}
     for name, obj in hand.items():
         other = robots[name]
         assert obj.frame == 'world' and other.frame == 'rh_forearm'      # the hand model's world is its forearm
         assert other == dataclasses.replace(obj, frame='rh_forearm'), name
+    # and a stop on the plate's far edge: the can that slides off the plate in the open-hand run stays on the
+    # fixture (without it the twin's preview refuses the run: the can would fall onto the UR5's elbow)
+    stop, can, plate = robots['stand_stop'], robots['can'], robots['stand_plate']
+    assert not stop.free and stop.shape == 'box'
+    assert 0.005 <= (can.xyz[1] - can.size[0]) - (stop.xyz[1] + stop.size[1]) <= 0.02     # m of travel to it
+    assert stop.xyz[2] - stop.size[2] == pytest.approx(plate.xyz[2] + plate.size[2])     # on the plate
+    assert 2 * stop.size[2] >= can.size[1]                      # taller than the can's centre: it leans there
 
 
 def mock_physics(scene_file) -> tuple[SceneConfig, ParameterOverrides]:

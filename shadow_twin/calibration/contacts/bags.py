@@ -12,8 +12,9 @@ A run's bag holds three topics (:class:`ContactTopics`; defaults for the Shadow 
 
 :func:`read_tilt_run` turns a bag into the :class:`~shadow_twin.calibration.contacts.tilt.TiltRecord` the
 replay is compared with: the tilt (rad) is read from gravity in the palm's frame (the inverse of
-:func:`~shadow_twin.calibration.contacts.tilt.gravity_at`); the tilt begins where it first exceeds
-:data:`TILT_START` (between two samples, linearly; minus that angle at the run's rate); the object's position in the palm's frame and the
+:func:`~shadow_twin.calibration.contacts.tilt.gravity_at`); the tilt begins where it last passes
+:data:`TILT_START` before it reaches :data:`TILT_BEGUN` (between two samples, linearly; minus that angle at the run's
+rate: a capture's noise at rest does not start it); the object's position in the palm's frame and the
 efforts are interpolated at the protocol's sample times from there. :func:`write_tilt_run` writes a
 record as such a bag (the mock's runs in tests and benchmarks: the palm turned about its axis at the
 world's origin, standing still for :data:`LEAD_S` before the tilt).
@@ -37,6 +38,9 @@ from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_sec_n
 
 #: rad: the tilt at which a run's tilt is taken to have begun (then set back by this angle at the run's rate).
 TILT_START = np.radians(0.5)
+#: rad: a tilt that the capture's noise never reaches at rest (0.29 deg RMS per frame from the mock capture's
+#: 0.005 rad): the run's tilt has surely begun; its start is the last passing of :data:`TILT_START` before it.
+TILT_BEGUN = np.radians(2.0)
 #: s of standing still that :func:`write_tilt_run` writes before the tilt.
 LEAD_S = 1.0
 
@@ -107,7 +111,7 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
 
     Raises:
         RecordingError: a missing or unreadable bag; a topic missing or of another type; a pose that is
-            not a rotation; a tilt that never begins (below :data:`TILT_START`) or a bag that ends before
+            not a rotation; a tilt that never begins (below :data:`TILT_BEGUN`) or a bag that ends before
             the run's duration; a grip joint without efforts.
     """
     path = Path(path)
@@ -126,7 +130,7 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
 def sampled_run(protocol: ContactProtocol, run: TiltRun, palm: tuple, obj: tuple, efforts: tuple,
                 where: str) -> TiltRecord:
     """The :class:`TiltRecord` of a run's series, sampled as the protocol samples its replay (module doc): the
-    tilt read from the palm's orientation, its start where it passes :data:`TILT_START`.
+    tilt read from the palm's orientation, its start where it last passes :data:`TILT_START` before :data:`TILT_BEGUN`.
 
     Args:
         palm: (stamps (N,) s, positions (N, 3) m, orientations: a scipy Rotation of N) of the palm's frame.
@@ -139,11 +143,14 @@ def sampled_run(protocol: ContactProtocol, run: TiltRun, palm: tuple, obj: tuple
     t_palm, p_palm, r_palm = palm
     t_obj, p_obj = obj
     tilt = tilt_of(r_palm, run.axis)
-    begun = np.flatnonzero(tilt >= TILT_START)
+    begun = np.flatnonzero(tilt >= TILT_BEGUN)
     if not len(begun):
-        raise RecordingError(f'{where}: the palm never tilts {np.degrees(TILT_START):g} deg about its {run.axis} '
+        raise RecordingError(f'{where}: the palm never tilts {np.degrees(TILT_BEGUN):g} deg about its {run.axis} '
                              f'axis (run {run.name!r}; most {np.degrees(tilt.max()):.2f} deg)')
-    k = begun[0]
+    # the last passing before the tilt has surely begun: a palm standing still at about 0 deg passes 0.5 deg on
+    # the capture's noise alone (a live run's start read 0.65 s early so, its tilt 6 deg behind its replay's)
+    below = np.flatnonzero(tilt[:begun[0]] < TILT_START)
+    k = below[-1] + 1 if len(below) else 0
     crossed = t_palm[k] if k == 0 else np.interp(TILT_START, tilt[k - 1:k + 1], t_palm[k - 1:k + 1])
     start = crossed - TILT_START / run.rate
     count = int(round(run.duration / protocol.sample_s))

@@ -152,7 +152,8 @@ class ContactEvaluator:
         engine's least squares expects (its cost and the objective are then one figure)."""
         scores, rows = [], []
         for records in self.replay(parameter_sets, nthread=nthread):
-            parts = [residuals(record, self.recordings[record.name], self.protocol.clip, self.protocol.effort_weight)
+            parts = [residuals(record, self.recordings[record.name], self.protocol.clip, self.protocol.effort_weight,
+                               self.protocol.onset_window if self.protocol.effort_change else 0)
                      for record in records]
             row = np.concatenate(parts)
             scores.append(Score(float(np.mean(row ** 2)), {r.name: float(np.mean(p ** 2)) for r, p in zip(records, parts)}))

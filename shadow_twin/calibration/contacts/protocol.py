@@ -23,6 +23,7 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       onset_window_s: 0.2         # ... of the positions averaged over this long (a capture's noise)
       clip_mm: 20.0               # mm: a residual's soft limit (an object that fell is far off either way)
       effort_weight: 0.1          # m per N m: the grip joints' efforts beside the object's position
+      effort_change: true         # efforts compared by their change since the tilt began (false: as recorded)
       runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x}, ...]
       holdout: [{name: tilt_grip_holdout, grip: true, rate: 8.0, duration: 8.0}]
       live:                       # the runs on the robots (shadow-twin calibrate --contacts --record)
@@ -45,7 +46,7 @@ from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
-         'onset_window_s', 'clip_mm', 'effort_weight', 'runs', 'holdout', 'live')
+         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'runs', 'holdout', 'live')
 _RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
@@ -71,7 +72,9 @@ class TiltRun:
 @dataclass(frozen=True)
 class ContactProtocol:
     """The protocol (module doc). ``scene`` is an absolute path; lengths in m, times in s, angles in rad;
-    ``onset_window`` in samples."""
+    ``onset_window`` in samples. ``effort_change``: the grip's efforts are compared by their change since the
+    tilt began (the mean of its first ``onset_window`` samples; :func:`~.tilt.residuals`): on the robots the
+    squeeze a grip holds does not repeat from run to replay; False compares them as recorded."""
 
     scene: Path
     object: str
@@ -88,6 +91,7 @@ class ContactProtocol:
     runs: tuple[TiltRun, ...]
     holdout: tuple[TiltRun, ...]
     live: 'LiveSetup | None' = None
+    effort_change: bool = True
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> 'ContactProtocol':
@@ -127,7 +131,8 @@ class ContactProtocol:
                    max(1, int(round(window_s / sample_s))),
                    values.positive(body.get('clip_mm', 20.0), f'{where}.clip_mm') * 1e-3,
                    values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout,
-                   _live(body.get('live'), f'{where}.live', path.parent))
+                   _live(body.get('live'), f'{where}.live', path.parent), _flag(body.get('effort_change', True),
+                                                                                f'{where}.effort_change'))
 
 
 @dataclass(frozen=True)
@@ -178,3 +183,10 @@ def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, .
         out.append(TiltRun(name, run['grip'], np.radians(values.positive(run.get('rate'), f'{where}[{k}].rate')),
                            values.positive(run.get('duration'), f'{where}[{k}].duration'), axis))
     return tuple(out)
+
+
+def _flag(value, where: str) -> bool:
+    """A YAML boolean; ConfigError otherwise."""
+    if not isinstance(value, bool):
+        raise ConfigError(f'{where}: expected true or false, got {value!r}')
+    return value

@@ -63,13 +63,13 @@ def slippery(protocol, scene):
 def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
     shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
     assert shipped.scene.resolve() == SCENE_FILE.resolve() and len(shipped.runs) + len(shipped.holdout) <= 5
-    assert {run.grip for run in shipped.runs} == {True, False} and shipped.onset_window == 10
+    assert {run.grip for run in shipped.runs} == {True, False} and shipped.onset_window == 10 and shipped.effort_change
     body = yaml.safe_load(PROTOCOL_FILE.read_text())
     cases = [({'grip': {}}, 'grip'), ({'runs': [{'name': 'a', 'grip': True, 'rate': -1.0, 'duration': 1.0}]}, 'rate'),
              ({'runs': [{'name': 'a', 'grip': 'yes', 'rate': 1.0, 'duration': 1.0}]}, 'grip'),
              ({'holdout': [{'name': 'tilt_open', 'grip': True, 'rate': 1.0, 'duration': 1.0}]}, 'repeat'),
              ({'runs': [{'name': 'a', 'grip': True, 'rate': 1.0, 'duration': 1.0, 'axis': 'z'}]}, 'axis'),
-             ({'speed': 2}, "unknown key(s) ['speed']")]
+             ({'effort_change': 'yes'}, 'effort_change'), ({'speed': 2}, "unknown key(s) ['speed']")]
     for change, words in cases:
         path = tmp_path / 'protocol.yaml'
         path.write_text(yaml.safe_dump({'contact_protocol': {**body['contact_protocol'], **change}}))
@@ -112,6 +112,13 @@ def test_records_round_trip_and_residuals_are_clipped_and_checked(slippery):
     assert np.allclose(r[:record.position.size], 0.02 * np.tanh(50.0))
     with pytest.raises(ValueError, match='not sampled as the recording'):
         residuals(dataclasses.replace(record, times=record.times[:-1], position=record.position[:-1]), record, 0.02)
+    # efforts compared by their change since the tilt began: a grip that closed 2 mN m harder is not off, one whose
+    # load grows 2 mN m more over the run is; compared as recorded (effort_start 0) both are
+    squeezed = dataclasses.replace(record, effort=record.effort + 0.002)
+    assert np.abs(residuals(squeezed, record, 0.02, 1.0, effort_start=10)).max() < 1e-12
+    assert np.abs(residuals(squeezed, record, 0.02, 1.0, effort_start=0)[record.position.size:]).min() > 1.9e-3
+    heavier = dataclasses.replace(record, effort=record.effort + np.linspace(0.0, 0.002, len(record.times))[:, None])
+    assert np.abs(residuals(heavier, record, 0.02, 1.0, effort_start=10)[record.position.size:]).max() > 1.5e-3
     bad = record.to_dict()
     bad['position'][3][1] = float('nan')
     with pytest.raises(ValueError, match='not finite'):
@@ -157,6 +164,10 @@ def test_a_short_fit_moves_the_friction_towards_the_recordings_and_checks_the_ho
     twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
     space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
     recorded = recordings(protocol, scene, 0.75)
+    # the efforts as recorded: recordings made by the same simulation close the grip as the replay does, and
+    # the squeeze it then holds shows the friction (on the robots it does not repeat: the shipped protocol
+    # compares the efforts' changes)
+    protocol = dataclasses.replace(protocol, effort_change=False)
     fit = calibrate_contacts(protocol, recorded, space, tmp_path / 'fit', CalibrationSettings(budget=8, workers=2))
     assert fit.result.best.objective < 0.5 * fit.result.initial.objective
     assert abs(fit.values['can_friction'] - 0.75) < 0.5 * abs(1.0 - 0.75), fit.values
