@@ -43,10 +43,11 @@ from shadow_twin.model.calibratable import ParameterTarget
 from shadow_twin.model.joint_map import JointNameMap
 from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
 from shadow_twin.model.scene import SceneConfig
-from shadow_twin.simulation.overrides import ParameterOverrides
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
 from support import ros as ros_helpers  # noqa: E402  (the tests' process helpers)
+
+from contacts_slip import mock_overrides  # noqa: E402  (benchmarks/: the mock's finger overrides)
 
 ROBOTS_SCENE = config_path('scene_contacts_cell.yaml')
 FITTED = ('can_friction', 'can_mass')
@@ -64,9 +65,8 @@ def add_arguments(parser) -> None:
 
 def fingers_mjcf(path: Path) -> Path:
     """The built-in hand with the mock hardware's finger overrides written into its MJCF at ``path``."""
-    overrides = ParameterOverrides.from_yaml_text(ros_parameters(config_path('mock_hardware.yaml'))['overrides'])
     twin = TwinModel(None)
-    changes = overrides.apply(twin.model, twin.joint_names, JointNameMap())
+    changes = mock_overrides().apply(twin.model, twin.joint_names, JointNameMap())
     values = {ParameterTarget('joint', *label.rsplit('.', 1)): new for label, _, new in changes}
     return write_calibrated_mjcf(twin, values, path)
 
@@ -80,11 +80,12 @@ def mock_truth() -> dict[str, float]:
             'can_mass': objects['can'].mass}
 
 
-def calibrate(folder: Path, log: str, *args: str) -> tuple[dict, float]:
-    """Run ``shadow-twin calibrate --contacts contacts ARGS`` (its output in ``folder/log``); (report.json, s)."""
+def calibrate(folder: Path, log: str, out: Path, *args: str) -> tuple[dict, float]:
+    """Run ``shadow-twin calibrate --contacts contacts --out OUT ARGS`` (its output in ``folder/log``);
+    (OUT/report.json, s)."""
     started = time.perf_counter()
     command = ros_helpers.NodeProcess(None, [], folder / log, command=[
-        ros_helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate', '--contacts', 'contacts', *args])
+        ros_helpers.PYTHON, '-m', 'shadow_twin.cli', 'calibrate', '--contacts', 'contacts', '--out', str(out), *args])
     try:
         if not ros_helpers.wait_until(lambda: not command.alive(), COMMAND_TIMEOUT):
             raise RuntimeError(f'calibrate did not end in {COMMAND_TIMEOUT:.0f} s:\n{command.output()[-3000:]}')
@@ -92,7 +93,6 @@ def calibrate(folder: Path, log: str, *args: str) -> tuple[dict, float]:
         command.stop()
     output = command.output()
     print('\n'.join(f'    {line}' for line in output.splitlines() if not line.startswith('[')), flush=True)
-    out = Path(args[list(args).index('--out') + 1])
     if not (out / 'report.json').is_file():
         errors = [line for line in output.splitlines() if 'error:' in line]
         raise RuntimeError(f'calibrate wrote no report: {errors[-1] if errors else "see " + str(folder / log)}')
@@ -144,8 +144,8 @@ def _run(check, args) -> None:
         palm = client.record(PoseStamped, '/mocap/rh_palm/pose', depth=10)
         if not ros_helpers.wait_until(lambda: palm.count() > 0 or not up.alive(), START_TIMEOUT) or not up.alive():
             raise RuntimeError(f'the mock cell did not start:\n{up.output()[-3000:]}')
-        recorded, seconds = calibrate(folder, 'record.log', '--record', '--bags', str(folder / 'bags'),
-                                      '--out', str(folder / 'out_record'), '--place-service',
+        recorded, seconds = calibrate(folder, 'record.log', folder / 'out_record', '--record', '--bags',
+                                      str(folder / 'bags'), '--place-service',
                                       '/mujoco_bridge/set_entity_state', '/mock_hardware/set_entity_state', *common)
     finally:
         up.stop()
@@ -153,6 +153,6 @@ def _run(check, args) -> None:
     truth = mock_truth()
     print(f'  recorded and fitted in {seconds:.0f} s (the runs through the twin, then the fit beside the running cell)')
     judge(check, 'fitted beside the running cell (--record)', recorded, truth, timed=False)
-    alone, _ = calibrate(folder, 'fit.log', '--bags', str(folder / 'bags'), '--out', str(folder / 'out_fit'),
+    alone, _ = calibrate(folder, 'fit.log', folder / 'out_fit', '--bags', str(folder / 'bags'),
                          '--cell-config', str(config_path('cell.yaml')), *common)
     judge(check, 'the same bags fitted alone (--cell-config)', alone, truth, timed=True)

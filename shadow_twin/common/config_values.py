@@ -30,6 +30,13 @@ def number(value: Any, where: str) -> float:
     return float(value)
 
 
+def boolean(value: Any, where: str) -> bool:
+    """``value`` as a bool. Raises ConfigError: not a YAML true or false."""
+    if not isinstance(value, bool):
+        raise ConfigError(f'{where}: expected true or false, got {value!r}')
+    return value
+
+
 def positive(value: Any, where: str) -> float:
     """``value`` as a float > 0. Raises ConfigError."""
     result = number(value, where)

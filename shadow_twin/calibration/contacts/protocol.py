@@ -131,8 +131,8 @@ class ContactProtocol:
                    max(1, int(round(window_s / sample_s))),
                    values.positive(body.get('clip_mm', 20.0), f'{where}.clip_mm') * 1e-3,
                    values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout,
-                   _live(body.get('live'), f'{where}.live', path.parent), _flag(body.get('effort_change', True),
-                                                                                f'{where}.effort_change'))
+                   _live(body.get('live'), f'{where}.live', path.parent),
+                   values.boolean(body.get('effort_change', True), f'{where}.effort_change'))
 
 
 @dataclass(frozen=True)
@@ -175,18 +175,10 @@ def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, .
         name = run.get('name')
         if not isinstance(name, str) or not name:
             raise ConfigError(f'{where}[{k}].name: expected a name, got {name!r}')
-        if not isinstance(run.get('grip'), bool):
-            raise ConfigError(f'{where}[{k}].grip: expected true or false, got {run.get("grip")!r}')
+        grip = values.boolean(run.get('grip'), f'{where}[{k}].grip')
         axis = run.get('axis', 'x')
         if axis not in AXES:
             raise ConfigError(f'{where}[{k}].axis: expected one of {list(AXES)}, got {axis!r}')
-        out.append(TiltRun(name, run['grip'], np.radians(values.positive(run.get('rate'), f'{where}[{k}].rate')),
+        out.append(TiltRun(name, grip, np.radians(values.positive(run.get('rate'), f'{where}[{k}].rate')),
                            values.positive(run.get('duration'), f'{where}[{k}].duration'), axis))
     return tuple(out)
-
-
-def _flag(value, where: str) -> bool:
-    """A YAML boolean; ConfigError otherwise."""
-    if not isinstance(value, bool):
-        raise ConfigError(f'{where}: expected true or false, got {value!r}')
-    return value

@@ -145,9 +145,7 @@ class ObjectConfig:
             raise ConfigError(f'{where}.frame: expected world, odom or a body name, got {frame!r}')
         xyz = _numbers(entry.get('xyz', (0.0, 0.0, 0.0)), f'{where}.xyz', (3,))
         rpy = _numbers(entry.get('rpy', (0.0, 0.0, 0.0)), f'{where}.rpy', (3,))
-        free = entry.get('free', True)
-        if not isinstance(free, bool):
-            raise ConfigError(f'{where}.free: expected true or false, got {free!r}')
+        free = values.boolean(entry.get('free', True), f'{where}.free')
         return cls(name, shape, size, mesh, scale, mass, density, inertia, friction, condim, solref, solimp,
                    rgba, frame, xyz, rpy, free)
 
