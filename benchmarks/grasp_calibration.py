@@ -3,9 +3,11 @@ runs on the mock, friction and mass recovered within 10 %. The hold-out slip-ons
 mock, goes from its uncalibrated error to <= 2 deg. The whole fit takes <= 60 s on this 2-core machine").
 
 **The protocol** (``config/calibration/contact_protocol.yaml``, :mod:`shadow_twin.calibration.contacts`):
-the hand alone with ``config/scene_hand.yaml``'s can on its stand; the arm turning the hand about the
-palm's x axis (gravity turned in the hand's frame) at a fixed rate: the fingers open (the can on the
-plate alone), then closed on it at a slow rate; the grip at two other rates is held out. 4 runs in all,
+the hand alone with ``config/scene_contacts_hand.yaml``'s can on its plate (a stop on the plate's far edge, as
+on the robots); fitted: the arm turning the hand about the palm's x axis (gravity turned in the hand's frame)
+with the fingers open (the can creeps and slides to the stop), the thumb pushing the can across the plate,
+the grip closed and turned slowly; held out: the open hand turned at another rate (its slide's onset is the
+check) and the grip at another rate (no slide: the grip holds; its residual RMS is printed). 5 runs in all,
 written as bags and read back (``calibrate --contacts``' input).
 
 **The mock** (the "real" hand) is the same scene with the mock hardware's other contact parameters
@@ -17,11 +19,13 @@ overrides: the hand's calibration comes first; the contact calibration fits the 
 the fingers' own dynamics move the can too: uncalibrated, they leave the objective 300 times its floor).
 
 **Printed**: the screening (which of ``config/calibration/hand_contacts.yaml``'s seven parameters the
-runs see, by their influence index; not timed), then the fit of :data:`FITTED` (timed: the default
-optimiser, :data:`BUDGET` evaluations, two worker processes), the recovered friction and mass against
-the mock's (target within 10 %), the hold-out onset angle before and after (target <= 2 deg) and the
-fit's time (target <= 60 s). The recovered factors (the fitted can's friction and mass over the model's) are
-left in ``args.fitted_factors`` for the preview section: its calibrated sim.
+runs see, by their influence index; not timed), then for each of :data:`DRAWS` draws (the capture's noise and the
+optimiser's seed) the fit of :data:`FITTED` (timed: the default optimiser, :data:`BUDGET` evaluations, two worker
+processes), the recovered friction and mass against the mock's (target within 10 %), the hold-out slide's onset
+angle before and after (target <= 2 deg) and the fit's time (target <= 60 s); then how many draws met every target.
+One draw is what a lab gets from one recording: the draws show how far a result can be trusted. The recovered
+factors of the first draw (the fitted can's friction and mass over the model's) are left in
+``args.fitted_factors`` for the preview section: its calibrated sim.
 
 Usage: ``.venv/bin/python benchmarks/grasp.py --sections calibration`` (exit 1 on a miss).
 """
@@ -53,11 +57,12 @@ PROTOCOL = config_path('calibration', 'contact_protocol.yaml')
 SPACE = config_path('calibration', 'hand_contacts.yaml')
 #: Evaluations of the fit (the model as given is one more): the library's default.
 BUDGET = DEFAULT_BUDGET
-#: Parameters fitted: the can's friction and mass (the targets) and the plate's friction (MuJoCo takes the larger
-#: of the two at the can's foot). Not the can's torsional friction: the screening ranks it sixth of seven, and
-#: fitted beside them it came out at twice the mock's while the targets' errors grew (-3.8 % and +5.6 %
-#: against -1.0 % and +3.3 % without it, 29 Nov).
-FITTED = ('can_friction', 'plate_friction', 'can_mass')
+#: Parameters fitted: the can's friction and mass (the targets). The fixture's friction sits below the can's in the
+#: protocol's scene (MuJoCo takes the larger of two objects' at a contact), so the can's decides every contact and
+#: the plate's is not fitted: fitted beside it, the max() let the fit settle with the plate's above the can's
+#: (friction -13 %, plate +38 %, 29 Nov). Not the can's torsional friction: the screening ranks it low, and
+#: fitted beside them it came out at twice the mock's while the targets' errors grew (29 Nov).
+FITTED = ('can_friction', 'can_mass')
 #: Parameter sets of the screening.
 SCREEN_SAMPLES = 16
 FIT_SECONDS_MAX = 60.0
@@ -66,10 +71,13 @@ HOLDOUT_MAX_DEG = 2.0
 #: N m: the resolution of the mock's effort readings (joint_states' effort as a real hand's driver reports it).
 EFFORT_STEP = 1e-3
 SEED = 37
+#: Draws of the fit (the capture's noise and the optimiser's seed: SEED, SEED + 1, ...): one fit is one draw of both.
+DRAWS = 8
 
 
 def add_arguments(parser) -> None:
     parser.add_argument('--contact-budget', type=int, default=BUDGET, help='evaluations of the contact fit')
+    parser.add_argument('--contact-draws', type=int, default=DRAWS, help='fits, each with its own noise and seed')
 
 
 def capture_noise() -> float:
@@ -77,14 +85,16 @@ def capture_noise() -> float:
     return float(ros_parameters(config_path('mock_hardware.yaml'))['object_pose_position_noise'])
 
 
-def mock_recordings(protocol: ContactProtocol, scene: SceneConfig, folder: Path) -> dict[str, TiltRecord]:
-    """Every run of the protocol (fitted and held out) on the mock (module doc), as a capture sees it,
-    written as a bag per run into ``folder`` and read back from there (what ``calibrate --contacts`` reads)."""
+def mock_recordings(protocol: ContactProtocol, scene: SceneConfig, folder: Path, seed: int = SEED) -> dict[str, TiltRecord]:
+    """Every run of the protocol (fitted and held out) on the mock (module doc), as a capture sees it (the noise
+    of draw ``seed``), written as a bag per run into ``folder`` and read back from there (what ``calibrate
+    --contacts`` reads)."""
     sim = LiveSimulation(None, scene=scene.scaled(MOCK_FRICTION, MOCK_MASS), overrides=mock_overrides())
-    rng, sigma = np.random.default_rng(SEED), capture_noise()
+    sigma = capture_noise()
     runs = (*protocol.runs, *protocol.holdout)
     out = {}
     for run, record in zip(runs, record_runs(sim, protocol, runs)):
+        rng = np.random.default_rng([seed, *run.name.encode()])     # each run's own draw, whatever runs come before
         noisy = record.position + rng.normal(0.0, sigma, record.position.shape)
         effort = np.round(record.effort / EFFORT_STEP) * EFFORT_STEP
         captured = TiltRecord(record.name, record.times, record.tilt, noisy, record.start, record.joints, effort)
@@ -100,15 +110,17 @@ def truth(scene: SceneConfig) -> dict[str, float]:
 
 
 def run(check, args) -> None:
-    """The calibration section (module doc)."""
+    """The calibration section (module doc): the screening once, then the fit of each draw."""
     protocol = ContactProtocol.from_yaml(PROTOCOL)
     scene = SceneConfig.from_yaml(protocol.scene)
     space = SearchSpace.from_yaml(SPACE, TwinModel(None, edit=lambda spec: add_objects(spec, scene)))
     hand = HandModel(scene, None, mock_overrides())
+    draws = max(1, getattr(args, 'contact_draws', DRAWS))
     print(f'== calibration: contact protocol {PROTOCOL.name} ({len(protocol.runs)} runs fitted, '
-          f'{len(protocol.holdout)} held out) on the mock', flush=True)
+          f'{len(protocol.holdout)} held out) on the mock, {draws} draw(s) of the capture\'s noise and the '
+          f'optimiser\'s seed', flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        recordings = mock_recordings(protocol, scene, Path(folder))
+        recordings = mock_recordings(protocol, scene, Path(folder), SEED)
     print(f'  the mock\'s runs written as bags and read back ({", ".join(recordings)})', flush=True)
     evaluator = ContactEvaluator(protocol, recordings, space, hand)
     try:
@@ -119,30 +131,54 @@ def run(check, args) -> None:
               + ', '.join(f'{name} {screened.influence[name]:+.2f}' for name in order))
     finally:
         evaluator.close()
-    keep = [name for name in space.names if name in FITTED]
+    space = space.subset([name for name in space.names if name in FITTED])
+    passed = 0
+    for draw in range(draws):
+        seed = SEED + draw
+        if draw:
+            with tempfile.TemporaryDirectory() as folder:
+                recordings = mock_recordings(protocol, scene, Path(folder), seed)
+        print(f'  -- draw {draw + 1}/{draws} (seed {seed})', flush=True)
+        misses = fit_draw(check, args, protocol, scene, space, hand, recordings, seed)
+        passed += misses == 0
+        if draw == 0:
+            can = {o.name: o for o in scene.objects}['can']
+            args.fitted_factors = (args.last_fit.values['can_friction'] / can.friction[0],
+                                   args.last_fit.values['can_mass'] / can.mass)
+    print(f'  draws with every target met: {passed} of {draws}', flush=True)
+
+
+def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -> int:
+    """One draw's fit, printed and checked; returns the targets it missed (the fit is left in ``args.last_fit``)."""
     budget = getattr(args, 'contact_budget', BUDGET)
+    misses = 0
+
+    def judge(ok: bool, line: str) -> None:
+        nonlocal misses
+        misses += not ok
+        check(ok, line)
     with tempfile.TemporaryDirectory() as folder:
-        fit = calibrate_contacts(protocol, recordings, space.subset(keep), folder,
-                                 CalibrationSettings(budget=budget, workers=2, seed=SEED), hand=hand,
-                                 progress=lambda line: print(f'  {line}', flush=True))
+        fit = calibrate_contacts(protocol, recordings, space, folder,
+                                 CalibrationSettings(budget=budget, workers=2, seed=seed), hand=hand)
+    args.last_fit = fit
     result = fit.result
     print(f'  objective {result.initial.objective:.3g} -> {result.best.objective:.3g} m^2 (RMS '
           f'{np.sqrt(result.initial.objective) * 1e3:.2f} -> {np.sqrt(result.best.objective) * 1e3:.2f} mm); phases: '
-          + '; '.join(f'{e["phase"]} {e["evaluations"]} evaluations ({e["why"]})' if e['ran']
-                      else f'{e["phase"]} not run ({e["why"]})' for e in result.phase_log))
+          + '; '.join(f'{e["phase"]} {e["evaluations"]}' if e['ran'] else f'{e["phase"]} not run'
+                      for e in result.phase_log))
     mock = truth(scene)
     for name, value in fit.values.items():
-        error = value / mock[name] - 1.0 if name in mock else float('nan')
-        line = f'  {name}: fitted {value:.4g}, mock {mock.get(name, float("nan")):.4g} ({error * 100:+.1f} %)'
-        if name in ('can_friction', 'can_mass'):
-            check(abs(error) <= RECOVERY_MAX, f'{line} (target within {RECOVERY_MAX * 100:.0f} %)')
-        else:
-            print(line + ' (no target)')
+        error = value / mock[name] - 1.0
+        judge(abs(error) <= RECOVERY_MAX, f'  {name}: fitted {value:.4g}, mock {mock[name]:.4g} ({error * 100:+.1f} %) '
+                                         f'(target within {RECOVERY_MAX * 100:.0f} %)')
     for name, angles in fit.holdout.items():
+        rms = '; residual RMS {before:.2f} -> {after:.2f} mm'.format(**{k: v * 1e3 for k, v in fit.holdout_rms[name].items()})
+        if not np.isfinite(angles['recorded']):
+            print(f'  hold-out {name}: no slip recorded (the object moved under {protocol.onset * 1e3:g} mm){rms}')
+            continue
         before, after = (abs(np.degrees(angles[k] - angles['recorded'])) for k in ('before', 'after'))
-        check(after <= HOLDOUT_MAX_DEG, f'  hold-out {name} slip onset: {onset_degrees(angles)}: error {before:.1f} '
-                                         f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg)')
-    check(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
+        judge(after <= HOLDOUT_MAX_DEG, f'  hold-out {name} slip onset: {onset_degrees(angles)}: error {before:.1f} '
+                                         f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg){rms}')
+    judge(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
                                           f'+ the model as given + the hold-out replays; target <= {FIT_SECONDS_MAX:g} s)')
-    can = {o.name: o for o in scene.objects}['can']
-    args.fitted_factors = (fit.values['can_friction'] / can.friction[0], fit.values['can_mass'] / can.mass)
+    return misses

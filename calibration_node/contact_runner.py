@@ -15,7 +15,8 @@ Each run (:class:`~shadow_twin.calibration.contacts.protocol.TiltRun`, planned b
    pose is within :data:`PLACED_TOLERANCE` of that place;
 3. **the grip** (runs with ``grip: true``): the grip's joints closed in ``close_s``, then held
    ``settle_s``; runs without: ``settle_open_s`` of standing;
-4. **the tilt, recorded**: the arm joint the plan picked, at the run's rate for its duration, while the
+4. **the tilt, recorded**: the arm joint the plan picked, at the run's rate for its duration (a push run: the
+   hand's goal of :func:`~shadow_twin.calibration.contacts.tilt.push_trajectory` from the open hand), while the
    hand's joint states, the object's pose and the palm's pose (a motion-capture rigid body on the palm:
    the mock hand publishes it with ``object_pose_bodies``) are recorded into the run's bag.
 
@@ -44,6 +45,7 @@ from calibration_node.recorder import BagRecorder
 from shadow_twin.calibration.contacts.bags import ContactTopics
 from shadow_twin.calibration.contacts.live import PLACE_S, LiveTilt, plan_live_tilt, tilt_trajectory
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
+from shadow_twin.calibration.contacts.tilt import push_trajectory
 from shadow_twin.common.errors import ShadowTwinError, TrajectoryError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.ros.conversions import trajectory_msg
@@ -54,7 +56,7 @@ PLACED_TOLERANCE = 0.01
 #: s after parking the object: the sim's object follower takes a jump in its source for a glitch until the
 #: source has held the new place 0.5 s (``simulation.objects.gate``), and the preview sees the sim's objects.
 PARK_S = 1.0
-#: s of recording after a tilt's last point.
+#: s of recording after a goal's last point (a push's: after the run's duration).
 TAIL_S = 0.3
 #: s to wait for a service's answer, or for the object's captured pose.
 WAIT_S = 10.0
@@ -119,11 +121,22 @@ class ContactRunRecorder:
                 self._move(self.protocol.grip, self.protocol.close_s, self.protocol.settle_s, checked=False)
             else:
                 self.node_sleep(self.protocol.settle_open_s)
-            trajectory = tilt_trajectory(plan, run)
-            log.info(f'{run.name}: turning {plan.joint} at {np.degrees(run.rate):g} deg/s for {run.duration:g} s '
-                     f'(axis {plan.alignment:.3f} aligned with the palm\'s {run.axis})')
-            _, counts = self.executor.record(self.recorder, trajectory, bag, self.settings.start_lead, TAIL_S,
-                                             topics=[self.joint_states, self.object_topic, self.palm_topic])
+            if run.push:
+                trajectory = push_trajectory(run, self.hand_open)
+                log.info(f'{run.name}: pushing with {", ".join(f"{j} to {t:.2f} rad" for j, t in run.push)} in '
+                         f'{run.push_s:g} s, recording {run.duration:g} s')
+            else:
+                trajectory = tilt_trajectory(plan, run)
+                log.info(f'{run.name}: turning {plan.joint} at {np.degrees(run.rate):g} deg/s for {run.duration:g} s '
+                         f'(axis {plan.alignment:.3f} aligned with the palm\'s {run.axis})')
+            goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
+            if run.push:        # the pushing finger is held up by the object: neither path nor goal tolerance
+                goal.path_tolerance = _unchecked(trajectory.joint_names)
+                goal.goal_tolerance = _unchecked(trajectory.joint_names)
+            topics = [self.joint_states, self.object_topic, self.palm_topic]
+            tail = TAIL_S + max(0.0, run.duration - trajectory.duration)    # a push is recorded past its goal's end
+            _, counts = self.executor.record_goal(self.recorder, goal, trajectory, bag, self.settings.start_lead,
+                                                  tail, wait_for=topics, topics=topics)
         except ShadowTwinError as exc:
             raise TrajectoryError(f'contact run {run.name}: {exc}') from None
         return counts
@@ -136,7 +149,7 @@ class ContactRunRecorder:
                                      velocities=[[0.0] * len(names)])
         goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
         if not checked:
-            goal.goal_tolerance = [JointTolerance(name=n, position=-1.0) for n in names]
+            goal.goal_tolerance = _unchecked(names)
         self.executor.send(goal, self.settings.start_lead, tail)
 
     def _place(self, pose: np.ndarray) -> None:
@@ -181,3 +194,8 @@ class ContactRunRecorder:
     def close(self) -> None:
         """Stop the recorder's subscriptions."""
         self.recorder.destroy()
+
+
+def _unchecked(names) -> list[JointTolerance]:
+    """Tolerances that remove the check of ``names`` (-1, the JTC's rule)."""
+    return [JointTolerance(name=n, position=-1.0) for n in names]

@@ -29,7 +29,8 @@ Written to ``--out``: ``scene.yaml`` (a copy of that scene file with the fitted 
 ``/mujoco_bridge``) gets the calibrated scene as its ``scene_file`` and reloads (the objects keep their
 poses; a failed reload leaves the bridge as it was, and the command exits 1).
 
-Exit status: 0 accepted (the objective fell and no hold-out onset got worse), 3 refused (the scene is
+Exit status: 0 accepted (the objective fell and no hold-out run got worse: its slip onset, or without a slip
+its residual RMS), 3 refused (the scene is
 still written, for inspection), 2 bad input (one line ``shadow-twin calibrate: error: ...``: a run
 without a bag, a bag without the topics, an unknown parameter name, an existing ``--out``), nothing written.
 """
@@ -249,12 +250,11 @@ def verdict(fit: ContactFit) -> tuple[bool, str]:
     result = fit.result
     if not result.best.objective < result.initial.objective:
         return False, f'nothing better than the scene as given ({result.initial.objective:.4g} m^2) was found'
-    before, after = fit.holdout_errors('before'), fit.holdout_errors('after')
-    worse = [name for name in after if not after[name] <= before[name]]    # NaN (no onset) counts as worse
+    worse = fit.holdout_worse()         # an onset lost (NaN) counts as worse
     if worse:
-        return False, f'the slip onset of hold-out run(s) {worse} got worse'
+        return False, f'hold-out run(s) {worse} got worse (the slip onset, or the residuals of a run without a slip)'
     return True, (f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2'
-                  + (f'; hold-out onsets no worse ({len(after)})' if after else '; no hold-out run recorded'))
+                  + (f'; hold-out runs no worse ({len(fit.holdout)})' if fit.holdout else '; no hold-out run recorded'))
 
 
 def summary(fit: ContactFit) -> list[str]:
@@ -267,7 +267,9 @@ def summary(fit: ContactFit) -> list[str]:
     lines.append(f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2 (RMS '
                  f'{np.sqrt(result.initial.objective) * 1e3:.2f} -> {np.sqrt(result.best.objective) * 1e3:.2f} mm), '
                  f'{len(result.evaluations)} evaluations, {fit.seconds:.1f} s')
-    lines += [f'hold-out {name} slip onset: {onset_degrees(angles)}' for name, angles in fit.holdout.items()]
+    lines += [f'hold-out {name} slip onset: {onset_degrees(angles)}; residual RMS '
+              f'{fit.holdout_rms[name]["before"] * 1e3:.2f} -> {fit.holdout_rms[name]["after"] * 1e3:.2f} mm'
+              for name, angles in fit.holdout.items()]
     return lines
 
 
@@ -279,6 +281,7 @@ def report(fit: ContactFit, accept: bool, reason: str, bags: dict[str, Path]) ->
             'objective': {'initial': result.initial.objective, 'best': result.best.objective},
             'holdout_onset_deg': {name: {k: float(np.degrees(v)) for k, v in angles.items()}
                                   for name, angles in fit.holdout.items()},
+            'holdout_rms_mm': {name: {k: v * 1e3 for k, v in rms.items()} for name, rms in fit.holdout_rms.items()},
             'evaluations': len(result.evaluations), 'seconds': fit.seconds, 'phase_log': result.phase_log}
 
 

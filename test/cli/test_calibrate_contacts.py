@@ -5,6 +5,7 @@ user's scene file untouched; bad input is one line and exit 2, nothing written."
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -30,11 +31,11 @@ SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
 
 @pytest.fixture(scope='module')
 def protocol_file(tmp_path_factory) -> Path:
-    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s); the efforts
-    compared as recorded (the bags are the sim's own runs: the squeeze the grip holds repeats, and shows the
+    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s) in the hand scene;
+    the onset at 1 mm (the grip's creep: the sim's own runs, without a capture's noise); the efforts compared as recorded (the bags are the sim's own runs: the squeeze the grip holds repeats, and shows the
     friction in a short fit)."""
     data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
-    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False,
+    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False, onset_mm=1.0,
                                     runs=[{'name': 'grip', 'grip': True, 'rate': 15.0, 'duration': 4.0}],
                                     holdout=[{'name': 'grip_holdout', 'grip': True, 'rate': 12.0, 'duration': 5.0}])
     path = tmp_path_factory.mktemp('protocol') / 'protocol.yaml'
@@ -148,3 +149,21 @@ def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path,
     assert len(err.splitlines()) == 1 and err.startswith('shadow-twin calibrate: error: '), err
     assert re.search(message, err), err
     assert (case == 'out_exists') == out.exists()
+
+
+def test_a_push_runs_bag_reads_back_from_the_pushing_joints_start(tmp_path):
+    """A push run's start is read from its pushing joint's travel (no tilt to read it from): a bag written with
+    the push starting at 100 s reads back sample for sample (within the start's reading), and one whose thumb never
+    moves is one error."""
+    protocol = ContactProtocol.from_yaml(REPO / 'config' / 'calibration' / 'contact_protocol.yaml')
+    run = next(run for run in protocol.runs if run.push)
+    record = record_runs(LiveSimulation(None, scene=SceneConfig.from_yaml(protocol.scene)), protocol, [run])[0]
+    back = read_tilt_run(write_tilt_run(tmp_path / run.name, record, protocol, run), protocol, run)
+    np.testing.assert_allclose(back.times, record.times)
+    # the start is interpolated between samples on the goal's quadratic ramp: ~1 ms off, 0.05 mm where the can is fastest
+    np.testing.assert_allclose(back.position, record.position, atol=5e-5)
+    np.testing.assert_allclose(back.effort, record.effort, atol=5e-3)
+    still = dataclasses.replace(run, push=tuple((j, 0.0) for j, _ in run.push))
+    write_tilt_run(tmp_path / 'still', record, protocol, still)
+    with pytest.raises(RecordingError, match='never moves'):
+        read_tilt_run(tmp_path / 'still', protocol, run)

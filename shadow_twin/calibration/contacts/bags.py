@@ -14,7 +14,8 @@ A run's bag holds three topics (:class:`ContactTopics`; defaults for the Shadow 
 replay is compared with: the tilt (rad) is read from gravity in the palm's frame (the inverse of
 :func:`~shadow_twin.calibration.contacts.tilt.gravity_at`); the tilt begins where it last passes
 :data:`TILT_START` before it reaches :data:`TILT_BEGUN` (between two samples, linearly; minus that angle at the run's
-rate: a capture's noise at rest does not start it); the object's position in the palm's frame and the
+rate: a capture's noise at rest does not start it; a push run's start is read so from its pushing joint's travel,
+``joint_states``' positions); the object's position in the palm's frame and the
 efforts are interpolated at the protocol's sample times from there. :func:`write_tilt_run` writes a
 record as such a bag (the mock's runs in tests and benchmarks: the palm turned about its axis at the
 world's origin, standing still for :data:`LEAD_S` before the tilt).
@@ -29,7 +30,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
-from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at
+from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at, ramp_time, ramped_travel
 from shadow_twin.calibration.recordings.bag_reader import bag_errors, open_bag_reader, typestore
 from shadow_twin.calibration.recordings.base_recording import POSE_STAMPED
 from shadow_twin.calibration.recordings.recording import JOINT_STATE, write_serialized_bag
@@ -122,37 +123,36 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
         t_palm, p_palm, r_palm = _poses(*series[palm_topic])
     except RecordingError as exc:
         raise RecordingError(f'{path}: {exc}') from None
-    joints = tuple(protocol.grip)
-    return sampled_run(protocol, run, (t_palm, p_palm, r_palm), (t_obj, p_obj),
-                       _effort_rows(path, *series[joint_topic], joints), str(path))
+    stamps, efforts, positions = _joint_rows(path, *series[joint_topic], tuple(protocol.grip))
+    if run.push and not np.isfinite(positions[:, [list(protocol.grip).index(j) for j, _ in run.push]]).all():
+        raise RecordingError(f'{path}: push run {run.name!r}: joint_states without the pushing joints\' positions')
+    return sampled_run(protocol, run, (t_palm, p_palm, r_palm), (t_obj, p_obj), (stamps, efforts), str(path),
+                       positions)
 
 
 def sampled_run(protocol: ContactProtocol, run: TiltRun, palm: tuple, obj: tuple, efforts: tuple,
-                where: str) -> TiltRecord:
+                where: str, positions: np.ndarray | None = None) -> TiltRecord:
     """The :class:`TiltRecord` of a run's series, sampled as the protocol samples its replay (module doc): the
-    tilt read from the palm's orientation, its start where it last passes :data:`TILT_START` before :data:`TILT_BEGUN`.
+    tilt read from the palm's orientation, its start where it last passes :data:`TILT_START` before :data:`TILT_BEGUN`
+    (a push's: where its pushing joint last passes as far from where it stood, :func:`_push_start`).
 
     Args:
         palm: (stamps (N,) s, positions (N, 3) m, orientations: a scipy Rotation of N) of the palm's frame.
         obj: (stamps (M,) s, positions (M, 3) m) of the object, in the same world frame.
         efforts: (stamps (K,) s, (K, J) N m) of the protocol's grip joints.
         where: what the series come from, for the errors (a bag's path, a replay).
+        positions: (K, J) rad of the grip joints at the efforts' stamps (a push run's start is read from them).
     Raises:
-        RecordingError: a tilt that never begins, or series that end before the run's duration.
+        RecordingError: a tilt (push) that never begins, or series that end before the run's duration.
     """
     t_palm, p_palm, r_palm = palm
     t_obj, p_obj = obj
     tilt = tilt_of(r_palm, run.axis)
-    begun = np.flatnonzero(tilt >= TILT_BEGUN)
-    if not len(begun):
-        raise RecordingError(f'{where}: the palm never tilts {np.degrees(TILT_BEGUN):g} deg about its {run.axis} '
-                             f'axis (run {run.name!r}; most {np.degrees(tilt.max()):.2f} deg)')
-    # the last passing before the tilt has surely begun: a palm standing still at about 0 deg passes 0.5 deg on
-    # the capture's noise alone (a live run's start read 0.65 s early so, its tilt 6 deg behind its replay's)
-    below = np.flatnonzero(tilt[:begun[0]] < TILT_START)
-    k = below[-1] + 1 if len(below) else 0
-    crossed = t_palm[k] if k == 0 else np.interp(TILT_START, tilt[k - 1:k + 1], t_palm[k - 1:k + 1])
-    start = crossed - TILT_START / run.rate
+    if run.push:
+        start = _push_start(protocol, run, efforts[0], positions, where)
+    else:
+        start = _passed(t_palm, tilt, f'the palm never tilts {np.degrees(TILT_BEGUN):g} deg about its {run.axis} axis',
+                        where, run) - TILT_START / run.rate
     count = int(round(run.duration / protocol.sample_s))
     times = np.arange(1, count + 1) * protocol.sample_s
     at = np.concatenate([[start], start + times])
@@ -170,26 +170,62 @@ def sampled_run(protocol: ContactProtocol, run: TiltRun, palm: tuple, obj: tuple
                       tuple(protocol.grip), effort)
 
 
-def _effort_rows(path: Path, times: np.ndarray, messages: list, joints: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """((K,) stamps s, (K, J) N m): the joints' efforts of the messages that carry them all, in stamp order."""
-    rows, stamps = [], []
+def _passed(times: np.ndarray, progress: np.ndarray, never: str, where: str, run: TiltRun) -> float:
+    """s: where ``progress`` (rad; a tilt, a push's travel) last passes :data:`TILT_START` before it reaches
+    :data:`TILT_BEGUN` (between two samples, linearly): a signal standing at about 0 passes 0.5 deg on a capture's
+    noise alone (a live run's start read 0.65 s early so, its tilt 6 deg behind its replay's). Raises
+    RecordingError (``never``) when it never reaches :data:`TILT_BEGUN`."""
+    begun = np.flatnonzero(progress >= TILT_BEGUN)
+    if not len(begun):
+        raise RecordingError(f'{where}: {never} (run {run.name!r}; most {np.degrees(progress.max()):.2f} deg)')
+    below = np.flatnonzero(progress[:begun[0]] < TILT_START)
+    k = below[-1] + 1 if len(below) else 0
+    return float(times[k] if k == 0 else np.interp(TILT_START, progress[k - 1:k + 1], times[k - 1:k + 1]))
+
+
+def _push_start(protocol: ContactProtocol, run: TiltRun, stamps: np.ndarray, positions: np.ndarray | None,
+                where: str) -> float:
+    """s: the start of push ``run``'s goal, read from its pushing joint (the push joint that travels furthest
+    from where it stood at the first sample): where its travel last passes :data:`TILT_START`, set back by the
+    time its goal takes to travel that far (:func:`~shadow_twin.calibration.contacts.tilt.ramp_time`)."""
+    if positions is None:
+        raise RecordingError(f'{where}: push run {run.name!r} needs the pushing joints\' positions')
+    columns = [list(protocol.grip).index(j) for j, _ in run.push]
+    origin = positions[0, columns]
+    travel = np.array([t for _, t in run.push]) - origin
+    lead = int(np.argmax(np.abs(travel)))
+    progress = (positions[:, columns[lead]] - origin[lead]) * np.sign(travel[lead])
+    speed = abs(travel[lead]) / run.push_s
+    name = run.push[lead][0]
+    crossed = _passed(stamps, progress, f'{name} never moves {np.degrees(TILT_BEGUN):g} deg towards its push target',
+                      where, run)
+    return crossed - ramp_time(TILT_START, speed)
+
+
+def _joint_rows(path: Path, times: np.ndarray, messages: list,
+                joints: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """((K,) stamps s, (K, J) N m, (K, J) rad): the joints' efforts and positions of the messages that carry
+    the efforts of them all, in stamp order (positions NaN where a message has none)."""
+    rows, angles, stamps = [], [], []
     for stamp, msg in zip(times, messages):
         if len(msg.effort) != len(msg.name):
             continue
         effort = dict(zip(msg.name, msg.effort))
+        position = dict(zip(msg.name, msg.position)) if len(msg.position) == len(msg.name) else {}
         if all(j in effort for j in joints):
             rows.append([effort[j] for j in joints])
+            angles.append([position.get(j, np.nan) for j in joints])
             stamps.append(stamp)
     if len(rows) < 2:
         raise RecordingError(f'{path}: no joint_states with the efforts of every grip joint {list(joints)}')
     order = np.argsort(stamps, kind='stable')
-    return np.asarray(stamps)[order], np.asarray(rows, float)[order]
+    return np.asarray(stamps)[order], np.asarray(rows, float)[order], np.asarray(angles, float)[order]
 
 
 def write_tilt_run(path: str | Path, record: TiltRecord, protocol: ContactProtocol, run: TiltRun,
                    topics: ContactTopics = ContactTopics(), start: float = 100.0) -> Path:
-    """Write ``record`` as a new bag of ``run`` (module doc); its tilt begins at ``start`` s (stamps).
-    Raises RecordingError if ``path`` exists (never overwritten)."""
+    """Write ``record`` as a new bag of ``run`` (module doc); its tilt (a push's goal, its joints from 0 rad)
+    begins at ``start`` s (stamps). Raises RecordingError if ``path`` exists (never overwritten)."""
     joint_topic, object_topic, palm_topic = topics.resolved(protocol)
     store, t = typestore(), typestore().types
     lead = np.arange(-LEAD_S, 0.0, protocol.sample_s)
@@ -199,6 +235,9 @@ def write_tilt_run(path: str | Path, record: TiltRecord, protocol: ContactProtoc
     palm = Rotation.from_rotvec(np.outer(tilt, axis))
     in_palm = np.vstack([np.repeat(record.start[None], len(lead) + 1, axis=0), record.position])
     effort = np.vstack([np.repeat(record.effort[:1], len(lead) + 1, axis=0), record.effort])
+    angles = np.zeros((len(times), len(record.joints)))
+    for joint, target in run.push:          # a push's goal from 0 rad, as the run made it
+        angles[:, record.joints.index(joint)] = target * ramped_travel(times, run.push_s) / run.push_s
 
     def header(seconds: float, frame: str):
         sec, nanosec = to_sec_nanosec(seconds)
@@ -216,8 +255,8 @@ def write_tilt_run(path: str | Path, record: TiltRecord, protocol: ContactProtoc
         ns = to_nanoseconds(stamp)
         messages.append((palm_topic, ns, pose(stamp, (0.0, 0.0, 0.0), palm[k].as_quat())))
         messages.append((object_topic, ns, pose(stamp, palm[k].apply(in_palm[k]), (0.0, 0.0, 0.0, 1.0))))
-        state = t[JOINT_STATE](header=header(stamp, ''), name=list(record.joints),
-                               position=np.zeros(len(record.joints)), velocity=np.zeros(0), effort=effort[k].astype(float))
+        state = t[JOINT_STATE](header=header(stamp, ''), name=list(record.joints), position=angles[k],
+                               velocity=np.zeros(0), effort=effort[k].astype(float))
         messages.append((joint_topic, ns, bytes(store.serialize_cdr(state, JOINT_STATE))))
     kinds = {joint_topic: JOINT_STATE, object_topic: POSE_STAMPED, palm_topic: POSE_STAMPED}
     return write_serialized_bag(path, kinds, messages)

@@ -110,6 +110,8 @@ class ContactEvaluator:
         self.protocol, self.space = protocol, space
         self.hand = hand or HandModel(SceneConfig.from_yaml(protocol.scene))
         self.recordings = dict(recordings)
+        #: {run: recorded onset, rad} of the recordings whose object slid (a finite onset).
+        self.onsets = self._onsets(self.recordings)
         self.targets = [t for d in space.dimensions for t in d.targets]
         #: The engine's report names: one "joint" per run (its MSE, m^2), weight 1.
         self.objective_joints = [run.name for run in protocol.runs]
@@ -152,13 +154,38 @@ class ContactEvaluator:
         engine's least squares expects (its cost and the objective are then one figure)."""
         scores, rows = [], []
         for records in self.replay(parameter_sets, nthread=nthread):
-            parts = [residuals(record, self.recordings[record.name], self.protocol.clip, self.protocol.effort_weight,
-                               self.protocol.onset_window if self.protocol.effort_change else 0)
-                     for record in records]
+            parts = [self.residuals(record) for record in records]
             row = np.concatenate(parts)
             scores.append(Score(float(np.mean(row ** 2)), {r.name: float(np.mean(p ** 2)) for r, p in zip(records, parts)}))
             rows.append(row / np.sqrt(row.size))
         return scores, np.stack(rows)
+
+    def _onsets(self, recordings: Mapping[str, TiltRecord]) -> dict[str, float]:
+        p = self.protocol
+        found = {name: r.onset(p.onset, p.onset_window) for name, r in recordings.items()}
+        return {name: onset for name, onset in found.items() if np.isfinite(onset)}
+
+    def add_recordings(self, recordings: Mapping[str, TiltRecord]) -> None:
+        """Add (or replace) recordings, e.g. the hold-out runs', with their onsets."""
+        self.recordings.update(recordings)
+        self.onsets.update(self._onsets(recordings))
+
+    def residuals(self, record: TiltRecord) -> np.ndarray:
+        """(R,) m: a replayed run's residuals against its recording (:func:`~.tilt.residuals` with the protocol's
+        clip, effort weight and effort changes), and, for a recording whose object slid, its onset angle's error
+        (the replay's onset less the recording's, rad; the replay's last tilt if it never slid) x the protocol's
+        ``onset_weight`` x sqrt(R - 1): one degree off weighs as the path one mm off throughout. Why: a slide
+        ends at the stop or has not begun, a step in the path that least squares cannot follow away from the
+        right friction; its angle moves smoothly with the friction. Raises KeyError: a run without a recording."""
+        protocol = self.protocol
+        path = residuals(record, self.recordings[record.name], protocol.clip, protocol.effort_weight,
+                         protocol.onset_window if protocol.effort_change else 0)
+        recorded = self.onsets.get(record.name)
+        if recorded is None or not protocol.onset_weight:
+            return path
+        onset = record.onset(protocol.onset, protocol.onset_window)
+        error = (onset if np.isfinite(onset) else float(record.tilt[-1])) - recorded
+        return np.append(path, protocol.onset_weight * error * np.sqrt(path.size))
 
     def evaluate(self, parameter_sets, nthread: int = 1, keep_positions: bool = False) -> list[Score]:
         """Scores of the parameter sets (see :meth:`evaluate_scored_residuals`)."""

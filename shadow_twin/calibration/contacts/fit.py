@@ -48,6 +48,8 @@ class ContactFit:
         holdout: {run name: {'recorded', 'before', 'after'}} slip-onset angles, rad (NaN: no onset).
         result: the engine's result (initial and best objectives, m^2; the phase log).
         seconds: wall time of screening, fit and hold-out together, s.
+        holdout_rms: {run name: {'before', 'after'}} the hold-out runs' residual RMS, m (the objective's
+            residuals): the check of a run whose object does not slip (a grip that holds it).
     """
 
     values: dict[str, float]
@@ -56,10 +58,21 @@ class ContactFit:
     holdout: dict[str, dict[str, float]] = field(default_factory=dict)
     result: CalibrationResult | None = None
     seconds: float = 0.0
+    holdout_rms: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def holdout_errors(self, which: str) -> dict[str, float]:
-        """{run: |sim - recorded| onset angle, rad} ``before`` or ``after`` the fit."""
-        return {name: abs(angles[which] - angles['recorded']) for name, angles in self.holdout.items()}
+        """{run: |sim - recorded| onset angle, rad} ``before`` or ``after`` the fit, of the hold-out runs whose
+        recording has an onset (the object slipped)."""
+        return {name: abs(angles[which] - angles['recorded']) for name, angles in self.holdout.items()
+                if np.isfinite(angles['recorded'])}
+
+    def holdout_worse(self) -> list[str]:
+        """The hold-out runs the fit made worse: a slip's onset error grew (an onset lost counts), or, for a run
+        without a recorded slip, the residual RMS grew."""
+        before, after = self.holdout_errors('before'), self.holdout_errors('after')
+        worse = [name for name in after if not after[name] <= before[name]]
+        return worse + [name for name, rms in self.holdout_rms.items()
+                        if name not in after and not rms['after'] <= rms['before']]
 
 
 def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltRecord], space: SearchSpace,
@@ -102,23 +115,28 @@ def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltR
                                                                     'runs': [r.name for r in protocol.runs]}).run()
         values = space.named(result.best.x)
         targets = space.named_values(values)
-        holdout = _holdout(evaluator, protocol, recordings, targets, settings.workers)
+        holdout, rms = _holdout(evaluator, protocol, recordings, targets, settings.workers)
     finally:
         evaluator.close()
-    return ContactFit(values, targets, influence, holdout, result, time.perf_counter() - started)
+    return ContactFit(values, targets, influence, holdout, result, time.perf_counter() - started, rms)
 
 
 def _holdout(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],
-             targets: Mapping[ParameterTarget, float], workers: int) -> dict[str, dict[str, float]]:
-    """Slip-onset angles (rad) of the hold-out runs that have a recording: recorded, the model's, fitted."""
+             targets: Mapping[ParameterTarget, float], workers: int) -> tuple[dict, dict]:
+    """Of the hold-out runs that have a recording: slip-onset angles (rad: recorded, the model's, fitted) and
+    residual RMS (m: the model's, fitted)."""
     runs = [run for run in protocol.holdout if run.name in recordings]
     if not runs:
-        return {}
+        return {}, {}
+    evaluator.add_recordings({run.name: recordings[run.name] for run in runs})
     before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)
     window = protocol.onset_window
-    return {run.name: {'recorded': recordings[run.name].onset(protocol.onset, window),
-                       'before': b.onset(protocol.onset, window), 'after': a.onset(protocol.onset, window)}
-            for run, b, a in zip(runs, before, after)}
+    onsets = {run.name: {'recorded': recordings[run.name].onset(protocol.onset, window),
+                         'before': b.onset(protocol.onset, window), 'after': a.onset(protocol.onset, window)}
+              for run, b, a in zip(runs, before, after)}
+    rms = {run.name: {k: float(np.sqrt(np.mean(evaluator.residuals(r) ** 2))) for k, r in (('before', b), ('after', a))}
+           for run, b, a in zip(runs, before, after)}
+    return onsets, rms
 
 
 #: Where each calibrated attribute goes in a scene file's object: (key, index or None).

@@ -10,7 +10,8 @@ travel, so that the turning frame's own accelerations stay three orders of magni
 change at the protocol's rates), and the sign of its turn that tilts the palm as the protocol's runs do
 (checked through :func:`~shadow_twin.calibration.contacts.bags.tilt_of`, the reading of the recorded
 palm pose). :func:`tilt_trajectory` is the run's arm goal: that joint at the run's rate for its
-duration, constant velocity after :data:`RAMP_S`.
+duration, constant velocity after :data:`RAMP_S` (a push run's goal is the hand's instead,
+:func:`~shadow_twin.calibration.contacts.tilt.push_trajectory`, the arm holding the start pose).
 
 :func:`record_runs_on_robots` replays runs as the robots make them, for the fit of runs recorded on the
 robots: on the bridge's live simulation of the robots' model (the cell reduced to arm and hand, the
@@ -33,7 +34,8 @@ from scipy.spatial.transform import Rotation
 
 from shadow_twin.calibration.contacts.bags import sampled_run, tilt_of
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
-from shadow_twin.calibration.contacts.tilt import TiltRecord, physics_state
+from shadow_twin.calibration.contacts.tilt import (RAMP_S, RunStart, TiltRecord, driven_angles, physics_state,
+                                                  push_trajectory, ramped_goal, restore)
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.scene import SceneConfig
@@ -43,12 +45,11 @@ from shadow_twin.simulation.live.simulation import LiveSimulation
 
 #: Palm-frame axis vector of each protocol axis.
 AXIS_VECTORS = {'x': (1.0, 0.0, 0.0), '-x': (-1.0, 0.0, 0.0), 'y': (0.0, 1.0, 0.0), '-y': (0.0, -1.0, 0.0)}
-#: s over which a tilt goal reaches its rate (the controllers' acceleration; the onset is read past it).
-RAMP_S = 0.2
-#: s between the points of a tilt goal.
-POINT_S = 0.1
 #: s between putting the object on its fixture and sending the grip's goal (a capture frame of it is checked).
 PLACE_S = 0.2
+#: s: how much later than its goal a push's start may be read (the pushing joint following its goal): replayed that
+#: much longer.
+PUSH_LAG_S = 0.5
 #: deg: how far gravity may be off the palm's -z axis at the start pose.
 START_TOLERANCE_DEG = 5.0
 
@@ -110,32 +111,27 @@ def plan_live_tilt(model: mujoco.MjModel, protocol: ContactProtocol, run: TiltRu
 
 
 def tilt_trajectory(plan: LiveTilt, run: TiltRun) -> JointTrajectory:
-    """The arm goal of ``run``: ``plan.joint`` from its start at ``run.rate`` for ``run.duration`` (points
-    every :data:`POINT_S` s, reaching the rate over :data:`RAMP_S` and stopping over another after the
-    duration: a JTC's goal ends at rest), the other arm joints holding the start."""
+    """The arm goal of ``run``: ``plan.joint`` from its start at ``run.rate`` for ``run.duration``
+    (:func:`~shadow_twin.calibration.contacts.tilt.ramped_goal`), the other arm joints holding the start."""
     names = list(plan.start)
     k = names.index(plan.joint)
-    end = run.duration + RAMP_S
-    times = np.append(np.arange(POINT_S, run.duration + 1e-9, POINT_S), end)
-    rate = plan.sign * run.rate
-    travelled = rate * np.where(times < RAMP_S, times ** 2 / (2 * RAMP_S), times - RAMP_S / 2)
-    travelled[-1] = rate * run.duration          # rate x (duration - RAMP_S / 2), and the stop's half ramp
-    speed = rate * np.minimum(times / RAMP_S, 1.0)
-    speed[-1] = 0.0
+    times, travel, speed = ramped_goal(run.duration, np.array([plan.sign * run.rate]))
     positions = np.tile([plan.start[n] for n in names], (len(times), 1))
-    positions[:, k] += travelled
+    positions[:, k] += travel[:, 0]
     velocities = np.zeros_like(positions)
-    velocities[:, k] = speed
+    velocities[:, k] = speed[:, 0]
     return JointTrajectory(names, times.tolist(), positions.tolist(), velocities=velocities.tolist())
 
 
-def settle_on_robots(sim: LiveSimulation, protocol: ContactProtocol, plan: LiveTilt, grip: bool) -> np.ndarray:
+def settle_on_robots(sim: LiveSimulation, protocol: ContactProtocol, plan: LiveTilt, grip: bool) -> RunStart:
     """Reset ``sim`` (the robots' model), hold the arm at ``plan.start``, put the object on its fixture, close
     the grip in ``close_s`` and hold ``settle_s`` (``grip``; else stand ``settle_open_s``), with the waits of
-    the run's timeline (:data:`PLACE_S` and the goals' ``plan.lead``); returns the physics
-    state (``mjSTATE_INTEGRATION``) the runs with that grip start from. Raises KeyError: a joint or the
-    object missing from the model."""
+    the run's timeline (:data:`PLACE_S` and the goals' ``plan.lead``); returns where the runs with that grip
+    start from (the controllers holding the arm's start and the grip's targets or the open hand, as the
+    robots' trajectory controllers do after the runner's goals). Raises KeyError: a joint or the object
+    missing from the model."""
     sim.reset()
+    held = {**driven_angles(sim), **plan.start, **(protocol.grip if grip else {})}
     sim.set_positions(plan.start)
     set_object_motion(sim, protocol.object, EntityMotion(plan.object_pose[:3], plan.object_pose[3:]))
     sim.step(int(round((PLACE_S + plan.lead) / sim.dt)))           # the run's timeline: placed, the goal's lead
@@ -144,35 +140,41 @@ def settle_on_robots(sim: LiveSimulation, protocol: ContactProtocol, plan: LiveT
                                            velocities=[[0.0] * len(protocol.grip)]), start_time=sim.time)
     seconds = protocol.close_s + protocol.settle_s if grip else protocol.settle_open_s
     sim.step(int(round((seconds + plan.lead) / sim.dt)))
-    return physics_state(sim)
+    return RunStart(physics_state(sim), held)
 
 
 def run_on_robots(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, plan: LiveTilt,
-                  start: np.ndarray) -> TiltRecord:
+                  start: RunStart) -> TiltRecord:
     """Replay ``run`` on ``sim`` from ``start`` (:func:`settle_on_robots`): the tilt goal, the palm's and the
     object's poses and the grip's efforts each ``sample_s``, read as a recording is. Raises RecordingError:
     the palm never tilted (a model whose joint does not turn it)."""
     model, data = sim.model, sim.data
-    mujoco.mj_setState(model, data, start, mujoco.mjtState.mjSTATE_INTEGRATION)
-    mujoco.mj_forward(model, data)
+    restore(sim, start)
     palm, body = model.body(protocol.palm).id, model.body(protocol.object).id
     columns = [sim.joint_names.index(name) for name in protocol.grip]
     t0 = float(data.time)
-    sim.set_trajectory(tilt_trajectory(plan, run), start_time=t0)
+    if run.push:        # the runner's goal: from where the joints stand (the open hand)
+        now = sim.joint_state().position
+        sim.set_trajectory(push_trajectory(run, {j: float(now[sim.joint_names.index(j)]) for j, _ in run.push}),
+                           start_time=t0)
+        late = PUSH_LAG_S
+    else:
+        sim.set_trajectory(tilt_trajectory(plan, run), start_time=t0)
+        # the run's start is read where the tilt passes TILT_START: a palm that starts tilted back (the grip and
+        # the object's weight bend the wrist: -1.5 deg after 8 s of holding the can) passes it that much later
+        late = max(0.0, -float(tilt_of(Rotation.from_quat([data.xquat[palm][[1, 2, 3, 0]]]), run.axis)[0])) / run.rate
     steps = max(1, int(round(protocol.sample_s / sim.dt)))
-    # the run's start is read where the tilt passes TILT_START: a palm that starts tilted back (the grip and the
-    # object's weight bend the wrist: -1.5 deg after 8 s of holding the can) passes it that much later
-    behind = max(0.0, -float(tilt_of(Rotation.from_quat([data.xquat[palm][[1, 2, 3, 0]]]), run.axis)[0]))
-    count = int(np.ceil((run.duration + 2 * RAMP_S + behind / run.rate) / protocol.sample_s)) + 2
+    count = int(np.ceil((run.duration + 2 * RAMP_S + late) / protocol.sample_s)) + 2
     times, palm_pos, palm_quat = np.empty(count), np.empty((count, 3)), np.empty((count, 4))
-    obj_pos, efforts = np.empty((count, 3)), np.empty((count, len(columns)))
+    obj_pos, efforts, angles = np.empty((count, 3)), np.empty((count, len(columns))), np.empty((count, len(columns)))
     for k in range(count):
         times[k] = float(data.time) - t0
         palm_pos[k], palm_quat[k] = data.xpos[palm], data.xquat[palm][[1, 2, 3, 0]]
-        obj_pos[k], efforts[k] = data.xpos[body], sim.joint_state().effort[columns]
+        state = sim.joint_state()
+        obj_pos[k], efforts[k], angles[k] = data.xpos[body], state.effort[columns], state.position[columns]
         sim.step(steps)
     return sampled_run(protocol, run, (times, palm_pos, Rotation.from_quat(palm_quat)), (times, obj_pos),
-                       (times, efforts), f'the replay of {run.name} on the robots\' model')
+                       (times, efforts), f'the replay of {run.name} on the robots\' model', angles)
 
 
 def record_runs_on_robots(sim: LiveSimulation, protocol: ContactProtocol, runs, plans) -> list[TiltRecord]:

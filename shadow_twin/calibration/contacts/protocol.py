@@ -5,13 +5,16 @@ about the palm's x axis, turning gravity in the hand's frame, until the object s
 tilt at a fixed rate (``rate`` deg/s) for ``duration`` s, the fingers open (``grip: false``: the
 object slides or tips on its support alone, so the support's friction decides) or closed to the
 protocol's ``grip`` targets (the fingertips' friction, the grip's force and the object's weight
-decide). Runs at other rates are the hold-out: their slip-onset angle (the tilt at which the object
-has moved ``onset_mm`` in the palm's frame) is compared, sim against the robot.
+decide). A **push** run (``push``: {joint: rad} reached in ``push_s`` s) turns nothing: the fingers open,
+those joints push the object across its support (friction times weight, in their efforts). Runs at other
+rates are the hold-out (tilts only): their slip-onset angle (the tilt at which the object has moved
+``onset_mm`` in the palm's frame, :meth:`~.tilt.TiltRecord.onset`) is compared, sim against the robot, and
+their residuals.
 
 YAML (``config/calibration/contact_protocol.yaml``)::
 
     contact_protocol:
-      scene: scene_hand.yaml      # the scene file (relative to this file's folder)
+      scene: ../scene_contacts_hand.yaml   # the scene file (relative to this file's folder)
       object: can                 # the free object observed
       palm: rh_palm               # the body whose frame the object's position is read in
       grip: {rh_FFJ3: 1.0, ...}   # joint targets of the closed grip, rad
@@ -19,13 +22,15 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       settle_s: 8.0
       settle_open_s: 0.5          # s before a run with the fingers open
       sample_s: 0.02              # s between samples (the capture's 50 Hz)
-      onset_mm: 1.0               # mm: the slip onset ...
+      onset_mm: 10.0              # mm: the slip onset (past the soft contacts' creep) ...
       onset_window_s: 0.2         # ... of the positions averaged over this long (a capture's noise)
       clip_mm: 20.0               # mm: a residual's soft limit (an object that fell is far off either way)
       effort_weight: 0.1          # m per N m: the grip joints' efforts beside the object's position
       effort_change: true         # efforts compared by their change since the tilt began (false: as recorded)
-      runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x}, ...]
-      holdout: [{name: tilt_grip_holdout, grip: true, rate: 8.0, duration: 8.0}]
+      onset_weight: 1.0           # mm per deg: a slide's onset angle beside its path (0: the path alone)
+      runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x},
+                {name: push_thumb, push: {rh_THJ4: 1.2, rh_THJ5: 0.6}, push_s: 2.5, duration: 3.5}, ...]
+      holdout: [{name: tilt_open_slow, grip: false, rate: 6.0, duration: 8.5}, ...]
       live:                       # the runs on the robots (shadow-twin calibrate --contacts --record)
         scene: ../scene_contacts_cell.yaml   # the robots' scene: the same fixture, fixed to the forearm
         arm_start: {shoulder_pan_joint: 0.0, ..., wrist_3_joint: 0.0}   # rad: the forearm upright
@@ -46,8 +51,8 @@ from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
-         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'runs', 'holdout', 'live')
-_RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis')
+         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'onset_weight', 'runs', 'holdout', 'live')
+_RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis', 'push', 'push_s')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
 
@@ -56,13 +61,26 @@ AXES = ('x', '-x', 'y', '-y')
 class TiltRun:
     """One run: ``name``; ``grip`` (the fingers closed to the protocol's grip, else open at their
     initial pose); tilt ``rate`` (rad/s) for ``duration`` (s) about the palm's ``axis`` (:data:`AXES`;
-    'x': the fingers tip over to the palm's side)."""
+    'x': the fingers tip over to the palm's side).
+
+    A **push** (``push``: ((joint, target rad), ...), the hand standing upright: ``rate`` 0): the fingers
+    open, the joints move at constant speeds from where they stand to their targets in ``push_s`` s
+    (:func:`~shadow_twin.calibration.contacts.tilt.push_trajectory`), a finger pushing the object across
+    its support, recorded for ``duration`` s from the push's start: the support's friction against the
+    object's weight, seen in the object's path and the pushing joints' efforts."""
 
     name: str
     grip: bool
     rate: float
     duration: float
     axis: str = 'x'
+    push: tuple[tuple[str, float], ...] = ()
+    push_s: float = 0.0
+
+    @property
+    def push_targets(self) -> dict[str, float]:
+        """{joint: target rad} of a push (empty for a tilt)."""
+        return dict(self.push)
 
     def tilt_at(self, t: np.ndarray | float) -> np.ndarray | float:
         """The tilt (rad) ``t`` s into the run."""
@@ -74,7 +92,9 @@ class ContactProtocol:
     """The protocol (module doc). ``scene`` is an absolute path; lengths in m, times in s, angles in rad;
     ``onset_window`` in samples. ``effort_change``: the grip's efforts are compared by their change since the
     tilt began (the mean of its first ``onset_window`` samples; :func:`~.tilt.residuals`): on the robots the
-    squeeze a grip holds does not repeat from run to replay; False compares them as recorded."""
+    squeeze a grip holds does not repeat from run to replay; False compares them as recorded. ``onset_weight``
+    (m per rad; YAML mm per deg): a run whose recording slides (an onset) is compared by its onset angle too, one
+    degree off counting as the path one mm off throughout (:meth:`~.evaluator.ContactEvaluator.residuals`)."""
 
     scene: Path
     object: str
@@ -92,6 +112,7 @@ class ContactProtocol:
     holdout: tuple[TiltRun, ...]
     live: 'LiveSetup | None' = None
     effort_change: bool = True
+    onset_weight: float = 0.0
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> 'ContactProtocol':
@@ -117,6 +138,14 @@ class ContactProtocol:
         names = [r.name for r in (*runs, *holdout)]
         if len(set(names)) != len(names):
             raise ConfigError(f'{where}: run names repeat: {names}')
+        pushes = [r.name for r in holdout if r.push]
+        if pushes:
+            raise ConfigError(f'{where}.holdout: push run(s) {pushes} have no slip-onset angle to check; hold out tilts')
+        for run in runs:
+            outside = [j for j, _ in run.push if j not in grip]
+            if outside:
+                raise ConfigError(f'{where}.runs: push run {run.name!r} moves {outside}, which are not grip joints '
+                                  '(the protocol records the grip joints\' efforts)')
         for key in ('object', 'palm'):
             if not isinstance(body[key], str) or not body[key]:
                 raise ConfigError(f'{where}.{key}: expected a body name, got {body[key]!r}')
@@ -132,7 +161,8 @@ class ContactProtocol:
                    values.positive(body.get('clip_mm', 20.0), f'{where}.clip_mm') * 1e-3,
                    values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout,
                    _live(body.get('live'), f'{where}.live', path.parent),
-                   values.boolean(body.get('effort_change', True), f'{where}.effort_change'))
+                   values.boolean(body.get('effort_change', True), f'{where}.effort_change'),
+                   values.non_negative(body.get('onset_weight', 0.0), f'{where}.onset_weight') * 1e-3 * 180.0 / np.pi)
 
 
 @dataclass(frozen=True)
@@ -175,10 +205,29 @@ def _runs(items: Any, where: str, allow_empty: bool = False) -> tuple[TiltRun, .
         name = run.get('name')
         if not isinstance(name, str) or not name:
             raise ConfigError(f'{where}[{k}].name: expected a name, got {name!r}')
-        grip = values.boolean(run.get('grip'), f'{where}[{k}].grip')
         axis = run.get('axis', 'x')
         if axis not in AXES:
             raise ConfigError(f'{where}[{k}].axis: expected one of {list(AXES)}, got {axis!r}')
+        duration = values.positive(run.get('duration'), f'{where}[{k}].duration')
+        if 'push' in run:
+            out.append(_push(run, f'{where}[{k}]', name, axis, duration))
+            continue
+        grip = values.boolean(run.get('grip'), f'{where}[{k}].grip')
         out.append(TiltRun(name, grip, np.radians(values.positive(run.get('rate'), f'{where}[{k}].rate')),
-                           values.positive(run.get('duration'), f'{where}[{k}].duration'), axis))
+                           duration, axis))
     return tuple(out)
+
+
+def _push(run: dict, where: str, name: str, axis: str, duration: float) -> TiltRun:
+    """A push run (:class:`TiltRun`): ``push`` {joint: target rad}, ``push_s`` s (<= ``duration``), the
+    fingers open and no tilt."""
+    push = run['push']
+    if not isinstance(push, dict) or not push:
+        raise ConfigError(f'{where}.push: give the pushing joints\' targets ({{joint: rad}}), got {push!r}')
+    if run.get('grip', False) is not False or run.get('rate', 0) not in (0, 0.0):
+        raise ConfigError(f'{where}: a push run starts with the fingers open and the hand upright: no grip, no rate')
+    push_s = values.positive(run.get('push_s'), f'{where}.push_s')
+    if push_s > duration:
+        raise ConfigError(f'{where}.push_s: {push_s:g} s is longer than the run ({duration:g} s)')
+    targets = tuple((str(j), values.number(v, f'{where}.push.{j}')) for j, v in push.items())
+    return TiltRun(name, False, 0.0, duration, axis, targets, push_s)

@@ -24,6 +24,10 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.simulation.live.simulation import LiveSimulation
 
 G = 9.81
+#: s over which a goal of the protocol (a tilt on the robots, a push) reaches its speed, and stops.
+RAMP_S = 0.2
+#: s between the points of such a goal.
+POINT_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -46,16 +50,26 @@ class TiltRecord:
         return np.linalg.norm(self.position - self.start, axis=1)
 
     def onset(self, distance: float, window: int = 1) -> float:
-        """The tilt (rad) at which the displacement first passed ``distance`` m; NaN if it never did.
+        """The tilt (rad) at which the displacement passed ``distance`` m for the last time before it reached
+        twice that (the object surely slipping; without that, the first passing); NaN if it never passed.
         ``window`` > 1: the positions averaged over that many samples (a running mean, and the start
-        the mean of the first ones): a capture's noise then trips no threshold it would alone."""
+        the mean of the first ones). Why the last passing: a grip creeps under 1 mm for seconds before
+        it lets go, and the capture's noise (0.5 mm a coordinate) carried a creeping can's first passing
+        9 deg early in one recording of five (the same run under five noise draws: 20-31 deg)."""
         position, start = self.position, self.start
         if window > 1:
             kernel = np.ones(window) / window
             position = np.stack([np.convolve(c, kernel, mode='valid') for c in self.position.T], axis=1)
             start = position[0]
-        passed = np.flatnonzero(np.linalg.norm(position - start, axis=1) > distance)
-        return float(self.tilt[passed[0] + window - 1]) if len(passed) else float('nan')
+        moved = np.linalg.norm(position - start, axis=1)
+        passed = np.flatnonzero(moved > distance)
+        if not len(passed):
+            return float('nan')
+        sure = np.flatnonzero(moved > 2 * distance)
+        if len(sure):
+            below = np.flatnonzero(moved[:sure[0]] <= distance)
+            passed = below[-1:] + 1 if len(below) else np.array([0])
+        return float(self.tilt[passed[0] + window - 1])
 
     def to_dict(self) -> dict:
         """JSON-able: every array as lists."""
@@ -85,22 +99,86 @@ def gravity_at(tilt: float, axis: str = 'x') -> np.ndarray:
     return np.array([0.0, G * s, -G * c]) if axis.endswith('x') else np.array([-G * s, 0.0, -G * c])
 
 
-def settle(sim: LiveSimulation, protocol: ContactProtocol, grip: bool) -> np.ndarray:
+def ramped_goal(duration: float, speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points of a goal that moves joints at constant ``speeds`` ((J,) rad/s) for ``duration`` s: reaching
+    them over :data:`RAMP_S` and stopping over another after the duration (a JTC's goal ends at rest), points
+    every :data:`POINT_S` s; returns (times (P,) s, travel (P, J) rad from the start, velocities (P, J) rad/s).
+    The travel at the end is ``speeds x duration``."""
+    speeds = np.atleast_1d(np.asarray(speeds, float))
+    times = np.append(np.arange(POINT_S, duration + 1e-9, POINT_S), duration + RAMP_S)
+    factor = np.minimum(times / RAMP_S, 1.0)
+    factor[-1] = 0.0
+    return times, np.outer(ramped_travel(times, duration), speeds), np.outer(factor, speeds)
+
+
+def ramped_travel(times: np.ndarray, duration: float) -> np.ndarray:
+    """(N,) s: the travel of a :func:`ramped_goal` of ``duration`` s at unit speed, ``times`` (N,) s after its
+    start (0 before it; ``duration`` once stopped)."""
+    t = np.clip(np.asarray(times, float), 0.0, duration + RAMP_S)
+    after = np.clip(t - duration, 0.0, None)
+    return np.where(t < RAMP_S, t ** 2 / (2 * RAMP_S),
+                    np.minimum(t, duration) - RAMP_S / 2 + after - after ** 2 / (2 * RAMP_S))
+
+
+def ramp_time(travel: float, speed: float) -> float:
+    """s from a :func:`ramped_goal`'s start until it has moved ``travel`` (rad, > 0) at ``speed`` (rad/s, > 0)."""
+    if travel <= speed * RAMP_S / 2:
+        return float(np.sqrt(2 * RAMP_S * travel / speed))
+    return travel / speed + RAMP_S / 2
+
+
+def push_trajectory(run: TiltRun, start: dict[str, float]) -> JointTrajectory:
+    """The hand's goal of a push run: its joints from ``start`` ({joint: rad}) to the run's targets at constant
+    speeds in ``run.push_s`` (:func:`ramped_goal`). Raises KeyError: a push joint missing from ``start``."""
+    names = [j for j, _ in run.push]
+    origin = np.array([start[j] for j in names])
+    times, travel, velocities = ramped_goal(run.push_s, (np.array([t for _, t in run.push]) - origin) / run.push_s)
+    return JointTrajectory(names, times.tolist(), (origin + travel).tolist(), velocities=velocities.tolist())
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """Where the runs with one grip start (:func:`settle`): the physics ``state`` (``mj_getState``,
+    ``mjSTATE_INTEGRATION``) and what the controllers ``held`` then ({driven joint: rad}: the grip's targets,
+    the other joints their angles at the reset; on the robots the arm's start pose), restored together by
+    :func:`restore`: a
+    state alone leaves the controllers holding what they held last (the grip's targets of a run before:
+    an open run's fingers closed on the object)."""
+
+    state: np.ndarray
+    held: dict[str, float]
+
+
+def restore(sim: LiveSimulation, start: RunStart) -> None:
+    """Put ``sim`` back to ``start``: its physics state, its controllers holding ``start.held``."""
+    mujoco.mj_setState(sim.model, sim.data, start.state, mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_forward(sim.model, sim.data)
+    sim.hold(start.held)
+
+
+def settle(sim: LiveSimulation, protocol: ContactProtocol, grip: bool) -> RunStart:
     """Reset ``sim``, close the fingers to the protocol's grip in ``close_s`` and hold ``settle_s``
-    (``grip``; else leave them open ``settle_open_s``) with gravity along -z; returns the physics state (``mj_getState``,
-    ``mjSTATE_INTEGRATION``) every run with that grip starts from (the controller keeps holding the
-    grip's targets: its trajectory has ended).
+    (``grip``; else leave them open ``settle_open_s``) with gravity along -z; returns where every run with
+    that grip starts from (:class:`RunStart`: the controller holding the grip's targets, the other joints
+    their angles at the reset).
 
     Raises:
         KeyError: a grip joint that is not in the model.
     """
     sim.reset()
+    held = {**driven_angles(sim), **(protocol.grip if grip else {})}
     sim.model.opt.gravity[:] = gravity_at(0.0)
     if grip:
         sim.set_trajectory(JointTrajectory(list(protocol.grip), [protocol.close_s], [list(protocol.grip.values())]))
     seconds = protocol.close_s + protocol.settle_s if grip else protocol.settle_open_s
     sim.step(int(round(seconds / sim.dt)))
-    return physics_state(sim)
+    return RunStart(physics_state(sim), held)
+
+
+def driven_angles(sim: LiveSimulation) -> dict[str, float]:
+    """{driven joint: rad} where ``sim``'s driven joints stand now (after a reset: what its controllers hold)."""
+    names = list(sim.controlled_joints)
+    return dict(zip(names, (float(q) for q in sim.positions(names))))
 
 
 def physics_state(sim: LiveSimulation) -> np.ndarray:
@@ -111,16 +189,15 @@ def physics_state(sim: LiveSimulation) -> np.ndarray:
     return state
 
 
-def run_tilt(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, start: np.ndarray) -> TiltRecord:
-    """Run ``run`` on ``sim`` from the settled physics state ``start`` (:func:`settle` with the run's
-    grip) and record it.
+def run_tilt(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, start: RunStart) -> TiltRecord:
+    """Run ``run`` on ``sim`` from ``start`` (:func:`settle` with the run's grip) and record it (a push: its
+    goal starts at the run's start, gravity along -z).
 
     Raises:
         KeyError: the protocol's object or palm body is not in the model.
     """
     model, data = sim.model, sim.data
-    mujoco.mj_setState(model, data, start, mujoco.mjtState.mjSTATE_INTEGRATION)
-    mujoco.mj_forward(model, data)
+    restore(sim, start)
     palm, body = model.body(protocol.palm).id, model.body(protocol.object).id
 
     def in_palm() -> np.ndarray:
@@ -132,6 +209,10 @@ def run_tilt(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, start
     joints = tuple(protocol.grip)
     columns = [sim.joint_names.index(name) for name in joints]
     begin, positions, efforts = in_palm(), np.empty((count, 3)), np.empty((count, len(joints)))
+    if run.push:
+        now = sim.joint_state().position
+        sim.set_trajectory(push_trajectory(run, {j: float(now[sim.joint_names.index(j)]) for j, _ in run.push}),
+                           start_time=sim.time)
     for k, t in enumerate(times):
         model.opt.gravity[:] = gravity_at(float(run.tilt_at(t)), run.axis)
         sim.step(steps)

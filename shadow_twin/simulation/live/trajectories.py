@@ -8,7 +8,7 @@ methods use the simulation's lock, data, controller, held positions and trajecto
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -155,6 +155,16 @@ class TrajectoryCommands:
                 self._queue.end(current.token, CANCELED)
             self._active = self._finished = None
             self._hold = self._hold_positions()
+
+    def hold(self, positions: Mapping[str, float]) -> None:
+        """Stop every trajectory (as :meth:`cancel`) and hold the joints of ``positions`` ({driven joint:
+        rad}) there, the others where they stand, moving nothing now: what the controllers held when a
+        physics state now restored with ``mj_setState`` was saved (a hand closed on an object holds its
+        grip's targets, short of which its fingers stopped). Raises KeyError: a joint that is not driven."""
+        with self.lock:
+            columns = [self._controlled_index[name] for name in positions]
+            self.cancel()
+            self._hold[columns] = [float(v) for v in positions.values()]
 
     def trajectory_state(self, token: int) -> str:
         """Where trajectory ``token`` stands: ``queued``, ``running`` (running, or finished and

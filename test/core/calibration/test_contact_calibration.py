@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
-from shadow_twin.calibration.contacts.fit import calibrate_contacts, write_calibrated_scene
+from shadow_twin.calibration.contacts.fit import ContactFit, calibrate_contacts, write_calibrated_scene
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at, record_runs, residuals
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
@@ -30,14 +30,17 @@ REPO = Path(__file__).resolve().parents[3]
 PROTOCOL_FILE = REPO / 'config' / 'calibration' / 'contact_protocol.yaml'
 SPACE_FILE = REPO / 'config' / 'calibration' / 'hand_contacts.yaml'
 SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
+PROTOCOL_SCENE = REPO / 'config' / 'scene_contacts_hand.yaml'
 
 
 @pytest.fixture(scope='module')
 def protocol():
-    """The shipped protocol, shortened: a grip run of 4 s at 15 deg/s, a hold-out of 5 s at 12 deg/s."""
+    """The shipped protocol, shortened: a grip run of 4 s at 15 deg/s, a hold-out of 5 s at 12 deg/s, in the hand
+    scene (no stop); the onset at 1 mm (the grip's creep: these are the sim's own runs, without a capture's noise)."""
     shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
     return dataclasses.replace(shipped, runs=(TiltRun('grip', True, math.radians(15.0), 4.0),),
-                               holdout=(TiltRun('grip_holdout', True, math.radians(12.0), 5.0),))
+                               holdout=(TiltRun('grip_holdout', True, math.radians(12.0), 5.0),), onset=0.001,
+                               scene=SCENE_FILE)
 
 
 @pytest.fixture(scope='module')
@@ -62,14 +65,21 @@ def slippery(protocol, scene):
 
 def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
     shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
-    assert shipped.scene.resolve() == SCENE_FILE.resolve() and len(shipped.runs) + len(shipped.holdout) <= 5
+    assert shipped.scene.resolve() == PROTOCOL_SCENE.resolve() and len(shipped.runs) + len(shipped.holdout) <= 5
     assert {run.grip for run in shipped.runs} == {True, False} and shipped.onset_window == 10 and shipped.effort_change
+    push = [run for run in shipped.runs if run.push]
+    assert len(push) == 1 and push[0].rate == 0.0 and not push[0].grip and 0 < push[0].push_s <= push[0].duration
     body = yaml.safe_load(PROTOCOL_FILE.read_text())
+    pushing = {'name': 'p', 'push': {'rh_THJ4': 1.0}, 'push_s': 1.0, 'duration': 2.0}
     cases = [({'grip': {}}, 'grip'), ({'runs': [{'name': 'a', 'grip': True, 'rate': -1.0, 'duration': 1.0}]}, 'rate'),
+             ({'runs': [{**pushing, 'push': {'rh_WRJ1': 0.3}}]}, "moves ['rh_WRJ1'], which are not grip joints"),
+             ({'runs': [{**pushing, 'grip': True}]}, 'fingers open'), ({'runs': [{**pushing, 'push_s': 3.0}]}, 'longer'),
+             ({'runs': [{**pushing, 'push': {}}]}, 'push'), ({'holdout': [pushing]}, 'no slip-onset angle'),
              ({'runs': [{'name': 'a', 'grip': 'yes', 'rate': 1.0, 'duration': 1.0}]}, 'grip'),
              ({'holdout': [{'name': 'tilt_open', 'grip': True, 'rate': 1.0, 'duration': 1.0}]}, 'repeat'),
              ({'runs': [{'name': 'a', 'grip': True, 'rate': 1.0, 'duration': 1.0, 'axis': 'z'}]}, 'axis'),
-             ({'effort_change': 'yes'}, 'effort_change'), ({'speed': 2}, "unknown key(s) ['speed']")]
+             ({'effort_change': 'yes'}, 'effort_change'), ({'onset_weight': -1.0}, 'onset_weight'),
+             ({'speed': 2}, "unknown key(s) ['speed']")]
     for change, words in cases:
         path = tmp_path / 'protocol.yaml'
         path.write_text(yaml.safe_dump({'contact_protocol': {**body['contact_protocol'], **change}}))
@@ -191,3 +201,68 @@ def test_the_calibrated_scene_is_a_copy_with_the_values_and_never_the_users_file
         write_calibrated_scene(source, {ParameterTarget('geom', 'mug', 'friction'): 0.5}, tmp_path / 'x.yaml')
     with pytest.raises(ConfigError, match='density'):
         write_calibrated_scene(source, {ParameterTarget('body', 'stand_plate', 'mass'): 0.5}, tmp_path / 'y.yaml')
+
+
+def test_an_open_run_after_a_grip_run_keeps_the_fingers_open(protocol, scene):
+    """A run starts from its grip's settled state with the controllers holding what they held then: the open
+    hand's angles, not the grip's targets of the run before (a physics state alone left them closing)."""
+    open_run = TiltRun('open', False, math.radians(10.0), 1.0)
+    alone = record_runs(LiveSimulation(None, scene=scene), protocol, [open_run])[0]
+    sim = LiveSimulation(None, scene=scene)
+    after_grip = record_runs(sim, protocol, [protocol.runs[0], open_run])[1]
+    np.testing.assert_array_equal(after_grip.position, alone.position)
+    assert np.abs(sim.positions(list(protocol.grip))).max() < 0.05        # rad: the fingers stayed open
+
+
+def test_the_onset_is_the_last_passing_before_the_object_surely_moved():
+    tilt = np.radians(np.linspace(0.0, 40.0, 401))
+    creep = np.where(tilt < np.radians(30.0), 0.0008 * tilt / np.radians(30.0), 0.0008 + 0.2 * (tilt - np.radians(30.0)))
+    position = np.column_stack([np.zeros_like(tilt), -creep, np.zeros_like(tilt)])
+    position[100, 1] = -0.0011                    # a noise spike past 1 mm at 10 deg, long before the slide
+    record = TiltRecord('r', tilt / np.radians(10.0), tilt, position, np.zeros(3))
+    assert math.degrees(record.onset(0.001)) == pytest.approx(30.1, abs=0.15)
+    held = dataclasses.replace(record, position=position.clip(-0.0015, None))
+    assert math.degrees(held.onset(0.001)) == pytest.approx(10.0, abs=0.15)   # never past 2 mm: the first passing
+    assert math.isnan(dataclasses.replace(record, position=position * 0.0).onset(0.001))
+
+
+def test_a_push_moves_the_can_across_the_plate_and_a_heavier_can_takes_more_effort():
+    shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
+    push = next(run for run in shipped.runs if run.push)
+    scene = SceneConfig.from_yaml(PROTOCOL_SCENE)
+    light = record_runs(LiveSimulation(None, scene=scene), shipped, [push])[0]
+    heavy = record_runs(LiveSimulation(None, scene=with_can(scene, mass=0.3)), shipped, [push])[0]
+    assert light.tilt.max() == 0.0 and 0.005 < light.displacement()[-1] < 0.03         # m across the plate
+    thumb = list(shipped.grip).index('rh_THJ4')
+    assert heavy.effort[:, thumb].max() > light.effort[:, thumb].max() + 0.02           # N m: friction x weight
+
+
+def test_a_holdout_run_without_a_slip_is_judged_by_its_residuals():
+    fit = ContactFit({}, {}, holdout={'slid': {'recorded': 0.5, 'before': 0.6, 'after': 0.52},
+                                      'held': {'recorded': math.nan, 'before': math.nan, 'after': math.nan}},
+                     holdout_rms={'slid': {'before': 0.003, 'after': 0.004}, 'held': {'before': 0.006, 'after': 0.002}})
+    assert fit.holdout_errors('after') == {'slid': pytest.approx(0.02)} and fit.holdout_worse() == []
+    fit.holdout_rms['held']['after'] = 0.007
+    assert fit.holdout_worse() == ['held']
+    fit.holdout['slid']['after'] = math.nan                       # a slip the fit lost counts as worse
+    assert fit.holdout_worse() == ['slid', 'held']
+
+
+def test_a_slides_onset_is_a_residual_beside_its_path(protocol, scene):
+    """A replay that slides 2 deg late scores worse than its path alone says: one more residual, the onset's
+    error x onset_weight x sqrt(R); a replay that never slides counts from its last tilt; no slide recorded, none."""
+    tilt = np.radians(np.linspace(0.0, 40.0, 201))
+    def sliding(at_deg):
+        y = np.where(tilt < np.radians(at_deg), 0.0, -0.015)
+        return TiltRecord('grip', tilt / np.radians(10.0), tilt, np.column_stack([0 * y, y, 0 * y]), np.zeros(3))
+    space = SearchSpace.from_yaml(SPACE_FILE, TwinModel(None, edit=lambda spec: add_objects(spec, scene))).subset(['can_friction'])
+    weighted = dataclasses.replace(protocol, onset_weight=math.degrees(1e-3), effort_weight=0.0)   # 1 mm per deg
+    evaluator = ContactEvaluator(weighted, {'grip': sliding(30.0)}, space, HandModel(scene))
+    late = evaluator.residuals(sliding(32.0))
+    assert late.size == 3 * len(tilt) + 1
+    assert late[-1] == pytest.approx(1e-3 * 2.0 * math.sqrt(3 * len(tilt)), rel=0.05)       # m: 2 deg at 1 mm per deg
+    assert evaluator.residuals(sliding(90.0))[-1] == pytest.approx(1e-3 * 10.0 * math.sqrt(3 * len(tilt)), rel=0.05)
+    plain = ContactEvaluator(dataclasses.replace(weighted, onset_weight=0.0), {'grip': sliding(30.0)}, space, HandModel(scene))
+    assert plain.residuals(sliding(32.0)).size == 3 * len(tilt)
+    still = ContactEvaluator(weighted, {'grip': sliding(90.0)}, space, HandModel(scene))       # nothing slid: no onset
+    assert still.residuals(sliding(32.0)).size == 3 * len(tilt)

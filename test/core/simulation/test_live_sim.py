@@ -156,6 +156,21 @@ def test_cancel_holds_current_position():
     assert np.abs(moved.positions(JOINTS) - sim.positions(JOINTS)).max() > 0.3
 
 
+def test_hold_stops_the_trajectory_and_holds_the_given_angles_moving_nothing_now():
+    """What a restored physics state needs: the controllers holding what they held when it was saved."""
+    sim = LiveSimulation(gains=GAINS)
+    sim.set_trajectory(closing(), start_time=0.0)
+    sim.step_to(0.4)
+    before = sim.positions(JOINTS)
+    sim.hold({JOINTS[0]: 0.9})
+    assert not sim.trajectory_active and np.array_equal(sim.positions(JOINTS), before)
+    sim.step_to(2.0)
+    assert sim.positions(JOINTS)[0] == pytest.approx(0.9, abs=0.03)           # held where it was told
+    assert np.abs(sim.positions(JOINTS)[1:] - before[1:]).max() < 0.1          # the others where they stood
+    with pytest.raises(KeyError):
+        sim.hold({'rh_FFJ9': 0.1})
+
+
 def test_unknown_trajectory_joint_is_refused():
     sim = LiveSimulation()
     bad = JointTrajectory(['rh_FFJ9'], [1.0], [[0.1]])
