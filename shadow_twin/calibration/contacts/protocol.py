@@ -77,11 +77,6 @@ class TiltRun:
     push: tuple[tuple[str, float], ...] = ()
     push_s: float = 0.0
 
-    @property
-    def push_targets(self) -> dict[str, float]:
-        """{joint: target rad} of a push (empty for a tilt)."""
-        return dict(self.push)
-
     def tilt_at(self, t: np.ndarray | float) -> np.ndarray | float:
         """The tilt (rad) ``t`` s into the run."""
         return self.rate * np.asarray(t)

@@ -53,9 +53,9 @@ class TiltRecord:
         """The tilt (rad) at which the displacement passed ``distance`` m for the last time before it reached
         twice that (the object surely slipping; without that, the first passing); NaN if it never passed.
         ``window`` > 1: the positions averaged over that many samples (a running mean, and the start
-        the mean of the first ones). Why the last passing: a grip creeps under 1 mm for seconds before
-        it lets go, and the capture's noise (0.5 mm a coordinate) carried a creeping can's first passing
-        9 deg early in one recording of five (the same run under five noise draws: 20-31 deg)."""
+        the mean of the first ones). Why the last passing: MuJoCo's soft contacts let an object creep before
+        it slides, and a capture's noise (0.5 mm a coordinate) moves a creeping object's first passing (at 1 mm
+        one grip run's recorded onset ranged 20-39 deg over noise draws)."""
         position, start = self.position, self.start
         if window > 1:
             kernel = np.ones(window) / window
@@ -112,8 +112,8 @@ def ramped_goal(duration: float, speeds: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def ramped_travel(times: np.ndarray, duration: float) -> np.ndarray:
-    """(N,) s: the travel of a :func:`ramped_goal` of ``duration`` s at unit speed, ``times`` (N,) s after its
-    start (0 before it; ``duration`` once stopped)."""
+    """(N,) rad per rad/s: the travel of a :func:`ramped_goal` of ``duration`` s at unit speed, ``times`` (N,) s
+    after its start (0 before it; ``duration`` once stopped)."""
     t = np.clip(np.asarray(times, float), 0.0, duration + RAMP_S)
     after = np.clip(t - duration, 0.0, None)
     return np.where(t < RAMP_S, t ** 2 / (2 * RAMP_S),
@@ -141,9 +141,8 @@ class RunStart:
     """Where the runs with one grip start (:func:`settle`): the physics ``state`` (``mj_getState``,
     ``mjSTATE_INTEGRATION``) and what the controllers ``held`` then ({driven joint: rad}: the grip's targets,
     the other joints their angles at the reset; on the robots the arm's start pose), restored together by
-    :func:`restore`: a
-    state alone leaves the controllers holding what they held last (the grip's targets of a run before:
-    an open run's fingers closed on the object)."""
+    :func:`restore`: a state alone leaves the controllers holding what they held last (the grip's targets of
+    a run before: an open run's fingers closed on the object)."""
 
     state: np.ndarray
     held: dict[str, float]
