@@ -41,7 +41,7 @@ import numpy as np
 from contacts_slip import MOCK_FRICTION, MOCK_MASS, mock_overrides
 from shadow_twin.calibration.contacts.bags import read_tilt_run, write_tilt_run
 from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
-from shadow_twin.calibration.contacts.fit import DEFAULT_BUDGET, calibrate_contacts, onset_degrees
+from shadow_twin.calibration.contacts.fit import DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
@@ -139,17 +139,16 @@ def run(check, args) -> None:
             with tempfile.TemporaryDirectory() as folder:
                 recordings = mock_recordings(protocol, scene, Path(folder), seed)
         print(f'  -- draw {draw + 1}/{draws} (seed {seed})', flush=True)
-        misses = fit_draw(check, args, protocol, scene, space, hand, recordings, seed)
+        fit, misses = fit_draw(check, args, protocol, scene, space, hand, recordings, seed)
         passed += misses == 0
         if draw == 0:
             can = {o.name: o for o in scene.objects}['can']
-            args.fitted_factors = (args.last_fit.values['can_friction'] / can.friction[0],
-                                   args.last_fit.values['can_mass'] / can.mass)
+            args.fitted_factors = (fit.values['can_friction'] / can.friction[0], fit.values['can_mass'] / can.mass)
     print(f'  draws with every target met: {passed} of {draws}', flush=True)
 
 
-def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -> int:
-    """One draw's fit, printed and checked; returns the targets it missed (the fit is left in ``args.last_fit``)."""
+def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -> tuple[ContactFit, int]:
+    """One draw's fit, printed and checked; returns it and the number of targets it missed."""
     budget = getattr(args, 'contact_budget', BUDGET)
     misses = 0
 
@@ -160,7 +159,6 @@ def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -
     with tempfile.TemporaryDirectory() as folder:
         fit = calibrate_contacts(protocol, recordings, space, folder,
                                  CalibrationSettings(budget=budget, workers=2, seed=seed), hand=hand)
-    args.last_fit = fit
     result = fit.result
     print(f'  objective {result.initial.objective:.3g} -> {result.best.objective:.3g} m^2 (RMS '
           f'{np.sqrt(result.initial.objective) * 1e3:.2f} -> {np.sqrt(result.best.objective) * 1e3:.2f} mm); phases: '
@@ -181,4 +179,4 @@ def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -
                                          f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg){rms}')
     judge(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
                                           f'+ the model as given + the hold-out replays; target <= {FIT_SECONDS_MAX:g} s)')
-    return misses
+    return fit, misses

@@ -123,16 +123,16 @@ class ContactRunRecorder:
                 self.node_sleep(self.protocol.settle_open_s)
             if run.push:
                 trajectory = push_trajectory(run, self.hand_open)
+                goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
+                # the pushing finger is held up by the object: neither path nor goal tolerance
+                goal.path_tolerance = goal.goal_tolerance = _unchecked(trajectory.joint_names)
                 log.info(f'{run.name}: pushing with {", ".join(f"{j} to {t:.2f} rad" for j, t in run.push)} in '
                          f'{run.push_s:g} s, recording {run.duration:g} s')
             else:
                 trajectory = tilt_trajectory(plan, run)
+                goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
                 log.info(f'{run.name}: turning {plan.joint} at {np.degrees(run.rate):g} deg/s for {run.duration:g} s '
                          f'(axis {plan.alignment:.3f} aligned with the palm\'s {run.axis})')
-            goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory))
-            if run.push:        # the pushing finger is held up by the object: neither path nor goal tolerance
-                goal.path_tolerance = _unchecked(trajectory.joint_names)
-                goal.goal_tolerance = _unchecked(trajectory.joint_names)
             topics = [self.joint_states, self.object_topic, self.palm_topic]
             tail = TAIL_S + max(0.0, run.duration - trajectory.duration)    # a push is recorded past its goal's end
             _, counts = self.executor.record_goal(self.recorder, goal, trajectory, bag, self.settings.start_lead,

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from scipy.spatial.transform import Rotation
 
 pytest.importorskip('rosbags')
 
@@ -58,7 +59,6 @@ def bags(protocol_file, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize('axis', AXES)
 def test_the_tilt_read_from_the_palm_is_the_tilt_that_turned_gravity(axis):
-    from scipy.spatial.transform import Rotation
     tilt = np.radians([0.0, 5.0, 30.0, 80.0])
     e = {'x': (1, 0, 0), '-x': (-1, 0, 0), 'y': (0, 1, 0), '-y': (0, -1, 0)}[axis]
     palm = Rotation.from_rotvec(np.outer(tilt, e))
@@ -87,7 +87,6 @@ def test_a_runs_bag_reads_back_as_the_record_written(protocol_file, tmp_path):
 def test_the_tilts_start_is_not_read_from_the_captures_noise_at_rest(protocol_file):
     """A palm standing still whose capture passes 0.5 deg on its noise alone (spikes of 0.8 deg; the mock
     capture's noise is 0.29 deg RMS) starts the run where the turn begins, as a clean capture does."""
-    from scipy.spatial.transform import Rotation
     protocol = ContactProtocol.from_yaml(protocol_file)
     run = protocol.runs[0]
     t = np.arange(0.0, 1.5 + run.duration, 0.01)
@@ -163,6 +162,13 @@ def test_a_push_runs_bag_reads_back_from_the_pushing_joints_start(tmp_path):
     # the start is interpolated between samples on the goal's quadratic ramp: ~1 ms off, 0.05 mm where the can is fastest
     np.testing.assert_allclose(back.position, record.position, atol=5e-5)
     np.testing.assert_allclose(back.effort, record.effort, atol=5e-3)
+    # joint_states without the thumb's positions: one error naming them, nothing read
+    stamps = np.arange(0.0, 5.0, 0.02)
+    palm = (stamps, np.zeros((len(stamps), 3)), Rotation.identity(len(stamps)))
+    joints = np.zeros((len(stamps), len(protocol.grip)))
+    with pytest.raises(RecordingError, match="without the pushing joints' positions"):
+        sampled_run(protocol, run, palm, (stamps, np.zeros((len(stamps), 3))), (stamps, joints), 'a bag',
+                    np.full_like(joints, np.nan))
     still = dataclasses.replace(run, push=tuple((j, 0.0) for j, _ in run.push))
     write_tilt_run(tmp_path / 'still', record, protocol, still)
     with pytest.raises(RecordingError, match='never moves'):

@@ -124,8 +124,6 @@ def read_tilt_run(path: str | Path, protocol: ContactProtocol, run: TiltRun,
     except RecordingError as exc:
         raise RecordingError(f'{path}: {exc}') from None
     stamps, efforts, positions = _joint_rows(path, *series[joint_topic], tuple(protocol.grip))
-    if run.push and not np.isfinite(positions[:, [list(protocol.grip).index(j) for j, _ in run.push]]).all():
-        raise RecordingError(f'{path}: push run {run.name!r}: joint_states without the pushing joints\' positions')
     return sampled_run(protocol, run, (t_palm, p_palm, r_palm), (t_obj, p_obj), (stamps, efforts), str(path),
                        positions)
 
@@ -188,9 +186,9 @@ def _push_start(protocol: ContactProtocol, run: TiltRun, stamps: np.ndarray, pos
     """s: the start of push ``run``'s goal, read from its pushing joint (the push joint that travels furthest
     from where it stood at the first sample): where its travel last passes :data:`TILT_START`, set back by the
     time its goal takes to travel that far (:func:`~shadow_twin.calibration.contacts.tilt.ramp_time`)."""
-    if positions is None:
-        raise RecordingError(f'{where}: push run {run.name!r} needs the pushing joints\' positions')
     columns = [list(protocol.grip).index(j) for j, _ in run.push]
+    if positions is None or not np.isfinite(positions[:, columns]).all():
+        raise RecordingError(f'{where}: push run {run.name!r}: joint_states without the pushing joints\' positions')
     origin = positions[0, columns]
     travel = np.array([t for _, t in run.push]) - origin
     lead = int(np.argmax(np.abs(travel)))

@@ -35,7 +35,7 @@ from scipy.spatial.transform import Rotation
 from shadow_twin.calibration.contacts.bags import sampled_run, tilt_of
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.calibration.contacts.tilt import (RAMP_S, RunStart, TiltRecord, driven_angles, physics_state,
-                                                  push_trajectory, ramped_goal, restore)
+                                                  ramped_goal, restore, start_push)
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.scene import SceneConfig
@@ -153,10 +153,8 @@ def run_on_robots(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, 
     palm, body = model.body(protocol.palm).id, model.body(protocol.object).id
     columns = [sim.joint_names.index(name) for name in protocol.grip]
     t0 = float(data.time)
-    if run.push:        # the runner's goal: from where the joints stand (the open hand)
-        now = sim.joint_state().position
-        sim.set_trajectory(push_trajectory(run, {j: float(now[sim.joint_names.index(j)]) for j, _ in run.push}),
-                           start_time=t0)
+    if run.push:
+        start_push(sim, run)
         late = PUSH_LAG_S
     else:
         sim.set_trajectory(tilt_trajectory(plan, run), start_time=t0)

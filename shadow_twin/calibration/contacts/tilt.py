@@ -136,6 +136,14 @@ def push_trajectory(run: TiltRun, start: dict[str, float]) -> JointTrajectory:
     return JointTrajectory(names, times.tolist(), (origin + travel).tolist(), velocities=velocities.tolist())
 
 
+def start_push(sim: LiveSimulation, run: TiltRun) -> None:
+    """Start push ``run``'s goal (:func:`push_trajectory`) on ``sim`` now, from where its joints stand (as the
+    runner's goal starts from the open hand). Raises KeyError: a push joint ``sim`` does not have."""
+    names = [j for j, _ in run.push]
+    sim.set_trajectory(push_trajectory(run, dict(zip(names, (float(q) for q in sim.positions(names))))),
+                       start_time=sim.time)
+
+
 @dataclass(frozen=True)
 class RunStart:
     """Where the runs with one grip start (:func:`settle`): the physics ``state`` (``mj_getState``,
@@ -209,9 +217,7 @@ def run_tilt(sim: LiveSimulation, protocol: ContactProtocol, run: TiltRun, start
     columns = [sim.joint_names.index(name) for name in joints]
     begin, positions, efforts = in_palm(), np.empty((count, 3)), np.empty((count, len(joints)))
     if run.push:
-        now = sim.joint_state().position
-        sim.set_trajectory(push_trajectory(run, {j: float(now[sim.joint_names.index(j)]) for j, _ in run.push}),
-                           start_time=sim.time)
+        start_push(sim, run)
     for k, t in enumerate(times):
         model.opt.gravity[:] = gravity_at(float(run.tilt_at(t)), run.axis)
         sim.step(steps)
