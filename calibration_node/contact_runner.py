@@ -18,7 +18,9 @@ Each run (:class:`~shadow_twin.calibration.contacts.protocol.TiltRun`, planned b
 4. **the tilt, recorded**: the arm joint the plan picked, at the run's rate for its duration (a push run: the
    hand's goal of :func:`~shadow_twin.calibration.contacts.tilt.push_trajectory` from the open hand), while the
    hand's joint states, the object's pose and the palm's pose (a motion-capture rigid body on the palm:
-   the mock hand publishes it with ``object_pose_bodies``) are recorded into the run's bag.
+   the mock hand publishes it with ``object_pose_bodies``) are recorded into the run's bag, and the hand's
+   contact wrenches where it publishes them (``ContactTopics.contact_topics``; not waited for: a hand
+   without tactile sensors records none).
 
 A goal the twin rejects or aborts raises TrajectoryError naming the run. Units: rad, m, s.
 """
@@ -34,7 +36,7 @@ import mujoco
 import numpy as np
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from simulation_interfaces.msg import Result
@@ -84,8 +86,11 @@ class ContactRunRecorder:
         self.node, self.protocol, self.model, self.settings = node, protocol, model, settings
         self.joint_states, self.object_topic, self.palm_topic = settings.topics.resolved(protocol)
         self.executor = TrajectoryExecutor(node, settings.action_name)
+        #: The hand's contact topics: recorded where the hand publishes them, not waited for.
+        self.contact_topics = settings.topics.contact_topics()
         self.recorder = BagRecorder(node, {self.joint_states: JointState, self.object_topic: PoseStamped,
-                                           self.palm_topic: PoseStamped})
+                                           self.palm_topic: PoseStamped,
+                                           **{topic: WrenchStamped for topic in self.contact_topics}})
         self._latest: PoseStamped | None = None
         self._lock = threading.Lock()
         self._pose_sub = node.create_subscription(PoseStamped, self.object_topic, self._on_pose, 10)
@@ -136,7 +141,7 @@ class ContactRunRecorder:
             topics = [self.joint_states, self.object_topic, self.palm_topic]
             tail = TAIL_S + max(0.0, run.duration - trajectory.duration)    # a push is recorded past its goal's end
             _, counts = self.executor.record_goal(self.recorder, goal, trajectory, bag, self.settings.start_lead,
-                                                  tail, wait_for=topics, topics=topics)
+                                                  tail, wait_for=topics, topics=topics + self.contact_topics)
         except ShadowTwinError as exc:
             raise TrajectoryError(f'contact run {run.name}: {exc}') from None
         return counts

@@ -4,7 +4,8 @@ softness, mass) offline from the bags of the contact protocol's runs.
     shadow-twin calibrate --contacts [contacts | PROTOCOL.yaml] --bags DIR --out DIR [--scene FILE.yaml]
                           [--space FILE.yaml] [--fit NAME ...] [--screen N] [--keep N]
                           [--hand-model HAND.xml] [--budget N] [--workers N] [--seed N]
-                          [--joint-states-topic T] [--object-topic T] [--palm-topic T] [--install [BRIDGE]]
+                          [--joint-states-topic T] [--object-topic T] [--palm-topic T] [--contacts-prefix P]
+                          [--install [BRIDGE]]
                           [--record [--action A] [--place-service S] [--start-lead S] [--cell-config FILE]]
 
 ``--record``: first make the protocol's runs on the robots through the twin and record them into
@@ -25,7 +26,8 @@ runs' slip-onset angles before and after. ``--hand-model``: the hand's calibrate
 hand first: its fingers move the object too). ``--scene``: the scene file the runs were made with
 (default: the protocol's; as ``--scene`` of the other calibrations, the objects simulated with the hand).
 Written to ``--out``: ``scene.yaml`` (a copy of that scene file with the fitted values: install it with the bridge's ``scene_file`` and reload),
-``report.json`` and the engine's checkpoint. ``--install``: when accepted, the running bridge (default
+``report.json``, ``runs.png`` (each run, robot against the sim as given and calibrated:
+:mod:`shadow_twin.plots.contact_runs`) and the engine's checkpoint. ``--install``: when accepted, the running bridge (default
 ``/mujoco_bridge``) gets the calibrated scene as its ``scene_file`` and reloads (the objects keep their
 poses; a failed reload leaves the bridge as it was, and the command exits 1).
 
@@ -57,6 +59,7 @@ from shadow_twin.calibration.contacts.live import plan_live_tilt
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.plots.contact_runs import plot_contact_runs
 from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
 from shadow_twin.cli.inputs import nonnegative_int, positive_int
 from shadow_twin.common.errors import ConfigError
@@ -96,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--joint-states-topic', default=ContactTopics.joint_states, help='JointState with the grip efforts')
     p.add_argument('--object-topic', help='PoseStamped of the object (default /mocap/<object>/pose)')
     p.add_argument('--palm-topic', help="PoseStamped of the palm's frame (default /mocap/<palm>/pose)")
+    p.add_argument('--contacts-prefix', default=ContactTopics.contacts,
+                   help="with --record: the hand's contact topics, <prefix>/<label>/wrench, recorded where published "
+                        f"('' for none; default {ContactTopics.contacts})")
     p.add_argument('--install', nargs='?', const='/mujoco_bridge', metavar='BRIDGE',
                    help="when accepted, reload the running bridge with the calibrated scene (default /mujoco_bridge)")
     p.add_argument('--record', action='store_true', help="record the runs on the robots first, into --bags (new)")
@@ -159,10 +165,12 @@ def run(args: argparse.Namespace) -> int:
     scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')
     accept, reason = verdict(fit)
     write_text_atomic(args.out / 'report.json', json.dumps(report(fit, accept, reason, bags), indent=2))
+    figure = plot_contact_runs(args.out / 'runs.png', recordings, fit.replays, [r.name for r in protocol.holdout],
+                               protocol.onset, {name: run.rate for name, run in runs.items()})
     for line in summary(fit):
         print(line)
     print(f'{"accepted" if accept else "refused"}: {reason}')
-    print(f'calibrated scene: {scene_out}; report: {args.out / "report.json"}')
+    print(f'calibrated scene: {scene_out}; report: {args.out / "report.json"}; the runs drawn: {figure}')
     if not accept:
         return ExitCode.REFUSED
     if args.install:
@@ -226,7 +234,7 @@ def record_runs(args: argparse.Namespace, protocol: ContactProtocol) -> None:
     spec = build_cell_spec(CellConfig.from_yaml(args.cell_config or config_path('cell.yaml')))
     add_objects(spec, SceneConfig.from_yaml(protocol.live.scene))
     model = spec.compile()
-    topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic)
+    topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic, args.contacts_prefix)
     settings = ContactRunSettings(args.action, tuple(args.place_service), topics, args.start_lead, tuple(arm_joint_names()))
     ros = SpinningNode('calibrate_contacts_record')
     try:

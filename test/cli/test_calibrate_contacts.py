@@ -119,6 +119,7 @@ def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags
     onset = report['holdout_onset_deg']['grip_holdout']
     assert abs(onset['after'] - onset['recorded']) <= abs(onset['before'] - onset['recorded'])
     assert 'hold-out grip_holdout slip onset' in printed and 'accepted' in printed
+    assert (out / 'runs.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and 'the runs drawn' in printed
     assert hashlib.sha256(SCENE_FILE.read_bytes()).hexdigest() == digest       # the user's scene untouched
 
 

@@ -2,7 +2,7 @@
 mock hardware carrying the protocol's fixture on its forearm (``up --cell --mock-hardware --scene
 config/scene_contacts_cell.yaml --mock-objects``), the command makes a grip run through the twin (the arm
 to its start pose, the can put on the plate by the mock's ``~/set_entity_state``, the grip closed, wrist 1
-turned), records its bag, fits the can's friction from it and installs the calibrated robots' scene in
+turned), records its bag (the hand's contact wrenches too), fits the can's friction from it and installs the calibrated robots' scene in
 the running sim bridge. The recording is the protocol's run: the tilt read from the palm's captured pose
 grows at the run's rate; the can starts within 5 mm of where the hand-alone replay of the run (the
 mock's physics, the cell's friction cone) has it in the palm's frame, and so do its start and its path (RMS)
@@ -21,7 +21,7 @@ import yaml
 pytest.importorskip('rosbags')
 
 from support import cell as cell_helpers  # noqa: E402
-from shadow_twin.calibration.contacts.bags import read_tilt_run  # noqa: E402
+from shadow_twin.calibration.contacts.bags import ContactTopics, read_contact_wrenches, read_tilt_run  # noqa: E402
 from shadow_twin.calibration.contacts.live import plan_live_tilt, record_runs_on_robots  # noqa: E402
 from shadow_twin.calibration.contacts.protocol import ContactProtocol  # noqa: E402
 from shadow_twin.calibration.contacts.tilt import record_runs  # noqa: E402
@@ -106,7 +106,7 @@ def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_p
     hand_states = client.record(JointState, '/rh/joint_states', depth=10)
     palm = client.record(PoseStamped, '/mocap/rh_palm/pose', depth=10)
     up = cell_helpers.up(tmp_path / 'up.log', '--cell', '--mock-hardware', '--scene', str(ROBOTS_SCENE),
-                         '--mock-objects', '--no-monitor')
+                         '--mock-objects', '--contacts', '--no-monitor')
     try:
         cell_helpers.wait_started([up], [hand_states, palm], START_TIMEOUT, 'the cell with its mock objects')
         assert not any(n.startswith(('shoulder', 'elbow', 'wrist')) for n in hand_states.last().name)
@@ -125,6 +125,12 @@ def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_p
     protocol = ContactProtocol.from_yaml(protocol_file)
     run = protocol.runs[0]
     recorded = read_tilt_run(bags / 'grip', protocol, run)
+    # the hand's contacts recorded beside the run (the mock's tactile stand-in): the closed grip's fingertips press
+    wrenches = read_contact_wrenches(bags / 'grip')
+    assert set(wrenches) == set(ContactTopics().contact_topics()), sorted(wrenches)
+    pressing = [t for t, (times, forces) in wrenches.items() if np.median(np.linalg.norm(forces, axis=1)) > 0.05]
+    assert len(pressing) >= 2 and '/rh/contacts/th/wrench' in pressing, {
+        t: float(np.median(np.linalg.norm(f, axis=1))) for t, (_, f) in wrenches.items()}
     slope = np.polyfit(recorded.times, recorded.tilt, 1)[0]
     assert slope == pytest.approx(run.rate, rel=0.1)               # wrist 1 turned the palm at the run's rate
     assert recorded.tilt[-1] > 0.8 * run.rate * run.duration

@@ -10,6 +10,12 @@ A run's bag holds three topics (:class:`ContactTopics`; defaults for the Shadow 
 * ``palm_pose`` (``PoseStamped``, default ``/mocap/<palm>/pose``): the palm body's frame in the same world
   frame (a capture's rigid body defined on the palm, or the arm's forward kinematics).
 
+A run recorded on the robots (``calibrate --contacts --record``) holds the hand's contacts too, where it
+publishes them (``contacts``, default ``/rh/contacts``: ``<prefix>/<label>/wrench``, ``WrenchStamped``, for
+the fingertips and the palm, :data:`~shadow_twin.simulation.contact_sensing.DEFAULT_SENSORS`; the tactile
+sensors mapped as ``docs/contacts.md`` says): which fingertips touched the object and how hard, beside its
+path. The fit does not read them.
+
 :func:`read_tilt_run` turns a bag into the :class:`~shadow_twin.calibration.contacts.tilt.TiltRecord` the
 replay is compared with: the tilt (rad) is read from gravity in the palm's frame (the inverse of
 :func:`~shadow_twin.calibration.contacts.tilt.gravity_at`); the tilt begins where it last passes
@@ -35,6 +41,7 @@ from shadow_twin.calibration.recordings.bag_reader import bag_errors, open_bag_r
 from shadow_twin.calibration.recordings.base_recording import POSE_STAMPED
 from shadow_twin.calibration.recordings.recording import JOINT_STATE, write_serialized_bag
 from shadow_twin.common.errors import RecordingError
+from shadow_twin.simulation.contact_sensing import DEFAULT_SENSORS
 from shadow_twin.common.stamps import from_nanoseconds, to_nanoseconds, to_sec_nanosec, to_seconds
 
 #: rad: the tilt at which a run's tilt is taken to have begun (then set back by this angle at the run's rate).
@@ -48,11 +55,19 @@ LEAD_S = 1.0
 
 @dataclass(frozen=True)
 class ContactTopics:
-    """The topics of a run's bag (module doc); None: the default for the protocol's object and palm."""
+    """The topics of a run's bag (module doc); None: the default for the protocol's object and palm;
+    ``contacts``: the prefix of the hand's contact topics ('': none recorded)."""
 
     joint_states: str = '/rh/joint_states'
     object_pose: str | None = None
     palm_pose: str | None = None
+    contacts: str = '/rh/contacts'
+
+    def contact_topics(self) -> list[str]:
+        """The hand's contact wrench topics (``<contacts>/<label>/wrench`` of each default sensor), [] without
+        a prefix."""
+        prefix = self.contacts.rstrip('/')
+        return [f'{prefix}/{label}/wrench' for label in DEFAULT_SENSORS] if prefix else []
 
     def resolved(self, protocol: ContactProtocol) -> tuple[str, str, str]:
         """(joint states, object pose, palm pose) topics."""
@@ -90,6 +105,31 @@ def _read_topics(path: Path, topics: tuple[str, str, str]) -> dict[str, tuple[np
         if len(times) < 2:
             raise RecordingError(f'{path}: topic {topic} has {len(times)} message(s)')
     return {topic: (np.asarray(times), messages) for topic, (times, messages) in out.items()}
+
+
+def read_contact_wrenches(path: str | Path,
+                          topics: ContactTopics = ContactTopics()) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{topic: (stamps (N,) s, forces (N, 3) N)} of the hand's contact topics (``topics.contact_topics()``) that
+    the bag at ``path`` holds, in stamp order (header stamps): the net force on each fingertip or the palm, in
+    its own frame, zero without contact. Raises RecordingError: no bag there, or one that cannot be read."""
+    wanted = set(topics.contact_topics())
+    reader = open_bag_reader(Path(path))
+    out: dict[str, tuple[list, list]] = {}
+    try:
+        connections = [c for c in reader.connections if c.topic in wanted]
+        with bag_errors(Path(path), 'reading the contact wrenches'):
+            for connection, _, raw in reader.messages(connections):
+                msg = reader.deserialize(raw, connection.msgtype)
+                times, forces = out.setdefault(connection.topic, ([], []))
+                times.append(to_seconds(msg.header.stamp))
+                forces.append((msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z))
+    finally:
+        reader.close()
+    ordered = {}
+    for topic, (times, forces) in out.items():
+        order = np.argsort(times, kind='stable')
+        ordered[topic] = (np.asarray(times)[order], np.asarray(forces, dtype=float)[order])
+    return ordered
 
 
 def _poses(times: np.ndarray, messages: list) -> tuple[np.ndarray, np.ndarray, Rotation]:

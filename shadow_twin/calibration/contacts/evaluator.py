@@ -7,7 +7,8 @@ it fits the hand's.
 
 A batch runs on ``nthread`` worker processes (the live simulation's controller is Python: threads would
 share one interpreter), each building the simulation once and resetting the searched parameters to the
-model's values before each set.
+model's values before each set; a set's grip runs and open-hand runs go to workers apart (a least-squares
+step replays one set: both workers busy).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from shadow_twin.calibration.contacts.protocol import ContactProtocol
+from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.calibration.contacts.live import LiveTilt, record_runs_on_robots
 from shadow_twin.calibration.contacts.tilt import TiltRecord, record_runs, residuals
 from shadow_twin.calibration.scoring.evaluation import Score
@@ -77,6 +78,12 @@ class _Replayer:
         return record_runs(self.sim, self.protocol, runs)
 
 
+def settle_groups(runs: Sequence[TiltRun]) -> list[tuple[TiltRun, ...]]:
+    """``runs`` grouped by the start they share: the grip's runs first (their settle is the longer: the grip
+    closes and holds ``settle_s``), then the open hand's; each group in the order given."""
+    return [group for group in (tuple(r for r in runs if r.grip), tuple(r for r in runs if not r.grip)) if group]
+
+
 _WORKER: _Replayer | None = None
 
 
@@ -123,14 +130,24 @@ class ContactEvaluator:
     # -- replays -----------------------------------------------------------------------------------
     def replay(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], runs=None,
                nthread: int = 1) -> list[list[TiltRecord]]:
-        """The records of ``runs`` (default: the protocol's fitted runs) for each parameter set."""
+        """The records of ``runs`` (default: the protocol's fitted runs) for each parameter set, in order.
+
+        On ``nthread`` > 1 worker processes a set's runs are split by the start they share (:func:`settle_groups`:
+        the grip's runs and the open hand's), so that one set alone (a least-squares step) keeps two workers
+        busy too; each group settles once, as the whole set does in one process."""
         runs = tuple(runs or self.protocol.runs)
-        if nthread <= 1 or len(parameter_sets) <= 1:
+        groups = settle_groups(runs)
+        tasks = [(k, group) for k in range(len(parameter_sets)) for group in groups]
+        if nthread <= 1 or len(tasks) <= 1:
             if self._local is None:
                 self._local = _Replayer(self.hand, self.protocol, self.targets)
             return [self._local.replay(values, runs) for values in parameter_sets]
-        pool = self._workers(min(nthread, len(parameter_sets)))
-        return list(pool.map(_replay_in_worker, parameter_sets, [runs] * len(parameter_sets)))
+        pool = self._workers(min(nthread, len(tasks)))
+        done = pool.map(_replay_in_worker, [parameter_sets[k] for k, _ in tasks], [group for _, group in tasks])
+        records: list[dict[str, TiltRecord]] = [{} for _ in parameter_sets]
+        for (k, _), group in zip(tasks, done):
+            records[k].update((record.name, record) for record in group)
+        return [[found[run.name] for run in runs] for found in records]
 
     def _workers(self, size: int) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None or self._pool_size < size:

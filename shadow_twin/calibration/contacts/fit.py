@@ -12,6 +12,7 @@ scene's objects carry their contact parameters; the user's file is never overwri
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class ContactFit:
         seconds: wall time of screening, fit and hold-out together, s.
         holdout_rms: {run name: {'before', 'after'}} the hold-out runs' residual RMS, m (the objective's
             residuals): the check of a run whose object does not slip (a grip that holds it).
+        replays: {'before', 'after'}: {run name: replayed record} of every run with a recording (fitted and held
+            out), with the model as given and as fitted (what the figure of the runs draws).
     """
 
     values: dict[str, float]
@@ -59,6 +62,7 @@ class ContactFit:
     result: CalibrationResult | None = None
     seconds: float = 0.0
     holdout_rms: dict[str, dict[str, float]] = field(default_factory=dict)
+    replays: dict[str, dict[str, TiltRecord]] = field(default_factory=dict)
 
     def holdout_errors(self, which: str) -> dict[str, float]:
         """{run: |sim - recorded| onset angle, rad} ``before`` or ``after`` the fit, of the hold-out runs whose
@@ -87,7 +91,7 @@ def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltR
         space: the searched contact parameters (``config/calibration/scene_contacts.yaml``).
         out_dir: the engine's checkpoint goes here (must not hold one).
         settings: the engine's settings (default: the default optimiser, :data:`DEFAULT_BUDGET` evaluations,
-            2 workers).
+            2 workers); without finite-difference steps of their own, the protocol's (``diff_step``).
         screen_samples: parameter sets drawn for the screening (0: none, fit every dimension).
         keep: the dimensions kept after a screening, most influential first (0: all).
         progress: called with a line per step.
@@ -99,6 +103,8 @@ def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltR
     """
     say = progress or (lambda line: None)
     settings = settings or CalibrationSettings(budget=DEFAULT_BUDGET)
+    if settings.diff_step is None and protocol.diff_step:
+        settings = dataclasses.replace(settings, diff_step=protocol.diff_step)
     started = time.perf_counter()
     evaluator = ContactEvaluator(protocol, recordings, space, hand)
     try:
@@ -115,27 +121,35 @@ def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltR
                                                                     'runs': [r.name for r in protocol.runs]}).run()
         values = space.named(result.best.x)
         targets = space.named_values(values)
-        holdout, rms = _holdout(evaluator, protocol, recordings, targets, settings.workers)
+        replays = _replay_all(evaluator, protocol, recordings, targets, settings.workers)
+        holdout, rms = _holdout(evaluator, protocol, recordings, replays)
     finally:
         evaluator.close()
-    return ContactFit(values, targets, influence, holdout, result, time.perf_counter() - started, rms)
+    return ContactFit(values, targets, influence, holdout, result, time.perf_counter() - started, rms, replays)
+
+
+def _replay_all(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],
+                targets: Mapping[ParameterTarget, float], workers: int) -> dict[str, dict[str, TiltRecord]]:
+    """{'before', 'after'}: {run: record} of every run with a recording, replayed with the model as given and
+    fitted (the hold-out runs' recordings added to the evaluator's)."""
+    runs = [run for run in (*protocol.runs, *protocol.holdout) if run.name in recordings]
+    evaluator.add_recordings({run.name: recordings[run.name] for run in protocol.holdout if run.name in recordings})
+    before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)
+    return {'before': {run.name: r for run, r in zip(runs, before)}, 'after': {run.name: r for run, r in zip(runs, after)}}
 
 
 def _holdout(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],
-             targets: Mapping[ParameterTarget, float], workers: int) -> tuple[dict, dict]:
+             replays: Mapping[str, Mapping[str, TiltRecord]]) -> tuple[dict, dict]:
     """Of the hold-out runs that have a recording: slip-onset angles (rad: recorded, the model's, fitted) and
     residual RMS (m: the model's, fitted)."""
-    runs = [run for run in protocol.holdout if run.name in recordings]
-    if not runs:
-        return {}, {}
-    evaluator.add_recordings({run.name: recordings[run.name] for run in runs})
-    before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)
-    window = protocol.onset_window
-    onsets = {run.name: {'recorded': recordings[run.name].onset(protocol.onset, window),
-                         'before': b.onset(protocol.onset, window), 'after': a.onset(protocol.onset, window)}
-              for run, b, a in zip(runs, before, after)}
-    rms = {run.name: {k: float(np.sqrt(np.mean(evaluator.residuals(r) ** 2))) for k, r in (('before', b), ('after', a))}
-           for run, b, a in zip(runs, before, after)}
+    window, onsets, rms = protocol.onset_window, {}, {}
+    for run in protocol.holdout:
+        if run.name not in recordings:
+            continue
+        b, a = replays['before'][run.name], replays['after'][run.name]
+        onsets[run.name] = {'recorded': evaluator.onsets.get(run.name, float('nan')),
+                            'before': b.onset(protocol.onset, window), 'after': a.onset(protocol.onset, window)}
+        rms[run.name] = {k: float(np.sqrt(np.mean(evaluator.residuals(r) ** 2))) for k, r in (('before', b), ('after', a))}
     return onsets, rms
 
 

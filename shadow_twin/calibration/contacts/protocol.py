@@ -28,6 +28,7 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       effort_weight: 0.1          # m per N m: the grip joints' efforts beside the object's position
       effort_change: true         # efforts compared by their change since the tilt began (false: as recorded)
       onset_weight: 1.0           # mm per deg: a slide's onset angle beside its path (0: the path alone)
+      diff_step: [0.1, 0.03]      # the fit's finite-difference steps, fractions of each range (optional)
       runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x},
                 {name: push_thumb, push: {rh_THJ4: 1.2, rh_THJ5: 0.6}, push_s: 2.5, duration: 3.5}, ...]
       holdout: [{name: tilt_open_slow, grip: false, rate: 6.0, duration: 8.5}, ...]
@@ -51,7 +52,7 @@ from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
-         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'onset_weight', 'runs', 'holdout', 'live')
+         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'onset_weight', 'diff_step', 'runs', 'holdout', 'live')
 _RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis', 'push', 'push_s')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
@@ -89,7 +90,12 @@ class ContactProtocol:
     tilt began (the mean of its first ``onset_window`` samples; :func:`~.tilt.residuals`): on the robots the
     squeeze a grip holds does not repeat from run to replay; False compares them as recorded. ``onset_weight``
     (m per rad; YAML mm per deg): a run whose recording slides (an onset) is compared by its onset angle too, one
-    degree off counting as the path one mm off throughout (:meth:`~.evaluator.ContactEvaluator.residuals`)."""
+    degree off counting as the path one mm off throughout (:meth:`~.evaluator.ContactEvaluator.residuals`).
+    ``diff_step``: the least-squares phases' forward-difference steps (fractions of each search range, tried in
+    turn; empty: the engine's own; the fit ends when its step falls below the finest): a replay parts from
+    another at parameter changes of 1e-5 (contacts made a step earlier or later), so a fine step differentiates
+    that noise
+    (:attr:`~shadow_twin.calibration.engine.run_settings.CalibrationSettings.diff_step`)."""
 
     scene: Path
     object: str
@@ -108,6 +114,7 @@ class ContactProtocol:
     live: 'LiveSetup | None' = None
     effort_change: bool = True
     onset_weight: float = 0.0
+    diff_step: tuple[float, ...] = ()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> 'ContactProtocol':
@@ -157,7 +164,19 @@ class ContactProtocol:
                    values.non_negative(body.get('effort_weight', 0.1), f'{where}.effort_weight'), runs, holdout,
                    _live(body.get('live'), f'{where}.live', path.parent),
                    values.boolean(body.get('effort_change', True), f'{where}.effort_change'),
-                   values.non_negative(body.get('onset_weight', 0.0), f'{where}.onset_weight') * 1e-3 * 180.0 / np.pi)
+                   values.non_negative(body.get('onset_weight', 0.0), f'{where}.onset_weight') * 1e-3 * 180.0 / np.pi,
+                   _steps(body.get('diff_step', []), f'{where}.diff_step'))
+
+
+def _steps(item: Any, where: str) -> tuple[float, ...]:
+    """The ``diff_step`` list: fractions of a range in (0, 0.5)."""
+    if not isinstance(item, list):
+        raise ConfigError(f'{where}: expected a list of steps (fractions of each range), got {item!r}')
+    steps = tuple(values.number(v, f'{where}[{k}]') for k, v in enumerate(item))
+    bad = [h for h in steps if not 0.0 < h < 0.5]
+    if bad:
+        raise ConfigError(f'{where}: steps must be in (0, 0.5) of each range, got {bad}')
+    return steps
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,8 @@ class Calibration:
         self.header['settings'].pop('workers')  # may change between resumes, and so may
         self.header['settings'].pop('budget')   # the budget; the batch size may not:
         self.header['settings']['batch_size'] = settings.batch
+        if settings.diff_step is None:          # as the header was before the setting: older checkpoints resume
+            self.header['settings'].pop('diff_step')
         self.resume = resume
         self.previous = self._load() if resume else []
         if not resume and self.checkpoint.exists():
@@ -278,7 +280,9 @@ class Calibration:
         t0 = time.perf_counter()
         simulated = self._simulation_time
         result = fit_least_squares(lambda points: self._evaluate(points, 'lsq', residuals=True)[1],
-                                   self.space, x0, budget, method=method, stop=stop)
+                                   self.space, x0, budget, method=method, stop=stop,
+                                   diff_step=self.settings.diff_step if method == 'scipy' else None,
+                                   xtol=min(self.settings.diff_step) if self.settings.diff_step else None)
         self._optimiser_time += time.perf_counter() - t0 - (self._simulation_time - simulated)
         self._end(entry)
         entry.update(ended=result.ended, status=result.status)

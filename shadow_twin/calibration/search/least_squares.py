@@ -228,7 +228,8 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
                       method: str = DEFAULT_METHOD, diff_step: float | Sequence[float] | None = None,
                       jacobian_refresh: int = JACOBIAN_REFRESH, x_scale: str | float = 1.0,
                       restarts: bool = True,
-                      stop: Callable[[int, float], str | None] | None = None) -> LeastSquaresResult:
+                      stop: Callable[[int, float], str | None] | None = None,
+                      xtol: float | None = None) -> LeastSquaresResult:
     """Minimise ``sum(residuals(x)**2)`` over ``space`` from ``x0`` within ``budget`` rollouts.
 
     The methods see the residuals scaled to a unit objective at the start, so their absolute
@@ -255,6 +256,10 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
         stop: called after every request with (rollouts used, best objective so far, rad^2);
             a non-empty string ends the fit there (``ended`` 'stopped', the string its ``status``),
             e.g. a caller that gives up on a fit that stalls.
+        xtol: 'scipy' only: the step (unit cube, relative: scipy's ``xtol``) below which a fit has converged
+            (None: scipy's 1e-8). An objective that is noisy below some scale cannot tell steps shorter
+            than that apart: the calibration engine gives its coarsest finite-difference step's finest
+            (``CalibrationSettings.diff_step``).
     Returns:
         the best point seen and the last Jacobian (:class:`LeastSquaresResult`).
     Raises:
@@ -287,7 +292,7 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
             if method == 'scipy':
                 status = scipy.optimize.least_squares(lambda u: f.at(u) / scale, start, jac=lambda u: jac(u) / scale,
                                                       bounds=(0.0, 1.0), method='trf', x_scale=x_scale,
-                                                      max_nfev=10 * budget + 10).message
+                                                      max_nfev=10 * budget + 10, xtol=xtol or 1e-8).message
             else:
                 status = _mujoco_least_squares(f, jac, start, 10 * budget + 10, scale)
             if not f.best_cost < before:

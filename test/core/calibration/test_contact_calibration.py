@@ -24,6 +24,7 @@ from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.calibratable import ParameterTarget
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.model.scene import SceneConfig, add_objects
+from shadow_twin.plots.contact_runs import contact_runs_figure, plot_contact_runs
 from shadow_twin.simulation.live.simulation import LiveSimulation
 
 REPO = Path(__file__).resolve().parents[3]
@@ -79,6 +80,7 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
              ({'holdout': [{'name': 'tilt_open', 'grip': True, 'rate': 1.0, 'duration': 1.0}]}, 'repeat'),
              ({'runs': [{'name': 'a', 'grip': True, 'rate': 1.0, 'duration': 1.0, 'axis': 'z'}]}, 'axis'),
              ({'effort_change': 'yes'}, 'effort_change'), ({'onset_weight': -1.0}, 'onset_weight'),
+             ({'diff_step': 0.1}, 'diff_step: expected a list'), ({'diff_step': [0.1, 0.5]}, 'in (0, 0.5)'),
              ({'speed': 2}, "unknown key(s) ['speed']")]
     for change, words in cases:
         path = tmp_path / 'protocol.yaml'
@@ -138,18 +140,26 @@ def test_records_round_trip_and_residuals_are_clipped_and_checked(slippery):
 
 
 def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(protocol, scene):
+    """On workers a set's open-hand and grip runs are replayed apart (one set alone too): the same residuals,
+    in the protocol's order of runs, as one process replaying each set whole."""
     twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
     space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
+    protocol = dataclasses.replace(protocol, runs=(TiltRun('open', False, math.radians(15.0), 2.0), *protocol.runs))
     own = {r.name: r for r in record_runs(LiveSimulation(None, scene=scene), protocol, protocol.runs)}
     evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
     try:
         sets = [{}, space.named_values({'can_friction': 0.4})]
         local = evaluator.evaluate_scored_residuals(sets, nthread=1)
         pooled = evaluator.evaluate_scored_residuals(sets, nthread=2)
+        alone = evaluator.evaluate_scored_residuals(sets[1:], nthread=2)
+        names = [[record.name for record in records] for records in evaluator.replay(sets, nthread=2)]
     finally:
         evaluator.close()
+    assert names == [['open', 'grip']] * 2
     assert local[0][0].objective == 0.0 and local[0][1].objective > 1e-8
+    assert local[0][1].per_joint_mse['open'] > 0 and local[0][1].per_joint_mse['grip'] > 0
     np.testing.assert_array_equal(local[1], pooled[1])
+    np.testing.assert_array_equal(local[1][1:], alone[1])
     # the engine's contract: the residuals' squares sum to the objective (least squares' cost is the objective)
     assert float(local[1][1] @ local[1][1]) == pytest.approx(local[0][1].objective, rel=1e-12)
 
@@ -179,11 +189,23 @@ def test_a_short_fit_moves_the_friction_towards_the_recordings_and_checks_the_ho
     # compares the efforts' changes)
     protocol = dataclasses.replace(protocol, effort_change=False)
     fit = calibrate_contacts(protocol, recorded, space, tmp_path / 'fit', CalibrationSettings(budget=8, workers=2))
+    assert fit.result.settings['diff_step'] == protocol.diff_step == (0.1, 0.03)   # the protocol's steps
     assert fit.result.best.objective < 0.5 * fit.result.initial.objective
     assert abs(fit.values['can_friction'] - 0.75) < 0.5 * abs(1.0 - 0.75), fit.values
     assert set(fit.holdout) == {'grip_holdout'}
     before, after = fit.holdout_errors('before')['grip_holdout'], fit.holdout_errors('after')['grip_holdout']
     assert after < before, (math.degrees(before), math.degrees(after))
+    # every run replayed as given and fitted, for the figure: the fitted one nearer its recording, and drawn
+    assert {which: set(runs) for which, runs in fit.replays.items()} == {w: {'grip', 'grip_holdout'} for w in ('before', 'after')}
+    off = {w: float(np.abs(fit.replays[w]['grip'].position - recorded['grip'].position).mean()) for w in fit.replays}
+    assert off['after'] < off['before'], off
+    rates = {run.name: run.rate for run in (*protocol.runs, *protocol.holdout)}
+    fig = contact_runs_figure(recorded, fit.replays, ['grip_holdout'], protocol.onset, rates)
+    top, bottom = fig.axes[:2], fig.axes[2:]
+    assert len(fig.axes) == 4 and [len(ax.lines) for ax in top] == [4, 4] and [len(ax.lines) for ax in bottom] == [3, 3]
+    assert '(held out)' in top[1].get_title() and 'tilt 15 deg/s' in top[0].get_title()
+    png = plot_contact_runs(tmp_path / 'figs' / 'runs.png', recorded, fit.replays)
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
 def test_the_calibrated_scene_is_a_copy_with_the_values_and_never_the_users_file(tmp_path):

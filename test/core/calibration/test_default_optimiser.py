@@ -18,6 +18,7 @@ from shadow_twin.calibration.engine.report import phase_lines
 from shadow_twin.calibration.engine import run as run_module
 from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
 from shadow_twin.calibration.search.search_space import Dimension, SearchSpace
+from shadow_twin.common.errors import ConfigError
 from shadow_twin.model.calibratable import ParameterTarget
 
 
@@ -209,3 +210,43 @@ def test_a_stall_with_no_room_for_a_global_phase_goes_on_with_least_squares(tmp_
     assert 'from where it stalled' in result.phase_log[2]['why']
     assert result.phase_log[2]['evaluations'] > 0
     assert result.best.objective <= result.phase_log[0]['best']
+
+
+def noisy(x):
+    """A quadratic bowl (minimum 0 at (0.3, 0.6)) with a ripple of 0.01 every 1.3e-3: an objective noisy at
+    small scales, as a contact fit's replays are (contacts made a step earlier or later)."""
+    truth = np.array([0.3, 0.6])
+    return np.concatenate([x - truth + 0.01 * np.sin(5000 * x), 0.5 * (x - truth) ** 2])
+
+
+def test_the_settings_finite_difference_steps_are_least_squares_own(tmp_path):
+    """``diff_step`` (scipy's engine): the first Jacobian's columns lie that fraction of each range from the
+    start; on an objective noisy at small scales coarse steps end lower than the engine's own (1 %, then 0.1 %),
+    which differentiate the ripple, and stop at the finest step's resolution; a run without steps keeps the
+    checkpoint header it had before the setting; bad steps are one-line errors."""
+    ends = {}
+    for steps in (None, (0.1, 0.03)):
+        for bounds, budget in (((0.0, 1.0), 40), ((0.0, 2.0), 3)):     # the fit; the steps on a range of 2
+            problem = Problem(noisy, [0.9, 0.1], [(0.0, 1.0), bounds])
+            settings = CalibrationSettings('lsq', budget, workers=1, seed=0, diff_step=steps)
+            out = tmp_path / f'{steps}-{budget}'
+            result = Calibration(problem, problem.space, settings, out, {'test': 'steps'}).run()
+            start, *columns = (np.array(e.x) for e in result.evaluations[:3])
+            step = (steps or (0.01,))[0]
+            np.testing.assert_allclose(np.abs(columns[0] - start), [step, 0.0], atol=1e-12)
+            np.testing.assert_allclose(np.abs(columns[1] - start), [0.0, bounds[1] * step], atol=1e-12)
+            header = json.loads((out / CHECKPOINT).read_text().splitlines()[0])
+            assert ('diff_step' in header['settings']) == (steps is not None)
+            ends[steps, budget] = result.best.objective, len(result.evaluations), result.phase_log[-1]['status']
+    # the coarse steps end lower, and stop once a step is shorter than the finest of them (xtol): no rollouts
+    # spent below the scale the objective can be told apart at; the engine's own spend the budget
+    (coarse, used, status), (own, spent, _) = ends[(0.1, 0.03), 40], ends[None, 40]
+    assert coarse < 0.5 * own and used < spent == 40 and 'xtol' in status, ends
+    # auto's first phase, on mujoco.minimize, keeps that engine's own step (sqrt(machine epsilon) of each range)
+    problem = Problem(quadratic([0.3, 0.6]), [0.5, 0.5], [(0.0, 1.0), (0.0, 1.0)])
+    first = run(problem, tmp_path / 'auto', diff_step=(0.1,)).evaluations
+    assert first[0].phase == first[1].phase == 'lsq' and 0 < np.abs(np.subtract(first[1].x, first[0].x)).max() < 1e-6
+    for bad in ((), (0.0,), (0.5,), (0.1, -0.2)):
+        with pytest.raises(ConfigError) as raised:
+            CalibrationSettings(diff_step=bad)
+        assert 'diff_step' in str(raised.value) and '\n' not in str(raised.value)
