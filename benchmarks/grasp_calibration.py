@@ -178,5 +178,6 @@ def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -
         judge(after <= HOLDOUT_MAX_DEG, f'  hold-out {name} slip onset: {onset_degrees(angles)}: error {before:.1f} '
                                          f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg){rms}')
     judge(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
-                                          f'+ the model as given + every run replayed as given and fitted; target <= {FIT_SECONDS_MAX:g} s)')
+                                          '+ the model as given + every run replayed as given and fitted; '
+                                          f'target <= {FIT_SECONDS_MAX:g} s)')
     return fit, misses

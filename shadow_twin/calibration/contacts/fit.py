@@ -4,9 +4,9 @@ write the calibrated scene.
 :func:`calibrate_contacts` takes the protocol's recordings (the mock's, or a real hand's), screens the
 search space (which contact parameters the runs can see: the engine's sensitivity screening), fits the
 most influential with the calibration engine's default optimiser (``auto``: least squares from the
-model's values, a global phase only when that stalls or ends on a bound), and replays the hold-out runs
-before and after: their slip-onset angle (the tilt at which the object has moved ``onset_mm``) against
-the recording's. :func:`write_calibrated_scene` installs the values in a copy of the scene file (the
+model's values, a global phase only when that stalls or ends on a bound), and replays every run before and
+after (``ContactFit.replays``: the figure of the runs); of the hold-out runs it checks the slip-onset angle
+(the tilt at which the object has moved ``onset_mm``) against the recording's, and the residuals. :func:`write_calibrated_scene` installs the values in a copy of the scene file (the
 scene's objects carry their contact parameters; the user's file is never overwritten).
 """
 
@@ -135,7 +135,8 @@ def _replay_all(evaluator: ContactEvaluator, protocol: ContactProtocol, recordin
     runs = [run for run in (*protocol.runs, *protocol.holdout) if run.name in recordings]
     evaluator.add_recordings({run.name: recordings[run.name] for run in protocol.holdout if run.name in recordings})
     before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)
-    return {'before': {run.name: r for run, r in zip(runs, before)}, 'after': {run.name: r for run, r in zip(runs, after)}}
+    return {which: {run.name: record for run, record in zip(runs, records)}
+            for which, records in (('before', before), ('after', after))}
 
 
 def _holdout(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],

@@ -48,9 +48,10 @@ class CalibrationSettings:
             Coarse steps for an objective that is noisy at small scales: a contact fit's replays part at
             parameter changes of 1e-5 (the contact protocol's ``diff_step``). With them least squares also
             stops when its step falls below the finest (scipy's ``xtol``): shorter steps cannot be told from
-            the noise (the live contact fit spent its last 24 of 45 rollouts within 2e-4 of one point). Why not the first phase too:
-            with coarse steps it stopped the live contact fit at 9 % of its start's objective, which
-            ``auto`` takes for converged (the mass -10.5 %, the hold-out onset 2.0 deg off; 29 Nov).
+            the noise (the live contact fit spent its last 24 of 45 rollouts within 2e-4 of one point). Why
+            not the first phase too: with coarse steps it stopped the live contact fit at 9 % of its start's
+            objective, which ``auto`` takes for converged (the mass -10.5 %, the hold-out onset 2.0 deg off;
+            29 Nov).
     Raises:
         ConfigError: an unknown optimiser; budget, workers or batch size below 1; a negative global
             budget; a step outside (0, 0.5).

@@ -196,7 +196,8 @@ def test_a_short_fit_moves_the_friction_towards_the_recordings_and_checks_the_ho
     before, after = fit.holdout_errors('before')['grip_holdout'], fit.holdout_errors('after')['grip_holdout']
     assert after < before, (math.degrees(before), math.degrees(after))
     # every run replayed as given and fitted, for the figure: the fitted one nearer its recording, and drawn
-    assert {which: set(runs) for which, runs in fit.replays.items()} == {w: {'grip', 'grip_holdout'} for w in ('before', 'after')}
+    assert {which: set(runs) for which, runs in fit.replays.items()} == {
+        which: {'grip', 'grip_holdout'} for which in ('before', 'after')}
     off = {w: float(np.abs(fit.replays[w]['grip'].position - recorded['grip'].position).mean()) for w in fit.replays}
     assert off['after'] < off['before'], off
     rates = {run.name: run.rate for run in (*protocol.runs, *protocol.holdout)}
