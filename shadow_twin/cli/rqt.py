@@ -45,7 +45,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -56,6 +55,7 @@ from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ConfigError, ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
+from shadow_twin.common.signals import StopRequest
 from shadow_twin.plots.perspective import (CELL_CONTACTS_PLOTS_FILE, CELL_MONITOR_FILE, CELL_PLOTS_FILE,
                                            CONTACTS_PLOTS_FILE, DIAGNOSTICS_AGG_TOPIC, MONITOR_FILE, PLOTS_FILE,
                                            needed_topics, read_perspective)
@@ -222,23 +222,21 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 def supervise(perspectives: list[Path], timeout: float) -> int:
     """Run one window process per perspective until all are closed, or until SIGINT/SIGTERM or
     a failed window stops them; returns the exit status (see the module doc)."""
-    stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopRequest()        # not a threading.Event: a handler that sets one can hang (common.signals)
     lifeline.watch_parent(stop.set)     # started by a tool that ended: close the windows
     procs = []
-    try:
-        for path in perspectives:   # own sessions: a terminal's Ctrl-C reaches them once, through _stop
-            procs.append(subprocess.Popen([sys.executable, '-m', 'shadow_twin.cli.rqt', '--window', str(path),
-                                           '--timeout', str(timeout)], start_new_session=True,
-                                          **lifeline.child_options()))
-        while not stop.wait(0.2):
-            codes = [proc.poll() for proc in procs]
-            if all(code is not None for code in codes) or any(code not in (None, 0) for code in codes):
-                break
-    finally:
-        _stop(procs)
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+    with stop.installed():
+        try:
+            for path in perspectives:   # own sessions: a terminal's Ctrl-C reaches them once, through _stop
+                procs.append(subprocess.Popen([sys.executable, '-m', 'shadow_twin.cli.rqt', '--window', str(path),
+                                               '--timeout', str(timeout)], start_new_session=True,
+                                              **lifeline.child_options()))
+            while not stop.wait(0.2):
+                codes = [proc.poll() for proc in procs]
+                if all(code is not None for code in codes) or any(code not in (None, 0) for code in codes):
+                    break
+        finally:
+            _stop(procs)
     failed = [(path, proc.returncode) for path, proc in zip(perspectives, procs) if proc.returncode != 0]
     if not failed:
         return ExitCode.OK

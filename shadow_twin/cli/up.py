@@ -73,10 +73,8 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import yaml
@@ -86,6 +84,7 @@ from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.paths import config_path
+from shadow_twin.common.signals import StopRequest
 from shadow_twin.model.cell.assembly import CellConfig, write_cell_mjcf
 from shadow_twin.model.mock_models import write_arm_stand_in_mjcf, write_hand_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig
@@ -315,21 +314,19 @@ def _report(line: str) -> None:
 def _run(commands: dict[str, list[str]], respawn: set[str]) -> int:
     """Start ``commands``, supervise them (a node in ``respawn`` that dies is started again)
     until a signal or a node that ends the supervision, stop all; the exit status."""
-    stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopRequest()        # not a threading.Event: a handler that sets one can hang (common.signals)
     lifeline.watch_parent(stop.set)     # started by a tool that ended (SIGKILL included): stop as on SIGTERM
     children = ChildProcesses()
-    try:
-        for name, command in commands.items():
-            children.start(name, command, ready_line(command))
-        print(f'[shadow-twin up] started: {", ".join(f"{n} (pid {p.pid})" for n, p in children.procs.items())}',
-              flush=True)
-        ended = children.supervise(stop.is_set, respawn, _report)
-    finally:
-        # the twin first: it cancels its controller goals while the bridges still run
-        statuses = children.stop(order=['shadow_twin', 'twin_monitor'], report=_report)
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+    with stop.installed():
+        try:
+            for name, command in commands.items():
+                children.start(name, command, ready_line(command))
+            print(f'[shadow-twin up] started: {", ".join(f"{n} (pid {p.pid})" for n, p in children.procs.items())}',
+                  flush=True)
+            ended = children.supervise(stop.is_set, respawn, _report)
+        finally:
+            # the twin first: it cancels its controller goals while the bridges still run
+            statuses = children.stop(order=['shadow_twin', 'twin_monitor'], report=_report)
     if ended is not None:
         name, status, why = ended
         _report(f'{name} exited with status {status} ({why}); stopped the others')

@@ -19,7 +19,8 @@
   configuration ends with one fatal log line and exit status 1), freeze the start-up
   objects for the garbage collector (:func:`freeze_startup_objects`), spin until a
   signal or until the parent process ends (:func:`stop_with_parent`), shut down (exit
-  status 0; a node whose executor stopped without a signal logs why and exits 1).
+  status 0; a node whose executor stopped without a signal logs why and exits 1). SIGUSR2
+  (:data:`STACKS_SIGNAL`) prints every thread's stack and changes nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from rclpy.signals import SignalHandlerOptions
 from shadow_twin.common import lifeline
 from shadow_twin.common.errors import ShadowTwinError
 from shadow_twin.common.exit_codes import ExitCode
+from shadow_twin.common.signals import StopRequest
 from shadow_twin.ros.dds import use_udp_transport
 from shadow_twin.ros.guard import CallbackGuard
 
@@ -143,28 +145,26 @@ def run_until_signal(executor: Executor, on_stop: Callable[[], None]) -> bool:
     Use with ``rclpy.init(..., signal_handler_options=SignalHandlerOptions.NO)``. Returns True
     after a signal, False when the executor stopped by itself. A stop still under way
     :data:`STOP_REPORT_AFTER` s later prints the stacks of all threads to stderr."""
-    stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopRequest()        # not a threading.Event: a handler that sets one can hang (common.signals)
     nodes = executor.get_nodes()
     guard = CallbackGuard(nodes[0].get_logger() if nodes else get_logger('executor'))
     stopping = threading.Event()
     thread = threading.Thread(target=spin_guarded, args=(executor, guard, 'executor', stopping), name='executor',
                               daemon=True)
-    thread.start()
-    try:
-        while not stop.wait(0.1) and thread.is_alive():
-            pass
-    finally:
-        # a stop that hangs says where: every thread's stack on stderr (the process's log)
-        faulthandler.dump_traceback_later(STOP_REPORT_AFTER, exit=False)
+    with stop.installed():
+        thread.start()
         try:
-            on_stop()
+            while not stop.wait(0.1) and thread.is_alive():
+                pass
         finally:
-            stopping.set()
-            executor.shutdown(timeout_sec=1.0)
-            thread.join(timeout=2.0)     # its last callback may still run: let it end before nodes go
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
+            # a stop that hangs says where: every thread's stack on stderr (the process's log)
+            faulthandler.dump_traceback_later(STOP_REPORT_AFTER, exit=False)
+            try:
+                on_stop()
+            finally:
+                stopping.set()
+                executor.shutdown(timeout_sec=1.0)
+                thread.join(timeout=2.0)     # its last callback may still run: let it end before nodes go
     return stop.is_set()
 
 
@@ -186,6 +186,11 @@ def freeze_startup_objects() -> None:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
+
+#: The signal on which a node prints every thread's stack to stderr and goes on (``faulthandler``):
+#: where a node that does not stop, or does not answer, is stuck. The tests' process helper sends
+#: it before its SIGKILL.
+STACKS_SIGNAL = signal.SIGUSR2
 
 #: Seconds a node whose parent ended has for its orderly stop (as after SIGTERM) before it
 #: exits anyway: the whole cell is gone within 2 s of a SIGKILL of ``shadow-twin up``.
@@ -221,6 +226,7 @@ def run_node(make_node: Callable[[], Node], name: str, make_executor: Callable[[
         on_stop: called with the node on shutdown while the executor still spins.
     """
     stop_with_parent(name)
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)    # `kill -USR2 <pid>`: where is it?
     transport = use_udp_transport()       # before rclpy.init: no shared-memory stalls (issue 9)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     if transport:

@@ -91,8 +91,11 @@ class NodeProcess:
         return self.log_path.read_text(errors='replace')
 
     def stop(self, timeout: float = 5.0) -> int | None:
-        """Stop the process (SIGINT, SIGTERM, SIGKILL, as needed); returns its exit status."""
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        """Stop the process (SIGINT, SIGTERM, SIGKILL, as needed); returns its exit status. Before
+        the SIGKILL, SIGUSR2: a project node prints every thread's stack into its output (where it
+        hung; ``shadow_twin.ros.spinning.STACKS_SIGNAL``), another process ends on it."""
+        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, timeout), (signal.SIGUSR2, 1.0),
+                          (signal.SIGKILL, timeout)):
             if self.proc.poll() is not None:
                 break
             try:
@@ -100,7 +103,7 @@ class NodeProcess:
             except ProcessLookupError:
                 break
             try:
-                self.proc.wait(timeout=timeout)
+                self.proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 continue
         self._log.close()
