@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.plots.figures import figure_png
+from shadow_twin.plots.figures import write_figure
 
 #: Labels of the two simulated models, in the order of the ``*_sim`` arrays.
 MODELS = ('sim, model as given', 'sim, calibrated')
@@ -104,5 +103,4 @@ def plot_run(path: str | Path, plot: RunPlot) -> Path:
     """Write the figure of ``plot`` as a PNG at ``path`` (atomically; parents created); returns the path."""
     fig = run_figure(plot)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_bytes_atomic(path, figure_png(fig))
+    return write_figure(path, fig)

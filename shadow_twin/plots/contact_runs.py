@@ -15,8 +15,7 @@ from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
-from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.plots.figures import figure_png
+from shadow_twin.plots.figures import write_figure
 
 
 class TiltRecord(Protocol):
@@ -100,5 +99,4 @@ def plot_contact_runs(path: str | Path, recordings: Mapping[str, TiltRecord],
     Raises ValueError: no recording to draw."""
     fig = contact_runs_figure(recordings, replays, held_out, onset_m, rates)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_bytes_atomic(path, figure_png(fig))
+    return write_figure(path, fig)

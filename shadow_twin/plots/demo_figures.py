@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.plots.figures import figure_png
+from shadow_twin.plots.figures import write_figure
 
 
 def plot_error_bars(path: Path, rows: list[dict]) -> None:
@@ -36,7 +35,7 @@ def plot_error_bars(path: Path, rows: list[dict]) -> None:
     ax.set_title('Twin error before and after live calibration')
     ax.legend()
     ax.grid(True, axis='y', alpha=0.3)
-    write_bytes_atomic(path, figure_png(fig))
+    write_figure(path, fig)
 
 
 def plot_base(path: Path, paths: dict[str, np.ndarray], swing: dict[str, np.ndarray]) -> None:
@@ -61,7 +60,7 @@ def plot_base(path: Path, paths: dict[str, np.ndarray], swing: dict[str, np.ndar
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    write_bytes_atomic(path, figure_png(fig))
+    write_figure(path, fig)
 
 
 def plot_pick(path: Path, heights: dict[str, np.ndarray], starts: dict[str, float],
@@ -105,4 +104,4 @@ def plot_pick(path: Path, heights: dict[str, np.ndarray], starts: dict[str, floa
     for ax in (ax_h, ax_c):
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    write_bytes_atomic(path, figure_png(fig))
+    write_figure(path, fig)

@@ -1,8 +1,13 @@
-"""A drawn matplotlib figure as PNG bytes: the one way every figure of the project is saved."""
+"""A drawn matplotlib figure as PNG bytes, or as a PNG file written atomically: the one way every figure of
+the project is saved."""
 
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
+
+from shadow_twin.common.files import write_bytes_atomic
 
 
 def figure_png(fig) -> bytes:
@@ -12,3 +17,9 @@ def figure_png(fig) -> bytes:
     fig.savefig(buffer, format='png', dpi=110, bbox_inches='tight')
     plt.close(fig)
     return buffer.getvalue()
+
+
+def write_figure(path: str | os.PathLike, fig) -> Path:
+    """Write ``fig`` as a PNG file at ``path`` (:func:`figure_png`; atomically, its folder made); closes the
+    figure and returns the path. Raises OSError if the folder is not writable."""
+    return write_bytes_atomic(path, figure_png(fig))

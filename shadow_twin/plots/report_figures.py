@@ -9,8 +9,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.plots.figures import figure_png
+from shadow_twin.plots.figures import write_figure
 
 
 def plot_convergence(path: Path, objectives: Sequence[float], initial: float, title: str = '') -> None:
@@ -32,7 +31,7 @@ def plot_convergence(path: Path, objectives: Sequence[float], initial: float, ti
     ax.set_title(title or 'Calibration convergence')
     ax.legend()
     ax.grid(True, which='both', alpha=0.3)
-    write_bytes_atomic(path, figure_png(fig))
+    write_figure(path, fig)
 
 
 #: Joints whose real and simulated angles all stay within this span (rad) are not drawn: flat
@@ -78,4 +77,4 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
     if still:
         fig.text(0.5, 0.0, f'not drawn (moved less than {STILL:g} rad): {", ".join(still)}', ha='center',
                  va='top', fontsize=7, wrap=True)
-    write_bytes_atomic(path, figure_png(fig))
+    write_figure(path, fig)

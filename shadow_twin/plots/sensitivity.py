@@ -13,8 +13,7 @@ from typing import Mapping
 
 import numpy as np
 
-from shadow_twin.common.files import write_bytes_atomic
-from shadow_twin.plots.figures import figure_png
+from shadow_twin.plots.figures import write_figure
 
 
 def tornado_figure(influence: Mapping[str, float], title: str = ''):
@@ -42,4 +41,4 @@ def tornado_figure(influence: Mapping[str, float], title: str = ''):
 
 def plot_tornado(path: str | Path, influence: Mapping[str, float], title: str = '') -> Path:
     """Write the tornado chart of ``influence`` as a PNG at ``path`` (atomically); returns the path."""
-    return write_bytes_atomic(path, figure_png(tornado_figure(influence, title)))
+    return write_figure(path, tornado_figure(influence, title))

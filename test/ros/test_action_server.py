@@ -236,6 +236,25 @@ def test_locked_action_client_sends_cancels_and_gets_results(ros, server):
         client.destroy()
 
 
+def test_a_goal_is_canceled_by_its_id_before_its_client_took_the_goal_response(ros, server):
+    """The twin's dispatch on a loaded PC: a controller accepted a part, its answer waits in the twin's
+    queue, and the twin gives up on it. Here the client's node is never spun (it never takes a response):
+    the cancel sent by the goal's id still reaches the server, which ends the goal canceled."""
+    node = rclpy.create_node('unspun_client', context=server.node.context)
+    client = LockedActionClient(node, FollowJointTrajectory, ACTION)
+    try:
+        assert ros[0].wait_until(client.server_is_ready, 5.0)
+        goal_id = client.new_goal_id()
+        future = client.send_goal_async(goal_named('long'), goal_uuid=goal_id)
+        assert ros[0].wait_until(lambda: ('start', 'long') in server.events, 5.0), server.events
+        client.cancel_by_id(goal_id)
+        assert ros[0].wait_until(lambda: ('cancel', 'long') in server.events, 5.0), server.events
+        assert not future.done()            # the response was never taken: only the id canceled it
+    finally:
+        client.destroy()
+        node.destroy_node()
+
+
 def test_a_burst_of_goals_while_the_server_is_held_up_is_answered_in_full(ros):
     """30 goals arrive while the server's executor is held up (here: not yet spinning); once it
     spins, every one is answered. rclpy's default for an action's services keeps 10 requests:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
@@ -83,24 +84,35 @@ def tilt_of(palm: Rotation, axis: str) -> np.ndarray:
     return np.arctan2(g @ toward, -g[:, 2])
 
 
-def _read_topics(path: Path, topics: tuple[str, str, str]) -> dict[str, tuple[np.ndarray, list]]:
-    """{topic: (stamps s, messages)} of the three topics (header stamps; the bag's time where zero)."""
+def _stamped_messages(path: Path, topics: set[str], what: str, check=None) -> Iterator[tuple[str, float, object]]:
+    """(topic, stamp s, message) of the bag's messages on ``topics``, in the bag's order: the header stamp,
+    the bag's time where that is zero. ``check(connections)`` may refuse the bag first (raise). Raises
+    RecordingError: no bag at ``path``, or one that cannot be read (``what`` names the reading)."""
     reader = open_bag_reader(path)
     try:
-        present = {c.topic: c.msgtype for c in reader.connections}
+        if check is not None:
+            check(reader.connections)
+        with bag_errors(path, what):
+            for connection, bag_time, raw in reader.messages([c for c in reader.connections if c.topic in topics]):
+                msg = reader.deserialize(raw, connection.msgtype)
+                stamp = to_seconds(msg.header.stamp)
+                yield connection.topic, (stamp if stamp > 0 else from_nanoseconds(bag_time)), msg
+    finally:
+        reader.close()
+
+
+def _read_topics(path: Path, topics: tuple[str, str, str]) -> dict[str, tuple[np.ndarray, list]]:
+    """{topic: (stamps s, messages)} of the three topics (header stamps; the bag's time where zero)."""
+    def check(connections) -> None:
+        present = {c.topic: c.msgtype for c in connections}
         for topic, kind in zip(topics, (JOINT_STATE, POSE_STAMPED, POSE_STAMPED)):
             if present.get(topic) != kind:
                 found = f'it holds {present[topic]}' if topic in present else 'no such topic'
                 raise RecordingError(f'{path}: a contact run needs {topic} ({kind}); {found}')
-        out: dict[str, tuple[list, list]] = {topic: ([], []) for topic in topics}
-        with bag_errors(path, 'reading the contact run'):
-            for connection, bag_time, raw in reader.messages([c for c in reader.connections if c.topic in out]):
-                msg = reader.deserialize(raw, connection.msgtype)
-                stamp = to_seconds(msg.header.stamp)
-                out[connection.topic][0].append(stamp if stamp > 0 else from_nanoseconds(bag_time))
-                out[connection.topic][1].append(msg)
-    finally:
-        reader.close()
+    out: dict[str, tuple[list, list]] = {topic: ([], []) for topic in topics}
+    for topic, stamp, msg in _stamped_messages(path, set(topics), 'reading the contact run', check):
+        out[topic][0].append(stamp)
+        out[topic][1].append(msg)
     for topic, (times, _) in out.items():
         if len(times) < 2:
             raise RecordingError(f'{path}: topic {topic} has {len(times)} message(s)')
@@ -110,21 +122,14 @@ def _read_topics(path: Path, topics: tuple[str, str, str]) -> dict[str, tuple[np
 def read_contact_wrenches(path: str | Path,
                           topics: ContactTopics = ContactTopics()) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{topic: (stamps (N,) s, forces (N, 3) N)} of the hand's contact topics (``topics.contact_topics()``) that
-    the bag at ``path`` holds, in stamp order (header stamps): the net force on each fingertip or the palm, in
+    the bag at ``path`` holds, in stamp order (header stamps; the bag's time where zero): the net force on each fingertip or the palm, in
     its own frame, zero without contact. Raises RecordingError: no bag there, or one that cannot be read."""
-    wanted = set(topics.contact_topics())
-    reader = open_bag_reader(Path(path))
     out: dict[str, tuple[list, list]] = {}
-    try:
-        connections = [c for c in reader.connections if c.topic in wanted]
-        with bag_errors(Path(path), 'reading the contact wrenches'):
-            for connection, _, raw in reader.messages(connections):
-                msg = reader.deserialize(raw, connection.msgtype)
-                times, forces = out.setdefault(connection.topic, ([], []))
-                times.append(to_seconds(msg.header.stamp))
-                forces.append((msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z))
-    finally:
-        reader.close()
+    for topic, stamp, msg in _stamped_messages(Path(path), set(topics.contact_topics()),
+                                               'reading the contact wrenches'):
+        times, forces = out.setdefault(topic, ([], []))
+        times.append(stamp)
+        forces.append((msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z))
     ordered = {}
     for topic, (times, forces) in out.items():
         order = np.argsort(times, kind='stable')

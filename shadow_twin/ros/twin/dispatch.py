@@ -122,12 +122,14 @@ class GoalDispatch:
             scaling = 1.0 if context.speed_scaling is None else context.speed_scaling.fraction
             plan.sampler = DesiredSampler(plan.trajectory, state_arrays(names, context.actual())[0],
                                           start_s, scaled, scaling, now_s)
-        sends = []
+        sends, ids = [], {}
         try:
             for sub in plan.subs:
                 goal = goals[sub.name]
                 goal.trajectory.header.stamp = time_msg(start_s)
-                sends.append((sub, sub.client.send_goal_async(goal, feedback_callback=sub.heard)))
+                ids[sub.name] = sub.client.new_goal_id()
+                sends.append((sub, sub.client.send_goal_async(goal, feedback_callback=sub.heard,
+                                                              goal_uuid=ids[sub.name])))
             all_done_within([f for _, f in sends], max(0.0, accept_by - now_s) - (time.monotonic() - now_mono))
             problems = []
             for sub, future in sends:
@@ -135,7 +137,7 @@ class GoalDispatch:
                     problems.append(f'{describe_part(sub.name, context.action_names)} did not accept its part within '
                                     f'{accept_by - now_s:.3f} s (start_lead {settings.start_lead:g} s + '
                                     f'{settings.start_lead_per_point:g} s per point)')
-                    future.add_done_callback(cancel_when_accepted)     # it may still accept: undo that
+                    take_back(sub, ids[sub.name], future)
                     continue
                 sub.handle = future.result()
                 if not sub.handle.accepted:
@@ -157,8 +159,9 @@ class GoalDispatch:
             raise
         except BaseException:
             cancel_and_wait([s for s in plan.subs if s.handle is not None], results=False, timeout=0.0)
-            for _, future in sends:
-                future.add_done_callback(cancel_when_accepted)
+            for sub, future in sends:
+                if not future.done():
+                    take_back(sub, ids[sub.name], future)
             if plan.base_runs:
                 context.base.abort(plan.base_runs, 'the goal failed to start')
             raise
@@ -199,6 +202,15 @@ def cancel_and_wait(subs: list[SubGoal], results: bool, timeout: float = ANSWER_
         all_done_within([s.result_future for s in running if not s.gone and s.result_future is not None],
                         timeout)
     return [f'{sub.name} (gone: not waited for)' if sub.gone else sub.name for sub in running]
+
+
+def take_back(sub: SubGoal, goal_id, future: Future) -> None:
+    """Cancel the part sent to ``sub``'s controller as ``goal_id`` whose goal response (``future``) has not
+    come: by its id at once (the controller may have accepted it, and its answer waits behind this node's
+    busy executor: a loaded PC, where the part would otherwise start and run), and again when a late
+    acceptance comes (the controller heard the cancel first: an unknown goal then)."""
+    sub.client.cancel_by_id(goal_id)
+    future.add_done_callback(cancel_when_accepted)
 
 
 def cancel_when_accepted(future: Future) -> None:
