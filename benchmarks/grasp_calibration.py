@@ -20,7 +20,7 @@ the fingers' own dynamics move the can too: uncalibrated, they leave the objecti
 
 **Printed**: the screening (which of ``config/calibration/hand_contacts.yaml``'s seven parameters the
 runs see, by their influence index; not timed), then for each of :data:`DRAWS` draws (the capture's noise and the
-optimiser's seed) the fit of :data:`FITTED` (timed: the default optimiser, :data:`BUDGET` evaluations, two worker
+optimiser's seed) the fit of the protocol's ``fit`` (the can's friction and mass: the targets) (timed: the default optimiser, :data:`BUDGET` evaluations, two worker
 processes), the recovered friction and mass against the mock's (target within 10 %), the hold-out slide's onset
 angle before and after (target <= 2 deg) and the fit's time (target <= 60 s); then how many draws met every target.
 One draw is what a lab gets from one recording: the draws show how far a result can be trusted. The recovered
@@ -57,12 +57,6 @@ PROTOCOL = config_path('calibration', 'contact_protocol.yaml')
 SPACE = config_path('calibration', 'hand_contacts.yaml')
 #: Evaluations of the fit (the model as given is one more): the library's default.
 BUDGET = DEFAULT_BUDGET
-#: Parameters fitted: the can's friction and mass (the targets). The fixture's friction sits below the can's in the
-#: protocol's scene (MuJoCo takes the larger of two objects' at a contact), so the can's decides every contact and
-#: the plate's is not fitted: fitted beside it, the max() let the fit settle with the plate's above the can's
-#: (friction -13 %, plate +38 %, 29 Nov). Not the can's torsional friction: the screening ranks it low, and
-#: fitted beside them it came out at twice the mock's while the targets' errors grew (29 Nov).
-FITTED = ('can_friction', 'can_mass')
 #: Parameter sets of the screening.
 SCREEN_SAMPLES = 16
 FIT_SECONDS_MAX = 60.0
@@ -131,7 +125,7 @@ def run(check, args) -> None:
               + ', '.join(f'{name} {screened.influence[name]:+.2f}' for name in order))
     finally:
         evaluator.close()
-    space = space.subset([name for name in space.names if name in FITTED])
+    space = space.subset(list(protocol.fit))
     passed = 0
     for draw in range(draws):
         seed = SEED + draw
@@ -178,6 +172,6 @@ def fit_draw(check, args, protocol, scene, space, hand, recordings, seed: int) -
         judge(after <= HOLDOUT_MAX_DEG, f'  hold-out {name} slip onset: {onset_degrees(angles)}: error {before:.1f} '
                                          f'-> {after:.1f} deg (target <= {HOLDOUT_MAX_DEG:g} deg){rms}')
     judge(fit.seconds <= FIT_SECONDS_MAX, f'  the fit took {fit.seconds:.1f} s ({len(result.evaluations)} evaluations '
-                                          '+ the model as given + every run replayed as given and fitted; '
+                                          '+ the model as given + the hold-out runs replayed as given and fitted; '
                                           f'target <= {FIT_SECONDS_MAX:g} s)')
     return fit, misses

@@ -5,11 +5,11 @@ Starts ``shadow-twin up --cell --mock-hardware --scene config/scene_contacts_cel
 
     shadow-twin calibrate --contacts contacts --record --bags B --out O --place-service
         /mujoco_bridge/set_entity_state /mock_hardware/set_entity_state --hand-model FINGERS.xml
-        --fit can_friction can_mass --budget N --workers 2
+        --budget N --workers 2
 
 which makes the shipped protocol's runs through the twin on the mock cell and records them (fitted: the
 fingers open at 10 deg/s, the thumb's push, the grip at 6 deg/s; held out: the fingers open at 6 deg/s, the
-grip at 12 deg/s), then fits them by
+grip at 12 deg/s), then fits the protocol's ``fit`` (the can's friction and mass) by
 their replay on the robots' model. ``FINGERS.xml``: the built-in hand with the mock's finger values (the
 overrides of ``config/mock_hardware.yaml``), as the hand's calibration, which comes first, gives them.
 Then, the cell stopped, the same bags are fitted again by the command for bags recorded on the robots
@@ -50,7 +50,6 @@ from support import ros as ros_helpers  # noqa: E402  (the tests' process helper
 from contacts_slip import mock_overrides  # noqa: E402  (benchmarks/: the mock's finger overrides)
 
 ROBOTS_SCENE = config_path('scene_contacts_cell.yaml')
-FITTED = ('can_friction', 'can_mass')
 BUDGET = 45
 RECOVERY_MAX = 0.10
 HOLDOUT_MAX_DEG = 2.0
@@ -141,7 +140,7 @@ def _run(check, args) -> None:
     print(f'== live: the contact protocol recorded on the mock cell through the twin and fitted ({os.cpu_count()} '
           f'cores, ROS domain {domain}, logs in {folder})', flush=True)
     fingers = fingers_mjcf(folder / 'fingers.xml')
-    common = ['--hand-model', str(fingers), '--fit', *FITTED, '--budget', budget, '--workers', '2']
+    common = ['--hand-model', str(fingers), '--budget', budget, '--workers', '2']      # the protocol's fit
     client = ros_helpers.RosClient('grasp_live_benchmark', domain_id=domain)
     up = ros_helpers.NodeProcess(None, [], folder / 'up.log', command=[
         ros_helpers.PYTHON, '-m', 'shadow_twin.cli', 'up', '--cell', '--mock-hardware', '--scene', str(ROBOTS_SCENE),

@@ -2,7 +2,7 @@
 softness, mass) offline from the bags of the contact protocol's runs.
 
     shadow-twin calibrate --contacts [contacts | PROTOCOL.yaml] --bags DIR --out DIR [--scene FILE.yaml]
-                          [--space FILE.yaml] [--fit NAME ...] [--screen N] [--keep N]
+                          [--space FILE.yaml] [--fit NAME ... | --screen K [--screen-samples N]]
                           [--hand-model HAND.xml] [--budget N] [--workers N] [--seed N]
                           [--joint-states-topic T] [--object-topic T] [--palm-topic T] [--contacts-prefix P]
                           [--install [BRIDGE]]
@@ -20,9 +20,10 @@ live scene, the arm turning the hand (:func:`~shadow_twin.calibration.contacts.l
 The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
 bags are optional: without one a hold-out is not checked); what each holds is
 :mod:`shadow_twin.calibration.contacts.bags`'. The fit is
-:func:`~shadow_twin.calibration.contacts.fit.calibrate_contacts`: the screening (``--screen`` parameter
-sets, then the ``--keep`` most influential; or ``--fit`` names them), the default optimiser, the hold-out
-runs' slip-onset angles before and after. ``--hand-model``: the hand's calibrated MJCF (calibrate the
+:func:`~shadow_twin.calibration.contacts.fit.calibrate_contacts` of the parameters ``--fit`` names, else of
+those the protocol names (its ``fit``: what its runs identify), else (``--screen K``, or a protocol naming none)
+of the K most influential by a screening of ``--screen-samples`` parameter sets; the default optimiser, the
+hold-out runs' slip-onset angles before and after. ``--hand-model``: the hand's calibrated MJCF (calibrate the
 hand first: its fingers move the object too). ``--scene``: the scene file the runs were made with
 (default: the protocol's; as ``--scene`` of the other calibrations, the objects simulated with the hand).
 Written to ``--out``: ``scene.yaml`` (a copy of that scene file with the fitted values: install it with the bridge's ``scene_file`` and reload),
@@ -58,6 +59,7 @@ from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, ca
 from shadow_twin.calibration.contacts.live import plan_live_tilt
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
+from shadow_twin.calibration.engine.sensitivity import MIN_SAMPLES
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.plots.contact_runs import plot_contact_runs
 from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
@@ -77,6 +79,10 @@ PROG = 'shadow-twin calibrate'
 #: The shipped protocol (``--scene contacts``) and search space.
 PROTOCOL = config_path('calibration', 'contact_protocol.yaml')
 SPACE = config_path('calibration', 'hand_contacts.yaml')
+#: Parameter sets of a screening, and the parameters it keeps when ``--screen`` gives no number (a protocol
+#: that names no ``fit``).
+SCREEN_SAMPLES = 16
+DEFAULT_KEEP = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,9 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--bags', type=Path, required=True, help='folder with one bag per protocol run, named after it')
     p.add_argument('--out', type=Path, required=True, help='output folder (must not exist)')
     p.add_argument('--space', type=Path, default=SPACE, help='search space (default config/calibration/hand_contacts.yaml)')
-    p.add_argument('--fit', nargs='+', metavar='NAME', help="the space's dimensions to fit (default: the screening's)")
-    p.add_argument('--screen', type=nonnegative_int, default=16, help='parameter sets of the screening (default 16)')
-    p.add_argument('--keep', type=nonnegative_int, default=3, help='dimensions kept after the screening (default 3)')
+    p.add_argument('--fit', nargs='+', metavar='NAME', help="the space's parameters to fit (default: the protocol's fit)")
+    p.add_argument('--screen', type=positive_int, metavar='K',
+                   help="screen the space first and fit only its K most influential parameters (as calibrate --screen; "
+                        f"default: the protocol's fit, no screening; a protocol that names none: K {DEFAULT_KEEP})")
+    p.add_argument('--screen-samples', type=positive_int, metavar='N', default=SCREEN_SAMPLES,
+                   help=f'parameter sets of the screening (default {SCREEN_SAMPLES})')
     p.add_argument('--hand-model', type=Path, help="the hand's MJCF (default: the built-in Shadow Hand E)")
     p.add_argument('--budget', type=positive_int, default=DEFAULT_BUDGET,
                    help=f'evaluations of the fit (default {DEFAULT_BUDGET})')
@@ -128,6 +137,19 @@ def bags_of(folder: Path, protocol: ContactProtocol) -> dict[str, Path]:
     return found
 
 
+def chosen_parameters(args: argparse.Namespace, protocol: ContactProtocol) -> tuple[list[str], str]:
+    """(the parameters to fit, where they come from): ``--fit``'s; else, unless ``--screen`` asks for the
+    screening, the protocol's ``fit``; ([], '') when the screening picks. Raises ConfigError: both ``--fit``
+    and ``--screen``."""
+    if args.fit and args.screen is not None:
+        raise ConfigError('--fit names the parameters, --screen lets the screening pick them: give one')
+    if args.fit:
+        return list(args.fit), '--fit'
+    if args.screen is None and protocol.fit:
+        return list(protocol.fit), "the protocol's fit"
+    return [], ''
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, calibrate, print; returns the exit status (see module doc)."""
     protocol = ContactProtocol.from_yaml(PROTOCOL if args.contacts == 'contacts' else args.contacts)
@@ -146,20 +168,25 @@ def run(args: argparse.Namespace) -> int:
     scene = SceneConfig.from_yaml(protocol.scene)
     model = str(args.hand_model) if args.hand_model else None
     space = SearchSpace.from_yaml(args.space, TwinModel(model, edit=lambda spec: add_objects(spec, scene)))
-    if args.fit:
-        unknown = [name for name in args.fit if name not in space.names]
+    fitted, source = chosen_parameters(args, protocol)
+    keep = args.screen or DEFAULT_KEEP
+    if not fitted and args.screen_samples < MIN_SAMPLES:
+        raise ConfigError(f'--screen-samples must be at least {MIN_SAMPLES}, got {args.screen_samples}')
+    if fitted:
+        unknown = [name for name in fitted if name not in space.names]
         if unknown:
-            raise ConfigError(f'--fit {unknown}: not in {args.space.name} ({", ".join(space.names)})')
-        space = space.subset(args.fit)
+            raise ConfigError(f'{source} {unknown}: not in {args.space.name} ({", ".join(space.names)})')
+        space = space.subset(fitted)
     topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic)
     runs = {run.name: run for run in (*protocol.runs, *protocol.holdout)}
     recordings = {name: read_tilt_run(bag, protocol, runs[name], topics) for name, bag in bags.items()}
     args.out.mkdir(parents=True)
-    print(f'{PROG}: {len(recordings)} runs of {protocol.scene.name} ({", ".join(recordings)}); output {args.out}',
+    print(f'{PROG}: {len(recordings)} runs of {protocol.scene.name} ({", ".join(recordings)}); output {args.out}; '
+          + (f'fitting {", ".join(fitted)} ({source})' if fitted else f'the screening picks {keep} parameters'),
           flush=True)
     fit = calibrate_contacts(protocol, recordings, space, args.out,
                              CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
-                             screen_samples=0 if args.fit else args.screen, keep=0 if args.fit else args.keep,
+                             screen_samples=0 if fitted else args.screen_samples, keep=0 if fitted else keep,
                              progress=lambda line: print(f'  {line}', flush=True),
                              hand=robots_hand(args, protocol, model) or HandModel(scene, model))
     scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')

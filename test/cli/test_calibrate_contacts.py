@@ -32,11 +32,12 @@ SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
 
 @pytest.fixture(scope='module')
 def protocol_file(tmp_path_factory) -> Path:
-    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s) in the hand scene;
+    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s) in the hand scene,
+    the can's friction fitted (its ``fit``);
     the onset at 1 mm (the grip's creep: the sim's own runs, without a capture's noise); the efforts compared as recorded (the bags are the sim's own runs: the squeeze the grip holds repeats, and shows the
     friction in a short fit)."""
     data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
-    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False, onset_mm=1.0,
+    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False, onset_mm=1.0, fit=['can_friction'],
                                     runs=[{'name': 'grip', 'grip': True, 'rate': 15.0, 'duration': 4.0}],
                                     holdout=[{'name': 'grip_holdout', 'grip': True, 'rate': 12.0, 'duration': 5.0}])
     path = tmp_path_factory.mktemp('protocol') / 'protocol.yaml'
@@ -109,18 +110,33 @@ def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags
     digest = hashlib.sha256(SCENE_FILE.read_bytes()).hexdigest()
     out = tmp_path / 'out'
     code = cli.main(['calibrate', '--contacts', str(protocol_file), '--bags', str(bags), '--out', str(out),
-                     '--fit', 'can_friction', '--budget', '10', '--workers', '1'])
+                     '--budget', '10', '--workers', '1'])
     printed = capsys.readouterr().out
     assert code == 0, printed
+    assert "fitting can_friction (the protocol's fit)" in printed         # no --fit: what the protocol's runs identify
     fitted = {o['name']: o for o in yaml.safe_load((out / 'scene.yaml').read_text())['scene']['objects']}
     assert fitted['can']['friction']['sliding'] < 0.85, fitted['can']           # from 1.0 towards the bags' 0.5
     report = json.loads((out / 'report.json').read_text())
     assert report['accepted'] and report['objective']['best'] < report['objective']['initial']
+    assert list(report['values']) == ['can_friction'] and not report['influence']      # no screening ran
     onset = report['holdout_onset_deg']['grip_holdout']
     assert abs(onset['after'] - onset['recorded']) <= abs(onset['before'] - onset['recorded'])
     assert 'hold-out grip_holdout slip onset' in printed and 'accepted' in printed
     assert (out / 'runs.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and 'the runs drawn' in printed
     assert hashlib.sha256(SCENE_FILE.read_bytes()).hexdigest() == digest       # the user's scene untouched
+
+
+def test_screen_k_lets_the_screening_pick_the_fitted_parameters(protocol_file, bags, tmp_path, capsys):
+    out = tmp_path / 'out'
+    code = cli.main(['calibrate', '--contacts', str(protocol_file), '--bags', str(bags), '--out', str(out),
+                     '--screen', '1', '--screen-samples', '3', '--budget', '2', '--workers', '1'])
+    printed = capsys.readouterr().out
+    assert code in (0, 3), printed                 # accepted or refused: 2 evaluations decide nothing here
+    assert 'the screening picks 1 parameters' in printed and 'screening: ' in printed
+    report = json.loads((out / 'report.json').read_text())
+    assert len(report['influence']) == 7                     # every parameter of hand_contacts.yaml screened
+    picked = max(report['influence'], key=lambda name: abs(report['influence'][name]))
+    assert list(report['values']) == [picked]                # the most influential one fitted, alone
 
 
 @pytest.mark.parametrize('case, message', [
@@ -129,6 +145,9 @@ def test_calibrate_contacts_fits_the_cans_friction_from_bags(protocol_file, bags
     ('out_exists', 'exists; choose a new folder'),
     ('no_workers', "--workers: must be at least 1, got 0"),
     ('wrong_topic', 'a contact run needs /hand/joint_states'),
+    ('fit_and_screen', '--fit names the parameters, --screen lets the screening pick them: give one'),
+    ('protocol_fit', "the protocol's fit \\['can_grip'\\]: not in hand_contacts.yaml"),
+    ('few_samples', '--screen-samples must be at least 3, got 2'),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path, capsys, case, message):
     import re
@@ -142,6 +161,15 @@ def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path,
         out.mkdir()
     elif case == 'no_workers':
         args += ['--workers', '0']
+    elif case == 'fit_and_screen':
+        args += ['--fit', 'can_friction', '--screen', '2']
+    elif case == 'few_samples':
+        args += ['--screen', '1', '--screen-samples', '2']
+    elif case == 'protocol_fit':
+        data = yaml.safe_load(protocol_file.read_text())
+        data['contact_protocol']['fit'] = ['can_grip']
+        args[2] = str(tmp_path / 'protocol.yaml')
+        Path(args[2]).write_text(yaml.safe_dump(data))
     else:
         args += ['--joint-states-topic', '/hand/joint_states']
     assert cli.main(args) == 2

@@ -78,6 +78,11 @@ class _Replayer:
         return record_runs(self.sim, self.protocol, runs)
 
 
+def _key(values: Mapping[ParameterTarget, float]) -> tuple:
+    """A parameter set as a dictionary key (its targets in a fixed order, the values as they are)."""
+    return tuple(sorted(((t.kind, t.name, t.attribute), float(v)) for t, v in values.items()))
+
+
 def settle_groups(runs: Sequence[TiltRun]) -> list[tuple[TiltRun, ...]]:
     """``runs`` grouped by the start they share: the grip's runs first (their settle is the longer: the grip
     closes and holds ``settle_s``), then the open hand's; each group in the order given."""
@@ -124,29 +129,35 @@ class ContactEvaluator:
         self.objective_joints = [run.name for run in protocol.runs]
         self.weights = {name: 1.0 for name in self.objective_joints}
         self._local: _Replayer | None = None
+        self._replayed: dict[tuple, dict[str, TiltRecord]] = {}     # {parameter set: {run: record}}
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._pool_size = 0
 
     # -- replays -----------------------------------------------------------------------------------
     def replay(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], runs=None,
                nthread: int = 1) -> list[list[TiltRecord]]:
-        """The records of ``runs`` (default: the protocol's fitted runs) for each parameter set, in order.
+        """The records of ``runs`` (default: the protocol's fitted runs) for each parameter set, in order. A
+        run replayed before with the same set is not replayed again (the replays are deterministic: the records
+        of the model as given and of the best set, which the fit's end replays for its figure and hold-outs).
 
         On ``nthread`` > 1 worker processes a set's runs are split by the start they share (:func:`settle_groups`:
         the grip's runs and the open hand's), so that one set alone (a least-squares step) keeps two workers
         busy too; each group settles once, as the whole set does in one process."""
         runs = tuple(runs or self.protocol.runs)
-        groups = settle_groups(runs)
-        tasks = [(k, group) for k in range(len(parameter_sets)) for group in groups]
+        records = [self._replayed.setdefault(_key(values), {}) for values in parameter_sets]
+        missing = [tuple(run for run in runs if run.name not in found) for found in records]
+        tasks = [(k, group) for k, todo in enumerate(missing) for group in settle_groups(todo)]
         if nthread <= 1 or len(tasks) <= 1:
-            if self._local is None:
+            if tasks and self._local is None:
                 self._local = _Replayer(self.hand, self.protocol, self.targets)
-            return [self._local.replay(values, runs) for values in parameter_sets]
-        pool = self._workers(min(nthread, len(tasks)))
-        done = pool.map(_replay_in_worker, [parameter_sets[k] for k, _ in tasks], [group for _, group in tasks])
-        records: list[dict[str, TiltRecord]] = [{} for _ in parameter_sets]
-        for (k, _), group in zip(tasks, done):
-            records[k].update((record.name, record) for record in group)
+            done = [self._local.replay(parameter_sets[k], todo) for k, todo in enumerate(missing) if todo]
+            for found, group in zip((found for found, todo in zip(records, missing) if todo), done):
+                found.update((record.name, record) for record in group)
+        else:
+            pool = self._workers(min(nthread, len(tasks)))
+            done = pool.map(_replay_in_worker, [parameter_sets[k] for k, _ in tasks], [group for _, group in tasks])
+            for (k, _), group in zip(tasks, done):
+                records[k].update((record.name, record) for record in group)
         return [[found[run.name] for run in runs] for found in records]
 
     def _workers(self, size: int) -> concurrent.futures.ProcessPoolExecutor:

@@ -131,7 +131,8 @@ def calibrate_contacts(protocol: ContactProtocol, recordings: Mapping[str, TiltR
 def _replay_all(evaluator: ContactEvaluator, protocol: ContactProtocol, recordings: Mapping[str, TiltRecord],
                 targets: Mapping[ParameterTarget, float], workers: int) -> dict[str, dict[str, TiltRecord]]:
     """{'before', 'after'}: {run: record} of every run with a recording, replayed with the model as given and
-    fitted (the hold-out runs' recordings added to the evaluator's)."""
+    fitted (the hold-out runs' recordings added to the evaluator's; the fitted runs' records of both sets are
+    the fit's own, kept by the evaluator: only the hold-out runs are simulated here)."""
     runs = [run for run in (*protocol.runs, *protocol.holdout) if run.name in recordings]
     evaluator.add_recordings({run.name: recordings[run.name] for run in protocol.holdout if run.name in recordings})
     before, after = evaluator.replay([{}, dict(targets)], runs, nthread=workers)

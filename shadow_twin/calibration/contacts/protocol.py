@@ -29,6 +29,7 @@ YAML (``config/calibration/contact_protocol.yaml``)::
       effort_change: true         # efforts compared by their change since the tilt began (false: as recorded)
       onset_weight: 1.0           # mm per deg: a slide's onset angle beside its path (0: the path alone)
       diff_step: [0.1, 0.03]      # the fit's finite-difference steps, fractions of each range (optional)
+      fit: [can_friction, can_mass]   # what the runs identify: the search space's names fitted by default (optional)
       runs:    [{name: tilt_open, grip: false, rate: 10.0, duration: 5.0, axis: x},
                 {name: push_thumb, push: {rh_THJ4: 1.2, rh_THJ5: 0.6}, push_s: 2.5, duration: 3.5}, ...]
       holdout: [{name: tilt_open_slow, grip: false, rate: 6.0, duration: 8.5}, ...]
@@ -52,7 +53,8 @@ from shadow_twin.common import config_values as values
 from shadow_twin.common.errors import ConfigError
 
 _KEYS = ('scene', 'object', 'palm', 'grip', 'close_s', 'settle_s', 'settle_open_s', 'sample_s', 'onset_mm',
-         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'onset_weight', 'diff_step', 'runs', 'holdout', 'live')
+         'onset_window_s', 'clip_mm', 'effort_weight', 'effort_change', 'onset_weight', 'diff_step', 'fit', 'runs',
+         'holdout', 'live')
 _RUN_KEYS = ('name', 'grip', 'rate', 'duration', 'axis', 'push', 'push_s')
 #: The palm-frame axes a run may turn the hand about.
 AXES = ('x', '-x', 'y', '-y')
@@ -95,7 +97,9 @@ class ContactProtocol:
     turn; empty: the engine's own; the fit ends when its step falls below the finest): a replay parts from
     another at parameter changes of 1e-5 (contacts made a step earlier or later), so a fine step differentiates
     that noise
-    (:attr:`~shadow_twin.calibration.engine.run_settings.CalibrationSettings.diff_step`)."""
+    (:attr:`~shadow_twin.calibration.engine.run_settings.CalibrationSettings.diff_step`). ``fit``: the search
+    space's parameters the runs identify, fitted when the caller names none (empty: the screening picks); names,
+    checked against the space by its user."""
 
     scene: Path
     object: str
@@ -115,6 +119,7 @@ class ContactProtocol:
     effort_change: bool = True
     onset_weight: float = 0.0
     diff_step: tuple[float, ...] = ()
+    fit: tuple[str, ...] = ()
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> 'ContactProtocol':
@@ -165,7 +170,16 @@ class ContactProtocol:
                    _live(body.get('live'), f'{where}.live', path.parent),
                    values.boolean(body.get('effort_change', True), f'{where}.effort_change'),
                    values.non_negative(body.get('onset_weight', 0.0), f'{where}.onset_weight') * 1e-3 * 180.0 / np.pi,
-                   _steps(body.get('diff_step', []), f'{where}.diff_step'))
+                   _steps(body.get('diff_step', []), f'{where}.diff_step'), _names(body.get('fit', []), f'{where}.fit'))
+
+
+def _names(item: Any, where: str) -> tuple[str, ...]:
+    """The ``fit`` list: distinct parameter names."""
+    if not isinstance(item, list) or not all(isinstance(n, str) and n for n in item):
+        raise ConfigError(f'{where}: expected a list of the search space\'s parameter names, got {item!r}')
+    if len(set(item)) != len(item):
+        raise ConfigError(f'{where}: names repeat: {item}')
+    return tuple(item)
 
 
 def _steps(item: Any, where: str) -> tuple[float, ...]:

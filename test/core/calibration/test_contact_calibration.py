@@ -68,6 +68,7 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
     shipped = ContactProtocol.from_yaml(PROTOCOL_FILE)
     assert shipped.scene.resolve() == PROTOCOL_SCENE.resolve() and len(shipped.runs) + len(shipped.holdout) <= 5
     assert {run.grip for run in shipped.runs} == {True, False} and shipped.onset_window == 10 and shipped.effort_change
+    assert shipped.fit == ('can_friction', 'can_mass')            # what its runs identify (the issue's targets)
     push = [run for run in shipped.runs if run.push]
     assert len(push) == 1 and push[0].rate == 0.0 and not push[0].grip and 0 < push[0].push_s <= push[0].duration
     body = yaml.safe_load(PROTOCOL_FILE.read_text())
@@ -81,7 +82,8 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
              ({'runs': [{'name': 'a', 'grip': True, 'rate': 1.0, 'duration': 1.0, 'axis': 'z'}]}, 'axis'),
              ({'effort_change': 'yes'}, 'effort_change'), ({'onset_weight': -1.0}, 'onset_weight'),
              ({'diff_step': 0.1}, 'diff_step: expected a list'), ({'diff_step': [0.1, 0.5]}, 'in (0, 0.5)'),
-             ({'speed': 2}, "unknown key(s) ['speed']")]
+             ({'fit': 'can_friction'}, "fit: expected a list of the search space's parameter names"),
+             ({'fit': ['can_mass', 'can_mass']}, 'fit: names repeat'), ({'speed': 2}, "unknown key(s) ['speed']")]
     for change, words in cases:
         path = tmp_path / 'protocol.yaml'
         path.write_text(yaml.safe_dump({'contact_protocol': {**body['contact_protocol'], **change}}))
@@ -146,15 +148,16 @@ def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(pro
     space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
     protocol = dataclasses.replace(protocol, runs=(TiltRun('open', False, math.radians(15.0), 2.0), *protocol.runs))
     own = {r.name: r for r in record_runs(LiveSimulation(None, scene=scene), protocol, protocol.runs)}
-    evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
-    try:
-        sets = [{}, space.named_values({'can_friction': 0.4})]
-        local = evaluator.evaluate_scored_residuals(sets, nthread=1)
-        pooled = evaluator.evaluate_scored_residuals(sets, nthread=2)
-        alone = evaluator.evaluate_scored_residuals(sets[1:], nthread=2)
-        names = [[record.name for record in records] for records in evaluator.replay(sets, nthread=2)]
-    finally:
-        evaluator.close()
+    sets = [{}, space.named_values({'can_friction': 0.4})]
+
+    def evaluate(parameter_sets, nthread):      # a new evaluator each: none reuses another's replays
+        evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
+        try:
+            return (evaluator.evaluate_scored_residuals(parameter_sets, nthread=nthread),
+                    [[record.name for record in records] for records in evaluator.replay(parameter_sets)])
+        finally:
+            evaluator.close()
+    (local, _), (pooled, names), (alone, _) = evaluate(sets, 1), evaluate(sets, 2), evaluate(sets[1:], 2)
     assert names == [['open', 'grip']] * 2
     assert local[0][0].objective == 0.0 and local[0][1].objective > 1e-8
     assert local[0][1].per_joint_mse['open'] > 0 and local[0][1].per_joint_mse['grip'] > 0
@@ -162,6 +165,24 @@ def test_the_evaluator_scores_its_own_models_recording_zero_alike_on_workers(pro
     np.testing.assert_array_equal(local[1][1:], alone[1])
     # the engine's contract: the residuals' squares sum to the objective (least squares' cost is the objective)
     assert float(local[1][1] @ local[1][1]) == pytest.approx(local[0][1].objective, rel=1e-12)
+
+
+def test_a_set_replayed_again_is_not_simulated_again(protocol, scene):
+    """The fit's end replays the model as given and the best set, which the fit has replayed: the evaluator
+    keeps each set's records by the set's values and replays only the runs it has not (a replay makes new
+    records: the same object back is a record kept)."""
+    twin = TwinModel(None, edit=lambda spec: add_objects(spec, scene))
+    space = SearchSpace.from_yaml(SPACE_FILE, twin).subset(['can_friction'])
+    protocol = dataclasses.replace(protocol, runs=(TiltRun('open', False, math.radians(15.0), 2.0), *protocol.runs))
+    own = {r.name: r for r in record_runs(LiveSimulation(None, scene=scene), protocol, protocol.runs)}
+    evaluator = ContactEvaluator(protocol, own, space, HandModel(scene))
+    first = evaluator.replay([space.named_values({'can_friction': 0.4})], protocol.runs[1:])[0]
+    again = evaluator.replay([{}, space.named_values({'can_friction': 0.4})], protocol.runs)
+    assert [r.name for r in again[1]] == ['open', 'grip'] and again[1][1] is first[0]      # its grip run kept
+    assert again[1][0].name == 'open' and again[0][0] is not again[1][0]
+    assert evaluator.replay([{}])[0][0] is again[0][0]                                      # the model as given's
+    other = evaluator.replay([space.named_values({'can_friction': 0.5})], protocol.runs[1:])[0][0]
+    assert other is not first[0] and not np.array_equal(other.position, first[0].position)  # another set replays
 
 
 def test_a_replay_does_not_depend_on_the_sets_replayed_before(protocol, scene):
