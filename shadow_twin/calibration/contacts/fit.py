@@ -204,5 +204,8 @@ def write_calibrated_scene(scene_file: str | Path, targets: Mapping[ParameterTar
 
 
 def onset_degrees(angles: Mapping[str, float]) -> str:
-    """'recorded 28.4, before 36.9, after 29.1 deg' for one hold-out run's onset angles (rad)."""
+    """'recorded 28.4, before 36.9, after 29.1 deg' for one hold-out run's onset angles (rad); 'no slip recorded'
+    when the recording has none (NaN: the object moved less than the onset's distance)."""
+    if not np.isfinite(angles.get('recorded', np.nan)):
+        return 'no slip recorded'
     return ', '.join(f'{k} {np.degrees(v):.1f}' for k, v in angles.items()) + ' deg'

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from shadow_twin.calibration.contacts.evaluator import ContactEvaluator, HandModel
-from shadow_twin.calibration.contacts.fit import ContactFit, calibrate_contacts, write_calibrated_scene
+from shadow_twin.calibration.contacts.fit import ContactFit, calibrate_contacts, onset_degrees, write_calibrated_scene
 from shadow_twin.calibration.contacts.protocol import ContactProtocol, TiltRun
 from shadow_twin.calibration.contacts.tilt import G, TiltRecord, gravity_at, record_runs, residuals
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
@@ -90,6 +90,12 @@ def test_the_shipped_protocol_reads_and_bad_files_are_one_line_errors(tmp_path):
         with pytest.raises(ConfigError) as raised:
             ContactProtocol.from_yaml(path)
         assert words in str(raised.value) and '\n' not in str(raised.value), str(raised.value)
+
+
+def test_a_hold_out_without_a_slip_says_so():
+    angles = {'recorded': math.radians(32.6), 'before': math.radians(37.4), 'after': math.radians(32.2)}
+    assert onset_degrees(angles) == 'recorded 32.6, before 37.4, after 32.2 deg'
+    assert onset_degrees({'recorded': math.nan, 'before': math.nan, 'after': math.nan}) == 'no slip recorded'
 
 
 def test_gravity_turns_about_the_palm_axis_of_the_run():
