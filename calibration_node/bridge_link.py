@@ -1,5 +1,5 @@
 """The calibration node's link to the running ``mujoco_bridge``: read the model it runs, install a new one
-(or a calibrated scene: ``shadow-twin calibrate --contacts --install``).
+(or a calibrated scene: ``shadow-twin calibrate --contacts --install``, the contact protocol's runs).
 
 Uses the bridge's parameter services (``AsyncParameterClient``) and its ``~/reload``
 (std_srvs/Trigger). Called from a worker thread while the node's executor spins: every
@@ -8,11 +8,17 @@ wait polls a future (:func:`shadow_twin.ros.spinning.result_within`).
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Mapping
+
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_srvs.srv import Trigger
 
+from shadow_twin.calibration.contacts.fit import write_calibrated_scene
+from shadow_twin.common.errors import ConfigError
+from shadow_twin.model.calibratable import ParameterTarget
 from shadow_twin.ros.spinning import result_within
 
 #: Seconds a reload may take beyond the service timeout (a big MJCF compiles in seconds).
@@ -69,6 +75,22 @@ class BridgeLink:
         """Set the bridge's ``scene_file`` (a calibrated scene: ``shadow-twin calibrate --contacts``) and
         reload it; (installed, what happened). A failed reload sets it back (the bridge keeps its objects)."""
         return self._install({'scene_file': scene}, f'scene {scene}', 'calibrated scene')
+
+    def install_fitted_scene(self, scene: Path, targets: Mapping[ParameterTarget, float],
+                             out: Path) -> tuple[bool, str]:
+        """Install a contact calibration (``targets``: the fitted values; ``scene``: the protocol's scene with
+        them) and reload; (installed, what happened). A bridge running a scene file gets that file with the
+        fitted values (``out``/installed_scene.yaml: e.g. the robots' scene of a protocol run live, whose fixture
+        stands in the forearm's frame), one running none gets ``scene``."""
+        running = self.scene_file()
+        if running is None:
+            return False, f'no answer from {self.bridge}'
+        if running and Path(running).is_file():
+            try:
+                scene = write_calibrated_scene(running, targets, Path(out) / 'installed_scene.yaml')
+            except ConfigError as exc:
+                return False, f'the bridge\'s scene {running}: {exc}'
+        return self.install_scene(str(Path(scene).resolve()))
 
     def _install(self, wanted: dict[str, str], what: str, written: str) -> tuple[bool, str]:
         if not self.params.wait_for_services(timeout_sec=self.timeout) or \

@@ -24,6 +24,10 @@ A run:
    ``~/reload``; if the reload fails the bridge keeps its model and the parameter
    is set back. Offline with no bridge answering, the model is only written (``done``).
 
+**The contact protocol** (``protocol``: ``contacts`` = ``config/calibration/contact_protocol.yaml``, or a
+contact protocol YAML): its runs recorded on the robots (live; the ``contact_*`` parameters), fitted, the
+calibrated scene installed as the bridge's ``scene_file`` (:mod:`calibration_node.contact_protocol`).
+
 **The cell** (``protocol``: ``cell`` = ``config/calibration/cell_protocol.yaml``, or a
 protocol YAML): a live run executes the protocol's runs in order (IN1, IN2, CN1, CN2, CY, IY,
 AR1..AR3 of the MiR250 + UR5 twin study; :mod:`calibration_node.protocol_runner`): the arm to
@@ -60,6 +64,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from calibration_node.bridge_link import BridgeLink
+from calibration_node.contact_protocol import ContactSteps, contact_job
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.parameters import BASE_TOPICS, SPECS, CalibrationNodeSettings
 from calibration_node.plan_setup import PlanSetup
@@ -111,6 +116,7 @@ class CalibrationNode(PlanSetup, Node):
         self.recorder = BagRecorder(self, {s.real_joint_states_topic: JointState, s.sim_joint_states_topic: JointState})
         self.bridge = BridgeLink(self, s.bridge_node, s.bridge_timeout, group)
         self.twin_lead = TwinLeadReader(self, s.twin_node, s.twin_timeout, group)
+        self.contact_steps = ContactSteps(self)
         self._group = group
         self._odometry: dict[str, OdometryWatch] = {}
         if protocol['protocol'] is not None and not s.bag:
@@ -119,8 +125,8 @@ class CalibrationNode(PlanSetup, Node):
             if protocol['topics']['base_odom_topic']:
                 self._odometry_watch(protocol['topics']['base_odom_topic'])
         mode = f'offline, bags {s.bag}' if s.bag else 'live'
-        if protocol['protocol'] is not None:
-            mode += f', protocol {protocol["protocol"]}'
+        if protocol['protocol'] is not None or protocol['contacts'] is not None:
+            mode += f', protocol {protocol["protocol"] or protocol["contacts"]}'
         self.get_logger().info(f'ready: ~/calibrate ({mode}); runs in {self.output_dir}')
         if s.auto_resume:
             self._resume_timer = guarded_timer(self, 0.5, self._auto_resume, 'auto resume', callback_group=group)
@@ -186,7 +192,9 @@ class CalibrationNode(PlanSetup, Node):
         if runs:
             return runs[-1], True
         fields = self._plan_fields()
-        CalibrationPlan(run_id='check', **fields)     # validates before anything is written
+        check = CalibrationPlan(run_id='check', **fields)     # validates before anything is written
+        if check.contacts is not None:
+            contact_job(check, self.output_dir)               # the job's checks too (a name the space lacks)
         run_id, run_dir = new_run_dir(self.output_dir)
         CalibrationPlan(run_id=run_id, **fields).write(run_dir)
         return run_dir, False
@@ -196,6 +204,9 @@ class CalibrationNode(PlanSetup, Node):
         try:
             plan = CalibrationPlan.read(run_dir)
             self.status.set('starting', f'run {plan.run_id} ({plan.mode})', run_dir=str(run_dir))
+            if plan.contacts is not None:
+                self.contact_steps.run(plan, run_dir)     # records its own runs (calibration_node.contact_protocol)
+                return
             if plan.mode == LIVE:
                 self._record(plan, run_dir)
             if plan.protocol is not None:

@@ -73,11 +73,29 @@ SPECS = (
     ParameterSpec('bridge_timeout', 5.0, 'Wait for the bridge services.', bounds=(0.1, 120.0), unit='s'),
     ParameterSpec('status_period', 1.0, 'Period of ~/status and /diagnostics while idle or working.',
                   bounds=(0.05, 60.0), unit='s'),
-    ParameterSpec('protocol', '', "Calibration protocol of the cell: '' = the hand's calibration (trajectories, "
+    ParameterSpec('protocol', '', "Calibration protocol: '' = the hand's calibration (trajectories, "
                   "space_file); 'cell' = config/calibration/cell_protocol.yaml (the MiR250 + UR5 study's base runs "
-                  "and arm sweeps); else a protocol YAML (path or package://shadow_twin/...). Live, its runs are "
-                  "executed and recorded in order; offline (bag), each bag is the run of its name (IN1/, IN1.bag, "
-                  "...). The validation runs are held out."),
+                  "and arm sweeps); 'contacts' = config/calibration/contact_protocol.yaml (a scene's contact "
+                  "parameters, the contact_* parameters); else a protocol YAML (path or package://shadow_twin/...; "
+                  "a contact protocol's top key is contact_protocol). Live, its runs are executed and recorded in "
+                  "order; offline (bag), each bag is the run of its name (IN1/, IN1.bag, ...). The validation "
+                  "(hold-out) runs are held out."),
+    ParameterSpec('contact_joint_states_topic', '/rh/joint_states', "Contact protocol: the hand's JointState "
+                  '(the grip joints\' efforts), recorded.'),
+    ParameterSpec('contact_object_topic', '', "Contact protocol: the object's PoseStamped (a motion capture); '' = "
+                  '/mocap/<object>/pose.'),
+    ParameterSpec('contact_palm_topic', '', "Contact protocol: the palm frame's PoseStamped; '' = /mocap/<palm>/pose."),
+    ParameterSpec('contact_wrench_prefix', '/rh/contacts', "Contact protocol: the hand's contact wrenches, "
+                  "<prefix>/<label>/wrench, recorded where published (not fitted); '' = none."),
+    ParameterSpec('contact_place_services', ['/mujoco_bridge/set_entity_state'], 'Contact protocol, live: the '
+                  'SetEntityState services that put the object on its fixture before each run (add '
+                  '/mock_hardware/set_entity_state with mock hardware; on the real cell the operator places it).'),
+    ParameterSpec('contact_cell_config', '', "Contact protocol: the cell YAML the runs are made on (replayed as the "
+                  "robots make them, on the cell reduced to arm and hand); '' = config/cell.yaml. The hand: "
+                  "model_path ('' = the built-in Shadow Hand E; calibrate the hand first)."),
+    ParameterSpec('contact_fit', '', "Contact protocol: the search space's parameters fitted, comma-separated; '' = "
+                  "the protocol's fit (what its runs identify). The space: space_file ('' = "
+                  'config/calibration/hand_contacts.yaml).'),
     ParameterSpec('base_cmd_vel_topic', '/cmd_vel', "Protocol runs: the real base's velocity commands "
                   '(geometry_msgs/TwistStamped), recorded and replayed through the sim.'),
     ParameterSpec('base_odom_topic', '/odom', "Protocol runs: the real base's odometry (nav_msgs/Odometry), recorded; "

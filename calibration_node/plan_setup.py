@@ -8,7 +8,9 @@ from pathlib import Path
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.validate_topic_name import validate_topic_name
 
+from calibration_node.contact_protocol import contact_plan_fields, contact_protocol_file
 from calibration_node.parameters import BASE_TOPICS
+from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.recordings.frame import FrameCalibration
 from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, PlanEntry, holdout_names, protocol_entries
 from shadow_twin.calibration.jobs.protocol import CellProtocol
@@ -45,15 +47,18 @@ class PlanSetup:
         """The fields of a new plan, from the parameters and the bridge's model."""
         s = self.settings
         protocol = self._protocol_settings()
-        model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
         alignment = {'settle_time': s.settle_time, 'max_delay': s.max_delay, 'stamped_max_delay': s.stamped_max_delay}
         bags = [b.strip() for b in s.bag.split(',') if b.strip()]
         missing = [b for b in bags if not Path(b).exists()]
         if missing:
             raise ConfigError(f'bag(s) not found: {missing}')
-        common = dict(mode=OFFLINE if bags else LIVE, model_path=model_path, gains_file=gains_file,
-                      settings=self._optimiser_settings(), alignment=alignment, real_topic=s.real_joint_states_topic,
-                      sim_topic=s.sim_joint_states_topic, cluster=s.cluster.strip())
+        common = dict(mode=OFFLINE if bags else LIVE, settings=self._optimiser_settings(), alignment=alignment,
+                      real_topic=s.real_joint_states_topic, sim_topic=s.sim_joint_states_topic,
+                      cluster=s.cluster.strip())
+        if protocol['contacts'] is not None:         # the hand's model is model_path's, not the bridge's (the cell)
+            return {**common, **contact_plan_fields(s, protocol['contacts'], bags)}
+        model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)
+        common.update(model_path=model_path, gains_file=gains_file)
         if protocol['protocol'] is not None:
             return {**common, **self._protocol_fields(protocol, bags)}
         space = Path(s.space_file or config_path('calibration', 'finger_dynamics.yaml'))
@@ -95,12 +100,17 @@ class PlanSetup:
                     frame_file=str(protocol['frame_file']) if protocol['frame_file'] else None)
 
     def _protocol_settings(self) -> dict:
-        """The protocol parameters, validated: {'protocol': absolute path of the protocol YAML or
-        None (the hand's calibration), 'cell': its CellProtocol or None, 'topics': {parameter: topic
-        ('' = none)}, 'frame_file': absolute path or None}. Raises ConfigError naming the problem."""
+        """The protocol parameters, validated: {'protocol': absolute path of the cell protocol YAML or
+        None (the hand's calibration, or the contact protocol), 'cell': its CellProtocol or None, 'topics':
+        {parameter: topic ('' = none)}, 'frame_file': absolute path or None, 'contacts': absolute path of a
+        contact protocol YAML or None}. Raises ConfigError naming the problem."""
         s = self.settings
         value = s.protocol.strip()
         path, cell = None, None
+        contacts = contact_protocol_file(value)
+        if contacts is not None:
+            ContactProtocol.from_yaml(contacts)       # ConfigError naming the file and the problem
+            value = ''
         if value:
             path = (config_path('calibration', 'cell_protocol.yaml') if value == 'cell'
                     else resolve_share_url(value).expanduser()).resolve()
@@ -137,7 +147,7 @@ class PlanSetup:
                 FrameCalibration.read(frame_file)
             except ConfigError as exc:
                 raise ConfigError(f'frame_file {frame_file}: {exc}') from None
-        return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file}
+        return {'protocol': path, 'cell': cell, 'topics': topics, 'frame_file': frame_file, 'contacts': contacts}
 
     def _optimiser_settings(self) -> dict:
         """Optimiser settings from the parameters, as a plan holds them (validated: ConfigError names the

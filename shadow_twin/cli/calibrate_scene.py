@@ -19,7 +19,9 @@ live scene, the arm turning the hand (:func:`~shadow_twin.calibration.contacts.l
 
 The bags are one per run of the protocol, named after it (``DIR/tilt_open``...; the hold-out runs'
 bags are optional: without one a hold-out is not checked); what each holds is
-:mod:`shadow_twin.calibration.contacts.bags`'. The fit is
+:mod:`shadow_twin.calibration.contacts.bags`'. The job is
+:class:`~shadow_twin.calibration.jobs.contact_job.ContactCalibrationJob` (this command gives its inputs, prints,
+records and installs):
 :func:`~shadow_twin.calibration.contacts.fit.calibrate_contacts` of the parameters ``--fit`` names, else of
 those the protocol names (its ``fit``: what its runs identify), else (``--screen K``, or a protocol naming none)
 of the K most influential by a screening of ``--screen-samples`` parameter sets; the default optimiser, the
@@ -42,47 +44,31 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import sys
 from pathlib import Path
 
-import mujoco
-import numpy as np
-
 from calibration_node.bridge_link import BridgeLink
 from calibration_node.contact_runner import ContactRunRecorder, ContactRunSettings
-from shadow_twin.calibration.contacts.bags import ContactTopics, read_tilt_run
-from shadow_twin.calibration.contacts.evaluator import HandModel
-from shadow_twin.calibration.contacts.fit import (DEFAULT_BUDGET, ContactFit, calibrate_contacts, onset_degrees,
-                                                  write_calibrated_scene)
-from shadow_twin.calibration.contacts.live import plan_live_tilt
+from shadow_twin.calibration.contacts.bags import ContactTopics
+from shadow_twin.calibration.contacts.fit import DEFAULT_BUDGET, ContactFit
 from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
-from shadow_twin.calibration.engine.sensitivity import MIN_SAMPLES
-from shadow_twin.calibration.search.search_space import SearchSpace
-from shadow_twin.plots.contact_runs import plot_contact_runs
+from shadow_twin.calibration.jobs.contact_job import (DEFAULT_KEEP, SCREEN_SAMPLES, SPACE, ContactCalibrationJob,
+                                                      ContactJobSpec, protocol_bags)
 from shadow_twin.cli.errors import ErrorLineParser, run_reporting_errors
 from shadow_twin.cli.inputs import nonnegative_int, positive_int
 from shadow_twin.common.errors import ConfigError
 from shadow_twin.common.exit_codes import ExitCode
-from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec
 from shadow_twin.model.cell.config import CellConfig
-from shadow_twin.model.mjcf import TwinModel
-from shadow_twin.model.mock_models import write_hand_stand_in_mjcf
 from shadow_twin.model.scene import SceneConfig, add_objects
 from shadow_twin.ros.calibration_client import SpinningNode
 
 PROG = 'shadow-twin calibrate'
-#: The shipped protocol (``--scene contacts``) and search space.
+#: The shipped protocol (``--contacts contacts``).
 PROTOCOL = config_path('calibration', 'contact_protocol.yaml')
-SPACE = config_path('calibration', 'hand_contacts.yaml')
-#: Parameter sets of a screening, and the parameters it keeps when ``--screen`` gives no number (a protocol
-#: that names no ``fit``).
-SCREEN_SAMPLES = 16
-DEFAULT_KEEP = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,30 +112,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def bags_of(folder: Path, protocol: ContactProtocol) -> dict[str, Path]:
-    """{run: bag} of ``folder``: every fitted run's (ConfigError naming those without), the hold-outs' found."""
-    if not folder.is_dir():
-        raise ConfigError(f'--bags {folder} is not a folder')
-    found = {run.name: folder / run.name for run in (*protocol.runs, *protocol.holdout) if (folder / run.name).exists()}
-    missing = [run.name for run in protocol.runs if run.name not in found]
-    if missing:
-        raise ConfigError(f'no bag in {folder} for the protocol run(s) {missing}')
-    return found
-
-
-def chosen_parameters(args: argparse.Namespace, protocol: ContactProtocol) -> tuple[list[str], str]:
-    """(the parameters to fit, where they come from): ``--fit``'s; else, unless ``--screen`` asks for the
-    screening, the protocol's ``fit``; ([], '') when the screening picks. Raises ConfigError: both ``--fit``
-    and ``--screen``."""
-    if args.fit and args.screen is not None:
-        raise ConfigError('--fit names the parameters, --screen lets the screening pick them: give one')
-    if args.fit:
-        return list(args.fit), '--fit'
-    if args.screen is None and protocol.fit:
-        return list(protocol.fit), "the protocol's fit"
-    return [], ''
-
-
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, calibrate, print; returns the exit status (see module doc)."""
     protocol = ContactProtocol.from_yaml(PROTOCOL if args.contacts == 'contacts' else args.contacts)
@@ -159,49 +121,27 @@ def run(args: argparse.Namespace) -> int:
         protocol = dataclasses.replace(protocol, scene=args.scene)
     if args.out.exists():
         raise ConfigError(f'--out {args.out} exists; choose a new folder (results are never overwritten)')
+    job = ContactCalibrationJob(ContactJobSpec(        # its checks before anything is recorded
+        protocol, args.space, tuple(args.fit or ()), args.screen, args.screen_samples, args.hand_model,
+        ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic),
+        CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
+        (args.cell_config or config_path('cell.yaml')) if (args.record or args.cell_config) else None,
+        args.start_lead), args.out)
     if args.record:
         record_runs(args, protocol)
-    bags = bags_of(args.bags, protocol)
-    for what, path in (('--space', args.space), ('--hand-model', args.hand_model)):
-        if path is not None and not path.is_file():
-            raise ConfigError(f'{what} {path} does not exist')
-    scene = SceneConfig.from_yaml(protocol.scene)
-    model = str(args.hand_model) if args.hand_model else None
-    space = SearchSpace.from_yaml(args.space, TwinModel(model, edit=lambda spec: add_objects(spec, scene)))
-    fitted, source = chosen_parameters(args, protocol)
-    keep = args.screen or DEFAULT_KEEP
-    if not fitted and args.screen_samples < MIN_SAMPLES:
-        raise ConfigError(f'--screen-samples must be at least {MIN_SAMPLES}, got {args.screen_samples}')
-    if fitted:
-        unknown = [name for name in fitted if name not in space.names]
-        if unknown:
-            raise ConfigError(f'{source} {unknown}: not in {args.space.name} ({", ".join(space.names)})')
-        space = space.subset(fitted)
-    topics = ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic)
-    runs = {run.name: run for run in (*protocol.runs, *protocol.holdout)}
-    recordings = {name: read_tilt_run(bag, protocol, runs[name], topics) for name, bag in bags.items()}
-    args.out.mkdir(parents=True)
+    bags = protocol_bags(args.bags, protocol)
+    recordings = job.read(bags)            # a bag that does not read: one error line, nothing written
     print(f'{PROG}: {len(recordings)} runs of {protocol.scene.name} ({", ".join(recordings)}); output {args.out}; '
-          + (f'fitting {", ".join(fitted)} ({source})' if fitted else f'the screening picks {keep} parameters'),
-          flush=True)
-    fit = calibrate_contacts(protocol, recordings, space, args.out,
-                             CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
-                             screen_samples=0 if fitted else args.screen_samples, keep=0 if fitted else keep,
-                             progress=lambda line: print(f'  {line}', flush=True),
-                             hand=robots_hand(args, protocol, model) or HandModel(scene, model))
-    scene_out = write_calibrated_scene(protocol.scene, fit.targets, args.out / 'scene.yaml')
-    accept, reason = verdict(fit)
-    write_text_atomic(args.out / 'report.json', json.dumps(report(fit, accept, reason, bags), indent=2))
-    figure = plot_contact_runs(args.out / 'runs.png', recordings, fit.replays, [r.name for r in protocol.holdout],
-                               protocol.onset, {name: run.rate for name, run in runs.items()})
-    for line in summary(fit):
+          f'{job.describe()}', flush=True)
+    done = job.run(bags, recordings, progress=lambda line: print(f'  {line}', flush=True))
+    for line in done.summary():
         print(line)
-    print(f'{"accepted" if accept else "refused"}: {reason}')
-    print(f'calibrated scene: {scene_out}; report: {args.out / "report.json"}; the runs drawn: {figure}')
-    if not accept:
+    print(f'{"accepted" if done.accept else "refused"}: {done.reason}')
+    print(f'calibrated scene: {done.scene}; report: {done.report}; the runs drawn: {done.figure}')
+    if not done.accept:
         return ExitCode.REFUSED
     if args.install:
-        installed, what = install_scene(scene_out, args.install, fit, args.out)
+        installed, what = install_scene(done.scene, args.install, done.fit, args.out)
         print(f'{"installed" if installed else "not installed"}: {what}')
         if not installed:
             return ExitCode.FAILED
@@ -211,43 +151,19 @@ def run(args: argparse.Namespace) -> int:
 def install_scene(scene: Path, bridge: str, fit: ContactFit | None = None, out: Path | None = None,
                   timeout: float = 10.0) -> tuple[bool, str]:
     """Install the fit in the running ``bridge`` node and reload it (the calibration node's
-    :class:`~calibration_node.bridge_link.BridgeLink`); (installed, what happened). A bridge running a scene
-    file gets that file with the fitted values (``out/installed_scene.yaml``: e.g. the robots' scene of a
-    protocol run live, whose fixture stands in the forearm's frame), one running none (or without ``fit``
-    and ``out``) gets ``scene``."""
+    :class:`~calibration_node.bridge_link.BridgeLink`); (installed, what happened). With ``fit`` and ``out``:
+    :meth:`~calibration_node.bridge_link.BridgeLink.install_fitted_scene` (a bridge running a scene file gets
+    that file with the fitted values); without, the bridge gets ``scene``."""
     ros = SpinningNode('calibrate_contacts_install')
     try:
         link = BridgeLink(ros.node, bridge, timeout)
-        running = link.scene_file()
-        if running is None:
+        if fit is not None and out is not None:
+            return link.install_fitted_scene(scene, fit.targets, out)
+        if link.scene_file() is None:
             return False, f'no answer from {bridge}'
-        if fit is not None and out is not None and running and Path(running).is_file():
-            try:
-                scene = write_calibrated_scene(running, fit.targets, out / 'installed_scene.yaml')
-            except ConfigError as exc:
-                return False, f'the bridge\'s scene {running}: {exc}'
         return link.install_scene(str(Path(scene).resolve()))
     finally:
         ros.close()
-
-
-def robots_hand(args: argparse.Namespace, protocol: ContactProtocol, model: str | None) -> HandModel | None:
-    """For runs made on the robots (``--record`` or ``--cell-config``): the replay as the robots make them, on
-    the cell reduced to arm and hand (written to ``--out``/robots_model.xml; ``--hand-model``'s hand) with the
-    protocol's live scene, each run by its plan; None: the hand-alone replay."""
-    if not (args.record or args.cell_config):
-        return None
-    if protocol.live is None:
-        raise ConfigError('the protocol has no live section: runs on the robots cannot be replayed as they were made')
-    cell = CellConfig.from_yaml(args.cell_config or config_path('cell.yaml'))
-    path = write_hand_stand_in_mjcf(cell, args.out / 'robots_model.xml', hand_path=model)
-    scene = SceneConfig.from_yaml(protocol.live.scene)
-    spec = mujoco.MjSpec.from_file(str(path))
-    add_objects(spec, scene)
-    compiled = spec.compile()
-    plans = {run.name: dataclasses.replace(plan_live_tilt(compiled, protocol, run, list(arm_joint_names())),
-                                           lead=args.start_lead) for run in (*protocol.runs, *protocol.holdout)}
-    return HandModel(scene, str(path), plans=plans, gains=str(config_path('controllers', 'cell.yaml')))
 
 
 def record_runs(args: argparse.Namespace, protocol: ContactProtocol) -> None:
@@ -278,46 +194,6 @@ def record_runs(args: argparse.Namespace, protocol: ContactProtocol) -> None:
             runner.close()
     finally:
         ros.close()
-
-
-def verdict(fit: ContactFit) -> tuple[bool, str]:
-    """(accepted, why): the objective fell and no hold-out run's onset error grew."""
-    result = fit.result
-    if not result.best.objective < result.initial.objective:
-        return False, f'nothing better than the scene as given ({result.initial.objective:.4g} m^2) was found'
-    worse = fit.holdout_worse()         # an onset lost (NaN) counts as worse
-    if worse:
-        return False, f'hold-out run(s) {worse} got worse (the slip onset, or the residuals of a run without a slip)'
-    return True, (f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2'
-                  + (f'; hold-out runs no worse ({len(fit.holdout)})' if fit.holdout else '; no hold-out run recorded'))
-
-
-def summary(fit: ContactFit) -> list[str]:
-    """Printed lines: the screening, the fitted values, the objective, the hold-outs."""
-    result = fit.result
-    lines = []
-    if fit.influence:
-        lines.append('screening: ' + ', '.join(f'{k} {v:+.2f}' for k, v in fit.influence.items()))
-    lines.append('fitted: ' + ', '.join(f'{k} {v:.4g}' for k, v in fit.values.items()))
-    lines.append(f'objective {result.initial.objective:.4g} -> {result.best.objective:.4g} m^2 (RMS '
-                 f'{np.sqrt(result.initial.objective) * 1e3:.2f} -> {np.sqrt(result.best.objective) * 1e3:.2f} mm), '
-                 f'{len(result.evaluations)} evaluations, {fit.seconds:.1f} s')
-    lines += [f'hold-out {name} slip onset: {onset_degrees(angles)}; residual RMS '
-              f'{fit.holdout_rms[name]["before"] * 1e3:.2f} -> {fit.holdout_rms[name]["after"] * 1e3:.2f} mm'
-              for name, angles in fit.holdout.items()]
-    return lines
-
-
-def report(fit: ContactFit, accept: bool, reason: str, bags: dict[str, Path]) -> dict:
-    """report.json: inputs, values, objectives, hold-out onsets (deg), the engine's phases."""
-    result = fit.result
-    return {'accepted': accept, 'reason': reason, 'bags': {k: str(v) for k, v in bags.items()},
-            'values': fit.values, 'influence': fit.influence,
-            'objective': {'initial': result.initial.objective, 'best': result.best.objective},
-            'holdout_onset_deg': {name: {k: float(np.degrees(v)) for k, v in angles.items()}
-                                  for name, angles in fit.holdout.items()},
-            'holdout_rms_mm': {name: {k: v * 1e3 for k, v in rms.items()} for name, rms in fit.holdout_rms.items()},
-            'evaluations': len(result.evaluations), 'seconds': fit.seconds, 'phase_log': result.phase_log}
 
 
 def main(argv: list[str] | None = None) -> int:

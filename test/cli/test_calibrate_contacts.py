@@ -25,36 +25,22 @@ from shadow_twin.cli import main as cli  # noqa: E402
 from shadow_twin.common.errors import RecordingError  # noqa: E402
 from shadow_twin.model.scene import SceneConfig  # noqa: E402
 from shadow_twin.simulation.live.simulation import LiveSimulation  # noqa: E402
+from support.contact_runs import SCENE_FILE, short_protocol, slippery_bags  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-SCENE_FILE = REPO / 'config' / 'scene_hand.yaml'
 
 
 @pytest.fixture(scope='module')
 def protocol_file(tmp_path_factory) -> Path:
-    """The shipped protocol, shortened: one grip run (4 s at 15 deg/s), a hold-out (5 s at 12 deg/s) in the hand scene,
-    the can's friction fitted (its ``fit``);
-    the onset at 1 mm (the grip's creep: the sim's own runs, without a capture's noise); the efforts compared as recorded (the bags are the sim's own runs: the squeeze the grip holds repeats, and shows the
-    friction in a short fit)."""
-    data = yaml.safe_load((REPO / 'config' / 'calibration' / 'contact_protocol.yaml').read_text())
-    data['contact_protocol'].update(scene=str(SCENE_FILE), effort_change=False, onset_mm=1.0, fit=['can_friction'],
-                                    runs=[{'name': 'grip', 'grip': True, 'rate': 15.0, 'duration': 4.0}],
-                                    holdout=[{'name': 'grip_holdout', 'grip': True, 'rate': 12.0, 'duration': 5.0}])
-    path = tmp_path_factory.mktemp('protocol') / 'protocol.yaml'
-    path.write_text(yaml.safe_dump(data))
-    return path
+    """The shipped protocol, shortened (support.contact_runs.short_protocol)."""
+    return short_protocol(tmp_path_factory.mktemp('protocol') / 'protocol.yaml')
 
 
 @pytest.fixture(scope='module')
 def bags(protocol_file, tmp_path_factory) -> Path:
     """A bag per run of a can with friction 0.5 (the scene's: 1.0)."""
-    protocol = ContactProtocol.from_yaml(protocol_file)
-    scene = SceneConfig.from_yaml(SCENE_FILE)
-    slippery = SceneConfig(tuple(o.scaled(friction=0.5) if o.name == 'can' else o for o in scene.objects))
-    runs = (*protocol.runs, *protocol.holdout)
     folder = tmp_path_factory.mktemp('bags')
-    for run, record in zip(runs, record_runs(LiveSimulation(None, scene=slippery), protocol, runs)):
-        write_tilt_run(folder / run.name, record, protocol, run)
+    slippery_bags(protocol_file, folder)
     return folder
 
 
@@ -148,6 +134,7 @@ def test_screen_k_lets_the_screening_pick_the_fitted_parameters(protocol_file, b
     ('fit_and_screen', '--fit names the parameters, --screen lets the screening pick them: give one'),
     ('protocol_fit', "the protocol's fit \\['can_grip'\\]: not in hand_contacts.yaml"),
     ('few_samples', '--screen-samples must be at least 3, got 2'),
+    ('record_misspelt', "--fit \\['can_grip'\\]: not in hand_contacts.yaml"),    # before any run is recorded
 ])
 def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path, capsys, case, message):
     import re
@@ -163,6 +150,9 @@ def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path,
         args += ['--workers', '0']
     elif case == 'fit_and_screen':
         args += ['--fit', 'can_friction', '--screen', '2']
+    elif case == 'record_misspelt':
+        args[4] = str(tmp_path / 'new_bags')
+        args += ['--record', '--fit', 'can_grip']
     elif case == 'few_samples':
         args += ['--screen', '1', '--screen-samples', '2']
     elif case == 'protocol_fit':
@@ -177,6 +167,7 @@ def test_bad_input_is_one_line_and_writes_nothing(protocol_file, bags, tmp_path,
     assert len(err.splitlines()) == 1 and err.startswith('shadow-twin calibrate: error: '), err
     assert re.search(message, err), err
     assert (case == 'out_exists') == out.exists()
+    assert not (tmp_path / 'new_bags').exists()          # nothing recorded
 
 
 def test_a_push_runs_bag_reads_back_from_the_pushing_joints_start(tmp_path):

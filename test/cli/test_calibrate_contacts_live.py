@@ -3,7 +3,8 @@ mock hardware carrying the protocol's fixture on its forearm (``up --cell --mock
 config/scene_contacts_cell.yaml --mock-objects``), the command makes a grip run through the twin (the arm
 to its start pose, the can put on the plate by the mock's ``~/set_entity_state``, the grip closed, wrist 1
 turned), records its bag (the hand's contact wrenches too), fits the can's friction from it and installs the calibrated robots' scene in
-the running sim bridge. The recording is the protocol's run: the tilt read from the palm's captured pose
+the running sim bridge; then the calibration node (``protocol:=`` the same protocol) records the run into its
+run directory and fits it the same way. The recording is the protocol's run: the tilt read from the palm's captured pose
 grows at the run's rate; the can starts within 5 mm of where the hand-alone replay of the run (the
 mock's physics, the cell's friction cone) has it in the palm's frame, and so do its start and its path (RMS)
 in the replay as the robots make it (the cell reduced to arm and hand: what the fit replays; measured here
@@ -120,6 +121,7 @@ def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_p
         printed = command.output()
         assert command.proc.returncode in (0, 3), printed + cell_helpers.logs({'up': up})
         assert 'recording grip on the robots' in printed and 'fitted: can_friction' in printed, printed
+        node_run = calibration_node_run(helpers, tmp_path / 'node', protocol_file)
     finally:
         cell_helpers.stop_all({'up': up})
     protocol = ContactProtocol.from_yaml(protocol_file)
@@ -148,3 +150,34 @@ def test_a_grip_run_is_recorded_on_the_mock_cell_fitted_and_installed(ros, tmp_p
         installed = yaml.safe_load((out / 'installed_scene.yaml').read_text())
         can = next(o for o in installed['scene']['objects'] if o['name'] == 'can')
         assert can['frame'] == 'rh_forearm' and 'installed:' in printed
+    # the calibration node's contact protocol, live on the same cell: the run recorded into its run directory
+    # (the plan's bag), fitted, the run ended (result.json)
+    run_dir, result = node_run
+    again = read_tilt_run(run_dir / 'bags' / 'grip', protocol, run)
+    assert np.polyfit(again.times, again.tilt, 1)[0] == pytest.approx(run.rate, rel=0.1)
+    assert list(result['values']) == ['can_friction'] and result['bags']['grip'] == str(run_dir / 'bags' / 'grip')
+    assert (run_dir / 'contacts' / 'runs.png').exists()
+
+
+def calibration_node_run(helpers, folder: Path, protocol_file: Path) -> tuple[Path, dict]:
+    """``calibration_node`` with ``protocol:=PROTOCOL``, live on the running cell, through ``shadow-twin
+    calibrate-live`` (exit 0 or 3 asserted); (its run directory, its result.json)."""
+    import json
+    import subprocess
+    folder.mkdir()
+    node = helpers.NodeProcess('calibration_node.node', [
+        '-r', '__node:=contact_node', '--params-file', str(REPO / 'config' / 'calibration_node.yaml'),
+        '-p', f'output_dir:={folder / "out"}', '-p', f'protocol:={protocol_file}', '-p', 'contact_fit:=can_friction',
+        '-p', 'contact_place_services:=[/mujoco_bridge/set_entity_state, /mock_hardware/set_entity_state]',
+        '-p', 'budget:=4', '-p', 'workers:=1'], folder / 'node.log')
+    try:
+        assert helpers.wait_until(lambda: 'ready: ~/calibrate' in node.output() or not node.alive(), START_TIMEOUT), \
+            node.output()[-3000:]
+        done = subprocess.run([helpers.PYTHON, '-m', 'shadow_twin.cli.main', 'calibrate-live', '--node', 'contact_node',
+                               '--service-timeout', str(START_TIMEOUT), '--timeout', '200'],
+                              cwd=REPO, capture_output=True, text=True, timeout=260)
+    finally:
+        assert node.stop() == 0, node.output()[-3000:]
+    assert done.returncode in (0, 3), done.stdout[-2000:] + done.stderr[-1000:] + node.output()[-3000:]
+    run_dir = next((folder / 'out').iterdir())
+    return run_dir, json.loads((run_dir / 'result.json').read_text())

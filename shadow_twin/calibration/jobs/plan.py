@@ -14,6 +14,10 @@ and is calibrated by :class:`~shadow_twin.calibration.jobs.cell_job.CellCalibrat
 (:meth:`CalibrationPlan.cell_job_spec`); its ``space_file`` is empty (the protocol names the
 search spaces of the arm and the base).
 
+A plan of the contact protocol (``contacts``, :class:`~shadow_twin.calibration.contacts.protocol.ContactProtocol`)
+has one entry per run (the fitted runs, then the held-out ones) and is calibrated by
+:class:`~shadow_twin.calibration.jobs.contact_job.ContactCalibrationJob`.
+
 The plan is written once, atomically, when a run starts; a resumed run reads it
 back, so it continues with the same inputs even if the node's parameters or the
 bridge's model changed meanwhile.
@@ -23,12 +27,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 import yaml
 
+from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.jobs.cell_job import CellJobSpec, CellTopics
 from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.engine.executor import parse_cluster
@@ -80,6 +85,11 @@ class CalibrationPlan:
         sim_odom_topic: the sim base's odometry (recorded beside the real one).
         frame_file: the floor frame calibration of the pose topic (``shadow-twin
             frame-calibration --out``), or None.
+        contacts: a contact protocol's plan (entries: its runs, the fitted then the held-out ones), or None:
+            ``protocol`` (its YAML, absolute), ``topics`` (joint states, object pose, palm pose, wrench prefix;
+            '' = the default), ``place_services``, ``cell_config`` (the cell the runs are made on, absolute),
+            ``fit`` (names; [] = the protocol's), ``start_lead`` (s); ``space_file`` is the contact space and
+            ``model_path`` the hand's MJCF ('' = the built-in hand).
     """
 
     run_id: str
@@ -101,6 +111,7 @@ class CalibrationPlan:
     sim_odom_topic: str = '/sim/odom'
     frame_file: str | None = None
     cluster: str = ''
+    contacts: dict | None = None
     created: str = field(default_factory=lambda: time.strftime('%Y-%m-%dT%H:%M:%S%z'))
 
     def __post_init__(self) -> None:
@@ -116,6 +127,8 @@ class CalibrationPlan:
         AlignmentSettings(**self.alignment)
         if self.protocol is not None:
             self._check_protocol()
+        if self.contacts is not None:
+            self._check_contacts()
 
     def _check_protocol(self) -> None:
         """A protocol plan: the protocol reads, each of its runs is one entry (in order, held out =
@@ -141,6 +154,24 @@ class CalibrationPlan:
                                   'frame applies only to a motion-capture pose topic')
             if not Path(self.frame_file).is_file():
                 raise ConfigError(f'frame_file {self.frame_file} does not exist')
+
+    def _check_contacts(self) -> None:
+        """A contact plan: its protocol reads, its entries are the protocol's runs (the fitted ones, then the
+        held-out ones, held out). Raises ConfigError naming the problem."""
+        protocol = self.contact_protocol()
+        expected = [(r.name, False) for r in protocol.runs] + [(r.name, True) for r in protocol.holdout]
+        if [(e.name, e.holdout) for e in self.entries] != expected:
+            raise ConfigError(f'the plan\'s recordings {[e.name for e in self.entries]} are not the runs of contact '
+                              f'protocol {self.contacts["protocol"]}: {[name for name, _ in expected]}')
+
+    def contact_protocol(self) -> ContactProtocol:
+        """The contact protocol of a contact plan (``contacts['protocol']``, its ``scene`` replaced by
+        ``contacts['scene']`` when given). Raises ConfigError (not a contact plan, or a protocol that does not read)."""
+        if self.contacts is None:
+            raise ConfigError(f'plan {self.run_id} is not a contact protocol run')
+        protocol = ContactProtocol.from_yaml(self.contacts['protocol'])
+        scene = self.contacts.get('scene')
+        return replace(protocol, scene=Path(scene)) if scene else protocol
 
     # -- files -------------------------------------------------------------------------------
     def write(self, run_dir: str | Path) -> Path:

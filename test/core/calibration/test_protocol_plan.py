@@ -142,3 +142,29 @@ def test_attempts_of_each_recording_are_kept_over_a_resumed_run(tmp_path):
     (tmp_path / ATTEMPTS).write_text('[' * 1000)                 # corrupt: the counts start fresh
     CalibrationPlan.note_attempts(tmp_path, 'CN1', 1)
     assert json.loads((tmp_path / ATTEMPTS).read_text()) == {'CN1': 1}
+
+
+def test_a_contact_plan_holds_its_runs_and_reads_back(tmp_path):
+    """A contact protocol's plan: its entries are the runs, the fitted then the held-out ones (held out); it reads
+    back with its contact fields; entries that are not the protocol's runs are refused."""
+    from shadow_twin.calibration.contacts.protocol import ContactProtocol
+    path = config_path('calibration', 'contact_protocol.yaml')
+    protocol = ContactProtocol.from_yaml(path)
+    runs = [(r.name, False) for r in protocol.runs] + [(r.name, True) for r in protocol.holdout]
+    contacts = {'protocol': str(path), 'topics': ['/rh/joint_states', '', '', '/rh/contacts'],
+                'place_services': ['/mujoco_bridge/set_entity_state'], 'cell_config': '', 'fit': [], 'start_lead': 1.0}
+
+    def plan(entries):
+        return CalibrationPlan(run_id='c1', mode=LIVE, model_path='', gains_file='', space_file='/s.yaml',
+                               objective_joints=[], settings={'optimizer': 'auto', 'budget': 45, 'workers': 2,
+                                                              'seed': 0},
+                               alignment={'settle_time': 1.0, 'max_delay': 0.3, 'stamped_max_delay': 0.0},
+                               entries=entries, contacts=contacts)
+    written = plan([PlanEntry(n, f'bags/{n}', None, held) for n, held in runs]).write(tmp_path)
+    back = CalibrationPlan.read(written.parent)
+    assert back.contacts == contacts and back.contact_protocol().fit == protocol.fit
+    assert [(e.name, e.holdout) for e in back.entries] == runs and len(back.pending(tmp_path)) == len(runs)
+    with pytest.raises(ConfigError, match='are not the runs of contact protocol'):
+        plan([PlanEntry(n, f'bags/{n}', None, False) for n, _ in runs])        # the hold-outs fitted
+    with pytest.raises(ConfigError, match='is not a contact protocol run'):
+        CalibrationPlan(**{**back.__dict__, 'contacts': None}).contact_protocol()
