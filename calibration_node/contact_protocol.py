@@ -94,13 +94,18 @@ def contact_plan_fields(settings, path: Path, bags: list[str]) -> dict:
                           'start_lead': float(settings.start_lead)})
 
 
+def plan_topics(plan: CalibrationPlan) -> ContactTopics:
+    """The bag topics of a contact plan (its ``contacts['topics']``; '' = the default)."""
+    joint_states, object_pose, palm_pose, prefix = plan.contacts['topics']
+    return ContactTopics(joint_states, object_pose or None, palm_pose or None, prefix)
+
+
 def contact_job(plan: CalibrationPlan, run_dir: Path) -> ContactCalibrationJob:
     """The job of a contact plan, into ``run_dir``/:data:`JOB_DIR`. Raises ConfigError (its checks)."""
     c = plan.contacts
-    joint_states, object_pose, palm_pose, prefix = c['topics']
     spec = ContactJobSpec(plan.contact_protocol(), Path(plan.space_file), tuple(c['fit']),
                           hand_model=Path(plan.model_path) if plan.model_path else None,
-                          topics=ContactTopics(joint_states, object_pose or None, palm_pose or None, prefix),
+                          topics=plan_topics(plan),
                           settings=CalibrationSettings(**plan.settings),
                           cell_config=Path(c['cell_config']) if c['cell_config'] else None,
                           start_lead=float(c['start_lead']))
@@ -162,9 +167,7 @@ class ContactSteps:
             raise ConfigError(f'{Path(c["protocol"]).name}: no live section: the protocol cannot be run on the robots')
         spec = build_cell_spec(CellConfig.from_yaml(c['cell_config']))
         add_objects(spec, SceneConfig.from_yaml(protocol.live.scene))
-        joint_states, object_pose, palm_pose, prefix = c['topics']
-        settings = ContactRunSettings(self.node.settings.action_name, tuple(c['place_services']),
-                                      ContactTopics(joint_states, object_pose or None, palm_pose or None, prefix),
+        settings = ContactRunSettings(self.node.settings.action_name, tuple(c['place_services']), plan_topics(plan),
                                       float(c['start_lead']), tuple(arm_joint_names()))
         runs = {run.name: run for run in (*protocol.runs, *protocol.holdout)}
         (Path(run_dir) / 'bags').mkdir(parents=True, exist_ok=True)

@@ -150,9 +150,9 @@ class ContactEvaluator:
         if nthread <= 1 or len(tasks) <= 1:
             if tasks and self._local is None:
                 self._local = _Replayer(self.hand, self.protocol, self.targets)
-            done = [self._local.replay(parameter_sets[k], todo) for k, todo in enumerate(missing) if todo]
-            for found, group in zip((found for found, todo in zip(records, missing) if todo), done):
-                found.update((record.name, record) for record in group)
+            for found, values, todo in zip(records, parameter_sets, missing):
+                if todo:
+                    found.update((record.name, record) for record in self._local.replay(values, todo))
         else:
             pool = self._workers(min(nthread, len(tasks)))
             done = pool.map(_replay_in_worker, [parameter_sets[k] for k, _ in tasks], [group for _, group in tasks])
