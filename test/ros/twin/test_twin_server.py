@@ -228,6 +228,20 @@ def second_twin(helpers, folder: Path, name: str, **changes):
                                                            str(params_file)], folder / f'{name}.log')
 
 
+def answered_probe(helpers, client, action: str, tries: int = 5) -> bool:
+    """Send a goal without joints (the twin rejects it: nothing moves) until it is answered; True once it is,
+    rejected. A twin started seconds before may not yet have matched this client's goal-response reader: its
+    answer is then lost (Fast DDS "failed to send response (timeout)": the goal runs, the client never hears;
+    twice in four fresh-clone CI runs, 30 Nov). An answered probe shows the path is there."""
+    from control_msgs.action import FollowJointTrajectory
+    sender = client.action_client(FollowJointTrajectory, action)
+    for _ in range(tries):
+        future = sender.send_goal_async(FollowJointTrajectory.Goal())
+        if helpers.wait_until(future.done, 3.0):
+            return not future.result().accepted
+    return False
+
+
 def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
     from action_msgs.msg import GoalStatus
     helpers, client = ros
@@ -237,6 +251,7 @@ def test_sim_mode_moves_only_the_sim(ros, rest, states, tmp_path):
     try:
         cell_helpers.wait_twin_ready(client, [proc], START_TIMEOUT, 'the sim-mode twin',
                                      actions=('/twin_sim/follow_joint_trajectory',), subscribers=listening)
+        assert answered_probe(helpers, client, '/twin_sim/follow_joint_trajectory'), proc.output()[-2000:]
         real_before = positions(states['real'].last(), ['rh_FFJ3'])[0]
         feedback = []
         handle = send(client, make_goal({'rh_FFJ3': 0.7}, 0.4, goal_tolerance=0.05),
