@@ -8,10 +8,12 @@
 * ``live``: the contact protocol made on the mock cell through the twin (``shadow-twin up --cell
   --mock-hardware``), recorded and fitted by ``shadow-twin calibrate --contacts --record`` (``grasp_live.py``;
   needs rclpy, about 6 minutes).
+* ``lift``: what a grasp-and-lift run would add to the protocol, and why it has none: the can's path and the
+  grip's efforts when the support is gone and the arm lifts (``grasp_lift.py``; a measurement, no target).
 
 Exit status 1 when a target is missed.
 
-Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview live] [--transports 100]
+Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview live lift] [--transports 100]
        [--contact-budget N] [--live-budget N]
 """
 
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from checks import Checks  # noqa: E402
 
-SECTIONS = ('calibration', 'preview', 'live')
+SECTIONS = ('calibration', 'preview', 'live', 'lift')
 
 
 def section_module(name: str):

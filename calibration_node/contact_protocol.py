@@ -25,7 +25,7 @@ from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.engine.run_settings import CalibrationSettings
 from shadow_twin.calibration.jobs.contact_job import SPACE, ContactCalibrationJob, ContactJobSpec, report
 from shadow_twin.calibration.jobs.job import write_result
-from shadow_twin.calibration.jobs.plan import LIVE, CalibrationPlan, PlanEntry
+from shadow_twin.calibration.jobs.plan import LIVE, CalibrationPlan, run_entries
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.model.cell.assembly import arm_joint_names, build_cell_spec
@@ -60,24 +60,16 @@ def contact_plan_fields(settings, path: Path, bags: list[str]) -> dict:
     fitted runs' required), the space, the hand, the topics, the place services, the cell.
 
     Raises:
-        ConfigError: the protocol does not read, a fitted run without a bag or a bag of no run, a file that does
-            not exist, a bad topic list.
+        ConfigError: the protocol does not read, a fitted run without a bag, a bag of no run or two bags of one
+            run, a file that does not exist, a bad topic list.
     """
     protocol = ContactProtocol.from_yaml(path)
-    runs = [(run.name, False) for run in protocol.runs] + [(run.name, True) for run in protocol.holdout]
-    if bags:
-        by_run = {Path(b).name.split('.')[0]: Path(b).resolve() for b in bags}
-        unknown = sorted(set(by_run) - {name for name, _ in runs})
-        missing = [name for name, held in runs if not held and name not in by_run]
-        if unknown or missing:
-            raise ConfigError(f'contact protocol {path.name}: ' + '; '.join(
-                ([f'bag(s) of no run: {unknown}'] if unknown else []) + ([f'no bag for run(s) {missing}'] if missing
-                                                                          else []))
-                + ' (a bag is the run of its name without extension)')
-        # a hold-out without a bag is not checked: its entry names a bag that does not exist
-        entries = [PlanEntry(name, str(by_run.get(name, Path('bags') / name)), None, held) for name, held in runs]
-    else:
-        entries = [PlanEntry(name, f'bags/{name}', None, held) for name, held in runs]
+    # a hold-out without a bag is not checked
+    runs = [(run.name, False, True) for run in protocol.runs] + [(run.name, True, False) for run in protocol.holdout]
+    try:
+        entries = run_entries(runs, bags or None)
+    except ConfigError as error:
+        raise ConfigError(f'contact protocol {path.name}: {error}') from None
     space = Path(settings.space_file or SPACE)
     hand = Path(settings.model_path).expanduser() if settings.model_path else None
     cell = settings.contact_cell_config or (config_path('cell.yaml') if not bags else '')
@@ -100,6 +92,10 @@ def plan_topics(plan: CalibrationPlan) -> ContactTopics:
     return ContactTopics(joint_states, object_pose or None, palm_pose or None, prefix)
 
 
+#: The job's settings by the node's parameters (its errors name them).
+PARAMETER_NAMES = {'space_file': 'space_file', 'hand_model': 'model_path', 'fit': 'contact_fit'}
+
+
 def contact_job(plan: CalibrationPlan, run_dir: Path) -> ContactCalibrationJob:
     """The job of a contact plan, into ``run_dir``/:data:`JOB_DIR`. Raises ConfigError (its checks)."""
     c = plan.contacts
@@ -108,7 +104,7 @@ def contact_job(plan: CalibrationPlan, run_dir: Path) -> ContactCalibrationJob:
                           topics=plan_topics(plan),
                           settings=CalibrationSettings(**plan.settings),
                           cell_config=Path(c['cell_config']) if c['cell_config'] else None,
-                          start_lead=float(c['start_lead']))
+                          start_lead=float(c['start_lead']), names=PARAMETER_NAMES)
     return ContactCalibrationJob(spec, Path(run_dir) / JOB_DIR)
 
 

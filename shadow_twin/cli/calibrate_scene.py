@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The job's settings by this command's options (its errors name them).
+OPTION_NAMES = {'space_file': '--space', 'hand_model': '--hand-model', 'fit': '--fit', 'screen': '--screen',
+                'screen_samples': '--screen-samples'}
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, calibrate, print; returns the exit status (see module doc)."""
     protocol = ContactProtocol.from_yaml(PROTOCOL if args.contacts == 'contacts' else args.contacts)
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         ContactTopics(args.joint_states_topic, args.object_topic, args.palm_topic),
         CalibrationSettings(budget=args.budget, workers=args.workers, seed=args.seed),
         (args.cell_config or config_path('cell.yaml')) if (args.record or args.cell_config) else None,
-        args.start_lead), args.out)
+        args.start_lead, OPTION_NAMES), args.out)
     if args.record:
         record_runs(args, protocol)
     bags = protocol_bags(args.bags, protocol)

@@ -86,8 +86,8 @@ def test_the_node_fits_the_contact_protocols_bags_and_writes_the_scene(ros, prot
 
 def test_a_missing_run_or_an_unknown_name_is_refused_before_a_run_starts(ros, protocol_file, bags, tmp_path):
     helpers, _ = ros
-    cases = {'missing': (f'bag:={bags["grip_holdout"]}', "no bag for run(s) ['grip']"),
-             'unknown': ('contact_fit:=can_grip', "--fit ['can_grip']: not in hand_contacts.yaml")}
+    cases = {'missing': (f'bag:={bags["grip_holdout"]}', "protocol run(s) ['grip'] have no bag"),
+             'unknown': ('contact_fit:=can_grip', "contact_fit ['can_grip']: not in hand_contacts.yaml")}
     for name, (param, words) in cases.items():
         folder = tmp_path / name
         folder.mkdir()

@@ -74,6 +74,8 @@ class ContactJobSpec:
         cell_config: the runs were made on this cell (None: hand-alone runs): replayed as the robots make them,
             on the cell reduced to arm and hand with the protocol's live scene.
         start_lead: s between a goal's sending and its start when the runs were made on the robots.
+        names: how the caller calls these settings in its errors ({field: name}: the command's options, the
+            node's parameters; :data:`SETTING_NAMES` for those it leaves out).
     """
 
     protocol: ContactProtocol
@@ -86,6 +88,16 @@ class ContactJobSpec:
     settings: CalibrationSettings = field(default_factory=lambda: CalibrationSettings(budget=DEFAULT_BUDGET))
     cell_config: Path | None = None
     start_lead: float = 1.0
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def name(self, setting: str) -> str:
+        """What the caller calls ``setting`` (a field of this spec)."""
+        return self.names.get(setting, SETTING_NAMES[setting])
+
+
+#: The settings' names in the job's errors where the caller names them not (:attr:`ContactJobSpec.names`).
+SETTING_NAMES = {'space_file': 'space file', 'hand_model': 'hand model', 'fit': 'fit', 'screen': 'screen',
+                 'screen_samples': 'screen samples'}
 
 
 @dataclass(frozen=True)
@@ -128,17 +140,19 @@ class ContactCalibrationJob:
 
     def __init__(self, spec: ContactJobSpec, out_dir: str | Path) -> None:
         self.spec, self.out_dir = spec, Path(out_dir)
-        for what, path in (('--space', spec.space_file), ('--hand-model', spec.hand_model)):
+        for what, path in (('space_file', spec.space_file), ('hand_model', spec.hand_model)):
             if path is not None and not Path(path).is_file():
-                raise ConfigError(f'{what} {path} does not exist')
+                raise ConfigError(f'{spec.name(what)} {path} does not exist')
         if spec.fit and spec.screen is not None:
-            raise ConfigError('--fit names the parameters, --screen lets the screening pick them: give one')
-        self.fitted, self.source = ((list(spec.fit), '--fit') if spec.fit else
+            raise ConfigError(f'{spec.name("fit")} names the parameters, {spec.name("screen")} lets the screening '
+                              f'pick them: give one')
+        self.fitted, self.source = ((list(spec.fit), spec.name('fit')) if spec.fit else
                                     (list(spec.protocol.fit), "the protocol's fit")
                                     if spec.screen is None and spec.protocol.fit else ([], ''))
         self.keep = spec.screen or DEFAULT_KEEP
         if not self.fitted and spec.screen_samples < MIN_SAMPLES:
-            raise ConfigError(f'--screen-samples must be at least {MIN_SAMPLES}, got {spec.screen_samples}')
+            raise ConfigError(f'{spec.name("screen_samples")} must be at least {MIN_SAMPLES}, '
+                              f'got {spec.screen_samples}')
         self.scene = SceneConfig.from_yaml(spec.protocol.scene)
         self.model = str(spec.hand_model) if spec.hand_model else None
         space = SearchSpace.from_yaml(spec.space_file, TwinModel(self.model, edit=lambda s: add_objects(s, self.scene)))

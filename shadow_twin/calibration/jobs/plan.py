@@ -279,35 +279,46 @@ class CalibrationPlan:
 
 def protocol_entries(protocol: CellProtocol, bags: Sequence[str | Path] | None = None) -> list[PlanEntry]:
     """The plan entries of ``protocol``: one per run, in the protocol's order; a validation run
-    is held out.
+    is held out; every run needs a bag (:func:`run_entries`).
+
+    Raises:
+        ConfigError: as :func:`run_entries`.
+    """
+    return run_entries([(r.name, r.role == VALIDATION, True) for r in protocol.runs], bags)
+
+
+def run_entries(runs: Sequence[tuple[str, bool, bool]], bags: Sequence[str | Path] | None = None) -> list[PlanEntry]:
+    """The plan entries of a protocol's ``runs`` ((name, held out, needs a bag) each), in their order.
 
     Args:
-        protocol: the protocol.
+        runs: the protocol's runs; one that does not need a bag (a contact hold-out) and has none names
+            ``bags/<RUN>``, which does not exist: it is not checked.
         bags: None for a live run (each run records ``bags/<RUN>`` in the run directory); else
             the bags of an offline run, matched to the runs by name (a bag's file or directory
             name up to its first dot: ``.../IN1``, ``IN1.bag`` and ``IN1.mcap`` are run IN1).
     Raises:
-        ConfigError: a run without a bag (naming it), two bags for one run, or a bag that names
-            no run of the protocol.
+        ConfigError: a run that needs a bag without one (naming it), two bags for one run, or a bag that
+            names no run of the protocol.
     """
-    runs = [r.name for r in protocol.runs]
+    names = [name for name, _, _ in runs]
     if bags is None:
-        return [PlanEntry(r.name, f'bags/{r.name}', None, r.role == VALIDATION) for r in protocol.runs]
+        return [PlanEntry(name, f'bags/{name}', None, held) for name, held, _ in runs]
     by_run: dict[str, Path] = {}
     for bag in bags:
         name = Path(bag).name.split('.')[0]
         if name in by_run:
             raise ConfigError(f'bags {by_run[name]} and {bag} are both named for protocol run {name}')
         by_run[name] = Path(bag)
-    unknown = [str(b) for n, b in by_run.items() if n not in runs]
+    unknown = [str(b) for n, b in by_run.items() if n not in names]
     if unknown:
         raise ConfigError(f'bag(s) {unknown} name no run of the protocol (a bag is matched to a run by its name '
-                          f'without extension); runs: {runs}')
-    missing = [r for r in runs if r not in by_run]
+                          f'without extension); runs: {names}')
+    missing = [name for name, _, needed in runs if needed and name not in by_run]
     if missing:
         raise ConfigError(f'protocol run(s) {missing} have no bag (a bag is matched to a run by its name without '
                           f'extension, e.g. {missing[0]}/ or {missing[0]}.bag); bags: {[str(b) for b in bags]}')
-    return [PlanEntry(r.name, str(by_run[r.name].resolve()), None, r.role == VALIDATION) for r in protocol.runs]
+    return [PlanEntry(name, str(by_run[name].resolve()) if name in by_run else f'bags/{name}', None, held)
+            for name, held, _ in runs]
 
 
 def holdout_names(names: Sequence[str], holdout: str) -> list[str]:

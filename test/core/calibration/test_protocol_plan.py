@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, protocol_entries
+from shadow_twin.calibration.jobs.plan import LIVE, OFFLINE, CalibrationPlan, PlanEntry, protocol_entries, run_entries
 from shadow_twin.calibration.jobs.protocol import CellProtocol
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.common.paths import config_path
@@ -168,3 +168,19 @@ def test_a_contact_plan_holds_its_runs_and_reads_back(tmp_path):
         plan([PlanEntry(n, f'bags/{n}', None, False) for n, _ in runs])        # the hold-outs fitted
     with pytest.raises(ConfigError, match='is not a contact protocol run'):
         CalibrationPlan(**{**back.__dict__, 'contacts': None}).contact_protocol()
+
+
+def test_runs_without_a_required_bag_stay_unchecked_and_two_bags_for_one_run_are_refused(tmp_path):
+    # the contact protocol's matching: its hold-outs need no bag (one without is not checked)
+    runs = [('tilt', False, True), ('push', False, True), ('tilt_slow', True, False)]
+    entries = run_entries(runs, [tmp_path / 'push.mcap', tmp_path / 'tilt'])
+    assert [(e.name, e.bag, e.holdout) for e in entries] == [
+        ('tilt', str((tmp_path / 'tilt').resolve()), False), ('push', str((tmp_path / 'push.mcap').resolve()), False),
+        ('tilt_slow', 'bags/tilt_slow', True)]
+    with pytest.raises(ConfigError, match='both named for protocol run tilt'):
+        run_entries(runs, [tmp_path / 'tilt', tmp_path / 'push', tmp_path / 'tilt.bag'])
+    with pytest.raises(ConfigError, match=r"protocol run\(s\) \['push'\] have no bag"):
+        run_entries(runs, [tmp_path / 'tilt', tmp_path / 'tilt_slow'])
+    with pytest.raises(ConfigError, match=r'lift.*name no run of the protocol'):
+        run_entries(runs, [tmp_path / 'tilt', tmp_path / 'push', tmp_path / 'lift'])
+    assert [e.bag for e in run_entries(runs)] == ['bags/tilt', 'bags/push', 'bags/tilt_slow']
