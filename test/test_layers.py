@@ -4,7 +4,7 @@
   every ROS interface package and the node packages blocked (``sys.modules[name] = None``),
   and no core module mentions them in any import, not even inside a function.
 * Inside the core, likewise one way, in the order of :data:`CORE_ORDER` (lowest first):
-  common <- model <- control <- twin <- simulation <- monitoring <- plots <- calibration <-
+  common <- model <- control <- twin <- simulation <- monitoring <- visual <- plots <- calibration <-
   identification. No core subpackage imports one later in the order, not even inside a
   function; the top-level ``shadow_twin`` modules (``__init__``) count as the lowest and import
   no subpackage.

@@ -21,7 +21,7 @@ NODE_PACKAGES = ('mujoco_bridge', 'calibration_node')
 #: The core's subpackages, lowest first: each imports only those before it (and itself).
 #: ``plots`` draws plain data (arrays, dicts, dataclasses of the layers below);
 #: ``calibration`` reads recordings, fits, and calls ``plots`` for its figures.
-CORE_ORDER = ('common', 'model', 'control', 'twin', 'simulation', 'monitoring', 'plots', 'calibration', 'identification')
+CORE_ORDER = ('common', 'model', 'control', 'twin', 'simulation', 'monitoring', 'visual', 'plots', 'calibration', 'identification')
 #: Top-level modules of plotting libraries: imported in ``shadow_twin/plots`` only.
 PLOTTING = ('matplotlib', 'mpl_toolkits', 'pylab')
 
