@@ -81,7 +81,8 @@ def _cell_nodes(context: LaunchContext) -> list:
         Node(package=PACKAGE, executable='twin_server', name='shadow_twin', output='screen',
              parameters=[LaunchConfiguration('config'), {'mode': mode}], on_exit=stop_all),
         Node(package=PACKAGE, executable='twin_monitor', name='twin_monitor', output='screen',
-             parameters=[config_file('twin_monitor_cell.yaml'), *watch], on_exit=stop_all),
+             parameters=[config_file('twin_monitor_cell.yaml'), *watch, {'view.model_path': str(model)}],
+             on_exit=stop_all),
         ExecuteProcess(cmd=[ExecutableInPackage('shadow-twin', PACKAGE), 'rqt', '--cell'], name='rqt',
                        output='screen', condition=rqt),
     ]

@@ -30,6 +30,7 @@
   ``ur_robot_driver`` publishes it (the mock UR); ``external_wrench`` pushes a body at run time
   (see ``effort_output``); contact outputs per fingertip and palm (``contact_output``).
 * Objects: ``follow_objects`` follow PoseStamped or TF sources (``object_sources``); poses out (``object_poses``).
+* The 3D view: every body on ``/tf`` as ``sim/<body>`` and the visible geoms as markers (``visual_output``).
 * Services (see ``services``): ``~/reload`` (std_srvs/Trigger: recompile ``model_path``, keep the
   state by joint name; the compile runs in a background thread, so stepping goes on, for at most
   ``reload_timeout`` s, and a model over ``reload_max_bytes`` is refused before parsing; on failure
@@ -75,6 +76,7 @@ from mujoco_bridge.shadow import ShadowSources
 from mujoco_bridge.simulation_control import SimulationControl
 from mujoco_bridge.timing import STALL_WARNING, RateMeter, SimClock, set_realtime_priority
 from mujoco_bridge.trajectory_server import SimulatedTrajectoryController
+from mujoco_bridge.visual_output import VisualOutput
 from shadow_twin.common.paths import config_path, resolve_share_url
 from shadow_twin.common.stamps import from_nanoseconds, to_seconds
 from shadow_twin.model.joint_map import JointNameMap
@@ -171,7 +173,9 @@ class MujocoBridge(BridgeServices, BridgeDiagnostics, Node):
             s.controller_state_rate, self.stamp_of)
         contacts = ContactOutput(self, self.sim, s, self.stamp_of) if s.contact_sensors else None
         poses = ObjectPoseOutput(self, self.sim, s, self.stamp_of) if s.object_pose_rate > 0 else None
-        self._outputs = [o for o in (self.base, self.controller_state, contacts, poses) if o is not None]
+        base_tf = self.base.frames if self.base is not None and self.base.tf_pub is not None else None
+        view = VisualOutput(self, self.sim, s, self.stamp_of, base_tf) if s.tf_rate > 0 or s.markers_topic else None
+        self._outputs = [o for o in (self.base, self.controller_state, contacts, poses, view) if o is not None]
         self.object_sources = ObjectSources(self._inputs, self.sim, sources, self._stamp_sim_time, self.get_logger())
         self._inputs_spinner = BackgroundSpinner([self._inputs], 'inputs')
         self.viewer = None

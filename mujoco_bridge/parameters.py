@@ -164,6 +164,17 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
     ParameterSpec('base_frame', 'sim/base_footprint', 'Frame of the base (child frame of the odometry).',
                   read_only=True),
     ParameterSpec('publish_tf', True, 'Also publish odom_frame -> base_frame on /tf.', read_only=True),
+    # the 3D view (mujoco_bridge.visual_output)
+    ParameterSpec('tf_rate', 30.0, 'Rate of every body\'s transform on /tf (<tf_prefix><parent body> -> '
+                  '<tf_prefix><body>, stamped as the joint states); 0 = none (a mock hardware bridge).', read_only=True,
+                  bounds=(0.0, 1000.0), unit='Hz'),
+    ParameterSpec('tf_prefix', 'sim/', 'Prefix of the body frames on /tf and of the markers\' frames.', read_only=True),
+    ParameterSpec('tf_world_frame', 'world', 'Frame the body tree hangs from (/tf_static: <world> -> '
+                  '<tf_prefix>world, identity); empty = none.', read_only=True),
+    ParameterSpec('markers_topic', '/sim/markers', 'visualization_msgs/MarkerArray of the model\'s visible geoms in '
+                  'the body frames (transient local; again after a reload); empty = none.', read_only=True),
+    ParameterSpec('mesh_dir', '', 'Folder of the mesh geoms\' STL files the markers name (file:// URIs); empty = '
+                  '~/.cache/shadow_twin/meshes.', read_only=True),
 )
 #: The bridge's settings: one attribute per parameter of :data:`SPECS` (``shadow.cmd_vel_topic`` ->
 #: ``shadow_cmd_vel_topic``), with ``velocity_limits`` parsed ({joint: rad/s}) and ``constraints``

@@ -248,6 +248,9 @@ def node_commands(args: argparse.Namespace, extra: list[str], cell_model: Path |
         objects = () if not follow else (       # the followed objects' sim-vs-motion-capture pose error
             '-p', 'objects.enabled:=true', '-p', f'objects.names:=[{", ".join(yaml.safe_load(follow))}]')
         objects += ('-p', 'contacts.enabled:=true') if args.contacts else ()
+        bridge_model = cell_model or ros_parameters(args.bridge_config or config_path('mujoco_bridge.yaml')).get(
+            'model_path', '')
+        objects += ('-p', f'view.model_path:={bridge_model}') if bridge_model else ()   # the robots drawn as the sim
         out['twin_monitor'] = command('shadow_twin.ros.monitor.node', args.monitor_config or config_path(monitor),
                                       *watch, *objects)
     return out

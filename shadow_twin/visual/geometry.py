@@ -14,6 +14,7 @@ Units: m; quaternions (w, x, y, z) as MuJoCo's.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +30,14 @@ VISIBLE_GROUPS = (0, 1, 2)
 #: m: the side of a plane MuJoCo makes infinite (size 0), and every plane's thickness.
 PLANE_SIDE, PLANE_THICKNESS = 10.0, 0.001
 _T = mujoco.mjtGeom
+
+
+def mesh_folder(given: str | os.PathLike = '') -> Path:
+    """Where mesh STL files go: ``given``, else ``$XDG_CACHE_HOME/shadow_twin/meshes`` (``~/.cache/...``)."""
+    if str(given):
+        return Path(given).expanduser()
+    cache = os.environ.get('XDG_CACHE_HOME') or Path.home() / '.cache'
+    return Path(cache) / 'shadow_twin' / 'meshes'
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,8 @@ Hz) and the sim's on ``sim_joint_states_topic`` (``/sim/joint_states``), all
   (``/diagnostics_agg``, what rqt_robot_monitor shows) the same statuses as diagnostic_aggregator
   would publish them under ``aggregated_path`` (``config/diagnostic_aggregator.yaml``; layout in
   :func:`aggregated`), where the C++ aggregator is not installed; false where it runs.
+* with ``view.enabled`` (``.view``): the real robots through the sim's model on ``/tf`` (``real/<body>``) and
+  as a ghost coloured by each link's sim-real error on ``/real/markers``.
 
 All callbacks of the node run on one single-threaded executor (the joint-state and
 odometry subscriptions and the timers). Parameters: ``config/twin_monitor.yaml`` (the
@@ -125,6 +127,7 @@ from shadow_twin.ros.monitor.objects import ObjectMonitor
 from shadow_twin.ros.monitor.parameters import (BASE_THRESHOLD_PARAMS, DRIFT_PARAMS, EFFORT_PARAMS, SPECS,
                                                 THRESHOLD_PARAMS, MonitorSettings, invalid_change, read_settings)
 from shadow_twin.ros.monitor.shadow import ShadowWatch
+from shadow_twin.ros.monitor.view import RealView
 from shadow_twin.ros.monitor.values import base_values, joint_values
 from shadow_twin.ros.spinning import events_executor, run_node
 
@@ -182,6 +185,7 @@ class TwinMonitor(Node):
         self.effort = EffortMonitor(self, self._status, self.diagnostics_pub.publish)
         self.contacts = ContactMonitor(self, self._status, self.diagnostics_pub.publish) if s.contacts_enabled else None
         self.objects = ObjectMonitor(self, self._status) if s.objects_enabled else None
+        self.view = RealView(self) if s.view_enabled else None      # the real robots on /tf, their ghost
         self.aggregated_path = s.aggregated_path
         self.aggregated_pub = (self.create_publisher(DiagnosticArray, s.aggregated_topic, 10)
                                if s.publish_aggregated else None)

@@ -196,7 +196,34 @@ SPECS = DIAGNOSTICS_SPECS + JOINT_STATE_INPUT_SPECS + (
                   unit='rad'),
     ParameterSpec('objects.error_angle', object_error.DEFAULT_ANGLE_ERROR, 'RMS angle error from which an object is '
                   'ERROR (>= warn; 11 deg).', read_only=True, bounds=(1e-6, math.pi), unit='rad'),
+    # the real robots drawn through the sim's model (shadow_twin.ros.monitor.view)
+    ParameterSpec('view.enabled', True, "Draw the real robots: every body of the sim's model posed by the real joint "
+                  "states and odometry, on /tf as <view.tf_prefix><body>, and as a translucent ghost coloured by each "
+                  "link's sim-real error on view.markers_topic.", read_only=True),
+    ParameterSpec('view.model_path', '', "The sim bridge's MJCF (its model_path; empty = the built-in Shadow Hand E).",
+                  read_only=True),
+    ParameterSpec('view.joint_map_file', '', 'ROS -> MJCF joint names of that model (the bridge\'s joint_map_file).',
+                  read_only=True),
+    ParameterSpec('view.publish_tf', True, 'Publish the real bodies on /tf (false where a robot_state_publisher of the '
+                  'whole cell does: the ghost then uses its frames, <view.tf_prefix><body>).', read_only=True),
+    ParameterSpec('view.tf_prefix', 'real/', 'Prefix of the real bodies\' frames.', read_only=True),
+    ParameterSpec('view.world_frame', 'world', 'Frame the real tree hangs from (/tf_static: <world> -> '
+                  '<view.tf_prefix>world, identity); empty = none.', read_only=True),
+    ParameterSpec('view.tf_rate', 30.0, 'Rate of the real bodies on /tf (at most one per new comparison).',
+                  read_only=True, bounds=(1.0, 250.0), unit='Hz'),
+    ParameterSpec('view.markers_topic', '/real/markers', 'visualization_msgs/MarkerArray of the ghost (transient '
+                  'local), sent again when a colour changes; empty = none.', read_only=True),
+    ParameterSpec('view.marker_rate', 10.0, 'At most this often the ghost\'s colours are sent.', read_only=True,
+                  bounds=(0.1, 100.0), unit='Hz'),
+    ParameterSpec('view.error_scale', 0.02, "A link this far from the sim's (or further) is red, half as far yellow, "
+                  'on the spot green.', read_only=True, bounds=(1e-4, 10.0), unit='m'),
+    ParameterSpec('view.alpha', 0.4, "The ghost's opacity.", read_only=True, bounds=(0.0, 1.0)),
+    ParameterSpec('view.legend_xyz', [0.0, -0.6, 0.8], "Where the colour scale's legend stands in the world frame "
+                  '(markers in namespace legend).', read_only=True, unit='m'),
+    ParameterSpec('view.mesh_dir', '', "Folder of the mesh geoms' STL files (empty = ~/.cache/shadow_twin/meshes).",
+                  read_only=True),
 )
+
 
 THRESHOLD_PARAMS = ('thresholds.warn', 'thresholds.error', 'threshold_overrides')
 BASE_THRESHOLD_PARAMS = ('base_thresholds.position.warn', 'base_thresholds.position.error',
