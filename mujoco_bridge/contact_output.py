@@ -6,6 +6,8 @@ base's odometry):
   sensing body, e.g. ``rh_ffdistal``): the net wrench the touched objects exert on it, N and N m
   about the body's origin, in its frame; all zero when nothing touches it: in contact <=> the
   wrench is not zero (a contact counts above ``contact_min_force``);
+* ``contact_markers_topic`` (``/sim/contact_markers``): the wrenches and slips as arrows for a 3D view
+  (:func:`shadow_twin.ros.visual_msgs.contact_arrows`, in the body frames of ``tf_prefix``);
 * ``<contact_topic_prefix>/<label>/slip`` (``geometry_msgs/TwistStamped``, the same frame):
   ``linear.x`` the slip, the tangential sliding speed at the contact, m/s (0 without contact).
 
@@ -20,8 +22,10 @@ from __future__ import annotations
 
 from geometry_msgs.msg import TwistStamped, WrenchStamped
 from rclpy.node import Node
+from visualization_msgs.msg import MarkerArray
 
 from shadow_twin.ros.parameters import yaml_mapping
+from shadow_twin.ros.visual_msgs import contact_arrows
 from shadow_twin.simulation.contact_sensing import DEFAULT_MIN_FORCE, ContactReader, parse_sensing
 
 #: ``contact_sensors`` value meaning the Shadow Hand E's five fingertips and palm
@@ -68,6 +72,9 @@ class ContactOutput:
             wrench, slip = WrenchStamped(), TwistStamped()
             wrench.header.frame_id = slip.header.frame_id = frame
             self._messages[label] = (wrench, slip)
+        self._arrows = (node.create_publisher(MarkerArray, settings.contact_markers_topic, 10)
+                        if settings.contact_markers_topic else None)
+        self._prefix = settings.tf_prefix
         node.get_logger().info(
             f'contacts of {", ".join(f"{k} ({v})" for k, v in self._reader.frames.items())} on '
             f'{node.resolve_topic_name(prefix)}/<label>/wrench and /slip at {settings.contact_rate:g} Hz')
@@ -93,3 +100,5 @@ class ContactOutput:
             slip.twist.linear.x = float(reading.slip)
             self._wrench[label].publish(wrench)
             self._slip[label].publish(slip)
+        if self._arrows is not None:
+            self._arrows.publish(contact_arrows(readings, self._reader.frames, self._prefix, 'contacts'))

@@ -61,6 +61,9 @@ SPECS = GOAL_HANDLING_SPECS + DIAGNOSTICS_SPECS + (
                   bounds=(1.0, 1000.0), unit='Hz'),
     ParameterSpec('contact_min_force', 0.01, 'Normal force above which a contact counts (touching without force is '
                   'no contact).', read_only=True, bounds=(0.0, 1000.0), unit='N'),
+    ParameterSpec('contact_markers_topic', '/sim/contact_markers', 'visualization_msgs/MarkerArray of the contact '
+                  'outputs: an arrow per label in contact, in <tf_prefix><body> (its length 20 mm per N, magenta while '
+                  'slipping faster than 10 mm/s); empty = none.', read_only=True),
     ParameterSpec('contact_topic_prefix', '~/contacts', 'Topics of the contact outputs: <prefix>/<label>/wrench '
                   '(WrenchStamped) and <prefix>/<label>/slip (TwistStamped, linear.x m/s).', read_only=True),
     # objects that follow the real world, and the object poses published (mujoco_bridge.object_sources, .object_poses)

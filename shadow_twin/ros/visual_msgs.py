@@ -10,6 +10,9 @@
   index. The array begins with a ``DELETEALL`` of its namespace: a reloaded model's parts replace the old ones.
 * **Transforms**: each body's pose in its parent body's frame, all stamped with the state's stamp;
   :class:`TransformBuffer` keeps the messages and refills them (a message per body built once).
+* **Contact arrows**: a label's net contact force as an ``ARROW`` in its sensing body's frame, ending where the
+  force's line of action passes nearest the body's origin (the wrench's own point: ``F x tau / |F|^2``) and
+  as long as the force times a scale; magenta while the contact slips faster than a threshold, else blue.
 * **QoS**: markers and ``/tf_static`` reliable and transient local, depth 1 (a viewer that starts later
   gets them), as ``tf2_ros``'s static broadcaster; ``/tf`` as ``tf2_ros``' broadcaster (depth 100).
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from geometry_msgs.msg import TransformStamped
+from geometry_msgs.msg import Point, TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
@@ -102,3 +105,40 @@ class TransformBuffer:
             tr.x, tr.y, tr.z = x, y, z
             rot.w, rot.x, rot.y, rot.z = w, qx, qy, qz
         return TFMessage(transforms=self.transforms)
+
+
+#: Colours of a contact arrow: holding, and slipping.
+HOLDING, SLIPPING = (0.2, 0.5, 1.0, 0.9), (1.0, 0.1, 0.9, 0.9)
+
+
+def contact_arrows(readings: dict, frames: dict[str, str], prefix: str, ns: str, metres_per_newton: float = 0.02,
+                   slip_speed: float = 0.01) -> MarkerArray:
+    """The arrows of ``readings`` ({label: ``ContactReading``: ``force`` (3,) N, ``torque`` (3,) N m about the
+    body's origin in its frame, ``slip`` m/s, ``in_contact``}) in the frames ``prefix + frames[label]`` (module
+    doc): one ``ARROW`` per label in contact (id its order in ``readings``), a ``DELETE`` for the others;
+    ``metres_per_newton`` the arrow's length per N, ``slip_speed`` (m/s) from which it is drawn slipping."""
+    out = []
+    for k, (label, reading) in enumerate(readings.items()):
+        m = Marker(ns=ns, id=k, type=Marker.ARROW, frame_locked=True)
+        m.header.frame_id = prefix + frames[label]
+        force = np.asarray(reading.force, dtype=float)
+        norm2 = float(force @ force)
+        if not reading.in_contact or norm2 <= 0.0:
+            m.action = Marker.DELETE
+            out.append(m)
+            continue
+        m.action = Marker.ADD
+        end = np.cross(force, np.asarray(reading.torque, dtype=float)) / norm2
+        start = end - metres_per_newton * force
+        m.points = [_point(start), _point(end)]
+        m.pose.orientation.w = 1.0
+        m.scale.x, m.scale.y, m.scale.z = 0.003, 0.007, 0.01      # shaft and head diameters, head length, m
+        m.color.r, m.color.g, m.color.b, m.color.a = SLIPPING if reading.slip > slip_speed else HOLDING
+        out.append(m)
+    return MarkerArray(markers=out)
+
+
+def _point(xyz) -> Point:
+    p = Point()
+    p.x, p.y, p.z = (float(v) for v in xyz)
+    return p

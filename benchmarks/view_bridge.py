@@ -1,0 +1,116 @@
+"""Section ``bridge`` of the view benchmark (issue 38: "the bridge's RTF and jitter p99 at 250 Hz with TF,
+markers and a browser client connected, against none of them, in one run: RTF >= 0.99, p99 < 2 ms").
+
+Each start is ``benchmarks/bridge.py``'s measurement (the bridge a process of its own on a private ROS domain,
+the real-time factor from its ``/diagnostics``, the period jitter of ``/sim/joint_states`` as a lean subscriber
+process receives it, the bridge's CPU; a few goals), with the hand's mock hardware and the twin monitor running
+beside it as in a lab (the monitor compares the two), under two conditions:
+
+* **none**: the bridge's view outputs off (``tf_rate`` 0, no ``markers_topic``), the monitor's too
+  (``view.enabled`` false), no browser view;
+* **all**: the bridge's defaults (every body on ``/tf`` at 30 Hz, the markers, the contact arrows' topic), the
+  monitor's real tree and ghost (its defaults), and, where ``view_browser`` provides one, ``shadow-twin view``
+  with a headless browser showing it (``view_browser.browser_client``).
+
+The two alternate (none, all, all, none: a drift of the machine's speed falls on both alike), ``--view-runs``
+pairs; each start is printed, then the medians of each condition and their ratio (all over none).
+
+Usage: ``.venv/bin/python benchmarks/view.py --sections bridge [--view-seconds 10] [--view-runs 1]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import bridge
+from support import ros as ros_helpers
+
+RATE = 250.0
+#: Goals per start (the goal latency is printed, not this section's target).
+TRIALS = 5
+CONDITIONS = {'none': (['-p', 'tf_rate:=0.0', '-p', "markers_topic:=''", '-p', "contact_markers_topic:=''"],
+                       ['-p', 'view.enabled:=false']),
+              'all': ([], [])}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument('--view-seconds', type=float, default=10.0, help='steady window of each bridge start, s')
+    parser.add_argument('--view-runs', type=int, default=1, help='pairs of (none, all) starts, alternating')
+
+
+@contextlib.contextmanager
+def beside(folder: Path, monitor_args: list[str], browser: bool):
+    """The hand's mock hardware and the twin monitor (and with ``browser`` a browser view with its client)
+    running while the block runs."""
+    procs = [ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', 'config/mock_hardware.yaml',
+                                                            '-r', '__node:=mock_hardware'], folder / 'mock.log'),
+             ros_helpers.NodeProcess('shadow_twin.ros.monitor.node', ['--params-file', 'config/twin_monitor.yaml',
+                                                                      *monitor_args], folder / 'monitor.log')]
+    try:
+        with browser_client(folder) if browser else contextlib.nullcontext('no browser'):
+            yield
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
+def browser_client(folder: Path):
+    """``view_browser.browser_client(folder)`` where that section provides it, else a note."""
+    try:
+        import view_browser
+        return view_browser.browser_client(folder)
+    except (ImportError, AttributeError):
+        return contextlib.nullcontext('no browser client (view_browser.browser_client missing)')
+
+
+class SimDiagnostics(ros_helpers.Recorder):
+    """Records the ``/diagnostics`` messages of the sim bridge (those with its ``mujoco_bridge: physics``)."""
+
+    def __call__(self, msg) -> None:
+        if any(status.name == 'mujoco_bridge: physics' for status in msg.status):
+            super().__call__(msg)
+
+
+def run(check, args) -> None:
+    """The bridge section (module doc)."""
+    domain = ros_helpers.isolate_domain()
+    client = ros_helpers.RosClient('view_benchmark', domain_id=domain)
+    log_dir = Path(tempfile.mkdtemp(prefix='view_benchmark_'))
+    print(f'== bridge: RTF and jitter at {RATE:g} Hz, the view\'s outputs off and on, {args.view_runs} pair(s), '
+          f'ROS domain {domain}; logs in {log_dir}', flush=True)
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+    states = client.record(JointState, '/sim/joint_states', depth=1000)
+    diagnostics = SimDiagnostics()          # the monitor and the mock hardware publish /diagnostics too
+    client.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics, 100)
+    results: dict[str, list[dict]] = {'none': [], 'all': []}
+    order = [c for _ in range(max(1, args.view_runs)) for c in ('none', 'all', 'all', 'none')][:2 * max(1, args.view_runs)]
+    try:
+        for k, condition in enumerate(order):
+            bridge_args, monitor_args = CONDITIONS[condition]
+            folder = log_dir / f'{k}_{condition}'
+            folder.mkdir()
+            with beside(folder, monitor_args, condition == 'all'):
+                r = bridge.run(RATE, args.view_seconds, TRIALS, client, log_dir, f'_{k}_{condition}', states,
+                               diagnostics, bridge_args)
+            results[condition].append(r)
+            bridge.print_run(RATE, r, f', view outputs: {condition}')
+            print(flush=True)
+    finally:
+        client.close()
+    medians = {c: {key: float(np.median([r[key] if key != 'jitter' else r['jitter_ms'][99] for r in rs]))
+                   for key in ('rtf', 'jitter', 'cpu_share')} for c, rs in results.items()}
+    none, all_ = medians['none'], medians['all']
+    print(f'  medians: none RTF {none["rtf"]:.4f}, jitter p99 {none["jitter"]:.3f} ms, bridge CPU '
+          f'{100 * none["cpu_share"]:.1f} %; all RTF {all_["rtf"]:.4f}, jitter p99 {all_["jitter"]:.3f} ms, bridge '
+          f'CPU {100 * all_["cpu_share"]:.1f} %; all / none: RTF {all_["rtf"] / none["rtf"]:.4f}, bridge CPU '
+          f'{all_["cpu_share"] / none["cpu_share"]:.2f}')
+    for condition, rs in results.items():
+        for r in rs:
+            check(r['rtf'] >= bridge.RTF_MIN and r['jitter_ms'][99] < bridge.JITTER_P99_MAX_MS,
+                  f'  {condition}: RTF {r["rtf"]:.4f} (target >= {bridge.RTF_MIN}), jitter p99 '
+                  f'{r["jitter_ms"][99]:.3f} ms (target < {bridge.JITTER_P99_MAX_MS:g} ms)')
