@@ -19,37 +19,19 @@ Usage: .venv/bin/python benchmarks/grasp.py [--sections calibration preview live
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checks import Checks  # noqa: E402
+from sections import run_sections  # noqa: E402  (benchmarks/sections.py, beside this script)
 
 SECTIONS = ('calibration', 'preview', 'live', 'lift')
 
 
-def section_module(name: str):
-    """The module of section ``name`` (imported on first use)."""
-    return importlib.import_module(f'grasp_{name}')
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sections', nargs='+', choices=SECTIONS, default=list(SECTIONS))
-    for name in SECTIONS:
-        section_module(name).add_arguments(parser)
-    args = parser.parse_args(argv)
-    check = Checks()
-    started = time.perf_counter()
-    for name in args.sections:
-        section_module(name).run(check, args)
-    print(f'{len(check.failed)} target(s) missed; {time.perf_counter() - started:.0f} s')
-    return 1 if check.failed else 0
+    return run_sections(__doc__.splitlines()[0], 'grasp', SECTIONS, argv)
 
 
 if __name__ == '__main__':

@@ -16,38 +16,19 @@ Not part of the tests.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from checks import Checks  # noqa: E402
+from sections import run_sections  # noqa: E402  (benchmarks/sections.py, beside this script)
 
 SECTIONS = ('bridge', 'browser', 'video')
 
 
-def section_module(name: str):
-    """The module of section ``name`` (imported on first use)."""
-    return importlib.import_module(f'view_{name}')
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--sections', nargs='+', choices=SECTIONS, default=list(SECTIONS))
-    args, _ = parser.parse_known_args(argv)
-    for name in args.sections:
-        section_module(name).add_arguments(parser)
-    args = parser.parse_args(argv)
-    check = Checks()
-    started = time.perf_counter()
-    for name in args.sections:
-        section_module(name).run(check, args)
-    print(f'{len(check.failed)} target(s) missed; {time.perf_counter() - started:.0f} s')
-    return 1 if check.failed else 0
+    return run_sections(__doc__.splitlines()[0], 'view', SECTIONS, argv)
 
 
 if __name__ == '__main__':

@@ -15,6 +15,13 @@ beside it as in a lab (the monitor compares the two), under two conditions:
 The two alternate (none, all, all, none: a drift of the machine's speed falls on both alike), ``--view-runs``
 pairs; each start is printed, then the medians of each condition and their ratio (all over none).
 
+Before them, in this process and free of the other processes' noise, **the tick's cost**: the cell's bridge tick
+(``LiveSimulation.step(2)``, a 4 ms tick at 250 Hz) alone and followed by the view's output
+(``mujoco_bridge.visual_output.VisualOutput.tick``: due every 33 ms of the ticks' schedule, the bodies' poses
+copied, their transforms computed and published on a real ``/tf`` publisher), timed tick by tick in alternating
+blocks (A B B A) from one saved state; printed: the mean tick cost of each (the mean carries the 30 Hz work
+spread over the ticks) and their ratio, and the cost of a tick that publishes.
+
 Usage: ``.venv/bin/python benchmarks/view.py --sections bridge [--view-seconds 10] [--view-runs 1]``.
 """
 
@@ -75,8 +82,60 @@ class SimDiagnostics(ros_helpers.Recorder):
             super().__call__(msg)
 
 
+def tick_cost(blocks: int = 20, ticks: int = 250) -> None:
+    """The in-process tick cost (module doc), printed."""
+    import time
+    from types import SimpleNamespace
+    import mujoco
+    import rclpy
+    from mujoco_bridge.visual_output import VisualOutput
+    from shadow_twin.common.paths import config_path
+    from shadow_twin.model.cell.assembly import write_cell_mjcf
+    from shadow_twin.ros.conversions import time_msg
+    from shadow_twin.simulation.live.simulation import LiveSimulation
+    folder = Path(tempfile.mkdtemp(prefix='view_tick_'))
+    path, _ = write_cell_mjcf(None, folder / 'cell.xml')
+    sim = LiveSimulation(path, gains=config_path('controllers', 'cell.yaml'))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('view_tick_cost', context=context)
+    settings = SimpleNamespace(tf_prefix='sim/', mesh_dir=str(folder), tf_rate=30.0, tf_world_frame='world',
+                               markers_topic='')
+    output = VisualOutput(node, sim, settings, time_msg)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    state = np.empty(mujoco.mj_stateSize(sim.model, spec))
+    mujoco.mj_getState(sim.model, sim.data, state, spec)
+    times: dict[str, list[float]] = {'without': [], 'with': []}
+    publishing: list[float] = []
+    clock, mono = time.perf_counter, 0.0
+    for block in range(2 * blocks):
+        condition = ('without', 'with', 'with', 'without')[block % 4]
+        with sim.lock:
+            mujoco.mj_setState(sim.model, sim.data, state, spec)
+        for _ in range(ticks):
+            mono += 1.0 / RATE
+            t0 = clock()
+            sim.step(2)
+            if condition == 'with':
+                due = mono >= output._next_due
+                output.tick(mono)
+            t1 = clock()
+            times[condition].append(t1 - t0)
+            if condition == 'with' and due:
+                publishing.append(t1 - t0)
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+    without, with_ = float(np.mean(times['without'])), float(np.mean(times['with']))
+    print(f'  tick cost (the cell, in this process, {blocks} blocks of {ticks} ticks each way): mean without '
+          f'{without * 1e6:.0f} us, with the TF output {with_ * 1e6:.0f} us (ratio {with_ / without:.3f}); a tick '
+          f'that publishes: median {np.median(publishing) * 1e6:.0f} us ({len(publishing)} ticks), '
+          f'p99 without {np.percentile(times["without"], 99) * 1e6:.0f} us, with {np.percentile(times["with"], 99) * 1e6:.0f} us',
+          flush=True)
+
+
 def run(check, args) -> None:
     """The bridge section (module doc)."""
+    tick_cost()
     domain = ros_helpers.isolate_domain()
     client = ros_helpers.RosClient('view_benchmark', domain_id=domain)
     log_dir = Path(tempfile.mkdtemp(prefix='view_benchmark_'))
