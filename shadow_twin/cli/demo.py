@@ -10,7 +10,8 @@
    trajectories, fits, checks the hold-out, installs and reloads the bridge).
 4. Runs the calibration trajectories and the unseen trajectory again: the error after.
 5. Prints a before/after table, writes ``demo_report.json``, the bags, real-vs-sim
-   plots of each recording (``plots/<recording>/``) and ``error_before_after.png``.
+   plots of each recording (``plots/<recording>/``), ``error_before_after.png`` and the
+   unseen trajectory's videos before and after (``videos/<unseen>_<before|after>.mp4``).
 
 Errors are the mean over the objective joints (J1-J3 of FF, MF, RF, LF) of the
 position MSE between /sim/joint_states and /joint_states over the trajectory plus
@@ -30,6 +31,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +39,12 @@ from sensor_msgs.msg import JointState
 
 from calibration_node.execution import TrajectoryExecutor
 from calibration_node.recorder import BagRecorder
-from shadow_twin.calibration.recordings.bag_comparison import plot_bag
+from shadow_twin.calibration.recordings.bag_comparison import compare_bag, plot_bag
 from shadow_twin.calibration.jobs.job import RecordingSource, recorded_mse
 from shadow_twin.calibration.scoring.metrics import reduction_percent
 from shadow_twin.calibration.jobs.plan import holdout_names
 from shadow_twin.cli import demo_cell
+from shadow_twin.cli.plot import bag_motion
 from shadow_twin.cli.processes import ChildProcesses
 from shadow_twin.cli.up import READY_REPORT
 from shadow_twin.common.errors import GoalRejectedError, ShadowTwinError
@@ -49,9 +52,13 @@ from shadow_twin.common.exit_codes import ExitCode
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.common.paths import config_path
 from shadow_twin.control.trajectory import load_waypoint_yaml
+from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.plots.demo_figures import plot_error_bars
 from shadow_twin.ros.calibration_client import SpinningNode, StatusFollower, follow, request_calibration, run_dir_of
 from shadow_twin.ros.dds import isolate_domain
+from shadow_twin.visual.colours import ErrorScale
+from shadow_twin.visual.video import VideoSettings, render_video
+from shadow_twin.visual.video_gl import RenderingUnavailable
 
 OBJECTIVE_JOINTS = ['rh_[FMRL]FJ[123]']
 SETTLE = 3.0
@@ -61,6 +68,9 @@ SETTLE = 3.0
 START_LEAD = 1.0
 #: Sends of a goal the twin rejects, as in the cell demo and the calibration node's record_attempts.
 SEND_ATTEMPTS = demo_cell.SEND_ATTEMPTS
+#: The unseen trajectory's videos: small, at a low rate, the trajectory and 1 s after it (docs/benchmarks.md:
+#: what they add to the demo); red at 2 mm: the mock's fingers lag the default model's by about a millimetre.
+DEMO_VIDEO = VideoSettings(fps=10.0, width=320, height=240, scale=ErrorScale(full_scale=0.002))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,9 +218,10 @@ def run(args) -> int:
         for when in ('before', 'after'):
             plot_bag(row[f'{when}_bag'], out / 'plots' / f'{row["trajectory"]}_{when}')
     plot_error_bars(out / 'error_before_after.png', rows)
+    videos = unseen_videos(out, rows[-1])
     elapsed = time.monotonic() - started
     report = {'rows': rows, 'calibration_run': str(run_dir), 'calibration_result': json.loads(
-        (run_dir / 'result.json').read_text()), 'wall_time_s': elapsed, 'domain_id': domain,
+        (run_dir / 'result.json').read_text()), 'wall_time_s': elapsed, 'domain_id': domain, 'videos': videos,
         'budget': args.budget, 'error': 'mean over rh_[FMRL]FJ[123] of the position MSE sim vs real over '
         'the trajectory + 3 s (rad^2); rmse = its square root (rad)'}
     write_text_atomic(out / 'demo_report.json', json.dumps(report, indent=2, default=str) + '\n')
@@ -223,9 +234,33 @@ def run(args) -> int:
     print(f'\nunseen trajectory {args.unseen}: error {unseen_row["reduction_percent_mse"]:.1f} % lower (MSE), '
           f'{unseen_row["reduction_percent_rmse"]:.1f} % lower (RMS)')
     print(f'calibrated model: {report["calibration_result"].get("model")}')
-    print(f'report: {out / "demo_report.json"}; plots: {out / "plots"}, {out / "error_before_after.png"}')
+    print(f'report: {out / "demo_report.json"}; plots: {out / "plots"}, {out / "error_before_after.png"}'
+          + (f'; videos: {", ".join(str(out / v) for v in videos)}' if videos else ''))
     print(f'demo finished in {elapsed:.0f} s')
     return ExitCode.OK
+
+
+def unseen_videos(out: Path, row: dict) -> list[str]:
+    """``videos/<trajectory>_before.mp4`` and ``_after.mp4`` of ``row``'s bags: the robot's motion as a ghost
+    against the live sim's, both as recorded (:data:`DEMO_VIDEO`), from the trajectory's stamped start to 1 s
+    after its end. Returns the files written (relative to ``out``); none, with one line, where nothing renders."""
+    written, model = [], TwinModel().model
+    for when in ('before', 'after'):
+        bag = Path(row[f'{when}_bag'])
+        source = RecordingSource(bag.name, bag).resolved()
+        cmp = compare_bag(bag, moving_only=False)
+        motion = bag_motion(cmp)
+        start = min(max(source.start - cmp.start, motion.start), motion.end - 1.0 / DEMO_VIDEO.fps)
+        settings = replace(DEMO_VIDEO, start=start, seconds=source.trajectory.duration + 1.0,
+                           title=f'{row["trajectory"]}: {when} calibration')
+        path = out / 'videos' / f'{row["trajectory"]}_{when}.mp4'
+        try:
+            render_video(path, model, motion, settings)
+        except RenderingUnavailable as exc:
+            print(f'  no videos of {row["trajectory"]}: {exc}', flush=True)
+            break
+        written.append(str(path.relative_to(out)))
+    return written
 
 
 def _row(name: str, role: str, before: dict, after: dict, before_bag: Path, after_bag: Path) -> dict:

@@ -16,6 +16,7 @@ Subcommands:
   rqt             open the monitoring view in rqt once the twin's topics are up
   model           write a UR arm's MJCF (--arm TYPE) or the cell's (MiR250, cabinet, arm, hand)
   frame-calibration  the motion-capture floor frame from three recorded points A, B, C
+  view            serve the twin in a web browser: the 3D scene (sim solid, real ghost), error plots, diagnostics
 
 Errors in the input print one line ``shadow-twin <command>: error: ...`` and exit 2; Ctrl-C and
 SIGTERM end a calibration with one line that says how to resume it (exit 130).
@@ -72,6 +73,8 @@ DELEGATED = {
                                              'its joint efforts: shadow-twin identify --arm TYPE --bag B --out DIR'),
     'frame-calibration': ('shadow_twin.cli.frame_calibration', 'the motion-capture floor frame from three points: '
                           'shadow-twin frame-calibration --a X Y Z --b X Y Z --c X Y Z [--out FILE.yaml] [--json]'),
+    'view': ('shadow_twin.cli.view', 'serve the twin in a web browser (3D scene, error plots, diagnostics, pause/'
+                                     'reset/reload): shadow-twin view [--host 127.0.0.1] [--port 8080]'),
 }
 
 
@@ -247,7 +250,7 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening,
         holdout = _holdout_section(setup, space.values(result.best.x), result.initial.objective,
                                    result.best.objective)
     report = write_outputs(args.out, setup.twin, setup.controller, setup.evaluator, space, result, inputs,
-                           holdout=holdout, executor=executor)
+                           holdout=holdout, executor=executor, holdout_parts=[r.evaluator for r in setup.holdout])
     obj = report['objective']
     print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.4g} -> '
           f'{obj["best"]:.4g} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '

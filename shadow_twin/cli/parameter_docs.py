@@ -19,6 +19,7 @@ from shadow_twin.ros import parameters as ros_params
 from shadow_twin.ros.monitor import parameters as monitor
 from shadow_twin.ros.parameter_docs import NodeTable, main
 from shadow_twin.ros.twin import parameters as twin
+from shadow_twin.ros.view import parameters as view
 
 #: The command that regenerates the page.
 COMMAND = 'python -m shadow_twin.cli.parameter_docs --write'
@@ -51,6 +52,10 @@ def node_tables() -> list[NodeTable]:
         NodeTable('calibration_node', 'The calibration node: calibrates the running twin against the robot on '
                   '`~/calibrate`.', ('calibration_node/parameters.py',), ('calibration_node.yaml',),
                   calibration.SPECS),
+        NodeTable('shadow_twin_view', 'The browser view (`shadow-twin view`, '
+                  '[3D view](view.md#in-a-browser-shadow-twin-view)): the twin\'s TF tree, markers, joint errors and '
+                  'diagnostics on a web page; the command\'s options set these.',
+                  ('shadow_twin/ros/view/parameters.py',), (), view.SPECS),
     ]
 
 

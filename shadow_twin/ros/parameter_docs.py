@@ -95,7 +95,7 @@ def table(specs: Iterable[ParameterSpec]) -> str:
 
 def section(node: NodeTable) -> str:
     """A node's section: title, where its parameters come from, its table(s)."""
-    files = ', '.join(f'`config/{name}`' for name in node.config_files)
+    files = ', '.join(f'`config/{name}`' for name in node.config_files) or 'none'
     sources = ', '.join(f'`{path}`' for path in node.sources)
     parts = [f'## {node.node}', '', f'{node.about} Spec table: {sources}; params files: {files}.', '',
              table(node.specs)]

@@ -56,7 +56,9 @@ class RobotConfiguration:
 
 def link_errors(sim: mujoco.MjData, real: mujoco.MjData, bodies: np.ndarray | None = None) -> np.ndarray:
     """(B,) m: how far each body of ``bodies`` (ids; None: every body but the world) stands in ``sim`` from
-    where it stands in ``real`` (the distance between the two body origins, world frame; both after
-    kinematics of one model)."""
-    ids = np.arange(1, sim.xpos.shape[0]) if bodies is None else np.asarray(bodies, dtype=int)
-    return np.linalg.norm(sim.xpos[ids] - real.xpos[ids], axis=1)
+    where it stands in ``real``: the distance between its two centres of mass (``xipos``, world frame; both
+    after kinematics of one model). The centre of mass, not the body's origin: the origin sits on the body's
+    own joint, which would leave a link's own angle out of its error (a distal phalanx turned about J1 keeps
+    its origin); a massless body's centre is its origin."""
+    ids = np.arange(1, sim.xipos.shape[0]) if bodies is None else np.asarray(bodies, dtype=int)
+    return np.linalg.norm(sim.xipos[ids] - real.xipos[ids], axis=1)

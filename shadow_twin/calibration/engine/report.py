@@ -1,13 +1,15 @@
 """Outputs of a calibration: calibrated MJCF, parameters YAML, report.json,
-history CSV and PNG plots (drawn by :mod:`shadow_twin.plots.report_figures`), all
-written atomically into the output directory."""
+history CSV and PNG plots (drawn by :mod:`shadow_twin.plots.report_figures`), and the
+hold-outs' before/after videos (:mod:`shadow_twin.visual.video`), all written atomically
+into the output directory."""
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -22,11 +24,18 @@ from shadow_twin.calibration.scoring.evaluation import Evaluator, Score
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet, combine_scores, parts_of
 from shadow_twin.calibration.engine.run import CalibrationResult
 from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.common.errors import ModelError
 from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.controller import SimController
 from shadow_twin.model.calibratable import apply_parameters
 from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
 from shadow_twin.plots.report_figures import plot_convergence, plot_joints
+from shadow_twin.visual.video import Motion, VideoSettings, render_video
+from shadow_twin.visual.video_gl import RenderingUnavailable
+
+log = logging.getLogger(__name__)
+#: The hold-outs' videos: small and at a low rate, a look at where the error is (a few s to draw each).
+REPORT_VIDEO = VideoSettings(fps=10.0, width=320, height=240)
 
 
 def parameters_document(space: SearchSpace, x: Sequence[float], controller: SimController, model) -> dict:
@@ -145,17 +154,51 @@ def _safe(label: str) -> str:
     return ''.join(c if c.isalnum() or c in '-_' else '_' for c in Path(label.split()[0]).stem)[:40]
 
 
+def replay_motions(part: Evaluator, parameter_sets: Sequence[Mapping]) -> list[Motion]:
+    """The recording of ``part`` against its replay in the sim (the evaluator's own: one batched rollout) with
+    each of ``parameter_sets`` ({} the model as given): Motions on the evaluator's time base (s from the
+    trajectory start) over its compared joints (rad). Raises ModelError naming a run that went unstable."""
+    motions = []
+    for score in part.evaluate([dict(values) for values in parameter_sets], keep_positions=True):
+        if score.unstable:
+            raise ModelError(score.unstable)
+        motions.append(Motion(part.time_base, part.joints, part.real, score.positions))
+    return motions
+
+
+def holdout_videos(out_dir: Path, twin: TwinModel, controller: SimController, parts: Sequence[Evaluator],
+                   best_values: Mapping) -> list[str]:
+    """Write ``holdout_<k>_<recording>_before.mp4`` and ``..._after.mp4`` (:data:`REPORT_VIDEO`) of each hold-out
+    into ``out_dir``: its real motion as a ghost against its replay with the model as given and as calibrated.
+    Returns the names written; none (a warning logged) where no OpenGL backend renders or a replay went unstable."""
+    names = []
+    for k, part in enumerate(parts, 1):
+        try:
+            motions = replay_motions(part, [{}, best_values])
+            for when, motion in zip(('before', 'after'), motions):
+                name = f'holdout_{k}_{_safe(part.label)}_{when}.mp4'
+                settings = replace(REPORT_VIDEO, title=f'{part.label}: {when} calibration')
+                render_video(out_dir / name, twin.model, motion, settings, controller.joint_map)
+                names.append(name)
+        except (RenderingUnavailable, ModelError) as exc:
+            log.warning('no video of hold-out %s: %s', part.label, exc)
+    return names
+
+
 def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
                   space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]],
-                  holdout: Mapping | None = None, executor=None) -> dict:
+                  holdout: Mapping | None = None, executor=None, holdout_parts: Sequence[Evaluator] = ()) -> dict:
     """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
 
     ``holdout``: the ``holdout`` section of report.json (see :func:`calibration_report`).
     ``executor``: rolls out the identifiability Jacobian when it needs one (default: local threads).
+    ``holdout_parts``: the hold-outs' evaluators: their before/after videos (:func:`holdout_videos`) are written
+    and listed in ``outputs.videos``.
 
     Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
     ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
-    (one per recording of an :class:`EvaluatorSet`), ``report.json`` (with ``phases``: evaluations
+    (one per recording of an :class:`EvaluatorSet`), with ``holdout_parts`` ``holdout_<k>_<recording>_before.mp4``
+    and ``_after.mp4``, ``report.json`` (with ``phases``: evaluations
     and best objective of each optimiser phase, ``phase_log``: which phases ran, in order, and why
     (:func:`phase_lines` prints it), and ``identifiability``: :func:`identifiability_section`).
     """
@@ -184,6 +227,8 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
     final = combine_scores(afters, getattr(evaluator, 'recording_weights', None)) if len(parts) > 1 else afters[0]
     outputs = {'calibrated_model': model_file.name, 'parameters': 'parameters.yaml',
                'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
+    if holdout_parts:
+        outputs['videos'] = holdout_videos(out_dir, twin, controller, holdout_parts, best_values)
     report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings, holdout=holdout)
     report['phases'] = result.phase_summary()
     report['phase_log'] = result.phase_log

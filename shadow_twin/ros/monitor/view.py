@@ -62,7 +62,8 @@ class RealView:
             mujoco.mj_kinematics(self.model, data)
         self.tree = BodyTree(self.model, self.prefix)
         self.scale = ErrorScale(s.view_error_scale, s.view_alpha)
-        self.parts = geom_parts(self.model, mesh_folder(s.view_mesh_dir))
+        # the robots' links only: the world's geoms (the floor) are the sim's, not a ghost's
+        self.parts = [p for p in geom_parts(self.model, mesh_folder(s.view_mesh_dir)) if p.body != 0]
         self.part_bodies = np.array([p.body for p in self.parts], dtype=int)
         self._last_t = None
         self.tf_pub = self.buffer = None
