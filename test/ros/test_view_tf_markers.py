@@ -16,12 +16,16 @@ import numpy as np
 import pytest
 import trimesh
 
-from conftest import SHADOW_MODEL
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.visual.colours import ErrorScale
 from shadow_twin.visual.configuration import RobotConfiguration, link_errors
 
 pytestmark = [pytest.mark.ros]
+
+#: Shadow's hand with its meshes, in ../shared (test/conftest.py's SHADOW_MODEL: that module is not importable by
+#: name from test/ros once test/launch's conftest has been collected).
+SHADOW_MODEL = (Path(__file__).resolve().parents[3] / 'shared' / 'reference' / 'sr_description_mujoco_models'
+                / 'sr_hand_e_plus_environment.xml')
 
 REAL_TOPIC = '/view_test/real_joint_states'
 TURNED, ANGLE = 'rh_FFJ3', 0.5          # the joint the real hand holds off the sim's, rad
