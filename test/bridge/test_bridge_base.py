@@ -57,9 +57,11 @@ def test_velocity_commands_move_the_base_and_odometry_follows(ros, base_bridge):
     assert 0.5 < travelled < 0.4 * span + 0.05, (travelled, span)     # about 2 s at 0.4 m/s
     q = moving.pose.pose.orientation
     assert 2 * math.atan2(q.z, q.w) > 0.4              # turned left
-    # TF carries the same pose
-    transform = tf.last().transforms[0]
-    assert (transform.header.frame_id, transform.child_frame_id) == ('sim/odom', 'sim/base_footprint')
+    # TF carries the same pose; the body tree on /tf too (sim/<body>) leaves the base's frame to the odometry
+    transforms = [t for _, m in tf.snapshot() for t in m.transforms]
+    parents = {t.header.frame_id for t in transforms if t.child_frame_id == 'sim/base_footprint'}
+    assert parents == {'sim/odom'} and any(t.child_frame_id == 'sim/base_link' for t in transforms)
+    transform = [t for t in transforms if t.child_frame_id == 'sim/base_footprint'][-1]
     assert abs(transform.transform.translation.x - moving.pose.pose.position.x) < 0.05
     # commands stop: the base stops within the timeout (0.5 s) and some braking
     assert helpers.wait_until(lambda: abs(odom.last().twist.twist.linear.x) < 0.01, 10.0)
