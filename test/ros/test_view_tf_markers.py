@@ -79,11 +79,21 @@ def cell(ros, model_path, tmp_path_factory):
                  '--params-file', 'config/twin_monitor.yaml', '-p', f'real_joint_states_topics:=[{REAL_TOPIC}]',
                  '-p', f'view.model_path:={model_path}', '-p', f'view.mesh_dir:={folder / "meshes"}'],
                  folder / 'monitor.log')]
+    kinds = {'/tf_static': TFMessage, '/sim/markers': MarkerArray, '/real/markers': MarkerArray}
+
+    def missing() -> list[str]:
+        return ([t for t in ('/sim/markers', '/real/markers') if not latched[t]]
+                + (['/tf_static (both)'] if len(latched['/tf_static']) < 2 else [])
+                + (['/tf'] if tf.count() <= 50 else []))
     try:
-        ready = helpers.wait_until(lambda: latched['/real/markers'] and latched['/sim/markers']
-                                   and len(latched['/tf_static']) >= 2 and tf.count() > 50
-                                   or not all(p.alive() for p in procs), START_TIMEOUT)
-        assert ready and all(p.alive() for p in procs), '\n'.join(p.output()[-2000:] for p in procs)
+        for attempt in range(2):
+            ready = helpers.wait_until(lambda: not missing() or not all(p.alive() for p in procs), START_TIMEOUT / 2)
+            if ready:
+                break
+            for topic in latched:        # a viewer added later gets the latched messages: subscribe again
+                client.node.create_subscription(kinds[topic], topic, latched[topic].append, LATCHED_QOS)
+        assert not missing() and all(p.alive() for p in procs), f'missing: {missing()}\n' + '\n'.join(
+            p.output()[-2000:] for p in procs)
         yield helpers, mirror, latched, tf, procs
     finally:
         for p in procs:
