@@ -64,12 +64,19 @@ def _malformed_commands(now_s: float) -> list:
     return out
 
 
-def flood_malformed(client, repeats: int = 3) -> int:
+def flood_malformed(client, repeats: int = 3, until=None, timeout: float = 30.0) -> int:
     """Publish malformed messages on every topic the cell's nodes subscribe to (joint states,
-    odometry, velocity commands, speed scaling), ``repeats`` rounds; returns how many were sent."""
+    odometry, velocity commands, speed scaling), ``repeats`` rounds, then more rounds until
+    ``until()`` is true or ``timeout`` s have passed; returns how many were sent.
+
+    A publisher matched with a subscription is not yet known to that subscription (DDS discovery
+    completes on the two sides apart): rounds sent before it are lost to it, which ``until`` (e.g.
+    "the node logged the drop") covers. Each publisher waits for its messages to be acknowledged
+    (1 s at most) before it is destroyed."""
     from geometry_msgs.msg import TwistStamped
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
+    from rclpy.duration import Duration
     from std_msgs.msg import Float64
     node = client.node
     pubs = {t: node.create_publisher(JointState, t, 10) for t in JOINT_STATE_TOPICS}
@@ -84,8 +91,9 @@ def flood_malformed(client, repeats: int = 3) -> int:
     assert wait_until(lambda: all(pub.get_subscription_count() >= max(1, subscribers(t, pub))
                                   for t, pub in pubs.items()), 30.0), \
         {t: (pub.get_subscription_count(), subscribers(t, pub)) for t, pub in pubs.items()}
-    sent = 0
-    for _ in range(repeats):
+    sent, rounds, deadline = 0, 0, time.monotonic() + timeout
+    while rounds < repeats or (until is not None and not until() and time.monotonic() < deadline):
+        rounds += 1
         now = node.get_clock().now()
         batches = {t: _malformed_joint_states(now.to_msg()) for t in JOINT_STATE_TOPICS}
         batches.update({t: _malformed_odometry(now.to_msg()) for t in ODOM_TOPICS})
@@ -98,5 +106,6 @@ def flood_malformed(client, repeats: int = 3) -> int:
         time.sleep(0.2)     # the rounds' own pace
     pubs[SPEED_SCALING_TOPIC].publish(Float64(data=100.0))      # leave the arm at full speed
     for pub in pubs.values():
+        pub.wait_for_all_acked(Duration(seconds=1.0))
         node.destroy_publisher(pub)
     return sent
