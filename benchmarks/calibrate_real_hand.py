@@ -22,9 +22,13 @@ Prints, measured on this machine in one run:
 4. The default's result: middle, ring and little finger before and after, and what the
    recording cannot identify.
 
-Targets (issues 10 and 26): the default command ends at or below 0.00048 rad^2 (>= 99.1 % below
+2b. The search model (issue 39): what the default simulates during the search (the parts that cannot act
+   on the objective joints, and those acting only through their load, removed: ``--reduce auto``), the
+   cost of one rollout on the whole and on the reduced model, the default against ``--reduce off``.
+
+Targets (issues 10, 26 and 39): the default command ends at or below 0.000432 rad^2 (>= 99.1 % below
 the default model); at or below least squares alone, or within 1 % of it with a lower hold-out
-error; the whole command in at most 10 s. Exits 1 when one is missed. Other processes on the
+error; the calibration (report.json's ``wall_time_s``) in at most 2 s and the whole command in at most 4 s. Exits 1 when one is missed. Other processes on the
 machine skew wall times: re-run when they look off (``--repeat N`` times each command N times and
 takes the median).
 
@@ -56,9 +60,10 @@ SPACE = ROOT / 'config/calibration/fingers_j123.yaml'
 OBJECTIVE_JOINTS = ['rh_FFJ1', 'rh_FFJ2', 'rh_FFJ3', 'rh_FFJ4']
 #: Hold-out: the joints not fitted (same shared parameters, other fingers), mean MSE (rad^2).
 HOLDOUT_JOINTS = [f'rh_{f}J{k}' for f in ('MF', 'RF', 'LF') for k in (1, 2, 3, 4)]
-TARGET_OBJECTIVE = 0.00048   # rad^2
+TARGET_OBJECTIVE = 0.000432  # rad^2 (issue 39; 0.00048 before)
 TARGET_REDUCTION = 99.1      # %
-TARGET_WALL = 10.0           # s, the whole command
+TARGET_CALIBRATION = 2.0     # s, the calibration itself: report.json's wall_time_s (issue 39)
+TARGET_WALL = 4.0            # s, the whole command (issue 39; 10 s before)
 TARGET_CLOSE = 1.01          # the default within 1 % of least squares alone, with a lower hold-out error
 #: ``shadow-twin calibrate`` with least squares on ``mujoco.minimize``: the same command, the
 #: engine switched in its process (the CLI has no flag for it).
@@ -94,11 +99,11 @@ def replication() -> None:
 
 
 def calibrate(optimizer: str | None, budget: int, seed: int, out: Path, engine: str | None = None,
-              repeat: int = 1) -> dict:
+              repeat: int = 1, extra_args: tuple[str, ...] = ()) -> dict:
     """One ``shadow-twin calibrate`` command (the default optimiser when ``optimizer`` is None),
     ``repeat`` times; report.json of the first plus the command's median wall time (s) and the
     hold-out error (rad^2)."""
-    extra = [] if optimizer is None else ['--optimizer', optimizer]
+    extra = ([] if optimizer is None else ['--optimizer', optimizer]) + list(extra_args)
     walls, report = [], None
     for k in range(repeat):
         target = out if k == 0 else out.with_name(f'{out.name}_{k}')
@@ -213,6 +218,24 @@ def phases_note(report: dict) -> str:
     return ', '.join(f'{e["phase"]} {e["evaluations"]}' if e['ran'] else f'{e["phase"]} not run' for e in log)
 
 
+def rollout_costs(count: int = 8) -> tuple[float, float]:
+    """ms per rollout of the model as given, one thread, on the whole model and on the default search model."""
+    from shadow_twin.calibration.scoring.reduced import search_model
+    from shadow_twin.cli.inputs import load_setup
+    from shadow_twin.cli.main import build_parser
+    args = build_parser().parse_args(['calibrate', '--bag', str(BAG), '--trajectory', TRAJ, '--space', str(SPACE),
+                                      '--out', str(Path(tempfile.gettempdir()) / 'unused')])
+    setup = load_setup(args)
+    search = search_model(setup.evaluator, args.reduce)
+    costs = []
+    for evaluator in (setup.evaluator, search.evaluator):
+        evaluator.evaluate([{}])                # warm
+        t0 = time.perf_counter()
+        evaluator.evaluate([{}] * count)
+        costs.append((time.perf_counter() - t0) / count * 1e3)
+    return costs[0], costs[1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--budget', type=int, default=150, help='rollouts per optimiser (default: 150)')
@@ -236,7 +259,8 @@ def main() -> int:
     print(f'== 2. Optimisers: fingers_j123.yaml, {args.budget} rollouts each, --workers 2, seed 0, whole command')
     print(f'  {"method":34s} {"objective":>10s} {"reduction":>10s} {"wall":>8s} {"rollouts":>8s} {"hold-out":>10s}  '
           f'(rad^2; hold-out: MF/RF/LF J1-4 mean MSE, not fitted)')
-    runs = [(None, None, f'{default} (default)'), ('bo+lsq', None, 'bo+lsq (the default before)'),
+    runs = [(None, None, f'{default} (default)'), ('off', None, f'{default}, --reduce off (whole model)'),
+            ('bo+lsq', None, 'bo+lsq (the default before)'),
             ('lsq', None, 'lsq (least squares alone, trf)'), ('lsq', 'mujoco', 'lsq on mujoco.minimize')]
     if args.with_global:
         runs += [('bo', None, 'bo'), ('random', None, 'random')]
@@ -245,14 +269,18 @@ def main() -> int:
         for optimizer, engine, label in runs:
             if optimizer == 'bo+lsq' and 'bo+lsq' in args.skip:
                 continue
-            out = Path(tmp) / label.split()[0].replace('+', '_').replace('.', '_')
-            out = out.with_name(out.name + ('_mujoco' if engine else ''))
-            reports[label] = report = calibrate(optimizer, args.budget, 0, out, engine, args.repeat)
+            out = Path(tmp) / label.split()[0].replace('+', '_').replace('.', '_').replace(',', '')
+            out = out.with_name(out.name + ('_mujoco' if engine else '') + ('_whole' if optimizer == 'off' else ''))
+            if optimizer == 'off':      # the default optimiser on the whole model
+                reports[label] = report = calibrate(None, args.budget, 0, out, None, args.repeat, ('--reduce', 'off'))
+            else:
+                reports[label] = report = calibrate(optimizer, args.budget, 0, out, engine, args.repeat)
             if len(reports) == 1:
                 row('default model', report['objective']['initial'], report['objective']['initial'], None, None,
                     report['holdout_mse_before'], '(the model as given)')
             row(label, report['objective']['best'], report['objective']['initial'], report['command_wall_time_s'],
-                report['evaluations'], report['holdout_mse'], phases_note(report))
+                report['evaluations'], report['holdout_mse'], phases_note(report) +
+                f'; calibration {report["wall_time_s"]:.2f} s')
         if args.sysid:
             result = sysid(args.budget)
             if result is None:
@@ -277,6 +305,19 @@ def main() -> int:
         initial = ours['objective']['initial']
         for name, result, wall, held in engines(args.budget):
             row(name, result.cost, initial, wall, result.rollouts, held, result.ended)
+    whole = reports[f'{default}, --reduce off (whole model)']
+    print('== 2b. Simulating only what is compared (issue 39): the search model')
+    for line in ours['search_model']['models']:
+        print(f'  {line}')
+    full_ms, small_ms = rollout_costs()
+    print(f'  per rollout (one thread, 8 rollouts each, this process): whole model {full_ms:.1f} ms, reduced '
+          f'{small_ms:.1f} ms ({full_ms / small_ms:.2f}x)')
+    print(f'  calibration: whole model {whole["wall_time_s"]:.2f} s ({whole["evaluations"]} rollouts), reduced '
+          f'{ours["wall_time_s"]:.2f} s ({ours["evaluations"]} rollouts): {whole["wall_time_s"] / ours["wall_time_s"]:.2f}x; '
+          f'whole command {whole["command_wall_time_s"]:.2f} s against {ours["command_wall_time_s"]:.2f} s')
+    search = ours['search_model']
+    print(f'  the search\'s best on the reduced model {search["best_on_search_model"]:.7f} rad^2, on the whole model '
+          f'{search["best_on_whole_model"]:.7f} rad^2; the whole model\'s own fit {whole["objective"]["best"]:.7f} rad^2')
     best, wall = ours['objective']['best'], ours['command_wall_time_s']
     reduction = ours['objective']['reduction_percent']
     print(f'== 4. The default ({default}), seed 0')
@@ -294,7 +335,8 @@ def main() -> int:
     close = best <= lsq_best or (best <= TARGET_CLOSE * lsq_best and ours['holdout_mse'] < lsq_held)
     checks = [(f'objective {best:.6f} <= {TARGET_OBJECTIVE} rad^2', best <= TARGET_OBJECTIVE),
               (f'reduction {reduction:.2f} % >= {TARGET_REDUCTION} %', reduction >= TARGET_REDUCTION),
-              (f'whole command {wall:.1f} s <= {TARGET_WALL} s', wall <= TARGET_WALL),
+              (f'calibration {ours["wall_time_s"]:.2f} s <= {TARGET_CALIBRATION} s', ours['wall_time_s'] <= TARGET_CALIBRATION),
+              (f'whole command {wall:.2f} s <= {TARGET_WALL} s', wall <= TARGET_WALL),
               (f'objective {best:.6f} <= least squares alone {lsq_best:.6f} rad^2, or within 1 % with a lower '
                f'hold-out error ({ours["holdout_mse"]:.6f} vs {lsq_held:.6f})', close)]
     for text, ok in checks:

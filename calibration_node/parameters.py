@@ -31,6 +31,10 @@ SPECS = (
     ParameterSpec('optimizer', DEFAULT_OPTIMIZER, 'Optimiser of the model parameters.', choices=tuple(OPTIMISERS)),
     ParameterSpec('budget', 60, 'Rollouts (simulations) of the optimiser.', bounds=(1, 100000)),
     ParameterSpec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
+    ParameterSpec('reduce', 'auto', "What the search simulates: 'auto' removes the parts that cannot act on the "
+                  "objective joints and those acting only through their load when that moves the objective by at most "
+                  "0.5 %; 'exact' only the former; 'off' the whole model (reports score the whole model).",
+                  choices=('auto', 'exact', 'off')),
     ParameterSpec('cluster', '', "Where the rollout batches run: '' (this node's threads), auto, ray://HOST:PORT or "
                   'HOST:PORT (a Ray cluster; docs/calibration.md).'),
     ParameterSpec('seed', 0, 'Random seed.', bounds=(0, 2**31 - 1)),

@@ -54,7 +54,7 @@ class PlanSetup:
             raise ConfigError(f'bag(s) not found: {missing}')
         common = dict(mode=OFFLINE if bags else LIVE, settings=self._optimiser_settings(), alignment=alignment,
                       real_topic=s.real_joint_states_topic, sim_topic=s.sim_joint_states_topic,
-                      cluster=s.cluster.strip())
+                      cluster=s.cluster.strip(), reduce=s.reduce)
         if protocol['contacts'] is not None:         # the hand's model is model_path's, not the bridge's (the cell)
             return {**common, **contact_plan_fields(s, protocol['contacts'], bags)}
         model_path, gains_file = self._base_model(cell=protocol['protocol'] is not None)

@@ -38,7 +38,10 @@ from support.imports import (CORE_ORDER, NODE_PACKAGES, REPO, back_arrows, impor
 #: Imports allowed inside functions: optional heavy dependencies (each says why in a comment).
 LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python', 'mujoco.viewer', 'glfw',
         'mujoco_bridge.viewer',
-        'ray')  # shadow_twin/calibration/engine/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
+        'ray',  # shadow_twin/calibration/engine/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
+        # a calibration command's start (issue 39: the whole command in 4 s): scipy's least squares only for
+        # its engine, the t quantile at the report, trimesh where meshes are written
+        'scipy.optimize', 'scipy.special', 'trimesh')
 
 
 def test_core_never_imports_ros_messages_nodes_or_upper_layers():

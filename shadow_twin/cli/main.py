@@ -37,9 +37,12 @@ from shadow_twin.calibration.search import identifiability
 from shadow_twin.calibration.scoring import metrics
 from shadow_twin.calibration.jobs.job import install_decision
 from shadow_twin.calibration.search.optimisers import OPTIMISERS
-from shadow_twin.calibration.engine.report import phase_lines, write_outputs
+from shadow_twin.calibration.engine.report import phase_lines, whole_model_scores, write_outputs
 from shadow_twin.calibration.engine.run import CHECKPOINT, Calibration, CalibrationSettings
+from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, LOAD_TOLERANCE, MODES as REDUCE_MODES
+from shadow_twin.calibration.scoring.reduced import SearchModel, gap_line, search_model
 from shadow_twin.calibration.search.search_space import SearchSpace
+from shadow_twin.plots.aside import FigureProcess
 from shadow_twin.calibration.engine.sensitivity import MIN_SAMPLES, SENSITIVITY_JSON, TORNADO_PNG
 from shadow_twin.cli.input_files import load_params
 from shadow_twin.cli.inputs import (OneLineParser, Setup, add_input_arguments, add_run_options, capped_workers,
@@ -121,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument('--resume', action='store_true', help='continue the run checkpointed in --out')
     cal.add_argument('--force', action='store_true',
                      help='write into an --out that holds files of its own (they may be replaced)')
+    cal.add_argument('--reduce', choices=REDUCE_MODES, default=DEFAULT_REDUCE,
+                     help='simulate only what is compared during the search: auto (the default) removes the parts '
+                          'that cannot act on the objective joints and those acting only through their load when '
+                          f'that moves the objective by at most {100 * LOAD_TOLERANCE:g} %%; exact: only the parts '
+                          'that cannot act; off: the whole model (the report scores the whole model in every case)')
     add_run_options(cal)
 
     sen = sub.add_parser('sensitivity', help='which parameters of a search space move the objective: Pearson '
@@ -191,6 +199,12 @@ def cmd_calibrate(args) -> int:
     settings = CalibrationSettings(args.optimizer, args.budget - samples, workers, args.batch_size or args.workers,
                                    args.seed, args.initial_points, args.acq_func, args.log_objective,
                                    args.global_budget)
+    with FigureProcess() as figures:        # matplotlib loads beside the work; the report's figures are drawn there
+        return _checked_calibrate(args, settings, samples, figures)
+
+
+def _checked_calibrate(args, settings, samples: int, figures: FigureProcess) -> int:
+    """``calibrate`` once its settings are checked: every input read and checked, then the run."""
     setup = load_setup(args)
     space = SearchSpace.from_yaml(args.space, setup.twin)
     if args.screen and args.screen > len(space.dimensions):
@@ -208,9 +222,10 @@ def cmd_calibrate(args) -> int:
         run_info['screen'] = {'parameters': args.screen, 'samples': samples}
         earlier = earlier_screening(args.out, screening)
         screening = {'run': screening, 'doc': earlier}
+    search = search_model(setup.evaluator, args.reduce)
     # the executor before --out is created: a bad --cluster leaves nothing
-    with open_executor(args, setup.evaluator) as executor, exclusive_directory(args.out, '--out'):
-        return _calibrate(args, settings, setup, space, inputs, run_info, screening, executor)
+    with open_executor(args, search.evaluator) as executor, exclusive_directory(args.out, '--out'):
+        return _calibrate(args, settings, setup, space, inputs, run_info, screening, executor, search, figures)
 
 
 def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_after: float) -> dict:
@@ -232,11 +247,13 @@ def _holdout_section(setup: Setup, best_values: dict, fit_before: float, fit_aft
             'accept': accept, 'reason': reason}
 
 
-def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening, executor) -> int:
-    """The calibration itself, while this process holds ``--out``; ``executor`` rolls out the batches."""
+def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening, executor,
+               search: SearchModel, figures: FigureProcess) -> int:
+    """The calibration itself, while this process holds ``--out``; ``executor`` rolls out the batches of
+    ``search`` (the whole model's evaluator or a reduced one: the report scores the whole model)."""
     if screening is not None:
         space = screened_space(args, setup, space, screening, inputs, executor)
-    calibration = Calibration(setup.evaluator, space, settings, args.out, run_info, args.resume, executor)
+    calibration = Calibration(search.evaluator, space, settings, args.out, run_info, args.resume, executor)
     log.info('calibrating %d parameters with %s: %d evaluations, %d workers (%s) -> %s',
              len(space.dimensions), settings.optimizer, settings.budget, settings.workers, executor.name, args.out)
     bar, progress = progress_bar(args, settings.budget, 'calibrate', 'eval')
@@ -245,12 +262,17 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening,
     finally:
         if bar is not None:
             bar.close()
+    best_values = space.values(result.best.x)
+    scores = whole_model_scores(setup.evaluator, best_values, settings.workers)  # the report's before and after
+    initial, final = scores[1], scores[2]
+    if search.reduced:
+        log.info('search model: %s', gap_line(result.best.objective, final.objective))
     holdout = None
     if setup.holdout:
-        holdout = _holdout_section(setup, space.values(result.best.x), result.initial.objective,
-                                   result.best.objective)
+        holdout = _holdout_section(setup, best_values, initial.objective, final.objective)
     report = write_outputs(args.out, setup.twin, setup.controller, setup.evaluator, space, result, inputs,
-                           holdout=holdout, executor=executor, holdout_parts=[r.evaluator for r in setup.holdout])
+                           holdout=holdout, executor=executor, holdout_parts=[r.evaluator for r in setup.holdout],
+                           search=search, scores=scores, figures=figures)
     obj = report['objective']
     print(f'objective (mean MSE over {", ".join(obj["joints"])}): {obj["initial"]:.4g} -> '
           f'{obj["best"]:.4g} rad^2 ({obj["reduction_percent"]:.1f} % lower) after '
@@ -277,6 +299,9 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening,
     if report.get('identifiability'):
         for line in identifiability.summary_lines(report['identifiability']):
             print(line)
+    if search.reduced:
+        print(f'search model: {"; ".join(search.lines)}')
+        print(f'  {gap_line(result.best.objective, report["objective"]["best"])}')
     print(f'calibrated model: {args.out / report["outputs"]["calibrated_model"]}')
     return ExitCode.OK
 

@@ -152,6 +152,17 @@ def set_parameter(model: mujoco.MjModel, target: ParameterTarget, value: float) 
         model.actuator_biasprm[aid, 2] = -value
 
 
+#: The MuJoCo object type of each target kind.
+OBJECT_TYPES = {'joint': mujoco.mjtObj.mjOBJ_JOINT, 'actuator': mujoco.mjtObj.mjOBJ_ACTUATOR,
+                'geom': mujoco.mjtObj.mjOBJ_GEOM, 'body': mujoco.mjtObj.mjOBJ_BODY}
+
+
+def has_target(model: mujoco.MjModel, target: ParameterTarget) -> bool:
+    """Whether ``model`` has the element ``target`` names (a reduced model lacks the removed parts')."""
+    kind = OBJECT_TYPES.get(target.kind)
+    return kind is not None and mujoco.mj_name2id(model, kind, target.name) >= 0
+
+
 def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
     """Set several parameters in place; see :func:`set_parameter`.
 

@@ -74,7 +74,11 @@ def plot_joints(path: Path, time_base: np.ndarray, joints: Sequence[str], real: 
         ax.set_ylabel('angle (rad)')
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title or 'Real vs simulated joint angles')
+    # margins in inches (the figure grows with the rows): one drawing, not cropped afterwards (2/3 of the time)
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=0.75 / width, right=1 - 0.15 / width, top=1 - 0.8 / height,
+                        bottom=(0.75 if still else 0.55) / height, hspace=0.35, wspace=0.3)
     if still:
-        fig.text(0.5, 0.0, f'not drawn (moved less than {STILL:g} rad): {", ".join(still)}', ha='center',
-                 va='top', fontsize=7, wrap=True)
-    write_figure(path, fig)
+        fig.text(0.5, 0.1 / height, f'not drawn (moved less than {STILL:g} rad): {", ".join(still)}', ha='center',
+                 va='bottom', fontsize=7, wrap=True)
+    write_figure(path, fig, tight=False)

@@ -21,7 +21,6 @@ from typing import Sequence
 
 import mujoco
 import numpy as np
-import trimesh
 
 from shadow_twin.common.files import write_bytes_atomic
 
@@ -131,6 +130,7 @@ def mesh_file(model: mujoco.MjModel, mesh: int, folder: Path) -> Path:
     face_start, faces = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
     vertices = np.asarray(model.mesh_vert[start:start + count], dtype=float)
     triangles = np.asarray(model.mesh_face[face_start:face_start + faces], dtype=np.int64)
+    import trimesh      # lazy: ~70 ms of imports, only where meshes are written
     data = trimesh.Trimesh(vertices, triangles, process=False).export(file_type='stl')
     name = model.mesh(mesh).name or f'mesh{mesh}'
     path = folder / f'{name}-{hashlib.sha256(data).hexdigest()[:12]}.stl'

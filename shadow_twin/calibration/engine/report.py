@@ -22,6 +22,7 @@ from shadow_twin.calibration.search import identifiability
 from shadow_twin.calibration.scoring import metrics
 from shadow_twin.calibration.scoring.evaluation import Evaluator, Score
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet, combine_scores, parts_of
+from shadow_twin.calibration.scoring.reduced import SearchModel
 from shadow_twin.calibration.engine.run import CalibrationResult
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ModelError
@@ -29,6 +30,7 @@ from shadow_twin.common.files import write_text_atomic
 from shadow_twin.control.controller import SimController
 from shadow_twin.model.calibratable import apply_parameters
 from shadow_twin.model.mjcf import TwinModel, write_calibrated_mjcf
+from shadow_twin.plots.aside import FigureProcess
 from shadow_twin.plots.report_figures import plot_convergence, plot_joints
 from shadow_twin.visual.video import Motion, VideoSettings, render_video
 from shadow_twin.visual.video_gl import RenderingUnavailable
@@ -185,54 +187,88 @@ def holdout_videos(out_dir: Path, twin: TwinModel, controller: SimController, pa
     return names
 
 
+def whole_model_scores(evaluator: Evaluator | EvaluatorSet, best_values: Mapping,
+                       nthread: int = 2) -> tuple[list, Score, Score]:
+    """The model as given and ``best_values`` scored on the whole model (positions kept, for the figures):
+    ([(before, after) per recording], the combined before, the combined after); one batched rollout of two
+    per recording, on ``nthread`` threads."""
+    parts = parts_of(evaluator)
+    pairs = [tuple(part.evaluate([{}, dict(best_values)], nthread, keep_positions=True)) for part in parts]
+    weights = getattr(evaluator, 'recording_weights', None)
+    if len(parts) == 1:
+        return pairs, pairs[0][0], pairs[0][1]
+    return pairs, combine_scores([b for b, _ in pairs], weights), combine_scores([a for _, a in pairs], weights)
+
+
 def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, evaluator: Evaluator | EvaluatorSet,
                   space: SearchSpace, result: CalibrationResult, inputs: Mapping[str, Mapping[str, str]],
-                  holdout: Mapping | None = None, executor=None, holdout_parts: Sequence[Evaluator] = ()) -> dict:
+                  holdout: Mapping | None = None, executor=None, holdout_parts: Sequence[Evaluator] = (),
+                  search: SearchModel | None = None, scores: tuple | None = None,
+                  figures: FigureProcess | None = None) -> dict:
     """Write every output of a finished calibration into ``out_dir``; returns report.json's content.
 
     ``holdout``: the ``holdout`` section of report.json (see :func:`calibration_report`).
     ``executor``: rolls out the identifiability Jacobian when it needs one (default: local threads).
     ``holdout_parts``: the hold-outs' evaluators: their before/after videos (:func:`holdout_videos`) are written
-    and listed in ``outputs.videos``.
+    and listed in ``outputs.videos``. ``search``: what the search simulated (a reduced model,
+    :mod:`~shadow_twin.calibration.scoring.reduced`): its evaluator rolls out the identifiability Jacobian, and
+    report.json's ``search_model`` compares its best with the whole model's. ``scores``: what
+    :func:`whole_model_scores` returned for this result (computed here without it): the report's before and
+    after are always the whole model's. ``figures``: the process that draws the figures (without it they
+    are drawn here, at the end).
 
     Files: ``<model>_calibrated.xml``, ``parameters.yaml``, ``history.csv``, ``convergence.png``,
     ``joints_before_after.png`` (one recording) or ``joints_before_after_<k>_<recording>.png``
     (one per recording of an :class:`EvaluatorSet`), with ``holdout_parts`` ``holdout_<k>_<recording>_before.mp4``
     and ``_after.mp4``, ``report.json`` (with ``phases``: evaluations
     and best objective of each optimiser phase, ``phase_log``: which phases ran, in order, and why
-    (:func:`phase_lines` prints it), and ``identifiability``: :func:`identifiability_section`).
+    (:func:`phase_lines` prints it), and ``identifiability``: :func:`identifiability_section`). The figures are
+    drawn in a process of their own meanwhile (:class:`~shadow_twin.plots.aside.FigureProcess`).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     best_values = space.values(result.best.x)
+    parts = parts_of(evaluator)
+    pairs, initial, final = scores or whole_model_scores(evaluator, best_values,
+                                                         int(result.settings.get('workers', 1) or 1))
+    own = figures is None
+    figures = FigureProcess(enabled=False) if own else figures     # a caller's process only: a node's has DDS threads
+    jobs = [(plot_convergence, (out_dir / 'convergence.png', [e.objective for e in result.evaluations],
+                                initial.objective))]
+    plots, recordings = ['convergence.png'], []
+    for k, (part, (before, after)) in enumerate(zip(parts, pairs)):
+        name = 'joints_before_after.png' if len(parts) == 1 else f'joints_before_after_{k}_{_safe(part.label)}.png'
+        title = (f'{part.label if len(parts) > 1 else "Real vs simulated"}: objective '
+                 f'{before.objective:.4g} -> {after.objective:.4g} rad$^2$')
+        jobs.append((plot_joints, (out_dir / name, part.time_base, part.joints, part.real,
+                                      {'sim before': before.positions, 'sim after': after.positions}, title,
+                                      part.objective_joints)))
+        plots.append(name)
+        recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
+    figures.draw(jobs)
     mjcf_values, _ = controller.split_values(best_values, twin.model)
     model_file = out_dir / f'{twin.path.stem}_calibrated.xml'
     write_calibrated_mjcf(twin, mjcf_values, model_file)
     doc = parameters_document(space, result.best.x, controller, twin.model)
     write_text_atomic(out_dir / 'parameters.yaml', yaml.safe_dump(doc, sort_keys=False))
     write_history_csv(out_dir / 'history.csv', result, space)
-    plot_convergence(out_dir / 'convergence.png', [e.objective for e in result.evaluations], result.initial.objective)
-    parts = parts_of(evaluator)
-    plots, recordings, afters = ['convergence.png'], [], []
-    for k, part in enumerate(parts):
-        before, after = part.evaluate([{}, best_values], keep_positions=True)
-        name = 'joints_before_after.png' if len(parts) == 1 else f'joints_before_after_{k}_{_safe(part.label)}.png'
-        title = (f'{part.label if len(parts) > 1 else "Real vs simulated"}: objective '
-                 f'{before.objective:.4g} -> {after.objective:.4g} rad$^2$')
-        plot_joints(out_dir / name, part.time_base, part.joints, part.real,
-                    {'sim before': before.positions, 'sim after': after.positions}, title=title,
-                    keep=part.objective_joints)
-        plots.append(name)
-        recordings.append({'objective_before': before.objective, 'objective_after': after.objective})
-        afters.append(after)
-    final = combine_scores(afters, getattr(evaluator, 'recording_weights', None)) if len(parts) > 1 else afters[0]
     outputs = {'calibrated_model': model_file.name, 'parameters': 'parameters.yaml',
                'history': 'history.csv', 'plots': plots, 'checkpoint': 'checkpoint.jsonl'}
     if holdout_parts:
         outputs['videos'] = holdout_videos(out_dir, twin, controller, holdout_parts, best_values)
-    report = calibration_report(result, evaluator, space, final, inputs, outputs, recordings, holdout=holdout)
+    report = calibration_report(replace(result, initial=initial), evaluator, space, final, inputs, outputs,
+                                recordings, holdout=holdout)
     report['phases'] = result.phase_summary()
     report['phase_log'] = result.phase_log
     if hasattr(evaluator, 'evaluate_residuals'):
-        report['identifiability'] = identifiability_section(result, evaluator, space, executor)
+        report['identifiability'] = identifiability_section(result, search.evaluator if search else evaluator,
+                                                            space, executor)
+    if search is not None:
+        report['search_model'] = {**search.report(), 'best_on_search_model': result.best.objective,
+                                  'best_on_whole_model': final.objective}
+    try:
+        figures.finish()
+    finally:
+        if own:
+            figures.__exit__(None, None, None)
     write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
     return report

@@ -43,6 +43,7 @@ import yaml
 from shadow_twin.calibration.scoring import metrics
 from shadow_twin.calibration.scoring.evaluation import Evaluator
 from shadow_twin.calibration.scoring.placement import AlignmentSettings
+from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, search_model
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.scoring.metrics import reduction_percent
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, JointStateRecording, bag_topics,
@@ -117,6 +118,7 @@ class JobSpec:
         joint_map_file: ROS -> MJCF joint-name map YAML (None: identity).
         cluster: where the rollout batches run: '' (this process's threads), ``auto``,
             ``ray://HOST:PORT`` or ``HOST:PORT`` (a Ray cluster; :mod:`shadow_twin.calibration.engine.executor`).
+        reduce: what the search simulates (:mod:`~shadow_twin.calibration.scoring.reduced`): auto, exact or off.
     """
 
     model_path: Path
@@ -129,6 +131,7 @@ class JobSpec:
     alignment: AlignmentSettings = field(default_factory=AlignmentSettings)
     joint_map_file: Path | None = None
     cluster: str = ''
+    reduce: str = DEFAULT_REDUCE
 
 
 @dataclass
@@ -265,13 +268,14 @@ class CalibrationJob:
         resume = (self.run_dir / CHECKPOINT).exists()
         if resume:
             log.info('resuming the calibration checkpointed in %s', self.run_dir)
+        search = search_model(self.fit_set, self.spec.reduce)
         with make_executor(self.spec.cluster, self.spec.settings.workers) as executor:
-            executor.prepare(self.fit_set)          # shipped once, checked on every node, before any rollout
-            calibration = Calibration(self.fit_set, self.space, self.spec.settings, self.run_dir, run_info, resume,
-                                      executor=executor)
+            executor.prepare(search.evaluator)      # shipped once, checked on every node, before any rollout
+            calibration = Calibration(search.evaluator, self.space, self.spec.settings, self.run_dir, run_info,
+                                      resume, executor=executor)
             result = calibration.run(progress)
             report = write_outputs(self.run_dir, self.twin, self.controller, self.fit_set, self.space, result, inputs,
-                                   executor=executor)
+                                   executor=executor, search=search)
         best = self.space.values(result.best.x)
         holdout = {}
         for source, part in zip(self.holdout, self.holdout_parts):

@@ -37,6 +37,7 @@ from shadow_twin.calibration.contacts.protocol import ContactProtocol
 from shadow_twin.calibration.jobs.cell_job import CellJobSpec, CellTopics
 from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.engine.executor import parse_cluster
+from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, MODES as REDUCE_MODES
 from shadow_twin.calibration.jobs.job import RESULT, JobSpec, RecordingSource
 from shadow_twin.calibration.jobs.protocol import VALIDATION, CellProtocol
 from shadow_twin.calibration.engine.run import CalibrationSettings
@@ -112,6 +113,8 @@ class CalibrationPlan:
     frame_file: str | None = None
     cluster: str = ''
     contacts: dict | None = None
+    #: What the search simulates (:mod:`~shadow_twin.calibration.scoring.reduced`: auto, exact, off).
+    reduce: str = DEFAULT_REDUCE
     created: str = field(default_factory=lambda: time.strftime('%Y-%m-%dT%H:%M:%S%z'))
 
     def __post_init__(self) -> None:
@@ -124,6 +127,8 @@ class CalibrationPlan:
             raise ConfigError(f'recording names must be unique, got {names}')
         CalibrationSettings(**self.settings)     # validates
         parse_cluster(self.cluster)
+        if self.reduce not in REDUCE_MODES:
+            raise ConfigError(f'reduce {self.reduce!r}: expected one of {", ".join(REDUCE_MODES)}')
         AlignmentSettings(**self.alignment)
         if self.protocol is not None:
             self._check_protocol()
@@ -239,7 +244,7 @@ class CalibrationPlan:
         return JobSpec(Path(self.model_path), Path(self.gains_file), Path(self.space_file),
                        list(self.objective_joints), sources[False], sources[True],
                        CalibrationSettings(**self.settings), AlignmentSettings(**self.alignment),
-                       Path(self.joint_map_file) if self.joint_map_file else None, self.cluster)
+                       Path(self.joint_map_file) if self.joint_map_file else None, self.cluster, self.reduce)
 
 
     def cell_protocol(self) -> CellProtocol:

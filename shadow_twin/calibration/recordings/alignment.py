@@ -269,7 +269,10 @@ def resample(times: np.ndarray, values: np.ndarray, new_times: np.ndarray) -> np
         raise RecordingError(f'cannot resample onto [{new_times[0]:.3f}, {new_times[-1]:.3f}] s: '
                              f'data cover [{times[0]:.3f}, {times[-1]:.3f}] s')
     values = np.asarray(values, dtype=float).reshape(times.size, -1)
-    return np.stack([np.interp(new_times, times, values[:, k]) for k in range(values.shape[1])], axis=1)
+    if times.size < 2:
+        return np.repeat(values[:1], new_times.size, axis=0)
+    idx, w = interpolation_weights(times, new_times)        # one search for every column
+    return values[idx] * (1.0 - w)[:, None] + values[idx + 1] * w[:, None]
 
 
 def interpolation_weights(times: np.ndarray, new_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -280,8 +283,9 @@ def interpolation_weights(times: np.ndarray, new_times: np.ndarray) -> tuple[np.
     """
     times = np.asarray(times, dtype=float)
     idx = np.clip(np.searchsorted(times, new_times, side='right') - 1, 0, times.size - 2)
-    w = np.clip((new_times - times[idx]) / (times[idx + 1] - times[idx]), 0.0, 1.0)
-    return idx, w
+    span = times[idx + 1] - times[idx]
+    w = np.clip((new_times - times[idx]) / np.where(span > 0, span, 1.0), 0.0, 1.0)
+    return idx, np.where(span > 0, w, 1.0)      # two samples at one stamp: the later one
 
 
 def nearest_indices(times: np.ndarray, new_times: np.ndarray) -> np.ndarray:

@@ -8,10 +8,12 @@ recording (settings, occurrences, held joints) is :mod:`~shadow_twin.calibration
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
+import mujoco
 import numpy as np
 
 from shadow_twin.calibration.recordings import alignment
@@ -21,7 +23,7 @@ from shadow_twin.calibration.scoring.placement import AlignmentSettings, held_jo
 from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, has_target
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.offline import TrajectorySimulator
 
@@ -101,6 +103,8 @@ class Evaluator:
                  label: str | None = None) -> None:
         self.twin = twin
         self.label = label or recording.label
+        #: The model the rollouts run on: ``twin.model`` (another with :meth:`on_model`).
+        self.model = twin.model
         self.controller = controller
         self.trajectory = trajectory
         self.settings = settings or AlignmentSettings()
@@ -210,13 +214,13 @@ class Evaluator:
         initial = dict(zip(self.joints, alignment.resample(times, self._real, [at])[0]))
         if self.held_joints:
             initial.update(zip(self.held_joints, alignment.resample(times, self._held, [at])[0]))
-        return TrajectorySimulator(self.twin.model, self.controller, self.trajectory,
+        return TrajectorySimulator(self.model, self.controller, self.trajectory,
                                    self.window + self._margin + 0.01 - offset, initial, s.interpolation,
                                    velocities, offset)
 
     def _fit_delay(self) -> None:
         """Refine the trajectory start by the delay that best fits the default model."""
-        sim = self.simulator.run([self.twin.model])[0][:, self._columns]
+        sim = self.simulator.run([self.model])[0][:, self._columns]
         ref_times = self.simulator.times[self.simulator.times <= self.window]
         ref = sim[: ref_times.size]
         shift, _ = alignment.fit_delay(ref_times, ref, self._real_times - self.start, self._real,
@@ -246,6 +250,28 @@ class Evaluator:
             nearest = alignment.nearest_indices(self.simulator.times[published], self.time_base)
             self._sim_index, self._sim_weight = published[nearest] + 1, np.zeros(self.time_base.size)
 
+    def on_model(self, model: mujoco.MjModel, controller: SimController) -> 'Evaluator':
+        """This evaluator with its rollouts on ``model`` (converted by ``controller``), e.g. a reduced model
+        (:mod:`~shadow_twin.calibration.scoring.reduced`): the same placement, delay, initial state and
+        time base; the compared joints are those ``model`` still drives (the objective joints must be among
+        them), and parameters of parts ``model`` lacks are skipped.
+
+        Raises:
+            TrajectoryError: an objective joint ``model`` does not drive.
+        """
+        missing = [j for j in self.objective_joints if j not in controller.joint_names]
+        if missing:
+            raise TrajectoryError(f'{self.label}: objective joint(s) {missing} are not in the reduced model')
+        out = copy.copy(self)
+        out.model, out.controller = model, controller
+        kept = [k for k, j in enumerate(self.joints) if j in controller.joint_names]
+        out.joints = [self.joints[k] for k in kept]
+        out._real, out.real = self._real[:, kept], self.real[:, kept]
+        out.trajectory = self.trajectory.subset([j for j in self.trajectory.joint_names if j in controller.joint_names])
+        out._columns = [controller.joint_names.index(j) for j in out.joints]
+        out.simulator = out._simulator(self.start)
+        return out
+
     def sim_on_time_base(self, positions: np.ndarray) -> np.ndarray:
         """Map (nstep, J_controller) simulated positions onto the time base -> (N, J_compared)."""
         sim = positions[:, self._columns]
@@ -267,7 +293,8 @@ class Evaluator:
         per set None or why its run went unstable (:mod:`~shadow_twin.calibration.scoring.stability`)."""
         models = self.simulator.model_copies(len(parameter_sets))
         for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values)
+            apply_parameters(model, values if self.model is self.twin.model else
+                             {t: v for t, v in values.items() if has_target(model, t)})
         sim = self.simulator
         with stability.mujoco_warnings() as warnings:
             positions, clock = sim.run_with_clock(models, nthread)

@@ -43,7 +43,6 @@ from typing import Callable, Sequence
 
 import mujoco.minimize
 import numpy as np
-import scipy.optimize
 
 from shadow_twin.calibration.search.search_space import SearchSpace
 from shadow_twin.common.errors import ConfigError
@@ -290,6 +289,7 @@ def fit_least_squares(residuals: ResidualFunction, space: SearchSpace, x0: np.nd
             jac.reset()  # a fresh finite-difference Jacobian at each (re)start
             jac.step = steps[level]
             if method == 'scipy':
+                import scipy.optimize   # lazy: 0.2 s of imports the default engine (mujoco) does without
                 status = scipy.optimize.least_squares(lambda u: f.at(u) / scale, start, jac=lambda u: jac(u) / scale,
                                                       bounds=(0.0, 1.0), method='trf', x_scale=x_scale,
                                                       max_nfev=10 * budget + 10, xtol=xtol or 1e-8).message
