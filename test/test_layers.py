@@ -41,7 +41,8 @@ LAZY = ('matplotlib', 'skopt', 'sklearn', 'cma', 'pyswarms', 'ament_index_python
         'ray',  # shadow_twin/calibration/engine/executor.py, shipped.py: Ray (about 1 s to import) only with --cluster
         # a calibration command's start (issue 39: the whole command in 4 s): scipy's least squares only for
         # its engine, the t quantile at the report, trimesh where meshes are written
-        'scipy.optimize', 'scipy.special', 'trimesh')
+        'scipy.optimize', 'scipy.special', 'trimesh',
+        'warp', 'mujoco_warp')  # shadow_twin/simulation/warp_rollout.py: only for --backend warp (0.5 s, GPU setup)
 
 
 def test_core_never_imports_ros_messages_nodes_or_upper_layers():

@@ -25,6 +25,7 @@ from shadow_twin.calibration.engine.executor import make_executor
 from shadow_twin.calibration.recordings.recording import (TRAJECTORY, bag_topics, read_commanded_trajectory,
                                                           read_joint_states)
 from shadow_twin.cli.input_files import load_trajectory
+from shadow_twin.simulation.warp_rollout import BACKENDS
 from shadow_twin.common.errors import ConfigError, RecordingError, ShadowTwinError
 from shadow_twin.common.files import sha256_of
 from shadow_twin.common.globs import matching
@@ -142,6 +143,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help='roll the batches out on a Ray cluster: ray://HEAD:10001 (its client port), '
                              'HEAD:6379, or auto (this machine is a node of it); default: this process\'s '
                              '--workers threads (see docs/calibration.md, "On a cluster (Ray)")')
+    parser.add_argument('--backend', choices=BACKENDS, default='cpu',
+                        help='where the rollouts run: cpu (mujoco.rollout on --workers threads; the default) or warp '
+                             '(MuJoCo Warp, every parameter set of a batch at once: for a GPU; 32-bit floats, see '
+                             'docs/calibration.md)')
+    parser.add_argument('--device', metavar='DEVICE',
+                        help="with --backend warp: Warp's device, e.g. cuda:0 or cpu (default: a GPU where there is one)")
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     parser.add_argument('--out', type=Path, required=True, help='output directory')
 
@@ -285,6 +292,12 @@ def load_setup(args) -> Setup:
         except ShadowTwinError as exc:
             raise type(exc)(f'--holdout {spec}: {exc}') from None
     evaluator = fit[0].evaluator if len(fit) == 1 else EvaluatorSet([r.evaluator for r in fit], weights)
+    backend = getattr(args, 'backend', 'cpu')
+    if getattr(args, 'device', None) and backend != 'warp':
+        raise ConfigError('--device is for --backend warp')
+    if backend != 'cpu':
+        for part in [*fit, *holdout]:
+            part.evaluator.use_backend(backend, args.device)
     return Setup(twin, controller, evaluator, Path(gains_file), fit, holdout, weights if len(fit) > 1 else None)
 
 

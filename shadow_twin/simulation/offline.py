@@ -20,6 +20,7 @@ from shadow_twin.common.errors import ModelError, TrajectoryError
 from shadow_twin.control.base.trajectory import yaw_from_quaternion
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
+from shadow_twin.simulation.warp_rollout import warp_rollout
 from shadow_twin.simulation.mobile_base import SimMobileBase, TwistCommands, wheel_rate_schedule
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -173,6 +174,8 @@ class TrajectorySimulator:
             self.desired_velocities[:, _wheel_columns(controller, self.base)] = wheel_rate_schedule(
                 self.base, base_commands, step_times)
         self._datas: list[mujoco.MjData] = []
+        #: Where the rollouts run: 'cpu' (``mujoco.rollout`` on threads) or 'warp' (MuJoCo Warp, on ``device``).
+        self.backend, self.device = 'cpu', None
 
     @staticmethod
     def _settle(model: mujoco.MjModel, controller: SimController, data: mujoco.MjData, seconds: float) -> None:
@@ -278,7 +281,11 @@ class TrajectorySimulator:
         return np.concatenate([states[..., adr:adr + 2], np.asarray(yaw)[..., None]], axis=-1)
 
     def _rollout(self, models: Sequence[mujoco.MjModel], nthread: int) -> np.ndarray:
-        """(M, nstep, state size) full physics states of one batched ``mujoco.rollout``."""
+        """(M, nstep, state size) full physics states of one batched ``mujoco.rollout``; on ``backend`` 'warp'
+        (M, nstep, 1 + nq): time and ``qpos``, all the callers read
+        (:func:`~shadow_twin.simulation.warp_rollout.warp_rollout`, on ``device``)."""
+        if self.backend == 'warp':
+            return warp_rollout(models, self.initial_state, np.stack([self.control(m) for m in models]), self.device)
         nthread = max(1, min(nthread, len(models)))
         while len(self._datas) < nthread:
             self._datas.append(mujoco.MjData(self.model))

@@ -206,6 +206,15 @@ def test_calibrate_numeric_flags_are_refused_in_one_line(extra, files, tmp_path)
     assert not (tmp_path / 'out').exists()
 
 
+@pytest.mark.parametrize('extra, expected', [(['--backend', 'gpu'], "argument --backend: invalid choice: 'gpu'"),
+                                             (['--device', 'cpu'], '--device is for --backend warp'),
+                                             (['--reduce', 'some'], "argument --reduce: invalid choice: 'some'")])
+def test_backend_device_and_reduce_flags_are_refused_in_one_line(extra, expected, files, tmp_path):
+    line = one_line(*run_cli(BAG_COMMANDS['calibrate'](files, 'good', tmp_path / 'out') + extra), 'calibrate')
+    assert expected in line
+    assert not (tmp_path / 'out').exists()
+
+
 def test_workers_are_capped_at_the_cores(monkeypatch, capsys):
     from types import SimpleNamespace
     monkeypatch.setattr('shadow_twin.cli.inputs.available_cores', lambda: 2)

@@ -26,6 +26,7 @@ from shadow_twin.control.trajectory import JointTrajectory
 from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, has_target
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.offline import TrajectorySimulator
+from shadow_twin.simulation.warp_rollout import BACKENDS, warp_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,8 @@ class Evaluator:
         self.label = label or recording.label
         #: The model the rollouts run on: ``twin.model`` (another with :meth:`on_model`).
         self.model = twin.model
+        #: (backend, device) of the rollouts (:meth:`use_backend`).
+        self.backend: tuple[str, str | None] = ('cpu', None)
         self.controller = controller
         self.trajectory = trajectory
         self.settings = settings or AlignmentSettings()
@@ -214,9 +217,27 @@ class Evaluator:
         initial = dict(zip(self.joints, alignment.resample(times, self._real, [at])[0]))
         if self.held_joints:
             initial.update(zip(self.held_joints, alignment.resample(times, self._held, [at])[0]))
-        return TrajectorySimulator(self.model, self.controller, self.trajectory,
-                                   self.window + self._margin + 0.01 - offset, initial, s.interpolation,
-                                   velocities, offset)
+        simulator = TrajectorySimulator(self.model, self.controller, self.trajectory,
+                                        self.window + self._margin + 0.01 - offset, initial, s.interpolation,
+                                        velocities, offset)
+        simulator.backend, simulator.device = self.backend
+        return simulator
+
+    def use_backend(self, backend: str, device: str | None = None) -> None:
+        """Run the rollouts on ``backend``: 'cpu' (``mujoco.rollout``, the default) or 'warp' (MuJoCo Warp on
+        ``device``, default Warp's preferred; :mod:`~shadow_twin.simulation.warp_rollout`).
+
+        Raises:
+            ConfigError: an unknown backend, or 'warp' where MuJoCo Warp is not installed.
+        """
+        if backend not in BACKENDS:
+            raise ConfigError(f'backend {backend!r}: expected one of {", ".join(BACKENDS)}')
+        if backend == 'warp':
+            why = warp_unavailable()
+            if why:
+                raise ConfigError(f'--backend warp: {why}')
+        self.backend = (backend, device)
+        self.simulator.backend, self.simulator.device = self.backend
 
     def _fit_delay(self) -> None:
         """Refine the trajectory start by the delay that best fits the default model."""

@@ -53,6 +53,11 @@ class EvaluatorSet:
         return [combine_scores([scores[k] for scores in per_part], self.recording_weights)
                 for k in range(len(parameter_sets))]
 
+    def use_backend(self, backend: str, device: str | None = None) -> None:
+        """Every recording's rollouts on ``backend`` (:meth:`Evaluator.use_backend`)."""
+        for part in self.parts:
+            part.use_backend(backend, device)
+
     def _recording_shares(self) -> np.ndarray:
         """(K,) share of each recording in the objective: its weight over the sum (equal by default)."""
         w = np.asarray(self.recording_weights, dtype=float)
