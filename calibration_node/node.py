@@ -298,6 +298,7 @@ class CalibrationNode(PlanSetup, Node):
         self.status.set('preparing', f'aligning {len(plan.entries)} recording(s)')
         job = CalibrationJob(plan.job_spec(run_dir), run_dir)
         budget = plan.settings['budget']
+        simulated = job.search().short()        # what the search simulates (issue 39), in every status
 
         step = max(1, budget // 10)
         logged = {'best': None, 'done': 0}
@@ -308,9 +309,11 @@ class CalibrationNode(PlanSetup, Node):
             if log:
                 logged.update(best=best, done=done)
             self.status.set('calibrating', f'{done}/{total} evaluations, best objective {best:.6g} rad^2',
-                            log=log, evaluations=done, budget=total, best_objective=f'{best:.6g}')
+                            log=log, evaluations=done, budget=total, best_objective=f'{best:.6g}',
+                            search_model=simulated)
         self.status.set('calibrating', f'0/{budget} evaluations ({plan.settings["optimizer"]}, '
-                        f'{len(job.space.dimensions)} parameters)', evaluations=0, budget=budget)
+                        f'{len(job.space.dimensions)} parameters, {simulated})', evaluations=0, budget=budget,
+                        search_model=simulated)
         result = job.run(progress)
         document = result.to_dict()
         summary = dict(fit_before=f'{result.fit_before:.6g}', fit_after=f'{result.fit_after:.6g}',

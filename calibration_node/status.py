@@ -2,7 +2,8 @@
 
 The status is a phase (idle, starting, recording, preparing, calibrating, installing,
 done, refused, failed), a one-line message, a level (OK/WARN/ERROR) and key-value
-details (run_dir, trajectory, evaluations, budget, best_objective, fit and hold-out
+details (run_dir, trajectory, evaluations, budget, best_objective, search_model (what the search
+simulates: the reduced model's degrees of freedom, issue 39), fit and hold-out
 errors, model, report) that ``shadow-twin calibrate-live`` and rqt_robot_monitor show.
 """
 

@@ -256,7 +256,8 @@ def _calibrate(args, settings, setup: Setup, space, inputs, run_info, screening,
     calibration = Calibration(search.evaluator, space, settings, args.out, run_info, args.resume, executor)
     log.info('calibrating %d parameters with %s: %d evaluations, %d workers (%s) -> %s',
              len(space.dimensions), settings.optimizer, settings.budget, settings.workers, executor.name, args.out)
-    bar, progress = progress_bar(args, settings.budget, 'calibrate', 'eval')
+    # the bar names what the search simulates (issue 39): rollouts, time and the best objective follow
+    bar, progress = progress_bar(args, settings.budget, f'calibrate ({search.short()})', 'rollout')
     try:
         result = calibration.run(progress)
     finally:

@@ -43,7 +43,7 @@ import yaml
 from shadow_twin.calibration.scoring import metrics
 from shadow_twin.calibration.scoring.evaluation import Evaluator
 from shadow_twin.calibration.scoring.placement import AlignmentSettings
-from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, search_model
+from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, SearchModel, search_model
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
 from shadow_twin.calibration.scoring.metrics import reduction_percent
 from shadow_twin.calibration.recordings.recording import (JOINT_STATE, JointStateRecording, bag_topics,
@@ -243,6 +243,7 @@ class CalibrationJob:
         self.fit = [s.resolved() for s in spec.fit]
         self.holdout = [s.resolved() for s in spec.holdout]
         self.fit_set = EvaluatorSet([self._evaluator(s) for s in self.fit])
+        self._search: SearchModel | None = None
         self.holdout_parts = [self._evaluator(s) for s in self.holdout]
 
     def _evaluator(self, source: RecordingSource) -> Evaluator:
@@ -256,6 +257,13 @@ class CalibrationJob:
         files.update({f'bag:{s.name}': s.bag for s in self.fit + self.holdout})
         return {name: {'path': str(Path(p).resolve()), 'sha256': sha256_of(p)} for name, p in files.items()}
 
+    def search(self) -> SearchModel:
+        """What the search simulates (:func:`~shadow_twin.calibration.scoring.reduced.search_model` of the fit's
+        recordings under ``spec.reduce``; built on the first call)."""
+        if self._search is None:
+            self._search = search_model(self.fit_set, self.spec.reduce)
+        return self._search
+
     def run(self, progress: Callable[[int, int, float], None] | None = None) -> JobResult:
         """Calibrate, write the outputs and ``result.json``; returns the result.
 
@@ -268,7 +276,7 @@ class CalibrationJob:
         resume = (self.run_dir / CHECKPOINT).exists()
         if resume:
             log.info('resuming the calibration checkpointed in %s', self.run_dir)
-        search = search_model(self.fit_set, self.spec.reduce)
+        search = self.search()
         with make_executor(self.spec.cluster, self.spec.settings.workers) as executor:
             executor.prepare(search.evaluator)      # shipped once, checked on every node, before any rollout
             calibration = Calibration(search.evaluator, self.space, self.spec.settings, self.run_dir, run_info,

@@ -56,6 +56,14 @@ class SearchModel:
     rollout_s: dict[str, float]
     objective_gap: float | None = None
 
+    def short(self) -> str:
+        """A few words for a progress bar: the search model's degrees of freedom against the whole model's."""
+        parts = self.evaluator.parts if isinstance(self.evaluator, EvaluatorSet) else [self.evaluator]
+        whole = parts[0].twin.model.nv
+        if not self.reduced:
+            return f'whole model, {whole} dofs'
+        return f'reduced model, {"/".join(str(p.model.nv) for p in parts)} of {whole} dofs'
+
     def report(self) -> dict:
         """The report's ``reduction`` section."""
         return {'reduced': self.reduced, 'models': self.lines, 'rollout_s': self.rollout_s,

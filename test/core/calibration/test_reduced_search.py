@@ -131,3 +131,8 @@ def test_an_objective_joint_outside_the_reduced_model_is_refused(bolted):
     other.objective_joints = ['rh_MFJ3']
     with pytest.raises(TrajectoryError, match=r"objective joint\(s\) \['rh_MFJ3'\] are not in the reduced model"):
         other.on_model(search.evaluator.model, search.evaluator.controller)
+
+
+def test_the_progress_bar_names_the_search_model(bolted, real_recording, hand_closing):
+    assert search_model(bolted, 'exact').short() == 'reduced model, 4 of 22 dofs'
+    assert search_model(bolted, 'off').short() == 'whole model, 22 dofs'
