@@ -33,7 +33,8 @@ SPECS = (
     ParameterSpec('workers', 2, 'Simulations in parallel (threads).', bounds=(1, 256)),
     ParameterSpec('reduce', 'auto', "What the search simulates: 'auto' removes the parts that cannot act on the "
                   "objective joints and those acting only through their load when that moves the objective by at most "
-                  "0.5 %; 'exact' only the former; 'off' the whole model (reports score the whole model).",
+                  "0.5 %; 'exact' only the former; 'off' the whole model (reports score the whole model). The cell protocol "
+                  "under 'auto': each group's runs with the parts they hold still frozen, under the same rule.",
                   choices=('auto', 'exact', 'off')),
     ParameterSpec('cluster', '', "Where the rollout batches run: '' (this node's threads), auto, ray://HOST:PORT or "
                   'HOST:PORT (a Ray cluster; docs/calibration.md).'),

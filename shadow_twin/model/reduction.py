@@ -26,7 +26,7 @@ tendon couplings always keep their subtree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -233,6 +233,94 @@ def reduced_spec(spec: mujoco.MjSpec, reduction: Reduction) -> mujoco.MjSpec:
         if body is None:
             raise ModelError(f'no body {name!r} in the model to remove')
         out.delete(body)
+    for key in list(out.keys):
+        out.delete(key)
+    return out
+
+
+def subtree_joints(model: mujoco.MjModel, body: str) -> list[str]:
+    """Names of the joints of ``body`` and every body below it, model order. Raises ModelError for an
+    unknown body."""
+    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+    if root < 0:
+        raise ModelError(f'no body {body!r} in the model')
+    tree = _subtree(model, root)
+    return [model.joint(j).name for j in range(model.njnt) if int(model.jnt_bodyid[j]) in tree]
+
+
+def _pose_at(model: mujoco.MjModel, body: int, positions: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """(pos, quat) of ``body`` in its parent's frame with its hinge and slide joints at ``positions`` (rad, m;
+    absent ones at their reference), as ``mj_kinematics`` moves a body: a hinge turns it about its axis through
+    its anchor by (q - ref), a slide shifts it along its axis."""
+    pos, quat = model.body_pos[body].copy(), model.body_quat[body].copy()
+    for j in range(model.body_jntadr[body], model.body_jntadr[body] + model.body_jntnum[body]):
+        name, kind = model.joint(j).name, int(model.jnt_type[j])
+        if name not in positions:
+            continue
+        if kind not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            raise ModelError(f'joint {name}: only hinge and slide joints are frozen at a position')
+        q = float(positions[name]) - float(model.qpos0[model.jnt_qposadr[j]])
+        axis, anchor_local = model.jnt_axis[j], model.jnt_pos[j]
+        if kind == int(mujoco.mjtJoint.mjJNT_SLIDE):
+            shift = np.empty(3)
+            mujoco.mju_rotVecQuat(shift, axis * q, quat)
+            pos = pos + shift
+            continue
+        anchor = np.empty(3)
+        mujoco.mju_rotVecQuat(anchor, anchor_local, quat)
+        anchor += pos
+        turn, turned = np.empty(4), np.empty(4)
+        mujoco.mju_axisAngle2Quat(turn, axis, q)
+        mujoco.mju_mulQuat(turned, quat, turn)
+        quat = turned
+        offset = np.empty(3)
+        mujoco.mju_rotVecQuat(offset, anchor_local, quat)
+        pos = anchor - offset
+    return pos, quat
+
+
+def frozen_spec(spec: mujoco.MjSpec, joints: Sequence[str], positions: Mapping[str, float] | None = None,
+                model: mujoco.MjModel | None = None) -> mujoco.MjSpec:
+    """A copy of ``spec`` with ``joints`` welded at ``positions`` (rad, m; by joint; absent ones, or all
+    without ``positions``, where the MJCF places them: their reference), ``model`` being ``spec`` compiled
+    (needed with ``positions``): the bodies,
+    their masses and inertias and their geoms stay, the joints, the actuators on them and the tendons through
+    them go (and the keyframes: their sizes are the whole model's). A frozen part still loads its parents
+    (issue 39: "the arm runs on the arm and the hand's load"); where it would have moved, freezing it is an
+    approximation that the caller measures.
+
+    Raises:
+        ModelError: a joint the spec does not have, or one an equality constraint ties (it would tie nothing).
+    """
+    out = spec.copy()
+    names = set(joints)
+    if positions:
+        if model is None:
+            raise ValueError('frozen_spec: positions need the compiled model')
+        moved = {int(model.jnt_bodyid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j)])
+                 for j in positions if j in names and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j) >= 0}
+        for body in sorted(moved):
+            pos, quat = _pose_at(model, body, {j: q for j, q in positions.items() if j in names})
+            target = out.body(model.body(body).name)
+            if target is None:
+                raise ModelError(f'body {body} has no name: its joints cannot be frozen at a position')
+            target.pos, target.quat = pos, quat
+            target.alt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
+    found = {j.name for j in out.joints if j.name in names}
+    if found != names:
+        raise ModelError(f'no joint(s) {sorted(names - found)} in the model to freeze')
+    tied = [e.name or 'an equality' for e in out.equalities if {e.name1, e.name2} & names]
+    if tied:
+        raise ModelError(f'cannot freeze joints an equality constraint ties ({", ".join(tied)})')
+    tendons = {t.name for t in out.tendons               # a tendon through a frozen joint goes with it
+               if any(w.type == mujoco.mjtWrap.mjWRAP_JOINT and w.target.name in names for w in t.path)}
+    for actuator in list(out.actuators):
+        if actuator.target in names or actuator.target in tendons:
+            out.delete(actuator)
+    for tendon in [t for t in out.tendons if t.name in tendons]:
+        out.delete(tendon)
+    for joint in [j for j in out.joints if j.name in names]:
+        out.delete(joint)
     for key in list(out.keys):
         out.delete(key)
     return out

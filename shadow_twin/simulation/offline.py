@@ -102,6 +102,11 @@ class TrajectorySimulator:
                  time_offset: float = 0.0, base_commands: TwistCommands | None = None,
                  settle_time: float = 0.0, base_lead_in: TwistCommands | None = None,
                  hold_at_rest_command: bool = False) -> None:
+        #: The arguments of this run, for :meth:`on_model`.
+        self._arguments = dict(trajectory=trajectory, duration=duration, initial_positions=initial_positions,
+                               interpolation=interpolation, initial_velocities=initial_velocities,
+                               time_offset=time_offset, base_commands=base_commands, settle_time=settle_time,
+                               base_lead_in=base_lead_in, hold_at_rest_command=hold_at_rest_command)
         unknown = [] if trajectory is None else [j for j in trajectory.joint_names if j not in controller.joint_names]
         if unknown:
             raise TrajectoryError(f'trajectory joint(s) {unknown} are not driven by the model '
@@ -292,6 +297,19 @@ class TrajectorySimulator:
         controls = np.stack([self.control(m) for m in models])
         state, _ = mujoco.rollout.rollout(list(models), self._datas[:nthread], self.initial_state, controls)
         return state
+
+    def on_model(self, model: mujoco.MjModel, controller: SimController) -> 'TrajectorySimulator':
+        """The same run on ``model`` (converted by ``controller``), e.g. one with parts frozen
+        (:func:`shadow_twin.model.reduction.frozen_spec`): the trajectory's joints and initial positions that
+        ``controller`` does not drive are left out; the backend is kept."""
+        arguments = dict(self._arguments)
+        trajectory = arguments['trajectory']
+        if trajectory is not None:
+            driven = [j for j in trajectory.joint_names if j in controller.joint_names]
+            arguments['trajectory'] = trajectory.subset(driven) if driven else None
+        out = TrajectorySimulator(model, controller, **arguments)
+        out.backend, out.device = self.backend, self.device
+        return out
 
     def model_copies(self, count: int) -> list[mujoco.MjModel]:
         """``count`` independent copies of the model, to set model parameters on in place."""

@@ -2,8 +2,8 @@
 
 The core of the calibration node's cell calibration (live: the bags it has just recorded
 running :mod:`~shadow_twin.calibration.jobs.protocol`'s runs through the twin; offline: bags given
-with ``bag:=``, or ``shadow-twin calibrate --protocol``). A job, for each group in turn
-(the arm first, since the arm rides on the base):
+with ``bag:=``, or ``shadow-twin calibrate --protocol``). A job, for each group (the two at once: they
+share nothing, each fit starts from the model as given on its own runs; issue 39):
 
 1. **screens** the group's search space (the study's influence index over
    ``screening_samples`` random parameter sets, :mod:`~shadow_twin.calibration.engine.sensitivity`) on
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +44,8 @@ from shadow_twin.calibration.recordings import alignment
 from shadow_twin.calibration.scoring.base_evaluation import BaseEvaluator, BaseObjectiveSettings
 from shadow_twin.calibration.recordings.base_recording import read_base_recording
 from shadow_twin.calibration.jobs.cell_result import CellJobResult, GroupFit, cell_install_decision, run_metrics
+from shadow_twin.calibration.scoring import reduced
+from shadow_twin.calibration.jobs.cell_search import group_search_model
 from shadow_twin.calibration.scoring.evaluation import Evaluator
 from shadow_twin.calibration.scoring.placement import AlignmentSettings
 from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
@@ -124,6 +127,9 @@ class CellJobSpec:
         cluster: where the screenings' and fits' rollout batches run ('' = this process's threads;
             a Ray cluster: :mod:`shadow_twin.calibration.engine.executor`).
         base_objective: how base runs are replayed and compared.
+        reduce: 'auto' screens and fits each group on the model with the parts its runs need not move frozen,
+            where that is measured within tolerance (:func:`~shadow_twin.calibration.jobs.cell_search.group_search_model`); 'exact' and
+            'off' on the whole model (freezing a part is never exact).
     """
 
     protocol: CellProtocol
@@ -136,6 +142,7 @@ class CellJobSpec:
     frame_file: Path | None = None
     cluster: str = ''
     base_objective: BaseObjectiveSettings = field(default_factory=BaseObjectiveSettings)
+    reduce: str = reduced.DEFAULT_MODE
 
 
 class CellCalibrationJob:
@@ -219,8 +226,24 @@ class CellCalibrationJob:
         started = time.perf_counter()
         inputs = self._inputs()
         with make_executor(self.spec.cluster, self.spec.workers) as executor:    # one cluster join for both groups
-            groups = {'arm': self._group('arm', self.runs_of(ARM_IDENTIFICATION), executor, progress, inputs),
-                      'base': self._group('base', self.runs_of(IDENTIFICATION), executor, progress, inputs)}
+            # the two groups share nothing (each fit starts from the model as given, on its own runs): fitted at
+            # once, the arm's optimiser (Python-bound) overlaps the base's rollouts (which release the GIL);
+            # each its own settings and seed, so the values are those of one group after the other
+            # (the base in a daemon thread, the arm in this one: Ctrl-C and SIGTERM still end the job at once)
+            base: dict = {}
+
+            def fit_base() -> None:
+                try:
+                    base['fit'] = self._group('base', self.runs_of(IDENTIFICATION), executor, progress, inputs)
+                except BaseException as exc:        # re-raised in this thread
+                    base['error'] = exc
+            thread = threading.Thread(target=fit_base, name='cell_base_group', daemon=True)
+            thread.start()
+            arm = self._group('arm', self.runs_of(ARM_IDENTIFICATION), executor, progress, inputs)
+            thread.join()
+            if 'error' in base:
+                raise base['error']
+            groups = {'arm': arm, 'base': base['fit']}
         calibrated = {**groups['arm'].values, **groups['base'].values}
         runs, plots = self._compare(calibrated, progress)
         validation_runs = self.runs_of(VALIDATION)
@@ -251,6 +274,8 @@ class CellCalibrationJob:
         if not run_names:
             return GroupFit({}, list(space.names), [], {}, {}, float('nan'), float('nan'), 0)
         evaluator = EvaluatorSet([self.evaluators[n] for n in run_names])
+        if self.spec.reduce == 'auto':          # freezing a part is never exact: not under 'exact'
+            evaluator = group_search_model(self, group, run_names, evaluator)
         executor.prepare(evaluator)                 # shipped once, checked on every node, before any rollout
         influence, ranking, fitted = {}, list(space.names), list(space.names)
         if protocol.screening_samples:

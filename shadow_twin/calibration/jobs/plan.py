@@ -279,7 +279,8 @@ class CalibrationPlan:
         return CellJobSpec(protocol=protocol, model_path=Path(self.model_path), gains_file=Path(self.gains_file),
                            bags=bags, topics=topics, seed=int(self.settings['seed']),
                            workers=int(self.settings['workers']),
-                           frame_file=Path(self.frame_file) if self.frame_file else None, cluster=self.cluster)
+                           frame_file=Path(self.frame_file) if self.frame_file else None, cluster=self.cluster,
+                           reduce=self.reduce)
 
 
 def protocol_entries(protocol: CellProtocol, bags: Sequence[str | Path] | None = None) -> list[PlanEntry]:

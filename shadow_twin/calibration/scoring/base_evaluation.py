@@ -21,9 +21,11 @@ It has the interface of :class:`~shadow_twin.calibration.scoring.evaluation.Eval
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import mujoco
 import numpy as np
 
 from shadow_twin.calibration.recordings.base_recording import BaseRecording, poses_relative_to
@@ -32,7 +34,7 @@ from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, has_target
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
@@ -139,6 +141,20 @@ class BaseEvaluator:
             self.arm_real = arm_recording.values(self.arm_joints)[keep]
             self._arm_columns = [controller.joint_names.index(j) for j in self.arm_joints]
 
+    def on_model(self, model: mujoco.MjModel, controller: SimController) -> 'BaseEvaluator':
+        """This evaluator with its rollouts on ``model`` (converted by ``controller``; e.g. the arm frozen:
+        :func:`shadow_twin.model.reduction.frozen_spec`): the same run and path; the arm joints ``model`` does
+        not drive are no longer compared, and parameters of parts it lacks are skipped."""
+        out = copy.copy(self)
+        out.controller = controller
+        out.simulator = self.simulator.on_model(model, controller)
+        kept = [k for k, j in enumerate(self.arm_joints) if j in controller.joint_names]
+        out.arm_joints = [self.arm_joints[k] for k in kept]
+        if self.arm_joints:
+            out.arm_real = self.arm_real[:, kept]
+            out._arm_columns = [controller.joint_names.index(j) for j in out.arm_joints]
+        return out
+
     # -- simulation --------------------------------------------------------------------------
     def simulate(self, parameter_sets: Sequence[Mapping[ParameterTarget, float]], nthread: int = 1) -> np.ndarray:
         """(M, N, 3) simulated paths (x, y m; yaw rad) relative to the sim's start pose, at
@@ -150,8 +166,9 @@ class BaseEvaluator:
         """((M, N, 3) paths as :meth:`simulate`, (M, T, J) arm positions at :attr:`arm_times`, rad;
         J = 0 without an arm recording), one batched rollout."""
         models = self.simulator.model_copies(len(parameter_sets))
+        whole = self.simulator.model is self.twin.model
         for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values)
+            apply_parameters(model, values if whole else {t: v for t, v in values.items() if has_target(model, t)})
         positions, poses = self.simulator.run_base(models, nthread)
         step_times = np.concatenate([[0.0], self.simulator.times - self.simulator.time_offset])
         start_pose = self.simulator.initial_base_pose

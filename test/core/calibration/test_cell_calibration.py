@@ -344,3 +344,36 @@ def test_a_base_stand_in_with_a_moving_arm_starts_in_the_pose_with_the_arm_servo
         if swinging:
             assert sim.positions(['shoulder_pan_joint'])[0] == pytest.approx(0.0, abs=0.05)   # it followed
     assert abs(yaw[False]) < 1e-3 and abs(yaw[True]) > 3 * abs(yaw[False]) + 1e-3, yaw
+
+
+def test_a_groups_search_model_freezes_what_its_runs_hold_still_and_measures_it(small, cell, tmp_path, caplog,
+                                                                                 monkeypatch):
+    """Issue 39: the base group's runs hold the arm still: searched with the arm and the hand frozen where each run
+    starts them, when the model as given scores within the tolerance on it; the arm group with the hand frozen."""
+    from shadow_twin.calibration.jobs import cell_search
+    from shadow_twin.calibration.scoring import reduced
+    from shadow_twin.calibration.scoring.evaluator_set import EvaluatorSet
+    protocol, bags = small
+    job = CellCalibrationJob(CellJobSpec(protocol, Path(cell[0]), GAINS, bags), tmp_path / 'run')
+    whole_nv = job.twin.model.nv
+    base_joints = cell_search.frozen_joints(job, 'base', ['IN1'])
+    arm_joints = cell_search.frozen_joints(job, 'arm', [n for n in job.evaluators if n.startswith('AR')])
+    assert 'shoulder_pan_joint' in base_joints and 'rh_FFJ3' in base_joints and 'rh_FFJ3' in arm_joints
+    assert all(j.startswith('rh_') for j in arm_joints) and len(arm_joints) == 24       # the hand, nothing else
+    part = job.evaluators['IN1']
+    frozen = cell_search.frozen_part(job, part, base_joints)
+    assert frozen.simulator.model.nv == whole_nv - len(base_joints)
+    # the frozen arm stands where the whole model's run starts it: the base starts in the same pose
+    np.testing.assert_allclose(frozen.simulator.initial_base_pose, part.simulator.initial_base_pose, atol=2e-4)
+    whole_path, frozen_path = part.simulate([{}])[0], frozen.simulate([{}])[0]
+    assert np.abs(frozen_path - whole_path).max() < 0.05            # the same run, within centimetres
+    evaluator = EvaluatorSet([part])
+    with caplog.at_level('INFO', logger='shadow_twin.calibration.jobs.cell_search'):
+        chosen = cell_search.group_search_model(job, 'base', ['IN1'], evaluator)
+    line = next(r.message for r in caplog.records if r.message.startswith('search model:'))
+    assert f'of {whole_nv} dofs; the model as given scores' in line and 'a rollout batch' in line
+    gap = float(line.split('scores ')[1].split(' %')[0]) / 100
+    assert (chosen is evaluator) == (abs(gap) > reduced.LOAD_TOLERANCE)
+    monkeypatch.setattr(reduced, 'LOAD_TOLERANCE', abs(gap) + 1e-3)       # within: the frozen model is searched
+    chosen = cell_search.group_search_model(job, 'base', ['IN1'], evaluator)
+    assert chosen is not evaluator and chosen.parts[0].simulator.model.nv < whole_nv

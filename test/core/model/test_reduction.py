@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from shadow_twin.common.errors import ModelError
-from shadow_twin.model.reduction import plan_reduction, reduced_spec
+from shadow_twin.model.reduction import frozen_spec, plan_reduction, reduced_spec, subtree_joints
 
 #: A base (welded to the world, or on a hinge) carrying two arms: 'a' is compared, 'b' and 'c' are not.
 TEMPLATE = """
@@ -137,3 +137,39 @@ def test_the_reduced_model_moves_the_compared_joints_as_the_whole_one():
 def test_an_unknown_compared_joint_is_refused():
     with pytest.raises(ModelError, match="no joint 'nope'"):
         plan_reduction(model().compile(), ['nope'])
+
+
+def test_frozen_parts_keep_their_mass_where_they_are_put_and_lose_their_joints():
+    spec = model(base_joint='<joint name="base_hinge" axis="0 0 1"/>',
+                 extra='<tendon><fixed name="pair"><joint joint="b1" coef="1"/><joint joint="c1" coef="1"/></fixed>'
+                       '</tendon>')
+    whole = spec.compile()
+    assert subtree_joints(whole, 'b1') == ['b1'] and subtree_joints(whole, 'base') == ['base_hinge', 'a1', 'a2', 'b1',
+                                                                                         'c1']
+    at = {'b1': 0.7, 'c1': -0.4}
+    frozen = frozen_spec(spec, ['b1', 'c1'], at, whole).compile()
+    assert [frozen.joint(j).name for j in range(frozen.njnt)] == ['base_hinge', 'a1', 'a2']
+    assert frozen.nu == 2 and frozen.ntendon == 0 and frozen.nbody == whole.nbody
+    np.testing.assert_allclose(frozen.body_subtreemass, whole.body_subtreemass)
+    # the frozen bodies stand where the whole model's joints put them
+    d, f = mujoco.MjData(whole), mujoco.MjData(frozen)
+    d.qpos[0] = f.qpos[0] = 0.3
+    for name, value in at.items():
+        d.qpos[whole.jnt_qposadr[mujoco.mj_name2id(whole, mujoco.mjtObj.mjOBJ_JOINT, name)]] = value
+    mujoco.mj_kinematics(whole, d)
+    mujoco.mj_kinematics(frozen, f)
+    np.testing.assert_allclose(f.xpos, d.xpos, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(f.xquat * d.xquat, axis=1)), 1.0, atol=1e-12)
+    # without positions: at the reference pose
+    plain = frozen_spec(spec, ['b1']).compile()
+    np.testing.assert_allclose(plain.body_pos, whole.body_pos)
+
+
+def test_freezing_refuses_unknown_and_tied_joints():
+    with pytest.raises(ModelError, match=r"no joint\(s\) \['nope'\] in the model to freeze"):
+        frozen_spec(model(), ['b1', 'nope'])
+    tied = model(extra='<equality><joint name="tie" joint1="b1" joint2="a1"/></equality>')
+    with pytest.raises(ModelError, match='an equality constraint ties \\(tie\\)'):
+        frozen_spec(tied, ['b1'])
+    with pytest.raises(ModelError, match="no body 'nope'"):
+        subtree_joints(model().compile(), 'nope')
