@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import signal
 from typing import Any, Callable, Sequence
 
 log = logging.getLogger(__name__)
@@ -27,13 +28,18 @@ def _draw(jobs: Sequence[Job]) -> None:
 
 
 def _serve(connection) -> None:
-    """The drawing process: matplotlib loaded first, then each batch of jobs received until None."""
+    """The drawing process: matplotlib loaded first, then each batch of jobs received until None (or until the
+    command's end of the pipe closes). Ctrl-C is the command's to handle: it ends this process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # lazy: matplotlib is loaded in this process, while the command's own goes on
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot  # noqa: F401  (loaded while the command works)
     while True:
-        jobs = connection.recv()
+        try:
+            jobs = connection.recv()
+        except EOFError:            # the command is gone
+            return
         if jobs is None:
             return
         _draw(jobs)
