@@ -103,8 +103,9 @@ def _moving_joints(model: mujoco.MjModel, body: int) -> list[str]:
     return names[::-1]
 
 
-def _can_collide(model: mujoco.MjModel, g1: int, g2: int, pairs: set[tuple[int, int]]) -> bool:
-    """Whether MuJoCo may make a contact between geoms ``g1`` and ``g2`` (mj_collision's filters)."""
+def _can_collide(model: mujoco.MjModel, g1: int, g2: int, pairs: set[tuple[int, int]], excluded: set[int]) -> bool:
+    """Whether MuJoCo may make a contact between geoms ``g1`` and ``g2`` (mj_collision's filters); ``pairs``: the
+    explicit pairs' geoms (lower id first), ``excluded``: the ``<exclude>`` signatures."""
     if (min(g1, g2), max(g1, g2)) in pairs:
         return True
     if not ((model.geom_contype[g1] & model.geom_conaffinity[g2]) or (model.geom_contype[g2] & model.geom_conaffinity[g1])):
@@ -118,7 +119,7 @@ def _can_collide(model: mujoco.MjModel, g1: int, g2: int, pairs: set[tuple[int, 
         if (p1 == w2 and w2 != 0) or (p2 == w1 and w1 != 0):
             return False
     signature = (min(b1, b2) << 16) + max(b1, b2)
-    return signature not in set(int(s) for s in model.exclude_signature)
+    return signature not in excluded
 
 
 def _equality_bodies(model: mujoco.MjModel, e: int) -> list[int]:
@@ -144,12 +145,13 @@ def _tendon_bodies(model: mujoco.MjModel, t: int) -> list[int]:
     """Bodies a tendon's path runs through (its joints', sites' and wrapping geoms' bodies)."""
     out = []
     for w in range(model.tendon_adr[t], model.tendon_adr[t] + model.tendon_num[t]):
-        kind, obj = model.wrap_type[w], model.wrap_objid[w]
-        if kind == mujoco.mjtWrap.mjWRAP_JOINT:
+        # ints: a numpy int is == to a MuJoCo enum, but never `in` a tuple of them
+        kind, obj = int(model.wrap_type[w]), model.wrap_objid[w]
+        if kind == int(mujoco.mjtWrap.mjWRAP_JOINT):
             out.append(int(model.jnt_bodyid[obj]))
-        elif kind == mujoco.mjtWrap.mjWRAP_SITE:
+        elif kind == int(mujoco.mjtWrap.mjWRAP_SITE):
             out.append(int(model.site_bodyid[obj]))
-        elif kind in (mujoco.mjtWrap.mjWRAP_SPHERE, mujoco.mjtWrap.mjWRAP_CYLINDER):
+        elif kind in (int(mujoco.mjtWrap.mjWRAP_SPHERE), int(mujoco.mjtWrap.mjWRAP_CYLINDER)):
             out.append(int(model.geom_bodyid[obj]))
     return out
 
@@ -178,6 +180,7 @@ def plan_reduction(model: mujoco.MjModel, compared_joints: Sequence[str], allow_
     roots = [b for b in range(1, model.nbody) if b not in kept and int(model.body_parentid[b]) in kept]
     moving_kept = {b for b in kept if model.body_weldid[b] != 0}
     pairs = {(min(int(a), int(b)), max(int(a), int(b))) for a, b in zip(model.pair_geom1, model.pair_geom2)}
+    excluded = {int(s) for s in model.exclude_signature}
     contacts_on = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     kept_geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in moving_kept]
     equalities = [(e, set(_equality_bodies(model, e))) for e in range(model.neq)]
@@ -189,7 +192,7 @@ def plan_reduction(model: mujoco.MjModel, compared_joints: Sequence[str], allow_
         reasons = []
         if contacts_on:
             geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in tree]
-            touching = next(((g, h) for g in geoms for h in kept_geoms if _can_collide(model, g, h, pairs)), None)
+            touching = next(((g, h) for g in geoms for h in kept_geoms if _can_collide(model, g, h, pairs, excluded)), None)
             if touching is not None:
                 g, h = touching
                 reasons.append(f'{CONTACT}: geom {model.geom(g).name or g} can touch '

@@ -100,6 +100,14 @@ def test_equality_and_tendon_couplings_keep_their_subtrees():
     spec = model(extra='<tendon><fixed name="pair"><joint joint="a1" coef="1"/><joint joint="c1" coef="1"/></fixed>'
                        '</tendon>')
     assert plan_reduction(spec.compile(), ['a1', 'a2']).removed == ('b1',)
+    # a spatial tendon from the world to the compared arm, wrapped around c1's geom: c1 is on its path
+    spec = model(extra='<tendon><spatial name="wrapped"><site site="a_site"/><geom geom="c1_wrap"/>'
+                       '<site site="anchor"/></spatial></tendon>')
+    spec.worldbody.add_site(name='anchor', pos=[0, 0.6, 1])
+    spec.body('c1').add_geom(name='c1_wrap', type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.03, 0, 0], pos=[0, 0.3, 0],
+                             contype=0, conaffinity=0)
+    plan = plan_reduction(spec.compile(), ['a1', 'a2'])
+    assert plan.removed == ('b1',) and plan.couplings['c1'][0] == 'tendon: tendon wrapped spans it and the kept bodies'
 
 
 def test_a_moving_base_couples_through_the_load_and_allow_load_removes_it_as_an_approximation():
