@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from shadow_twin.calibration.jobs.cell_job import CellCalibrationJob, CellJobSpec, CellTopics
+from shadow_twin.calibration.scoring.reduced import DEFAULT_MODE as DEFAULT_REDUCE, MODES as REDUCE_MODES
 from shadow_twin.calibration.jobs.cell_result import result_lines
 from shadow_twin.calibration.engine.executor import parse_cluster
 from shadow_twin.calibration.jobs.protocol import CellProtocol
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--workers', type=int, default=2, help='simulations in parallel (threads)')
     p.add_argument('--cluster', default='', metavar='ADDRESS',
                    help="where the rollout batches run: '' (these threads), auto, ray://HOST:PORT or HOST:PORT (Ray)")
-    p.add_argument('--reduce', choices=('auto', 'exact', 'off'), default='auto',
+    p.add_argument('--reduce', choices=REDUCE_MODES, default=DEFAULT_REDUCE,
                    help='auto (the default): each group screened and fitted on the model with the parts its runs '
                         'need not move frozen where each run starts them (the hand for the arm; the arm and the hand '
                         'for the base), when that moves the objective of the model as given by at most 0.5 %% '

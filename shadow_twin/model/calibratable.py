@@ -163,14 +163,18 @@ def has_target(model: mujoco.MjModel, target: ParameterTarget) -> bool:
     return kind is not None and mujoco.mj_name2id(model, kind, target.name) >= 0
 
 
-def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float]) -> None:
-    """Set several parameters in place; see :func:`set_parameter`.
+def apply_parameters(model: mujoco.MjModel, values: dict[ParameterTarget, float], missing_ok: bool = False) -> None:
+    """Set several parameters in place; see :func:`set_parameter`. With ``missing_ok`` the targets ``model``
+    does not have are skipped (:func:`has_target`: a reduced or frozen model lacks the removed parts'); without
+    it they raise as :func:`set_parameter` does.
 
     Armature and bodies' masses and centres of mass enter constants that MuJoCo derives at
     compile time (``dof_M0``, the inverse weights, ``actuator_acc0``, ``body_subtreemass``);
     when they change they are recomputed with ``mj_setConst``, as the compiler does, so the
     in-place model moves as the recompiled MJCF would.
     """
+    if missing_ok:
+        values = {t: v for t, v in values.items() if has_target(model, t)}
     for target, value in values.items():
         set_parameter(model, target, value)
     if any((t.kind == 'joint' and t.attribute == 'armature') or t.kind == 'body' for t in values):

@@ -230,8 +230,7 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
     parts = parts_of(evaluator)
     pairs, initial, final = scores or whole_model_scores(evaluator, best_values,
                                                          int(result.settings.get('workers', 1) or 1))
-    own = figures is None
-    figures = FigureProcess(enabled=False) if own else figures     # a caller's process only: a node's has DDS threads
+    figures = figures or FigureProcess(enabled=False)      # a caller's process only: a node's has DDS threads
     jobs = [(plot_convergence, (out_dir / 'convergence.png', [e.objective for e in result.evaluations],
                                 initial.objective))]
     plots, recordings = ['convergence.png'], []
@@ -265,10 +264,6 @@ def write_outputs(out_dir: Path, twin: TwinModel, controller: SimController, eva
     if search is not None:
         report['search_model'] = {**search.report(), 'best_on_search_model': result.best.objective,
                                   'best_on_whole_model': final.objective}
-    try:
-        figures.finish()
-    finally:
-        if own:
-            figures.__exit__(None, None, None)
+    figures.finish()
     write_text_atomic(out_dir / 'report.json', json.dumps(report, indent=2) + '\n')
     return report

@@ -13,7 +13,6 @@ runs on the whole model (:mod:`~shadow_twin.calibration.jobs.cell_job`).
 from __future__ import annotations
 
 import logging
-import time
 
 import mujoco
 
@@ -56,16 +55,10 @@ def group_search_model(job, group: str, run_names: list[str], evaluator: Evaluat
     if not joints:
         return evaluator
     frozen = EvaluatorSet([frozen_part(job, part, joints) for part in evaluator.parts], evaluator.recording_weights)
-    workers = job.spec.workers
-    t0 = time.perf_counter()
-    whole = evaluator.evaluate([{}], workers)[0].objective
-    t1 = time.perf_counter()
-    small = frozen.evaluate([{}], workers)[0].objective
-    t2 = time.perf_counter()
-    gap = (small - whole) / whole if whole > 0 else 0.0
+    gap, costs = reduced.measure_gap(evaluator, frozen, job.spec.workers)
     what = (f'{group}: {len(joints)} joints frozen ({joints[0]} ... {joints[-1]}), '
             f'{frozen.parts[0].simulator.model.nv} of {job.twin.model.nv} dofs; the model as given scores '
-            f'{100 * gap:+.3f} % on it, a rollout batch {t2 - t1:.2f} s against {t1 - t0:.2f} s')
+            f'{100 * gap:+.3f} % on it, a rollout batch {costs["reduced"]:.2f} s against {costs["full"]:.2f} s')
     if abs(gap) > reduced.LOAD_TOLERANCE:
         log.info('search model: the whole model: %s (more than %g %%)', what, 100 * reduced.LOAD_TOLERANCE)
         return evaluator

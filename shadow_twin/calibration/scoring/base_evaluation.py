@@ -34,7 +34,7 @@ from shadow_twin.calibration.recordings.recording import JointStateRecording
 from shadow_twin.common.errors import ConfigError, RecordingError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, has_target
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.mobile_base import TwistCommands
 from shadow_twin.simulation.offline import TrajectorySimulator
@@ -166,9 +166,8 @@ class BaseEvaluator:
         """((M, N, 3) paths as :meth:`simulate`, (M, T, J) arm positions at :attr:`arm_times`, rad;
         J = 0 without an arm recording), one batched rollout."""
         models = self.simulator.model_copies(len(parameter_sets))
-        whole = self.simulator.model is self.twin.model
         for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values if whole else {t: v for t, v in values.items() if has_target(model, t)})
+            apply_parameters(model, values, missing_ok=self.simulator.model is not self.twin.model)
         positions, poses = self.simulator.run_base(models, nthread)
         step_times = np.concatenate([[0.0], self.simulator.times - self.simulator.time_offset])
         start_pose = self.simulator.initial_base_pose

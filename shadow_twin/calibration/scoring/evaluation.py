@@ -23,7 +23,7 @@ from shadow_twin.calibration.scoring.placement import AlignmentSettings, held_jo
 from shadow_twin.common.errors import ConfigError, RecordingError, TrajectoryError
 from shadow_twin.control.controller import SimController
 from shadow_twin.control.trajectory import JointTrajectory
-from shadow_twin.model.calibratable import ParameterTarget, apply_parameters, has_target
+from shadow_twin.model.calibratable import ParameterTarget, apply_parameters
 from shadow_twin.model.mjcf import TwinModel
 from shadow_twin.simulation.offline import TrajectorySimulator
 from shadow_twin.simulation.warp_rollout import BACKENDS, warp_unavailable
@@ -288,9 +288,8 @@ class Evaluator:
         kept = [k for k, j in enumerate(self.joints) if j in controller.joint_names]
         out.joints = [self.joints[k] for k in kept]
         out._real, out.real = self._real[:, kept], self.real[:, kept]
-        out.trajectory = self.trajectory.subset([j for j in self.trajectory.joint_names if j in controller.joint_names])
         out._columns = [controller.joint_names.index(j) for j in out.joints]
-        out.simulator = out._simulator(self.start)
+        out.simulator = self.simulator.on_model(model, controller)
         return out
 
     def sim_on_time_base(self, positions: np.ndarray) -> np.ndarray:
@@ -314,8 +313,7 @@ class Evaluator:
         per set None or why its run went unstable (:mod:`~shadow_twin.calibration.scoring.stability`)."""
         models = self.simulator.model_copies(len(parameter_sets))
         for model, values in zip(models, parameter_sets):
-            apply_parameters(model, values if self.model is self.twin.model else
-                             {t: v for t, v in values.items() if has_target(model, t)})
+            apply_parameters(model, values, missing_ok=self.model is not self.twin.model)
         sim = self.simulator
         with stability.mujoco_warnings() as warnings:
             positions, clock = sim.run_with_clock(models, nthread)

@@ -65,13 +65,24 @@ class SearchModel:
         return f'reduced model, {"/".join(str(p.model.nv) for p in parts)} of {whole} dofs'
 
     def report(self) -> dict:
-        """The report's ``reduction`` section."""
+        """The report's ``search_model`` section (the caller adds the bests on each model)."""
         return {'reduced': self.reduced, 'models': self.lines, 'rollout_s': self.rollout_s,
                 'objective_gap': self.objective_gap}
 
 
 def _mjcf(evaluator: Evaluator, joints) -> list[str]:
     return [evaluator.controller.joint_map.to_mjcf(j) for j in joints]
+
+
+def measure_gap(whole, small, nthread: int = 1) -> tuple[float, dict[str, float]]:
+    """The model as given scored by ``whole`` and by ``small`` (an evaluator on a reduced or frozen model), one
+    batch each: ((small - whole) / whole of the objective, {'full': s, 'reduced': s} each batch's wall time)."""
+    t0 = time.perf_counter()
+    full = whole.evaluate([{}], nthread)[0].objective
+    t1 = time.perf_counter()
+    reduced = small.evaluate([{}], nthread)[0].objective
+    costs = {'full': t1 - t0, 'reduced': time.perf_counter() - t1}
+    return ((reduced - full) / full if full > 0 else 0.0), costs
 
 
 def _reduce_one(evaluator: Evaluator, mode: str) -> tuple[Evaluator, str, dict, float | None]:
@@ -85,12 +96,7 @@ def _reduce_one(evaluator: Evaluator, mode: str) -> tuple[Evaluator, str, dict, 
     reduced = evaluator.on_model(model, controller)
     if plan.exact:
         return reduced, f'{evaluator.label}: {plan.describe()}', {}, None
-    t0 = time.perf_counter()
-    full = evaluator.evaluate([{}])[0].objective
-    t1 = time.perf_counter()
-    small = reduced.evaluate([{}])[0].objective
-    costs = {'full': t1 - t0, 'reduced': time.perf_counter() - t1}
-    gap = (small - full) / full if full > 0 else 0.0
+    gap, costs = measure_gap(evaluator, reduced)
     if abs(gap) > LOAD_TOLERANCE:
         return evaluator, (f'{evaluator.label}: the whole model: removing {", ".join(plan.approximate)} (their '
                            f'load) moves the objective of the model as given by {100 * gap:+.2f} % '
